@@ -1,0 +1,28 @@
+# Two commands on a fresh machine: `make demo` and `make test`.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: install demo test bench clean
+
+install: $(STAMP)
+
+# torch is pinned to the CPU wheel on disk (any other spec pulls a multi-GB CUDA build);
+# sentence-transformers comes after it, through the [all] extra.
+$(STAMP): pyproject.toml Makefile
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet torch==2.13.0
+	$(PY) -m pip install --quiet -e '.[all,test]'
+	touch $(STAMP)
+
+demo: install
+	HF_HUB_OFFLINE=1 $(VENV)/bin/bakeoff run --beir ../shared/data/scifact --split test \
+	    --arm bm25 --arm bm25:stemmer=english --arm tfidf --out results/scifact
+
+test: install
+	HF_HUB_OFFLINE=1 $(VENV)/bin/python -m pytest -q
+
+clean:
+	rm -rf $(VENV) results .pytest_cache

@@ -1,0 +1,102 @@
+"""Orchestration: dataset x arms -> Results. No metric math lives here."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+
+from .arms.base import Arm, Context
+from .cache import Cache
+from .data.model import Dataset
+from .metrics import Measure, evaluate, parse_measures
+from .results import ArmResult, Results
+
+__all__ = ["run_bakeoff", "default_measures"]
+
+log = logging.getLogger("bakeoff")
+
+
+def default_measures(k: int, depth: int) -> tuple[Measure, ...]:
+    """NDCG, Recall, MRR, Precision, Hit and MAP at ``k``, plus Recall at ``depth``."""
+    names = [f"ndcg@{k}", f"recall@{k}", f"mrr@{k}", f"precision@{k}", f"hit@{k}", f"map@{k}"]
+    if depth > k:
+        names.append(f"recall@{depth}")
+    return parse_measures(names)
+
+
+def _order(arms: Sequence[Arm]) -> list[Arm]:
+    """Children before parents (so a composite arm's own time excludes its inputs' search)."""
+    seen: dict[int, Arm] = {}
+
+    def visit(a: Arm) -> None:
+        for c in a.children():
+            visit(c)
+        seen.setdefault(id(a), a)
+
+    for a in arms:
+        visit(a)
+    return list(seen.values())
+
+
+def run_bakeoff(
+    dataset: Dataset,
+    arms: Sequence[Arm],
+    *,
+    k: int = 10,
+    depth: int | None = None,
+    measures: Iterable[str | Measure] | None = None,
+    cache: Cache | None = None,
+    progress: bool = True,
+    ctx: Context | None = None,
+) -> Results:
+    """Index, search and evaluate every arm on ``dataset``.
+
+    Each arm retrieves ``depth`` (default ``max(k, 100)``) documents per query;
+    metrics use their own cutoffs. Runs are cached by content (see
+    :meth:`~bakeoff.arms.base.Context.search`); a cached arm is marked ``cached``.
+    """
+    depth = max(k, depth if depth is not None else 100)
+    ms = parse_measures(measures) if measures is not None else default_measures(k, depth)
+    ctx = ctx or Context(corpus=dataset.corpus, cache=cache, progress=progress)
+    for arm in _order(arms):
+        ctx.search(arm, dataset.queries, k=depth)
+    results: list[ArmResult] = []
+    evaluation = None
+    for arm in arms:
+        run = ctx.search(arm, dataset.queries, k=depth)
+        evaluation = evaluate(run, dataset.qrels, ms, query_ids=dataset.queries.ids)
+        fp = arm.fingerprint()
+        results.append(
+            ArmResult(
+                name=arm.name,
+                type=arm.type,
+                config=arm.config(),
+                fingerprint=fp,
+                run=run,
+                evaluation=evaluation,
+                timing=dict(ctx.timings.get(fp, {})),
+                cached=ctx.from_cache.get(fp, False),
+            )
+        )
+    info = {
+        "name": dataset.name,
+        "split": dataset.split,
+        "n_docs": len(dataset.corpus),
+        "n_queries": len(dataset.queries),
+        "fingerprints": {
+            "corpus": dataset.corpus.fingerprint(),
+            "queries": dataset.queries.fingerprint(),
+            "qrels": dataset.qrels.fingerprint(),
+        },
+        **dict(dataset.info),
+    }
+    excluded = dict(evaluation.excluded) if evaluation else {}
+    return Results(
+        dataset=info,
+        k=k,
+        depth=depth,
+        measures=[str(m) for m in ms],
+        arms=results,
+        excluded=excluded,
+        n_evaluated=len(evaluation.query_ids) if evaluation else 0,
+    )

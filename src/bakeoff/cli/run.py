@@ -1,0 +1,86 @@
+"""``bakeoff run``: a bake-off from a TOML file or from flags."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from ..bakeoff import run_bakeoff
+from ..config import BakeoffConfig, DatasetSpec, build_arms, load_config, parse_arm_spec
+from ..data.clean import CleanOptions
+from ..data.loaders import FieldMap
+from ..errors import ConfigError
+from ..report.terminal import print_table
+from ._common import make_cache, warn_all
+
+log = logging.getLogger("bakeoff")
+
+
+def run(
+    config: Annotated[Optional[Path], typer.Argument(help="TOML file naming the dataset and the arms.")] = None,
+    beir: Annotated[Optional[Path], typer.Option(help="BEIR folder (corpus.jsonl, queries.jsonl, qrels/).")] = None,
+    irds: Annotated[Optional[str], typer.Option(help="ir_datasets id, e.g. beir/scifact/test.")] = None,
+    corpus: Annotated[Optional[Path], typer.Option(help="Corpus: JSONL/CSV/Parquet records or a folder of files.")] = None,
+    queries: Annotated[Optional[Path], typer.Option(help="Queries (BEIR JSONL or id<TAB>text).")] = None,
+    qrels: Annotated[Optional[Path], typer.Option(help="Judgments (BEIR TSV or TREC qrels).")] = None,
+    split: Annotated[str, typer.Option(help="qrels split of a BEIR folder.")] = "test",
+    id_field: Annotated[str, typer.Option("--id-field", help="Record field holding the document id.")] = "id",
+    text_field: Annotated[list[str], typer.Option("--text-field", help="Record text field; repeat for one document per field.")] = ["text"],
+    title_field: Annotated[Optional[str], typer.Option("--title-field", help="Record field holding the title.")] = "title",
+    arm: Annotated[list[str], typer.Option("--arm", help="[NAME=]TYPE[:key=value,...]; repeatable.")] = [],
+    k: Annotated[Optional[int], typer.Option(help="Cutoff for the reported metrics.")] = None,
+    depth: Annotated[Optional[int], typer.Option(help="Documents retrieved per query (>= k).")] = None,
+    measure: Annotated[list[str], typer.Option("--measure", help="Measure to compute (repeatable), e.g. ndcg@10.")] = [],
+    out: Annotated[Optional[Path], typer.Option(help="Output folder for results.json and runs/.")] = None,
+    cache: Annotated[Optional[str], typer.Option(help="Cache policy: use, refresh or off.")] = None,
+    cache_dir: Annotated[Optional[Path], typer.Option(help="Cache folder (default $BAKEOFF_CACHE_DIR or ~/.cache/bakeoff).")] = None,
+    strip_html: Annotated[bool, typer.Option(help="Reduce HTML markup to text.")] = False,
+    normalize_space: Annotated[bool, typer.Option(help="Normalise Unicode spaces and newlines.")] = False,
+    dedupe: Annotated[bool, typer.Option(help="Keep the first of duplicate document ids (default: error).")] = False,
+    min_chars: Annotated[int, typer.Option(help="Drop documents shorter than this many characters.")] = 0,
+    progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
+) -> None:
+    """Run a bake-off and print one table; with --out, write results.json and TREC runs."""
+    if config is not None:
+        cfg = load_config(config)
+        if arm:
+            cfg = BakeoffConfig(**{**cfg.__dict__, "arms": cfg.arms + tuple(parse_arm_spec(a) for a in arm)})
+    else:
+        if not arm:
+            raise ConfigError("give a CONFIG.toml or at least one --arm")
+        clean = CleanOptions(strip_html=strip_html, normalize_space=normalize_space, dedupe=dedupe, min_chars=min_chars)
+        dspec = DatasetSpec(
+            beir=str(beir) if beir else None,
+            irds=irds,
+            corpus=str(corpus) if corpus else None,
+            queries=str(queries) if queries else None,
+            qrels=str(qrels) if qrels else None,
+            split=split,
+            fields=FieldMap(id=id_field, text=tuple(text_field), title=title_field),
+            clean=clean,
+        )
+        cfg = BakeoffConfig(dataset=dspec, arms=tuple(parse_arm_spec(a) for a in arm))
+    k_ = k if k is not None else cfg.k
+    depth_ = max(k_, depth if depth is not None else max(cfg.depth, k_))
+    arms = build_arms(cfg.arms)
+    cache_obj = make_cache(cache or cfg.cache, cache_dir)
+    dataset = cfg.dataset.load()
+    warn_all(list(dataset.info.get("warnings", [])))
+    for note in dataset.info.get("notes", []):
+        log.info(note)
+    results = run_bakeoff(dataset, arms, k=k_, depth=depth_, measures=measure or cfg.measures, cache=cache_obj,
+                          progress=progress)
+    results.dataset = {**results.dataset, "source": cfg.dataset.as_dict()}
+    as_dict = results.to_dict()
+    print_table(as_dict)
+    out_dir = out or (Path(cfg.out) if cfg.out else None)
+    if out_dir is not None:
+        path = results.write(out_dir)
+        typer.echo(f"wrote {path}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("run")(run)

@@ -1,0 +1,510 @@
+"""Readers: BEIR folders, TREC qrels/runs, JSONL/CSV/Parquet records, text folders, ir_datasets.
+
+Every reader streams its file line by line where the format allows, and turns
+bad input into one :class:`~bakeoff.errors.InputError` naming file, line and
+field. Conditions where continuing is right (duplicates when deduplicating,
+short documents dropped, judgments for documents missing from the corpus,
+queries without judgments) are counted in :class:`LoadReport` and logged as
+warnings by the caller.
+"""
+
+from __future__ import annotations
+
+import csv
+import itertools
+import json
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError, MissingDependencyError
+from .clean import CleanOptions, html_to_text
+from .model import Corpus, Dataset, Document, Qrels, Queries, Query, Run
+
+__all__ = [
+    "LoadReport",
+    "FieldMap",
+    "load_beir",
+    "read_beir_corpus",
+    "read_beir_queries",
+    "read_qrels",
+    "read_trec_run",
+    "read_records",
+    "read_folder",
+    "load_ir_datasets",
+    "attach",
+]
+
+PathLike = str | os.PathLike[str]
+
+
+@dataclass
+class LoadReport:
+    """Counts of what loading skipped or flagged; ``warnings()`` renders them as lines."""
+
+    duplicate_ids: int = 0
+    short_dropped: int = 0
+    qrels_docs_missing: int = 0
+    qrels_docs_missing_example: str | None = None
+    queries_without_judgments: int = 0
+    judged_queries_missing: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    def warnings(self) -> list[str]:
+        out = []
+        if self.duplicate_ids:
+            out.append(f"dropped {self.duplicate_ids} documents with a duplicate id (kept the first)")
+        if self.short_dropped:
+            out.append(f"dropped {self.short_dropped} documents shorter than the minimum length")
+        if self.qrels_docs_missing:
+            out.append(
+                f"{self.qrels_docs_missing} judgments name documents absent from the corpus "
+                f"(e.g. {self.qrels_docs_missing_example!r}); they stay relevant but can never be retrieved"
+            )
+        if self.queries_without_judgments:
+            out.append(
+                f"{self.queries_without_judgments} queries have no relevant judgment in this split; "
+                "they are excluded from every mean"
+            )
+        if self.judged_queries_missing:
+            out.append(f"{self.judged_queries_missing} judged query ids are absent from the queries file")
+        return out
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "duplicate_ids": self.duplicate_ids,
+            "short_dropped": self.short_dropped,
+            "qrels_docs_missing": self.qrels_docs_missing,
+            "queries_without_judgments": self.queries_without_judgments,
+            "judged_queries_missing": self.judged_queries_missing,
+        }
+
+
+def _lines(path: Path) -> Iterator[tuple[int, str]]:
+    """Yield (1-based line number, text) of a UTF-8 file; undecodable bytes -> InputError."""
+    try:
+        fh = open(path, "rb")
+    except FileNotFoundError:
+        raise InputError("no such file", path=path) from None
+    except IsADirectoryError:
+        raise InputError("is a folder, expected a file", path=path) from None
+    with fh:
+        for no, raw in enumerate(fh, start=1):
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise InputError(
+                    f"not valid UTF-8 (byte {exc.start} of the line); re-encode the file as UTF-8",
+                    path=path,
+                    line=no,
+                ) from None
+            if no == 1 and text.startswith("\ufeff"):
+                text = text[1:]
+            yield no, text
+
+
+def _json_lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    for no, text in _lines(path):
+        if not text.strip():
+            continue
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", path=path, line=no) from None
+        if not isinstance(obj, dict):
+            raise InputError("expected a JSON object", path=path, line=no)
+        yield no, obj
+
+
+def _field_str(obj: Mapping[str, Any], key: str, *, path: Path, line: int, required: bool = True) -> str:
+    if key not in obj or obj[key] is None:
+        if required:
+            raise InputError("missing", path=path, line=line, field=key)
+        return ""
+    value = obj[key]
+    if isinstance(value, (dict, list)):
+        raise InputError(f"expected a string, got {type(value).__name__}", path=path, line=line, field=key)
+    return str(value)
+
+
+class _CorpusBuilder:
+    """Accumulates documents applying :class:`CleanOptions`, counting what it drops."""
+
+    def __init__(self, path: Path, clean: CleanOptions, report: LoadReport) -> None:
+        self.path, self.clean, self.report = path, clean, report
+        self.ids: list[str] = []
+        self.texts: list[str] = []
+        self.titles: list[str] = []
+        self.meta: list[Mapping[str, Any]] = []
+        self.first_line: dict[str, int] = {}
+
+    def add(self, doc_id: str, title: str, text: str, meta: Mapping[str, Any], line: int) -> None:
+        if doc_id in self.first_line:
+            if not self.clean.dedupe:
+                raise InputError(
+                    f"duplicate document id {doc_id!r} (first on line {self.first_line[doc_id]}); "
+                    "pass --dedupe to keep the first",
+                    path=self.path,
+                    line=line,
+                    field="id",
+                )
+            self.report.duplicate_ids += 1
+            return
+        self.first_line[doc_id] = line
+        text = self.clean.text(text)
+        title = self.clean.text(title)
+        if self.clean.min_chars and len(text) < self.clean.min_chars:
+            self.report.short_dropped += 1
+            return
+        self.ids.append(doc_id)
+        self.titles.append(title)
+        self.texts.append(text)
+        self.meta.append(meta)
+
+    def build(self) -> Corpus:
+        if not self.ids:
+            why = " after cleaning" if self.first_line else ""
+            raise InputError(f"the corpus is empty{why}", path=self.path)
+        return Corpus(tuple(self.ids), tuple(self.texts), tuple(self.titles), tuple(self.meta))
+
+
+def read_beir_corpus(
+    path: PathLike, *, clean: CleanOptions = CleanOptions(), report: LoadReport | None = None
+) -> Corpus:
+    """Read a BEIR ``corpus.jsonl``: ``{"_id", "title", "text", "metadata"}`` per line."""
+    path = Path(path)
+    report = report if report is not None else LoadReport()
+    b = _CorpusBuilder(path, clean, report)
+    for no, obj in _json_lines(path):
+        doc_id = _field_str(obj, "_id", path=path, line=no)
+        text = _field_str(obj, "text", path=path, line=no)
+        title = _field_str(obj, "title", path=path, line=no, required=False)
+        meta = obj.get("metadata") or {}
+        b.add(doc_id, title, text, meta if isinstance(meta, dict) else {"metadata": meta}, no)
+    return b.build()
+
+
+def read_beir_queries(path: PathLike) -> Queries:
+    """Read a BEIR ``queries.jsonl`` (``_id``, ``text``, optional ``metadata``) or a
+    two-column ``id<TAB>text`` TSV."""
+    path = Path(path)
+    qs: list[Query] = []
+    seen: dict[str, int] = {}
+
+    def add(qid: str, text: str, meta: Mapping[str, Any], no: int) -> None:
+        if qid in seen:
+            raise InputError(f"duplicate query id {qid!r} (first on line {seen[qid]})", path=path, line=no, field="_id")
+        seen[qid] = no
+        qs.append(Query(qid, text, meta))
+
+    if path.suffix.lower() in (".tsv", ".txt"):
+        for no, line in _lines(path):
+            if not line.strip():
+                continue
+            cols = line.rstrip("\n").split("\t")
+            if len(cols) < 2:
+                raise InputError("expected 'id<TAB>text'", path=path, line=no, field="text")
+            add(cols[0], cols[1], {}, no)
+    else:
+        for no, obj in _json_lines(path):
+            meta = obj.get("metadata") or {}
+            extra = {k: v for k, v in obj.items() if k not in ("_id", "text", "metadata")}
+            add(
+                _field_str(obj, "_id", path=path, line=no),
+                _field_str(obj, "text", path=path, line=no),
+                {**(meta if isinstance(meta, dict) else {}), **extra},
+                no,
+            )
+    if not qs:
+        raise InputError("no queries", path=path)
+    return Queries.from_queries(qs)
+
+
+def read_qrels(path: PathLike) -> Qrels:
+    """Read judgments: BEIR TSV (``query-id corpus-id score`` with a header) or TREC
+    (``qid iter docid grade``). The format is detected per file from the first row."""
+    path = Path(path)
+    out: dict[str, dict[str, int]] = {}
+    fmt: str | None = None
+    n = 0
+    for no, line in _lines(path):
+        if not line.strip():
+            continue
+        cols = line.split("\t") if "\t" in line else line.split()
+        cols = [c.strip() for c in cols]
+        if fmt is None:
+            if cols[0].lower() in ("query-id", "query_id", "qid", "query"):
+                fmt = "beir"
+                continue
+            fmt = "trec" if len(cols) == 4 else "beir"
+        if fmt == "trec":
+            names = ("query id", "iteration", "doc id", "grade")
+            if len(cols) != 4:
+                raise InputError(f"expected 4 columns (qid iter docid grade), got {len(cols)}",
+                                 path=path, line=no, field=names[min(len(cols), 3)])
+            qid, did, grade = cols[0], cols[2], cols[3]
+        else:
+            names = ("query-id", "corpus-id", "score")
+            if len(cols) != 3:
+                raise InputError(f"expected 3 columns (query-id corpus-id score), got {len(cols)}",
+                                 path=path, line=no, field=names[min(len(cols), 2)])
+            qid, did, grade = cols
+        try:
+            g = int(float(grade)) if float(grade).is_integer() else None
+        except ValueError:
+            g = None
+        if g is None:
+            raise InputError(f"grade must be an integer, got {grade!r}", path=path, line=no, field="grade")
+        out.setdefault(qid, {})[did] = g
+        n += 1
+    if n == 0:
+        raise InputError("no judgments", path=path)
+    return Qrels(out)
+
+
+def read_trec_run(path: PathLike, *, name: str | None = None) -> Run:
+    """Read a TREC run (``qid Q0 docid rank score tag``). Ranks are ignored; the order
+    comes from scores via the package tie rule, as in trec_eval."""
+    path = Path(path)
+    scores: dict[str, dict[str, float]] = {}
+    for no, line in _lines(path):
+        if not line.strip():
+            continue
+        cols = line.split()
+        if len(cols) != 6:
+            fields = ("query id", "Q0", "doc id", "rank", "score", "tag")
+            raise InputError(f"expected 6 columns (qid Q0 docid rank score tag), got {len(cols)}",
+                             path=path, line=no, field=fields[min(len(cols), 5)])
+        try:
+            s = float(cols[4])
+        except ValueError:
+            raise InputError(f"score must be a number, got {cols[4]!r}", path=path, line=no, field="score") from None
+        per = scores.setdefault(cols[0], {})
+        if cols[2] in per:
+            raise InputError(f"document {cols[2]!r} appears twice for query {cols[0]!r}",
+                             path=path, line=no, field="doc id")
+        per[cols[2]] = s
+    return Run.from_scores(name or path.stem, scores)
+
+
+@dataclass(frozen=True, kw_only=True)
+class FieldMap:
+    """Which record fields make a document.
+
+    ``text`` may name several fields: each non-empty one becomes its own
+    document with id ``<id>_<field>`` (e.g. ``case1_facts``, ``case1_conclusion``).
+    ``metadata`` lists fields copied into the document metadata (``None`` = all
+    remaining fields).
+    """
+
+    id: str = "id"
+    text: tuple[str, ...] = ("text",)
+    title: str | None = "title"
+    metadata: tuple[str, ...] | None = None
+
+
+def _iter_records(path: Path, fmt: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    if fmt == "jsonl":
+        yield from _json_lines(path)
+    elif fmt == "csv":
+        stream = (t for _, t in _lines(path))
+        first = next(stream, "")
+        delimiter = "\t" if path.suffix.lower() == ".tsv" or first.count("\t") > first.count(",") else ","
+        reader = csv.DictReader(itertools.chain([first], stream), delimiter=delimiter)
+        for row in reader:
+            if None in row:
+                raise InputError("more columns than the header", path=path, line=reader.line_num)
+            yield reader.line_num, dict(row)
+    elif fmt == "parquet":
+        try:
+            import pyarrow.parquet as pq
+        except ImportError:
+            raise MissingDependencyError("pyarrow", "parquet", "reading Parquet") from None
+        try:
+            pf = pq.ParquetFile(path)
+        except Exception as exc:  # pyarrow raises several types for bad files
+            raise InputError(f"not a readable Parquet file ({exc})", path=path) from None
+        row_no = 0
+        for batch in pf.iter_batches(batch_size=4096):
+            for rec in batch.to_pylist():
+                row_no += 1
+                yield row_no, rec
+    else:  # pragma: no cover - guarded by caller
+        raise ValueError(fmt)
+
+
+def read_records(
+    path: PathLike,
+    *,
+    fields: FieldMap = FieldMap(),
+    fmt: str | None = None,
+    clean: CleanOptions = CleanOptions(),
+    report: LoadReport | None = None,
+) -> Corpus:
+    """Read a corpus from JSONL, CSV/TSV or Parquet records with a :class:`FieldMap`.
+
+    For Parquet the "line" in error messages is the 1-based row number.
+    """
+    path = Path(path)
+    fmt = fmt or {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".csv": "csv",
+                  ".tsv": "csv", ".parquet": "parquet", ".pq": "parquet"}.get(path.suffix.lower(), "")
+    if fmt not in ("jsonl", "csv", "parquet"):
+        raise InputError("unknown record format; use .jsonl, .csv, .tsv or .parquet", path=path)
+    report = report if report is not None else LoadReport()
+    b = _CorpusBuilder(path, clean, report)
+    multi = len(fields.text) > 1
+    used = {fields.id, *fields.text, *(() if fields.title is None else (fields.title,))}
+    for no, rec in _iter_records(path, fmt):
+        base = _field_str(rec, fields.id, path=path, line=no)
+        if not base:
+            raise InputError("empty id", path=path, line=no, field=fields.id)
+        title = _field_str(rec, fields.title, path=path, line=no, required=False) if fields.title else ""
+        keys = fields.metadata if fields.metadata is not None else [k for k in rec if k not in used]
+        meta = {k: rec[k] for k in keys if k in rec}
+        present = [f for f in fields.text if f in rec]
+        if not present:
+            raise InputError("missing", path=path, line=no, field=fields.text[0])
+        for f in fields.text:
+            text = _field_str(rec, f, path=path, line=no, required=not multi)
+            if multi and not text.strip():
+                continue
+            b.add(f"{base}_{f}" if multi else base, title, text, {**meta, **({"field": f} if multi else {})}, no)
+    return b.build()
+
+
+_FOLDER_SUFFIXES = (".txt", ".md", ".markdown", ".html", ".htm", ".rst")
+
+
+def read_folder(
+    path: PathLike,
+    *,
+    suffixes: Sequence[str] = _FOLDER_SUFFIXES,
+    clean: CleanOptions = CleanOptions(),
+    report: LoadReport | None = None,
+) -> Corpus:
+    """One document per file below ``path`` (recursive, sorted by relative path).
+
+    The id is the relative path without suffix, the title the first Markdown
+    heading or HTML ``<title>`` when present; HTML is always reduced to text.
+    """
+    root = Path(path)
+    if not root.is_dir():
+        raise InputError("not a folder", path=root)
+    report = report if report is not None else LoadReport()
+    b = _CorpusBuilder(root, clean, report)
+    files = sorted(p for p in root.rglob("*") if p.is_file() and p.suffix.lower() in suffixes)
+    for i, f in enumerate(files, start=1):
+        text = "".join(t for _, t in _lines(f))
+        rel = f.relative_to(root).with_suffix("").as_posix()
+        title = ""
+        if f.suffix.lower() in (".html", ".htm"):
+            low = text.lower()
+            s, e = low.find("<title>"), low.find("</title>")
+            if 0 <= s < e:
+                title = html_to_text(text[s + 7 : e])
+            text = html_to_text(text)
+        elif f.suffix.lower() in (".md", ".markdown"):
+            for line in text.splitlines():
+                if line.startswith("#"):
+                    title = line.lstrip("#").strip()
+                    break
+        b.add(rel, title, text, {"path": f.relative_to(root).as_posix()}, i)
+    return b.build()
+
+
+def attach(
+    corpus: Corpus,
+    queries: Queries,
+    qrels: Qrels,
+    *,
+    name: str,
+    split: str,
+    report: LoadReport,
+    qrels_path: PathLike | None = None,
+) -> Dataset:
+    """Cross-check queries, judgments and corpus, count problems, build a Dataset.
+
+    The evaluated queries are the judged ones (in queries-file order); query
+    ids judged but absent from the queries file, and judgments naming absent
+    documents, are counted in ``report``.
+    """
+    judged = [q for q in queries.ids if q in qrels]
+    report.judged_queries_missing = sum(1 for q in qrels if q not in queries)
+    report.queries_without_judgments = sum(
+        1 for q in judged if not any(g > 0 for g in qrels[q].values())
+    )
+    for q in qrels:
+        for d in qrels[q]:
+            if d not in corpus:
+                report.qrels_docs_missing += 1
+                report.qrels_docs_missing_example = report.qrels_docs_missing_example or d
+    unjudged = len(queries) - len(judged)
+    if unjudged:
+        report.notes.append(f"{unjudged} queries in the queries file have no judgments in split {split!r}; not evaluated")
+    info = {"load_report": report.as_dict(), "warnings": report.warnings(), "notes": list(report.notes)}
+    if qrels_path is not None:
+        info["qrels_path"] = str(qrels_path)
+    return Dataset(corpus, queries.subset(judged), qrels, name=name, split=split, info=info)
+
+
+def load_beir(
+    path: PathLike,
+    *,
+    split: str = "test",
+    clean: CleanOptions = CleanOptions(),
+    report: LoadReport | None = None,
+) -> Dataset:
+    """Load a BEIR folder: ``corpus.jsonl``, ``queries.jsonl`` and ``qrels/<split>.tsv``."""
+    root = Path(path)
+    if not root.is_dir():
+        raise InputError("not a BEIR folder (expected corpus.jsonl, queries.jsonl, qrels/)", path=root)
+    qrels_path = root / "qrels" / f"{split}.tsv"
+    if not qrels_path.exists():
+        have = sorted(p.stem for p in (root / "qrels").glob("*.tsv")) if (root / "qrels").is_dir() else []
+        raise InputError(f"no qrels for split {split!r} (have: {', '.join(have) or 'none'})", path=qrels_path)
+    report = report if report is not None else LoadReport()
+    qrels = read_qrels(qrels_path)
+    queries = read_beir_queries(root / "queries.jsonl")
+    corpus = read_beir_corpus(root / "corpus.jsonl", clean=clean, report=report)
+    return attach(corpus, queries, qrels, name=root.name, split=split, report=report, qrels_path=qrels_path)
+
+
+def load_ir_datasets(name: str, *, clean: CleanOptions = CleanOptions()) -> Dataset:
+    """Load a dataset by its ir_datasets id (e.g. ``beir/scifact/test``).
+
+    Needs the ``ir_datasets`` package and, the first time, network access to
+    download the data; offline, the error says so.
+    """
+    try:
+        import ir_datasets
+    except ImportError:
+        raise MissingDependencyError("ir_datasets", "irds", "loading ir_datasets names") from None
+    try:
+        ds = ir_datasets.load(name)
+    except KeyError:
+        raise InputError(f"unknown ir_datasets id {name!r}", path=f"irds:{name}") from None
+    report = LoadReport()
+    try:
+        b = _CorpusBuilder(Path(f"irds:{name}"), clean, report)
+        for i, doc in enumerate(ds.docs_iter(), start=1):
+            title = getattr(doc, "title", "") or ""
+            text = getattr(doc, "text", None) or getattr(doc, "body", "") or ""
+            b.add(doc.doc_id, title, text, {}, i)
+        corpus = b.build()
+        queries = Queries.from_queries(
+            Query(q.query_id, getattr(q, "text", None) or getattr(q, "title", "")) for q in ds.queries_iter()
+        )
+        judg: dict[str, dict[str, int]] = {}
+        for qr in ds.qrels_iter():
+            judg.setdefault(qr.query_id, {})[qr.doc_id] = int(qr.relevance)
+    except InputError:
+        raise
+    except Exception as exc:  # network/download failures come in many types
+        raise InputError(
+            f"could not fetch this dataset ({type(exc).__name__}: {str(exc)[:200]}); "
+            "ir_datasets downloads on first use and needs network access — use a local BEIR folder offline",
+            path=f"irds:{name}",
+        ) from None
+    return attach(corpus, queries, Qrels(judg), name=name, split=name.rsplit("/", 1)[-1], report=report)

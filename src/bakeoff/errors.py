@@ -1,0 +1,54 @@
+"""Error types. Every user-facing failure is one line naming file, line and field.
+
+The CLI maps :class:`BakeoffError` (and subclasses) to exit code 2 and prints
+``str(error)`` on one line; nothing else is printed and no output is written.
+"""
+
+from __future__ import annotations
+
+from os import PathLike
+
+__all__ = ["BakeoffError", "InputError", "ConfigError", "MissingDependencyError"]
+
+
+class BakeoffError(Exception):
+    """Base class of the errors bakeoff reports to users (exit code 2)."""
+
+
+class InputError(BakeoffError):
+    """Bad input data: names the file, the 1-based line (when known) and the field.
+
+    ``str(err)`` reads ``path:line: field 'x': message`` and is always one line.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | PathLike[str] | None = None,
+        line: int | None = None,
+        field: str | None = None,
+    ) -> None:
+        self.path = None if path is None else str(path)
+        self.line = line
+        self.field = field
+        self.message = message
+        where = ""
+        if self.path is not None:
+            where = self.path + (f":{line}" if line is not None else "") + ": "
+        what = f"field '{field}': " if field else ""
+        text = (where + what + message).replace("\n", " ")
+        super().__init__(text)
+
+
+class ConfigError(BakeoffError):
+    """Bad configuration (TOML file or ``--arm`` specification)."""
+
+
+class MissingDependencyError(BakeoffError):
+    """An optional extra is not installed; the message says which ``pip install`` fixes it."""
+
+    def __init__(self, package: str, extra: str, purpose: str) -> None:
+        super().__init__(
+            f"{purpose} needs the package '{package}': pip install 'bakeoff[{extra}]'"
+        )

@@ -1,0 +1,34 @@
+"""Shared fixtures. Real data lives in ../shared/data beside the checkout; tests that
+need it skip with a clear reason when it is absent."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED_DATA = Path(os.environ.get("BAKEOFF_SHARED_DATA", ROOT.parent / "shared" / "data"))
+SCIFACT = SHARED_DATA / "scifact"
+
+
+@pytest.fixture(scope="session")
+def scifact_path() -> Path:
+    if not (SCIFACT / "corpus.jsonl").exists():
+        pytest.skip(f"BEIR SciFact not found at {SCIFACT} (set BAKEOFF_SHARED_DATA)")
+    return SCIFACT
+
+
+@pytest.fixture(scope="session")
+def scifact(scifact_path: Path):
+    from bakeoff.data import load_beir
+
+    return load_beir(scifact_path, split="test")
+
+
+@pytest.fixture()
+def cache(tmp_path: Path):
+    from bakeoff.cache import Cache
+
+    return Cache(tmp_path / "cache")
