@@ -32,3 +32,14 @@ def cache(tmp_path: Path):
     from bakeoff.cache import Cache
 
     return Cache(tmp_path / "cache")
+
+
+@pytest.fixture(scope="session")
+def shared_cache():
+    """One cache for the whole test session (and across local runs), so an expensive
+    stage such as encoding SciFact with MiniLM runs once per CI run. Tests that check
+    caching itself must use the function-scoped ``cache`` fixture instead."""
+    from bakeoff.cache import Cache
+
+    root = Path(os.environ.get("BAKEOFF_TEST_CACHE", ROOT / ".bakeoff-test-cache"))
+    return Cache(root)
