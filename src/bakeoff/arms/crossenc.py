@@ -255,6 +255,8 @@ class CrossEncoderScorer:
                 shutil.rmtree(work, ignore_errors=True)
         opts = ort.SessionOptions()
         opts.log_severity_level = 3
+        # no busy-waiting worker threads: on a shared CPU spinning steals cycles from other work
+        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         return ort.InferenceSession(str(target), opts, providers=["CPUExecutionProvider"])
 
     def _export(self, hf: Any, path: Path) -> None:
