@@ -5,6 +5,7 @@ heavy, and importing the package has no side effects.
 """
 
 from .arms import Arm, BM25Arm, Context, TfidfArm, arm_types, register_arm
+from .arms import ConvexArm, RerankArm, RRFArm
 from .bakeoff import run_bakeoff
 from .cache import Cache
 from .data import (
@@ -32,3 +33,4 @@ __all__ = [
     "TfidfArm", "arm_types", "evaluate", "load_beir", "parse_measure", "rank", "read_qrels", "read_results",
     "read_trec_run", "register_arm", "run_bakeoff",
 ]
+__all__ += ["ConvexArm", "RRFArm", "RerankArm"]
