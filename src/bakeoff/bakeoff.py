@@ -76,6 +76,7 @@ def run_bakeoff(
                 evaluation=evaluation,
                 timing=dict(ctx.timings.get(fp, {})),
                 cached=ctx.from_cache.get(fp, False),
+                extra={"children": [c.name for c in arm.children()]} if arm.children() else {},
             )
         )
     info = {
