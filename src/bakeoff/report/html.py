@@ -35,7 +35,7 @@ from .terminal import _letters, pair_rows, report_rows
 
 __all__ = ["render_html", "write_html", "json_for_html", "pareto_front", "explorer_data", "plotly_js"]
 
-SNIPPET_CHARS = 300
+SNIPPET_CHARS = 220
 TOP_N = 10
 
 
@@ -173,6 +173,7 @@ def explorer_data(report: Mapping[str, Any], *, dataset: Dataset | None, runs: M
     if dataset is not None:
         for q in query_ids:
             rel[q] = {d: int(g) for d, g in dataset.qrels.get(q).items()}
+            needed.update(d for d, g in rel[q].items() if g > 0)
     docs: dict[str, dict[str, str]] = {}
     if dataset is not None:
         pos = dataset.corpus.position
@@ -236,6 +237,10 @@ def _body(report: Mapping[str, Any]) -> str:
         parts.append(f'<p class="muted">Leak statistics from {e(str(leak.get("source")))}: '
                      f'{e("; ".join(b for b in bits if b))}.</p>')
 
+    parts.append("<h2>Query explorer</h2>")
+    parts.append('<div id="explorer"><div><input id="qsearch" type="search" placeholder="search queries (text or id)">'
+                 '<div class="muted" id="qcount"></div><div id="qlist"></div></div>'
+                 '<div id="qview"><p class="muted">Click a query to see each arm\'s top 10.</p></div></div>')
     parts.append("<h2>Pairwise tests</h2>")
     for m in report["measures"]:
         ph, pr = pair_rows(report, m)
@@ -286,10 +291,6 @@ def _body(report: Mapping[str, Any]) -> str:
             parts.append(_table(["query", "text", d["a"], d["b"], "delta"],
                                 [[r["query_id"], r["text"] or "", _f(r["a"]), _f(r["b"]), f"{r['delta']:+.4f}"]
                                  for r in d["queries"]], left=2, cls="disagree"))
-    parts.append("<h2>Query explorer</h2>")
-    parts.append('<div id="explorer"><div><input id="qsearch" type="search" placeholder="search queries (text or id)">'
-                 '<div class="muted" id="qcount"></div><div id="qlist"></div></div>'
-                 '<div id="qview"><p class="muted">Click a query to see each arm\'s top 10.</p></div></div>')
     letters = dict(zip([a["name"] for a in report["arms"]], _letters(len(report["arms"]))))
     parts.append('<p class="muted">Arm letters: ' + e(", ".join(f"{v} = {k}" for k, v in letters.items())) + "</p>")
     return "\n".join(parts)
