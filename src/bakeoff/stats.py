@@ -258,9 +258,9 @@ def small_sample_note(n: int) -> str | None:
     """A sentence for reports when there are fewer than :data:`SMALL_SAMPLE` queries."""
     if n >= SMALL_SAMPLE:
         return None
-    return (f"Only {n} queries: with fewer than {SMALL_SAMPLE}, a single query moves a mean by "
-            f"{100.0 / max(n, 1):.1f} points per unit of the metric, confidence intervals are wide and "
-            "the tests have little power; treat differences as indicative, not conclusive.")
+    return (f"Only {n} queries (fewer than {SMALL_SAMPLE}): a single query moves a mean by up to "
+            f"{1.0 / max(n, 1):.3f}, confidence intervals are wide and the tests have little power; "
+            "treat differences as indicative, not conclusive.")
 
 
 def compare(
