@@ -8,6 +8,7 @@ Needs the Debian packages ``chromium`` (+ ``chromium-driver``; `.ci/run` install
 from __future__ import annotations
 
 import contextlib
+import json
 import functools
 import io
 import threading
@@ -38,6 +39,9 @@ def served_report(tmp_path):
     from bakeoff.cli import main
 
     results = run_tiny(tmp_path)
+    # a synthetic set's provenance file beside the data: the report draws its leak histogram
+    leak = {f"q{i}": v for i, v in enumerate([0.0, 0.1, 0.1, 0.2, 0.25, 0.3, 0.3, 0.3, 0.5, 0.8], start=1)}
+    (tmp_path / "tiny" / "provenance.json").write_text(json.dumps({"leak": {"per_query": leak, "threshold": 0.35}}))
     with contextlib.redirect_stdout(io.StringIO()):
         assert main(["report", str(results), "--resamples", "200"]) == 0
     server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(results)))
@@ -53,8 +57,6 @@ def served_report(tmp_path):
 
 def _top10_from_trec(results: Path, qid: str) -> dict[str, list[str]]:
     """Each arm's top 10 for ``qid`` read straight from the TREC run files (rank column order)."""
-    import json
-
     out = {}
     for arm in json.loads((results / "results.json").read_text())["arms"]:
         rows = [line.split() for line in (results / arm["run_file"]).read_text().splitlines()]
@@ -83,11 +85,12 @@ def test_report_in_headless_chromium(served_report: tuple[str, Path]) -> None:
             page.wait_for_function("window.__bakeoffPlotsRendered !== undefined", timeout=30_000)
 
             # plots: plotly drew an SVG in each of the three plot containers, with the arms' data
-            for pid in ("plot-pareto", "plot-bars", "plot-wtl"):
+            for pid in ("plot-pareto", "plot-bars", "plot-wtl", "plot-leak"):
                 assert page.locator(f"#{pid} .main-svg").count() >= 1, pid
             assert page.locator("#plot-bars .bars .point").count() == 9  # 3 arms x 3 measures
             assert page.locator("#plot-wtl .hm, #plot-wtl .heatmaplayer image, #plot-wtl image").count() >= 1
             assert "bm25:stemmer=english" in page.inner_text("#plot-pareto")
+            assert page.locator("#plot-leak .bars .point").count() >= 3  # histogram bins drawn
 
             page.screenshot(path=str(ARTIFACTS / "report-page.png"), full_page=True)
             # the summary says there are few queries

@@ -76,7 +76,9 @@ def produce(
         exp = explorer_data(rep, dataset=dataset, runs=runs, per_query=per_query, query_ids=qids)
         write_html(out / "report.html", rep, explorer=exp)
     atomic_write_json(out / "report.json", rep)
-    typer.echo(f"wrote {out / 'report.json'}, report.html, report.tex, per_query.csv/.parquet in {out}")
+    written = ["report.json", *(["report.html"] if html else []), "report.tex", "per_query.csv",
+               *(["per_query.parquet"] if (out / "per_query.parquet").exists() else [])]
+    typer.echo(f"wrote {', '.join(written)} in {out}")
     return rep
 
 

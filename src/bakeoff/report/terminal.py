@@ -135,11 +135,48 @@ def print_report(report: Mapping[str, Any], *, file: IO[str] | None = None) -> N
         for r in pr:
             pt.add_row(*r)
         console.print(pt)
-    for meas, o in report["diagnostics"]["oracle"].items():
-        if meas == m and o.get("best_arm"):
+    dg = report["diagnostics"]
+    k = report["k"]
+    wm = f"mrr@{k}" if f"mrr@{k}" in report["measures"] else m
+    arms = [a["name"] for a in report["arms"]]
+    wtl = {(w["a"], w["b"]): w for w in dg["win_tie_loss"].get(wm, [])}
+    if len(arms) > 1:
+        wt = Table(title=f"Win/tie/loss of row vs column on {wm} ({report['n_queries']} queries)")
+        wt.add_column("")
+        for b in arms:
+            wt.add_column(b, justify="right")
+        for a in arms:
+            wt.add_row(a, *[("-" if a == b else f"{wtl[(a, b)]['wins']}/{wtl[(a, b)]['ties']}/{wtl[(a, b)]['losses']}")
+                            for b in arms])
+        console.print(wt)
+    for meas in dict.fromkeys([m, wm]):
+        o = dg["oracle"].get(meas)
+        if o and o.get("best_arm"):
             console.print(f"Oracle (best arm per query) {meas}: {_fmt(o['mean'])}; best single arm {o['best_arm']} "
-                          f"{_fmt(o['best_mean'])}; head-room {o['headroom']:+.4f}.")
-    cov = report["diagnostics"].get("coverage")
-    if cov and (cov["uncoverable"] or cov["partial"]):
-        console.print(f"Coverage: {len(cov['uncoverable'])} queries have no relevant document in the corpus, "
-                      f"{len(cov['partial'])} only some; they are not retrieval failures.")
+                          f"{_fmt(o['best_mean'])}; head-room {o['headroom']:+.4f}; {o['all_zero']} queries score 0 "
+                          "on every arm.")
+    if dg.get("churn"):
+        ct = Table(title=f"Churn in the top {k}: an arm and its fused/reranked version")
+        for h in ("from", "to", "gained a relevant", "lost a relevant", "both", "rescued", "broken", "docs in", "docs out"):
+            ct.add_column(h, justify="left" if h in ("from", "to") else "right")
+        for c in dg["churn"]:
+            ct.add_row(c["base"], c["new"], *[str(c[x]) for x in ("gained", "lost", "both", "rescued", "broken",
+                                                                   "docs_gained", "docs_lost")])
+        console.print(ct)
+    for d in dg.get("decomposition", []):
+        if d["by"] != "relevant documents":
+            continue
+        dt = Table(title=f"{d['a']} - {d['b']} on {d['measure']} (delta {d['delta']:+.4f}) by relevant documents")
+        for h in ("bucket", "n", "mean A", "mean B", "delta", "contribution", "W/T/L"):
+            dt.add_column(h, justify="left" if h == "bucket" else "right")
+        for r in d["rows"]:
+            dt.add_row(r["bucket"], str(r["n"]), _fmt(r["mean_a"]), _fmt(r["mean_b"]), f"{r['delta']:+.4f}",
+                       f"{r['contribution']:+.4f}", f"{r['wins']}/{r['ties']}/{r['losses']}")
+        console.print(dt)
+    cov = dg.get("coverage")
+    if cov is not None:
+        console.print(f"Coverage: {len(cov['uncoverable'])} of {cov['n_queries']} queries have no relevant document in "
+                      f"the corpus, {len(cov['partial'])} only some; they are counted apart from retrieval failures.")
+        if dg.get("failures"):
+            console.print("Retrieval failures (coverable queries with no relevant document in the top "
+                          f"{k}): " + ", ".join(f"{a} {f['count']}" for a, f in dg["failures"].items()) + ".")
