@@ -272,6 +272,7 @@ def compare(
     confidence: float = 0.95,
     alpha: float = 0.05,
     seed: int = 0,
+    progress: bool = False,
 ) -> Comparison:
     """Statistics for every arm and every pair of arms on every measure.
 
@@ -291,6 +292,11 @@ def compare(
             if missing:
                 raise KeyError(f"arm {arm!r} has no {m} value for {len(missing)} queries (e.g. {missing[0]!r})")
             mats[(arm, m)] = np.array([vals[q] for q in qids], dtype=float)
+    from .progress import progress_bar
+
+    n_pairs = len(arms) * (len(arms) - 1) // 2
+    bar = progress_bar(total=len(measures) * (len(arms) + n_pairs), desc="statistics", enabled=progress,
+                       unit="test")
     means: list[MeanStat] = []
     for m in measures:
         for arm in arms:
@@ -298,6 +304,7 @@ def compare(
             lo, hi = bootstrap_ci(x, rng=derive_rng(seed, "mean", m, arm), n_resamples=n_resamples,
                                   confidence=confidence)
             means.append(MeanStat(arm, m, x.size, float(np.mean(x)) if x.size else math.nan, lo, hi))
+            bar.update(1)
     pairs: list[PairStat] = []
     for m in measures:
         raw = []
@@ -307,6 +314,7 @@ def compare(
             lo, hi = bootstrap_ci(x - y, rng=derive_rng(seed, "diff", m, a, b), n_resamples=n_resamples,
                                   confidence=confidence)
             raw.append((a, b, x, y, tests, lo, hi))
+            bar.update(1)
         adj_perm = holm([r[4]["p_perm"] for r in raw])
         adj_t = holm([r[4]["p_ttest"] for r in raw])
         for (a, b, x, y, tests, lo, hi), pp, pt in zip(raw, adj_perm, adj_t):
@@ -321,5 +329,6 @@ def compare(
                 significant=bool(not math.isnan(pp) and pp < alpha),
                 exact=bool(tests["exact"]),
             ))
+    bar.close()
     return Comparison(tuple(means), tuple(pairs), len(qids), n_resamples, confidence, alpha, seed,
                       small_sample_note(len(qids)))

@@ -20,6 +20,7 @@ def compare_cmd(
     alpha: Annotated[float, typer.Option(help="Significance level after Holm correction.")] = 0.05,
     delta: Annotated[list[str], typer.Option("--delta", help="A..B: also decompose mean(A)-mean(B) by buckets.")] = [],
     html: Annotated[bool, typer.Option(help="With --out, write report.html (needs the [report] extra).")] = True,
+    progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
 ) -> None:
     """Compare two result sets (same corpus, queries and judgments: fingerprints are checked).
 
@@ -38,7 +39,7 @@ def compare_cmd(
     dataset = load_dataset(ra, path=pa, data=data)
     runs = load_runs(merged, folder=pa.parent)
     produce(merged, out=out, sources=[str(pa), str(pb)], dataset=dataset, runs=runs, n_resamples=resamples,
-            seed=seed, alpha=alpha, deltas=delta, html=html)
+            seed=seed, alpha=alpha, deltas=delta, html=html, progress=progress)
 
 
 def register(app: typer.Typer) -> None:

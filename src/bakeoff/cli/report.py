@@ -40,6 +40,7 @@ def produce(
     alpha: float,
     deltas: Sequence[str] = (),
     html: bool = True,
+    progress: bool = True,
 ) -> dict[str, Any]:
     """Build the report, print it, and (with ``out``) write every file; returns the report dict."""
     from .._io import atomic_write_json
@@ -55,7 +56,7 @@ def produce(
 
         plotly_js()  # fail (MissingDependencyError) before anything is written
     rep = build_report(results, dataset=dataset, runs=runs, n_resamples=n_resamples, seed=seed, alpha=alpha,
-                       deltas=_parse_pairs(deltas, arms), sources=sources)
+                       deltas=_parse_pairs(deltas, arms), sources=sources, progress=progress)
     print_report(rep)
     if out is None:
         return rep
@@ -91,6 +92,7 @@ def report_cmd(
     alpha: Annotated[float, typer.Option(help="Significance level after Holm correction.")] = 0.05,
     delta: Annotated[list[str], typer.Option("--delta", help="A..B: also decompose mean(A)-mean(B) by buckets.")] = [],
     html: Annotated[bool, typer.Option(help="Write report.html (needs the [report] extra).")] = True,
+    progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
 ) -> None:
     """Report a bake-off: table with CIs and significance, diagnostics, report.json/.html/.tex, per-query matrix."""
     from ..report.inputs import load_dataset, load_runs, results_path
@@ -101,7 +103,7 @@ def report_cmd(
     dataset = load_dataset(results, path=path, data=data)
     runs = load_runs(results, folder=path.parent)
     produce(results, out=out or path.parent, sources=[str(path)], dataset=dataset, runs=runs, n_resamples=resamples,
-            seed=seed, alpha=alpha, deltas=delta, html=html)
+            seed=seed, alpha=alpha, deltas=delta, html=html, progress=progress)
 
 
 def register(app: typer.Typer) -> None:

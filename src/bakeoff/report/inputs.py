@@ -48,8 +48,9 @@ def load_dataset(results: Mapping[str, Any], *, path: Path, data: str | Path | N
     have = {"corpus": ds.corpus.fingerprint(), "queries": ds.queries.fingerprint(), "qrels": ds.qrels.fingerprint()}
     for key, fp in want.items():
         if key in have and fp != have[key]:
-            raise InputError(f"the dataset's {key} changed since the run (fingerprint differs); "
-                             "report on the data the results were computed on", path=path,
+            raise InputError(f"the dataset's {key} changed since the run (fingerprint differs; or the run used "
+                             "other field/cleaning options); report on the data the results were computed on",
+                             path=path,
                              field=f"dataset.fingerprints.{key}")
     return ds
 

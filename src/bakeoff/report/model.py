@@ -220,6 +220,7 @@ def build_report(
     deltas: Sequence[tuple[str, str]] = (),
     n_disagree: int = 10,
     sources: Sequence[str] = (),
+    progress: bool = False,
 ) -> dict[str, Any]:
     """Statistics and diagnostics of a ``results.json`` dict (see module docstring).
 
@@ -238,7 +239,7 @@ def build_report(
             raise ValueError(f"arm {a['name']!r} was evaluated on different queries than {arms[0]!r}")
     k = int(results["k"])
     comp = compare(per_query, query_ids=qids, measures=measures, n_resamples=n_resamples, confidence=confidence,
-                   alpha=alpha, seed=seed)
+                   alpha=alpha, seed=seed, progress=progress)
 
     arm_rows = []
     for a in results["arms"]:
