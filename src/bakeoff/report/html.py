@@ -91,7 +91,7 @@ def _figures(report: Mapping[str, Any]) -> list[dict[str, Any]]:
             {"type": "scatter", "mode": "markers+text", "name": "arms", "x": [p[1] for p in ok], "y": [p[2] for p in ok],
              "text": [p[0] for p in ok], "textposition": "top center", "marker": {"size": 11}},
             {"type": "scatter", "mode": "lines", "name": "Pareto front", "x": [p[1] for p in fpts],
-             "y": [p[2] for p in fpts], "line": {"dash": "dash"}, "line_shape": "hv"},
+             "y": [p[2] for p in fpts], "line": {"dash": "dash", "shape": "hv"}},
         ],
         "layout": {"title": {"text": f"{primary} vs latency (Pareto front dashed)"},
                    "xaxis": {"title": {"text": "ms / query (log)"}, "type": "log"},
