@@ -80,8 +80,8 @@ def _figures(report: Mapping[str, Any]) -> list[dict[str, Any]]:
     k = report["k"]
     figs: list[dict[str, Any]] = []
 
-    pts = [(a["name"], _num((a.get("timing") or {}).get("ms_per_query")), _num(a["metrics"][primary]["mean"]))
-           for a in report["arms"]]
+    pts = [(a["name"], _num(a.get("latency_ms")), _num(a["metrics"][primary]["mean"])) for a in report["arms"]]
+    kinds = sorted({a.get("latency_kind", "batch ms/query") for a in report["arms"] if a.get("latency_ms") is not None})
     front = set(pareto_front(pts))
     fpts = sorted([p for p in pts if p[0] in front], key=lambda p: p[1])
     ok = [p for p in pts if not math.isnan(p[1])]
@@ -94,7 +94,8 @@ def _figures(report: Mapping[str, Any]) -> list[dict[str, Any]]:
              "y": [p[2] for p in fpts], "line": {"dash": "dash", "shape": "hv"}},
         ],
         "layout": {"title": {"text": f"{primary} vs latency (Pareto front dashed)"},
-                   "xaxis": {"title": {"text": "ms / query (log)"}, "type": "log"},
+                   "xaxis": {"title": {"text": f"ms / query, log scale ({'; '.join(kinds) or 'not measured'})"},
+                             "type": "log"},
                    "yaxis": {"title": {"text": primary}}, "showlegend": True, "margin": {"t": 50}},
     })
 

@@ -10,7 +10,8 @@ Schema (``schema_version`` 1)::
       "dataset": {...},                              # as in results.json
       "k": int, "measures": [str, ...], "primary": str,   # primary = ndcg@k when computed
       "n_queries": int, "note": str | null,          # note: the fewer-than-30-queries warning
-      "arms": [{"name", "type", "children": [...], "timing": {...}, "cached": bool,
+      "arms": [{"name", "type", "children": [...], "timing": {...}, "cached": bool, "cost": {...} | null,
+                "latency_ms": float | null, "latency_kind": str,   # see latency_ms()
                 "metrics": {measure: {"mean", "ci_low", "ci_high"}},
                 "beats": {measure: [arm, ...]}}],    # arms it is significantly better than (Holm)
       "stats": {"n_resamples", "confidence", "alpha", "seed", "means": [...],
@@ -95,6 +96,23 @@ def composite_pairs(results: Mapping[str, Any]) -> list[tuple[str, str]]:
             if c in names and c != a["name"]:
                 pairs.append((c, a["name"]))
     return pairs
+
+
+def latency_ms(arm: Mapping[str, Any]) -> tuple[float | None, str]:
+    """An arm's per-query latency for the quality/latency plot, and what it is.
+
+    The end-to-end single-query median (``timing.latency.p50_ms``) when measured; else the
+    end-to-end batch time per query (``ms_per_query_total``, inputs of composite arms
+    included); else the arm's own batch ``ms_per_query``.
+    """
+    timing = arm.get("timing") or {}
+    lat = timing.get("latency") or {}
+    if isinstance(lat.get("p50_ms"), (int, float)):
+        return float(lat["p50_ms"]), "p50 single-query latency"
+    for key, what in (("ms_per_query_total", "batch ms/query incl. inputs"), ("ms_per_query", "batch ms/query")):
+        if isinstance(timing.get(key), (int, float)):
+            return float(timing[key]), what
+    return None, "not measured"
 
 
 def _finite(x: Any) -> Any:
@@ -251,8 +269,10 @@ def build_report(
             beats[m] = [(p.b if p.a == a["name"] else p.a) for p in comp.pairs
                         if p.measure == m and p.significant and a["name"] in (p.a, p.b)
                         and ((p.diff > 0) if p.a == a["name"] else (p.diff < 0))]
+        lat, lat_kind = latency_ms(a)
         arm_rows.append({"name": a["name"], "type": a.get("type"), "children": _children(a),
-                         "timing": dict(a.get("timing") or {}), "cached": bool(a.get("cached")),
+                         "timing": dict(a.get("timing") or {}), "latency_ms": lat, "latency_kind": lat_kind,
+                         "cost": a.get("cost"), "cached": bool(a.get("cached")),
                          "metrics": metrics, "beats": beats})
 
     diag: dict[str, Any] = {}
