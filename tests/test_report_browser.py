@@ -17,7 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from report_fixture import run_tiny
+try:  # tests/ is a package on some branches, a plain folder on others
+    from tests.report_fixture import run_tiny
+except ImportError:  # pragma: no cover
+    from report_fixture import run_tiny
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
