@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from fake_openai import FakeOpenAI, fake_vector
+from .fake_openai import FakeOpenAI, fake_vector
 
 from bakeoff.arms.base import Context
 from bakeoff.arms.encoders.base import l2_normalise

@@ -5,6 +5,7 @@ heavy, and importing the package has no side effects.
 """
 
 from .arms import Arm, BM25Arm, Context, TfidfArm, arm_types, register_arm
+from .arms import ConvexArm, RerankArm, RRFArm
 from .bakeoff import run_bakeoff
 from .cache import Cache
 from .data import (
@@ -35,3 +36,4 @@ __all__ = [
     "read_trec_run", "register_arm", "run_bakeoff",
     "build_report", "compare_arms",
 ]
+__all__ += ["ConvexArm", "RRFArm", "RerankArm"]

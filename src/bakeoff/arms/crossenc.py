@@ -45,9 +45,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError, MissingDependencyError
-from ._text import version_of
 
-__all__ = ["PRECISIONS", "CrossEncoderScorer", "resolve_cross_encoder", "model_identity"]
+__all__ = ["PRECISIONS", "CrossEncoderScorer", "model_identity", "resolve_cross_encoder"]
 
 PRECISIONS = ("fp32", "int8")
 _MINILM_ALIASES = frozenset({"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2", "minilm"})
@@ -255,6 +254,8 @@ class CrossEncoderScorer:
                 shutil.rmtree(work, ignore_errors=True)
         opts = ort.SessionOptions()
         opts.log_severity_level = 3
+        # no busy-waiting worker threads: on a shared CPU spinning steals cycles from other work
+        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         return ort.InferenceSession(str(target), opts, providers=["CPUExecutionProvider"])
 
     def _export(self, hf: Any, path: Path) -> None:

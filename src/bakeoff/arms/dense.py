@@ -260,6 +260,23 @@ class DenseArm(Arm):
         stats.update({f"{kind}_cached": 0.0, **{f"{kind}_{m}": float(v) for m, v in meta.items()}})
         return arr
 
+    # cost -------------------------------------------------------------------
+    @property
+    def latency_mode(self) -> str:  # type: ignore[override]
+        """Remote (token-metered) encoders are not probed query by query: batch mean."""
+        return "batch" if hasattr(self.encoder, "tokens_used") else "single"
+
+    def usage(self) -> dict[str, float]:
+        """API tokens used by the encoder so far (and USD where a price is configured)."""
+        tokens = float(getattr(self.encoder, "tokens_used", 0) or 0)
+        if not tokens:
+            return {}
+        out = {"tokens": tokens}
+        price = getattr(self.encoder, "price_per_1k_tokens", None)
+        if price is not None:
+            out["cost_usd"] = tokens / 1000.0 * float(price)
+        return out
+
     # Arm API ----------------------------------------------------------------
     def index(self, corpus: Corpus, *, ctx: Context) -> None:
         self._docs = self.embed_corpus(corpus, ctx=ctx)

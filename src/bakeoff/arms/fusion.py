@@ -51,7 +51,7 @@ from ..data.ranking import top_k
 from ..errors import ConfigError
 from .base import Arm, Context, DocMask, register_arm
 
-__all__ = ["RRFArm", "ConvexArm", "rrf_scores", "convex_scores", "normalize_scores", "NORMS"]
+__all__ = ["NORMS", "ConvexArm", "RRFArm", "convex_scores", "normalize_scores", "rrf_scores"]
 
 NORMS = ("minmax", "zscore")
 
