@@ -176,3 +176,42 @@ def test_compare_two_result_sets(tiny, tmp_path, capsys) -> None:
     (other / "results.json").write_text(json.dumps(res))
     assert main(["compare", str(tiny), str(other), "--resamples", "50"]) == 2
     assert "qrels fingerprints differ" in capsys.readouterr().err
+
+
+def test_churn_of_a_real_fused_arm(tmp_path) -> None:
+    """A fused arm records its inputs (results.json ``children``); the report computes churn from the runs."""
+    from bakeoff.arms.registry import arm_types
+
+    if "rrf" not in arm_types():
+        pytest.skip("the rrf arm is not on this branch")
+    try:
+        from tests.report_fixture import write_tiny_beir
+    except ImportError:  # pragma: no cover
+        from report_fixture import write_tiny_beir
+    data = write_tiny_beir(tmp_path / "tiny")
+    out = tmp_path / "res"
+    assert main(["run", "--beir", str(data), "--arm", "bm25", "--arm", "st=bm25:stemmer=english",
+                 "--arm", "hyb=rrf:arms=bm25+st", "--out", str(out), "--cache", "off", "--no-progress",
+                 "--k", "3", "--depth", "10", "--latency-sample", "0"]) == 0
+    res = _load(out / "results.json")
+    assert [a.get("children") for a in res["arms"]] == [None, None, ["bm25", "st"]]
+    assert main(["report", str(out), "--resamples", "100", "--no-html", "--no-progress"]) == 0
+    rep = _load(out / "report.json")
+    churn = {(c["base"], c["new"]): c for c in rep["diagnostics"]["churn"]}
+    assert set(churn) == {("bm25", "hyb"), ("st", "hyb")}
+    # independent recount from the TREC runs: relevant docs entering/leaving each top 3
+    from bakeoff.data.loaders import read_qrels, read_trec_run
+
+    qrels = read_qrels(data / "qrels" / "test.tsv")
+    runs = {a["name"]: read_trec_run(out / a["run_file"]) for a in res["arms"]}
+    for (base, new), c in churn.items():
+        gained = lost = 0
+        for q in qrels:
+            rel = qrels.relevant(q)
+            old = set(runs[base].doc_ids(q, 3)) & rel
+            cur = set(runs[new].doc_ids(q, 3)) & rel
+            gained += bool(cur - old)
+            lost += bool(old - cur)
+        assert (c["gained"], c["lost"]) == (gained, lost)
+    assert churn[("bm25", "hyb")]["gained"] >= 1  # the stemmer's finds reach the fused top 3
+    assert any(d["a"] == "hyb" and d["b"] == "bm25" for d in rep["diagnostics"]["decomposition"])
