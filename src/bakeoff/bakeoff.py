@@ -86,7 +86,8 @@ def run_bakeoff(
                 evaluation=evaluation,
                 timing=arm_timing(arm, ctx),
                 cached=ctx.from_cache.get(fp, False),
-                extra={"cost": arm_cost(arm, ctx, hourly_rate=hourly_rate, n_queries=len(dataset.queries))},
+                extra={"cost": arm_cost(arm, ctx, hourly_rate=hourly_rate, n_queries=len(dataset.queries)),
+                       **({"children": [c.name for c in arm.children()]} if arm.children() else {})},
             )
         )
     info = {
