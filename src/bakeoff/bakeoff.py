@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Sequence
 
-from .arms.base import Arm, Context
+from .arms.base import Arm, Context, DocMask
 from .cache import Cache
 from .data.model import Dataset
 from .metrics import Measure, evaluate, parse_measures
@@ -48,22 +48,33 @@ def run_bakeoff(
     cache: Cache | None = None,
     progress: bool = True,
     ctx: Context | None = None,
+    mask: DocMask | None = None,
 ) -> Results:
     """Index, search and evaluate every arm on ``dataset``.
 
     Each arm retrieves ``depth`` (default ``max(k, 100)``) documents per query;
     metrics use their own cutoffs. Runs are cached by content (see
     :meth:`~bakeoff.arms.base.Context.search`); a cached arm is marked ``cached``.
+
+    ``mask`` (qid -> bool row vector) restricts each query to some corpus rows,
+    e.g. the target versions in force on the query's date (as-of search).
+    Citation-mined datasets (``info["provenance"]["label_kind"] == "citation"``)
+    default to Recall/MRR and refuse measures that need judged negatives.
     """
     depth = max(k, depth if depth is not None else 100)
-    ms = parse_measures(measures) if measures is not None else default_measures(k, depth)
+    if (dataset.info.get("provenance") or {}).get("label_kind") == "citation":
+        from .truth.mined import citation_measures
+
+        ms = citation_measures(k, depth, measures)
+    else:
+        ms = parse_measures(measures) if measures is not None else default_measures(k, depth)
     ctx = ctx or Context(corpus=dataset.corpus, cache=cache, progress=progress)
     for arm in _order(arms):
-        ctx.search(arm, dataset.queries, k=depth)
+        ctx.search(arm, dataset.queries, k=depth, mask=mask)
     results: list[ArmResult] = []
     evaluation = None
     for arm in arms:
-        run = ctx.search(arm, dataset.queries, k=depth)
+        run = ctx.search(arm, dataset.queries, k=depth, mask=mask)
         evaluation = evaluate(run, dataset.qrels, ms, query_ids=dataset.queries.ids)
         fp = arm.fingerprint()
         results.append(

@@ -42,6 +42,12 @@ def run(
     dedupe: Annotated[bool, typer.Option(help="Keep the first of duplicate document ids (default: error).")] = False,
     min_chars: Annotated[int, typer.Option(help="Drop documents shorter than this many characters.")] = 0,
     progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
+    as_of: Annotated[Optional[bool], typer.Option("--as-of/--latest", help="Versioned corpora: search each query "
+                     "against the versions in force on its date (default) or each unit's latest text.")] = None,
+    only_single: Annotated[bool, typer.Option("--only-single", help="Citation-mined folders: only queries "
+                           "citing exactly one target.")] = False,
+    unmasked: Annotated[bool, typer.Option("--unmasked", help="Citation-mined folders: the unmasked control "
+                        "queries (measures how much masking matters).")] = False,
 ) -> None:
     """Run a bake-off and print one table; with --out, write results.json and TREC runs."""
     if config is not None:
@@ -67,12 +73,14 @@ def run(
     depth_ = max(k_, depth if depth is not None else max(cfg.depth, k_))
     arms = build_arms(cfg.arms)
     cache_obj = make_cache(cache or cfg.cache, cache_dir)
-    dataset = cfg.dataset.load()
+    from ..truth.mined import prepare_dataset
+
+    dataset, mask = prepare_dataset(cfg.dataset, as_of=as_of, only_single=only_single, unmasked=unmasked)
     warn_all(list(dataset.info.get("warnings", [])))
     for note in dataset.info.get("notes", []):
         log.info(note)
     results = run_bakeoff(dataset, arms, k=k_, depth=depth_, measures=measure or cfg.measures, cache=cache_obj,
-                          progress=progress)
+                          progress=progress, mask=mask)
     results.dataset = {**results.dataset, "source": cfg.dataset.as_dict()}
     as_dict = results.to_dict()
     print_table(as_dict)
