@@ -156,6 +156,10 @@ class Versions:
         self.units = tuple(units)
         self._from = np.array([d.toordinal() for d in valid_from], dtype=np.int64)
         self._to = np.array([_FAR if d is None else d.toordinal() for d in valid_to], dtype=np.int64)
+        self._rows: dict[str, list[int]] = {}
+        for i, u in enumerate(self.units):
+            self._rows.setdefault(u, []).append(i)
+        self._pos = {d: i for i, d in enumerate(self.ids)}
 
     @classmethod
     def from_targets(cls, targets: Sequence[TargetVersion]) -> Versions:
@@ -199,13 +203,13 @@ class Versions:
         return m
 
     @cached_property
+    def _latest_row(self) -> dict[str, int]:
+        return {u: max(rows, key=lambda i: self._from[i]) for u, rows in self._rows.items()}
+
+    @cached_property
     def _latest(self) -> np.ndarray:
-        best: dict[str, int] = {}
-        for i, u in enumerate(self.units):
-            if u not in best or self._from[i] > self._from[best[u]]:
-                best[u] = i
         m = np.zeros(len(self.ids), dtype=bool)
-        m[list(best.values())] = True
+        m[list(self._latest_row.values())] = True
         return m
 
     def latest(self) -> np.ndarray:
@@ -214,15 +218,13 @@ class Versions:
 
     def latest_of(self, doc_id: str) -> str:
         """The id of the latest version of ``doc_id``'s unit."""
-        unit = self.units[self.ids.index(doc_id)]
-        rows = [i for i, u in enumerate(self.units) if u == unit and self._latest[i]]
-        return self.ids[rows[0]]
+        return self.ids[self._latest_row[self.units[self._pos[doc_id]]]]
 
     def in_force(self, unit: str, day: _dt.date | str) -> str | None:
         """The id of ``unit``'s version in force on ``day``, or ``None``."""
-        m = self.as_of(day)
-        for i, u in enumerate(self.units):
-            if u == unit and m[i]:
+        d = parse_date(day).toordinal()
+        for i in self._rows.get(unit, ()):
+            if self._from[i] <= d < self._to[i]:
                 return self.ids[i]
         return None
 
@@ -230,11 +232,10 @@ class Versions:
         """``qrels`` with every judged version replaced by its unit's latest version
         (the relevance target when searching today's text); grades keep their max."""
         out: dict[str, dict[str, int]] = {}
-        pos = {d: i for i, d in enumerate(self.ids)}
         for q in qrels:
             per: dict[str, int] = {}
             for d, g in qrels[q].items():
-                nd = self.latest_of(d) if d in pos else d
+                nd = self.latest_of(d) if d in self._pos else d
                 per[nd] = max(g, per.get(nd, g))
             out[q] = per
         return Qrels(out)
