@@ -10,6 +10,7 @@ re-encode; embeddings are cached once per corpus/queries in ``--cache-dir``):
 * ``single``    as-of, only queries citing exactly one target
 
 Labels are citation-mined, so every figure is a LOWER BOUND (uncited targets are unknown).
+Effectiveness only (no timings), so it needs no benchmark lock.
 
     HF_HUB_OFFLINE=1 python benchmarks/citations_fixture.py \
         --arm bm25:stemmer=spanish --arm minilm=dense --arm use=dense:model=use
@@ -19,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -63,11 +63,9 @@ def main() -> None:
             ds, masks = load_mined(out, mode=opts["mode"], only_single=opts.get("only_single", False),
                                    unmasked=opts.get("unmasked", False))
             nq[vname] = len(ds.queries)
-            t0 = time.perf_counter()
             res = run_bakeoff(ds, arms, k=10, measures=MEASURES, cache=cache, progress=False, mask=masks)
             for a in res.arms:
                 table.setdefault(a.name, {})[vname] = dict(a.evaluation.means)
-            print(f"  {vname}: {nq[vname]} queries, {time.perf_counter() - t0:.1f} s")
     cols = [f"{v} {m.replace('recall', 'R').replace('mrr', 'MRR')}" for v in VARIANTS for m in MEASURES]
     print("\nLOWER BOUNDS (citation-mined labels: uncited targets are unknown, not wrong); "
           + ", ".join(f"{v}: {n} q" for v, n in nq.items()))

@@ -204,6 +204,8 @@ def test_cap_removes_farthest_paragraphs_then_cuts(law, pset):
     assert a["removed_for_cap"] == [list(_para(text, "Párrafo 4")), list(_para(text, "Párrafo 0"))]
     assert mq.text == "\n\n".join([paras[1].strip(), "Que el artículo [CITA OMITIDA] de la [CITA OMITIDA] exige atención.",
                                    paras[3].strip()])
+    assert [(m["text"], m["reason"]) for m in a["masked"]] == [("11", "cited_number"),
+                                                                ("Ley de Tránsito", "law_name+law_or_decree")]
     tiny = _mine(law, pset, src, window=10_000, cap=40)
     assert tiny.audit["truncated"] is True and len(tiny.text) <= 40
     assert tiny.text == "Que el artículo [CITA OMITIDA] de la"
@@ -326,3 +328,12 @@ def test_sources_jsonl_errors(tmp_path):
     with pytest.raises(InputError) as err:
         read_sources(p)
     assert str(err.value) == f"{p}:2: field 'text': missing"
+
+
+@pytest.mark.parametrize("opts", [{"window": -1}, {"cap": 0}, {"verbatim_threshold": 0.0}, {"verbatim_threshold": 1.5},
+                                  {"ngram": 0}])
+def test_mine_options_validated(opts):
+    from bakeoff.errors import ConfigError
+
+    with pytest.raises(ConfigError):
+        MineOptions(**opts)

@@ -39,7 +39,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .patterns import PatternSet
+from ..errors import ConfigError
+from .patterns import PatternSet, parse_text_date
 from .sources import Source
 from .versions import TargetVersion, Versions
 
@@ -75,6 +76,12 @@ class MineOptions:
     verbatim_threshold: float = 0.30
     ngram: int = 8
     max_range: int = 100
+
+    def __post_init__(self) -> None:
+        if self.window < 0 or self.cap < 1 or self.ngram < 1 or self.max_range < 1:
+            raise ConfigError("citation mining: window >= 0, cap >= 1, ngram >= 1 and max_range >= 1 are required")
+        if not 0.0 < self.verbatim_threshold <= 1.0:
+            raise ConfigError(f"verbatim threshold must be in (0, 1], got {self.verbatim_threshold}")
 
 
 def _norm_num(token: str) -> str:
@@ -119,8 +126,6 @@ def find_mentions(text: str, pset: PatternSet, *, max_range: int = 100) -> list[
             vdate, vtext = None, ""
             problems = list(probs)
             if "vdate" in p.regex.groupindex and m.group("vdate"):
-                from .patterns import parse_text_date
-
                 vtext = m.group("vdate")
                 vdate = parse_text_date(vtext)
                 if vdate is None:
@@ -321,10 +326,6 @@ def mine_source(source: Source, *, pset: PatternSet, versions: Versions, units: 
         if m.kind == "bare" and cited_numbers.intersection(m.numbers):
             spans.append((*m.nums_span, "bare_cited_number"))
     masks = _union(spans)
-    kept_set = set(kept)
-    audit["masked"] = [{"start": s, "end": e, "text": text[s:e], "reason": "+".join(w)} for s, e, w in masks
-                       if any(paras[i][0] <= s < paras[i][1] for i in kept_set)]
-    bump("masked_strings", len(audit["masked"]))
 
     def render(i: int, masked: bool) -> str:
         ps, pe = paras[i]
@@ -340,6 +341,9 @@ def mine_source(source: Source, *, pset: PatternSet, versions: Versions, units: 
         removed.append([paras[far][0], paras[far][1]])
     audit["removed_for_cap"] = removed
     audit["kept_paragraphs"] = [[paras[i][0], paras[i][1]] for i in kept]
+    audit["masked"] = [{"start": s, "end": e, "text": text[s:e], "reason": "+".join(w)} for s, e, w in masks
+                       if any(paras[i][0] <= s < paras[i][1] for i in kept)]
+    bump("masked_strings", len(audit["masked"]))
     if not kept:
         bump("empty_after_drop")
         problems.append(f"{source.where}: every paragraph around the citations copies the targets; no query")
