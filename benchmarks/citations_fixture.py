@@ -36,11 +36,14 @@ MEASURES = ("recall@1", "recall@5", "mrr@10")
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--arm", action="append", default=[], help="[NAME=]TYPE[:k=v,...] (repeatable)")
+    ap.add_argument("--window", type=int, default=1200, help="context characters each side of a citation")
+    ap.add_argument("--cap", type=int, default=4000, help="maximum characters per query")
     ap.add_argument("--cache-dir", default=str(Path(tempfile.gettempdir()) / "bakeoff-citations-cache"))
     args = ap.parse_args()
     from bakeoff.bakeoff import run_bakeoff
     from bakeoff.cache import Cache
     from bakeoff.config import build_arms, parse_arm_spec
+    from bakeoff.truth.citations import MineOptions
     from bakeoff.truth.mined import load_mined, mine_citations, write_mined
     from bakeoff.truth.patterns import load_patterns
     from bakeoff.truth.sources import read_sources
@@ -51,9 +54,12 @@ def main() -> None:
     cache = Cache(Path(args.cache_dir))
     with tempfile.TemporaryDirectory() as tmp:
         mined = mine_citations(read_targets(FIX / "targets.jsonl"), read_sources(FIX / "rulings.jsonl"),
-                               load_patterns(FIX / "patterns.toml"), progress=False)
+                               load_patterns(FIX / "patterns.toml"), progress=False,
+                               options=MineOptions(window=args.window, cap=args.cap))
         out = write_mined(Path(tmp) / "transito", mined)
         c = mined.counts
+        mean_len = sum(len(t) for t in mined.queries.texts) / len(mined.queries)
+        print(f"window ±{args.window}, cap {args.cap}: mean query length {mean_len:.0f} characters")
         print(f"mined {c['queries']} queries from {c['sources']} rulings over {len(mined.corpus)} article versions "
               f"({c['no_date']} without date, {c['unknown_article']} unknown article, {c['not_in_force']} not in force, "
               f"{c['dropped_paragraphs']} verbatim paragraphs dropped, {c['masked_strings']} strings masked)")

