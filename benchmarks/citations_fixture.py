@@ -63,6 +63,10 @@ def main() -> None:
         print(f"mined {c['queries']} queries from {c['sources']} rulings over {len(mined.corpus)} article versions "
               f"({c['no_date']} without date, {c['unknown_article']} unknown article, {c['not_in_force']} not in force, "
               f"{c['dropped_paragraphs']} verbatim paragraphs dropped, {c['masked_strings']} strings masked)")
+        asof_ds, _ = load_mined(out, mode="as_of")
+        latest_ds, _ = load_mined(out, mode="latest")
+        moved = sum(1 for q in asof_ds.queries.ids if dict(asof_ds.qrels[q]) != dict(latest_ds.qrels[q]))
+        print(f"{moved} of {len(asof_ds.queries)} queries cite a version that is not the latest one")
         table: dict[str, dict[str, dict[str, float]]] = {}
         nq: dict[str, int] = {}
         for vname, opts in VARIANTS.items():

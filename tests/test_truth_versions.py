@@ -113,3 +113,16 @@ def test_targets_csv(tmp_path):
     p.write_text("unit,text,valid_from,valid_to\na,uno,2019-01-01,2020-01-01\na,dos,2020-01-01,\n", encoding="utf-8")
     ts = read_targets(p)
     assert [(t.id, t.valid_to) for t in ts] == [("a@2019-01-01", dt.date(2020, 1, 1)), ("a@2020-01-01", None)]
+
+
+def test_as_of_masks_per_query(versions):
+    from bakeoff.data.model import Queries, Query
+    from bakeoff.truth.versions import as_of_masks
+
+    qs = Queries.from_queries([Query("a", "x", {"date": "2013-01-01"}), Query("b", "y", {"date": "2013-01-01"}),
+                               Query("c", "z", {"date": "2019-04-03", "as_of": ["2014-01-10"]})])
+    m = as_of_masks(versions, qs)
+    assert m["a"] is m["b"] and not m["a"].flags.writeable  # one shared array per distinct date
+    assert np.array_equal(m["c"], versions.as_of("2014-01-10"))  # explicit as_of dates win over the date
+    with pytest.raises(InputError, match=r"query:q: field 'date': query has no date for as-of search"):
+        as_of_masks(versions, Queries.from_queries([Query("q", "x")]))

@@ -253,16 +253,22 @@ def as_of_masks(versions: Versions, queries: Queries) -> dict[str, np.ndarray]:
     """qid -> mask of the versions in force on the query's date(s).
 
     A query without a date raises :class:`InputError` (as-of search needs one;
-    use ``--latest`` instead).
+    use ``--latest`` instead). Queries with the same dates share one (read-only)
+    array, so memory grows with the number of distinct dates, not of queries.
     """
     out: dict[str, np.ndarray] = {}
+    shared: dict[tuple[str, ...], np.ndarray] = {}
     for qid, meta in zip(queries.ids, queries.metadata, strict=True):
         days = query_days(meta)
         if not days:
             raise InputError("query has no date for as-of search; give metadata.date or search with --latest",
                              path=f"query:{qid}", field="date")
+        key = tuple(sorted(days))
         try:
-            out[qid] = versions.as_of_any(days)
+            if key not in shared:
+                shared[key] = versions.as_of_any(days)
+                shared[key].setflags(write=False)
+            out[qid] = shared[key]
         except ValueError as exc:
             raise InputError(str(exc), path=f"query:{qid}", field="date") from None
     return out
