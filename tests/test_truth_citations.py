@@ -162,17 +162,17 @@ def test_window_snaps_to_paragraphs(law, pset, sources):
     text = src.text
     cs = text.index("artículo 12 de la Ley de Tránsito")
     ce = cs + len("artículo 12 de la Ley de Tránsito")
-    tercero = _para(text, "TERCERO:")
+    cite_p = _para(text, "CUARTO:")  # PRIMERO, SEGUNDO: facts; TERCERO: evidence
     # window 0: just the citation's paragraph
     a0 = _mine(law, pset, src, window=0).audit
     assert a0["citations"][0]["start"] == cs and a0["citations"][0]["end"] == ce
-    assert a0["windows"] == [list(tercero)] and a0["kept_paragraphs"] == [list(tercero)]
-    # ±300 chars reach into SEGUNDO (cs - 300 > its start) and CUARTO (ce + 300 > TERCERO's end)
-    segundo, cuarto = _para(text, "SEGUNDO:"), _para(text, "CUARTO:")
-    assert segundo[0] < cs - 300 < segundo[1] and cuarto[0] < ce + 300 < cuarto[1]
+    assert a0["windows"] == [list(cite_p)] and a0["kept_paragraphs"] == [list(cite_p)]
+    # ±300 chars reach into TERCERO (cs - 300 > its start) and QUINTO (ce + 300 > CUARTO's end)
+    before, after = _para(text, "TERCERO:"), _para(text, "QUINTO:")
+    assert before[0] < cs - 300 < before[1] and after[0] < ce + 300 < after[1]
     a3 = _mine(law, pset, src, window=300).audit
-    assert a3["windows"] == [[segundo[0], cuarto[1]]]
-    assert a3["kept_paragraphs"] == [list(segundo), list(tercero), list(cuarto)]
+    assert a3["windows"] == [[before[0], after[1]]]
+    assert a3["kept_paragraphs"] == [list(before), list(cite_p), list(after)]
 
 
 def test_windows_merge_only_when_overlapping(law, pset):
@@ -269,7 +269,7 @@ def _ratio_by_hand(paragraph: str, targets) -> float:
 
 def test_verbatim_threshold_boundary_r23(law, pset, sources):
     src = sources["r23"]
-    s, e = _para(src.text, "TERCERO:")
+    s, e = _para(src.text, "CUARTO:")  # the paragraph citing art. 18
     r = _ratio_by_hand(src.text[s:e], law["targets"])
     assert r == pytest.approx(8 / 26)  # 8 of its 26 word 8-grams copy art. 18: just over 30 %
     dropped = _mine(law, pset, src).audit["dropped"]
