@@ -281,6 +281,7 @@ def test_verbatim_threshold_boundary_r23(law, pset, sources):
 def test_version_date_and_as_of_metadata(mined):
     q = mined.queries["r07"]
     assert q.metadata["date"] == "2019-04-03" and q.metadata["as_of"] == ["2014-01-10"]
+    assert "targets" not in q.metadata and "art-12" not in repr(dict(q.metadata))  # no answer in the metadata
     assert dict(mined.qrels["r07"]) == {"art-12@2010-03-01": 1}
     assert "en su texto vigente al 10 de enero de 2014" in q.text  # the date is not a giveaway
     # amended articles resolve by the ruling's date

@@ -355,6 +355,6 @@ def mine_source(source: Source, *, pset: PatternSet, versions: Versions, units: 
     audit["status"] = "ok"
     audit["problems"] = problems
     audit["positives"] = list(positives)
-    meta = {"date": source.date.isoformat(), "as_of": sorted(as_of), "url": source.url,
-            "n_targets": len(positives), "targets": list(positives)}
+    # the positives live in the qrels and the audit only: query metadata must not carry the answer
+    meta = {"date": source.date.isoformat(), "as_of": sorted(as_of), "url": source.url, "n_targets": len(positives)}
     return MinedQuery(source.id, q, u, list(positives), meta, audit, counts)

@@ -4,7 +4,7 @@ Folder layout written by :func:`write_mined` (``bakeoff mine citations``)::
 
     corpus.jsonl            one document per target version, id <unit>@<valid_from>,
                             metadata {unit, valid_from, valid_to}
-    queries.jsonl           masked queries; metadata {date, as_of: [dates], url, n_targets, targets}
+    queries.jsonl           masked queries; metadata {date, as_of: [dates], url, n_targets}
     queries.unmasked.jsonl  the control: same paragraphs, nothing masked
     qrels/test.tsv          cited versions, grade 1 (everything else is *unknown*, not negative)
     audit.jsonl             one line per source: status, citations, windows, masked strings,
