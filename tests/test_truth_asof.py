@@ -205,3 +205,16 @@ def test_mask_is_a_row_filter_not_a_reindex(targets):
     assert ctx.timings[arm.fingerprint()]["index_s"] == index_s  # indexed once
     assert run.doc_ids("q", 1) == ["art-12@2010-03-01"]
     assert np.asarray(m["q"]).sum() == 40
+
+
+def test_rewrite_replaces_a_mined_folder_atomically(tmp_path, targets):
+    mined = mine_citations(targets, read_sources(FIX / "rulings.jsonl"), load_patterns(FIX / "patterns.toml"),
+                           progress=False)
+    out = tmp_path / "m"
+    write_mined(out, mined)
+    first = (out / "queries.jsonl").read_bytes()
+    (out / "stale.txt").write_text("from an older run")
+    write_mined(out, mined)
+    assert (out / "queries.jsonl").read_bytes() == first  # deterministic output
+    assert not (out / "stale.txt").exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["m"]  # no temporary folders left behind
