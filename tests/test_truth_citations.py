@@ -338,3 +338,36 @@ def test_mine_options_validated(opts):
 
     with pytest.raises(ConfigError):
         MineOptions(**opts)
+
+
+def test_english_pipeline_end_to_end(tmp_path):
+    """A small English act with one amended section; mined with the builtin ``en`` set."""
+    from bakeoff.truth.sources import Source
+
+    t = tmp_path / "act.jsonl"
+    t.write_text(
+        '{"unit": "s-12", "text": "A person must not drive a motor vehicle on a road at a speed exceeding 30 miles per hour.", '
+        '"valid_from": "2000-01-01", "valid_to": "2015-06-01"}\n'
+        '{"unit": "s-12", "text": "A person must not drive a motor vehicle on a road at a speed exceeding 20 miles per hour in a '
+        'residential zone.", "valid_from": "2015-06-01"}\n'
+        '{"unit": "s-13", "text": "A driver must stop at a red traffic light.", "valid_from": "2000-01-01"}\n',
+        encoding="utf-8")
+    targets = read_targets(t)
+    p = tmp_path / "p.toml"
+    p.write_text('extends = "en"\nlaw = ["Road Traffic Act", "RTA"]\ntarget_id = "s-{num}"\n'
+                 'placeholder = "[CITATION]"\n', encoding="utf-8")
+    ps = load_patterns(p)
+    text = ("The defendant drove at 35 mph past the school.\n\n"
+            "Under Section 12 of the Road Traffic Act the limit was exceeded, and section 5 of the Companies Act 2006 "
+            "is irrelevant here. As the RTA makes plain, section 12 is strict.\n\n"
+            "Costs follow the event.")
+    srcs = [Source("old", text, dt.date(2010, 5, 1)), Source("new", text, dt.date(2020, 5, 1)),
+            Source("none", "No citation at all.", dt.date(2020, 1, 1))]
+    m = mine_citations(targets, srcs, ps, progress=False)
+    assert dict(m.qrels["old"]) == {"s-12@2000-01-01": 1} and dict(m.qrels["new"]) == {"s-12@2015-06-01": 1}
+    assert m.counts["no_citation"] == 1 and m.counts["queries"] == 2
+    q = m.queries["old"].text
+    assert q == ("The defendant drove at 35 mph past the school.\n\n"
+                 "Under Section [CITATION] of the [CITATION] the limit was exceeded, and section 5 of the Companies Act "
+                 "2006 is irrelevant here. As the [CITATION] makes plain, section [CITATION] is strict.\n\n"
+                 "Costs follow the event.")

@@ -258,6 +258,7 @@ def mine_source(source: Source, *, pset: PatternSet, versions: Versions, units: 
     mentions = find_mentions(text, pset, max_range=options.max_range)
     targets = [m for m in mentions if m.kind == "target"]
     if not targets:
+        bump("no_citation")
         return done("no_citation")
     cites: list[dict[str, Any]] = []
     positives: dict[str, None] = {}
