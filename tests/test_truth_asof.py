@@ -111,6 +111,8 @@ def test_runner_measures_and_table(mined_dir):
     d = res.to_dict()
     header, rows = table_rows(d)
     assert header[1:3] == ["Recall@5 (lower bound)", "MRR@5 (lower bound)"]
+    means = res.arms[0].evaluation.means
+    assert rows[0][:3] == ["bm25", f"{means['recall@5']:.4f}", f"{means['mrr@5']:.4f}"]
     # every returned document is in force on the query's date
     run = res.arms[0].run
     for q in ds.queries.ids:

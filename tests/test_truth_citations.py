@@ -178,7 +178,7 @@ def test_window_snaps_to_paragraphs(law, pset, sources):
 def test_windows_merge_only_when_overlapping(law, pset):
     from bakeoff.truth.sources import Source
 
-    filler = ["Párrafo de relleno número %d con hechos sin relación alguna con la norma." % i for i in range(6)]
+    filler = [f"Párrafo de relleno número {i} con hechos sin relación alguna con la norma." for i in range(6)]
     p_a = "Se aplica el artículo 5 de la Ley de Tránsito al caso."
     p_b = "Se aplica también el artículo 7 de la Ley de Tránsito."
     text = "\n\n".join([filler[0], p_a, filler[1], filler[2], filler[3], p_b, filler[4]])

@@ -95,8 +95,8 @@ def test_to_latest_qrels(versions):
     ('{"unit": "a", "text": "x", "valid_from": "2020-01-01", "valid_to": "2019-01-01"}',
      "t.jsonl:2: field 'valid_to': valid_to 2019-01-01 is not after valid_from 2020-01-01"),
     ('{"unit": "a", "text": "x", "valid_from": "2019-06-01"}',
-     "t.jsonl:2: field 'valid_from': version of 'a' from 2019-06-01 overlaps the one from 2019-01-01 (line 1); "
-     "end the earlier one with valid_to"),
+     ("t.jsonl:2: field 'valid_from': version of 'a' from 2019-06-01 overlaps the one from 2019-01-01 (line 1); "
+      "end the earlier one with valid_to")),
     ('{"unit": "a", "text": "x", "valid_from": "2019-01-01"}',
      "t.jsonl:2: field 'valid_from': duplicate version 'a@2019-01-01' (first on line 1)"),
 ])

@@ -42,10 +42,19 @@ from typing import Any
 from ..errors import ConfigError
 from .patterns import PatternSet, parse_text_date
 from .sources import Source
-from .versions import TargetVersion, Versions
+from .versions import Versions
 
-__all__ = ["Mention", "MineOptions", "MinedQuery", "find_mentions", "parse_numbers", "paragraphs",
-           "snap_windows", "NgramIndex", "mine_source"]
+__all__ = [
+    "Mention",
+    "MineOptions",
+    "MinedQuery",
+    "NgramIndex",
+    "find_mentions",
+    "mine_source",
+    "paragraphs",
+    "parse_numbers",
+    "snap_windows",
+]
 
 _WORD = re.compile(r"\w+")
 _PARA_SEP = re.compile(r"\n[ \t]*\n\s*")
@@ -235,8 +244,9 @@ def _cut(text: str, cap: int) -> str:
 
 
 def mine_source(source: Source, *, pset: PatternSet, versions: Versions, units: set[str], index: NgramIndex,
-                options: MineOptions = MineOptions()) -> MinedQuery:
+                options: MineOptions | None = None) -> MinedQuery:
     """Build the query, positives and audit of one source (see the module docstring)."""
+    options = options or MineOptions()
     text = source.text
     counts: dict[str, int] = {}
     problems: list[str] = []

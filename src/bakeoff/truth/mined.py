@@ -46,9 +46,19 @@ from .patterns import PatternSet
 from .sources import Source
 from .versions import TargetVersion, Versions, as_of_masks
 
-__all__ = ["MinedSet", "mine_citations", "write_mined", "load_mined", "citation_measures", "is_citation",
-           "prepare_dataset", "targets_corpus", "read_provenance",
-           "LOWER_BOUND_MEASURES", "SEARCH_MODES"]
+__all__ = [
+    "LOWER_BOUND_MEASURES",
+    "SEARCH_MODES",
+    "MinedSet",
+    "citation_measures",
+    "is_citation",
+    "load_mined",
+    "mine_citations",
+    "prepare_dataset",
+    "read_provenance",
+    "targets_corpus",
+    "write_mined",
+]
 
 LOWER_BOUND_MEASURES = ("recall", "mrr", "hit")
 SEARCH_MODES = ("as_of", "latest")
@@ -80,8 +90,9 @@ def targets_corpus(targets: Sequence[TargetVersion]) -> Corpus:
 
 
 def mine_citations(targets: Sequence[TargetVersion], sources: Iterable[Source], pset: PatternSet, *,
-                   options: MineOptions = MineOptions(), progress: bool = True) -> MinedSet:
+                   options: MineOptions | None = None, progress: bool = True) -> MinedSet:
     """Mine one query per citing source (see :mod:`bakeoff.truth.citations`)."""
+    options = options or MineOptions()
     corpus = targets_corpus(targets)
     versions = Versions.from_targets(targets)
     units = {t.unit for t in targets}
@@ -183,7 +194,7 @@ def is_citation(path_or_info: Any) -> bool:
         prov = read_provenance(path_or_info)
     else:
         prov = (path_or_info or {}).get("provenance")
-    return bool(prov) and prov.get("label_kind") == "citation"
+    return isinstance(prov, dict) and prov.get("label_kind") == "citation"
 
 
 def citation_measures(k: int, depth: int, requested: Iterable[str | Measure] | None) -> tuple[Measure, ...]:

@@ -49,8 +49,15 @@ from typing import Any
 
 from ..errors import InputError
 
-__all__ = ["CitationPattern", "PatternSet", "load_patterns", "builtin_patterns", "BUILTIN", "parse_text_date",
-           "KINDS"]
+__all__ = [
+    "BUILTIN",
+    "KINDS",
+    "CitationPattern",
+    "PatternSet",
+    "builtin_patterns",
+    "load_patterns",
+    "parse_text_date",
+]
 
 KINDS = ("target", "other", "bare")
 
@@ -113,16 +120,16 @@ _ES = _Lang(
            r"(?P<vdate>" + _ES_DATE + r"))?"),
     patterns=(
         ("es_articulo_de_ley", "target",
-         r"\b{ART}\s*(?P<nums>{NUMS}){QUAL}\s*,?\s*(?:(?:de\s+la|del|de)\s+"
-         r"(?:(?:citada|referida|mencionada|señalada)\s+)?)?(?P<law>{LAW}){VDATE}"),
+         (r"\b{ART}\s*(?P<nums>{NUMS}){QUAL}\s*,?\s*(?:(?:de\s+la|del|de)\s+"
+          r"(?:(?:citada|referida|mencionada|señalada)\s+)?)?(?P<law>{LAW}){VDATE}")),
         ("es_ley_su_articulo", "target",
          r"(?P<law>{LAW})\s*,?\s*(?:en\s+)?sus\s*{ART}\s*(?P<nums>{NUMS}){VDATE}"),
         ("es_ley_su_articulo_sg", "target",
          r"(?P<law>{LAW})\s*,?\s*(?:en\s+)?su\s*{ART}\s*(?P<nums>{NUMS}){VDATE}"),
         ("es_articulo_otra_ley", "other",
-         r"\b{ART}\s*(?P<nums>{NUMS}){QUAL}\s*,?\s*(?:de\s+la|del)\s+(?P<law>(?:Ley|C[oó]digo|Constituci[oó]n|"
-         r"Decreto|Reglamento|Convenci[oó]n|Auto\s+Acordado)\b(?:\s+(?:N[°º.]*\s*)?\d[\d.]*|(?:\s+(?:(?:de|del|la|"
-         r"el|y|sobre|los|las)\s+)*(?-i:[A-ZÁÉÍÓÚ])[\wáéíóúñ]*){0,8}))"),
+         (r"\b{ART}\s*(?P<nums>{NUMS}){QUAL}\s*,?\s*(?:de\s+la|del)\s+(?P<law>(?:Ley|C[oó]digo|Constituci[oó]n|"
+          r"Decreto|Reglamento|Convenci[oó]n|Auto\s+Acordado)\b(?:\s+(?:N[°º.]*\s*)?\d[\d.]*|(?:\s+(?:(?:de|del|la|"
+          r"el|y|sobre|los|las)\s+)*(?-i:[A-ZÁÉÍÓÚ])[\wáéíóúñ]*){0,8}))")),
         ("es_articulo_suelto", "bare", r"\b{ART}\s*(?P<nums>{NUMS})"),
     ),
 )
@@ -141,8 +148,8 @@ _EN = _Lang(
          r"{ART}\s*(?P<nums>{NUMS})\s*,?\s*(?:of\s+(?:the\s+)?)?(?P<law>{LAW}){VDATE}"),
         ("en_act_section", "target", r"(?P<law>{LAW})\s*,?\s*(?:ss?\.|{ART})\s*(?P<nums>{NUMS}){VDATE}"),
         ("en_section_other_act", "other",
-         r"{ART}\s*(?P<nums>{NUMS})\s*,?\s*of\s+the\s+(?P<law>(?:(?-i:[A-Z])[\w']*\s+){0,6}"
-         r"(?-i:Act|Code|Regulations?|Constitution)(?:\s+\d{4})?)"),
+         (r"{ART}\s*(?P<nums>{NUMS})\s*,?\s*of\s+the\s+(?P<law>(?:(?-i:[A-Z])[\w']*\s+){0,6}"
+          r"(?-i:Act|Code|Regulations?|Constitution)(?:\s+\d{4})?)")),
         ("en_paragraph_sign", "target", r"§§?\s*(?P<nums>{NUMS}){VDATE}"),
         ("en_section_bare", "bare", r"\b(?:sections?|secs?\.)\s*(?P<nums>{NUMS})"),
     ),

@@ -42,7 +42,7 @@ from ..data.loaders import _iter_records
 from ..data.model import Corpus, Qrels, Queries
 from ..errors import InputError
 
-__all__ = ["TargetVersion", "Versions", "read_targets", "parse_date", "version_id", "as_of_masks"]
+__all__ = ["TargetVersion", "Versions", "as_of_masks", "parse_date", "read_targets", "version_id"]
 
 _FAR = _dt.date.max.toordinal() + 1
 
@@ -95,15 +95,8 @@ def read_targets(path: str | Path) -> list[TargetVersion]:
     out: list[TargetVersion] = []
     seen: dict[str, int] = {}
     for no, rec in _iter_records(path, fmt):
-        def get(key: str, *, required: bool) -> str:
-            value = rec.get(key)
-            if value is None or (isinstance(value, str) and not value.strip()):
-                if required:
-                    raise InputError("missing", path=path, line=no, field=key)
-                return ""
-            if isinstance(value, (dict, list)):
-                raise InputError(f"expected a string, got {type(value).__name__}", path=path, line=no, field=key)
-            return str(value)
+        def get(key: str, *, required: bool, rec: dict[str, Any] = rec, no: int = no) -> str:
+            return _field(rec, key, required=required, path=path, line=no)
 
         unit = get("unit", required=True).strip()
         text = get("text", required=True)
@@ -134,6 +127,17 @@ def read_targets(path: str | Path) -> list[TargetVersion]:
     if not out:
         raise InputError("no target versions", path=path)
     return out
+
+
+def _field(rec: Mapping[str, Any], key: str, *, required: bool, path: Path, line: int) -> str:
+    value = rec.get(key)
+    if value is None or (isinstance(value, str) and not value.strip()):
+        if required:
+            raise InputError("missing", path=path, line=line, field=key)
+        return ""
+    if isinstance(value, (dict, list)):
+        raise InputError(f"expected a string, got {type(value).__name__}", path=path, line=line, field=key)
+    return str(value)
 
 
 def _overlap(a: TargetVersion, b: TargetVersion) -> bool:
