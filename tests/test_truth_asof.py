@@ -220,3 +220,46 @@ def test_rewrite_replaces_a_mined_folder_atomically(tmp_path, targets):
     assert (out / "queries.jsonl").read_bytes() == first  # deterministic output
     assert not (out / "stale.txt").exists()
     assert [p.name for p in tmp_path.iterdir()] == ["m"]  # no temporary folders left behind
+
+
+def test_sources_folder_through_cli(tmp_path, capsys):
+    folder = tmp_path / "fallos"
+    folder.mkdir()
+    for i, s in enumerate(read_sources(FIX / "rulings.jsonl")[:3]):
+        body = s.text if i else f"date: {s.date}\n\n{s.text}"  # first by header line, the others by sidecar
+        (folder / f"{s.id}.txt").write_text(body, encoding="utf-8")
+        if i:
+            (folder / f"{s.id}.json").write_text(json.dumps({"date": str(s.date), "url": s.url}), encoding="utf-8")
+    out = tmp_path / "m"
+    code, so, se = _run_cli(["mine", "citations", "--targets", str(FIX / "targets.jsonl"), "--sources", str(folder),
+                             "--patterns", str(FIX / "patterns.toml"), "--out", str(out), "--no-progress"], capsys)
+    assert code == 0, se
+    assert "mined 3 queries from 3 sources" in so
+    qrels = (out / "qrels" / "test.tsv").read_text().splitlines()
+    assert qrels == ["query-id\tcorpus-id\tscore", "r01\tart-12@2010-03-01\t1", "r02\tart-20@2010-03-01\t1",
+                     "r03\tart-15@2010-03-01\t1", "r03\tart-16@2010-03-01\t1"]
+
+
+def test_versioned_beir_folder_without_citations(tmp_path, capsys, targets):
+    """Any BEIR folder whose corpus metadata has valid_from gets as-of search from query dates."""
+    from bakeoff.data.model import Qrels
+    from bakeoff.data.writers import write_beir
+
+    corpus = targets_corpus(targets)
+    text = {t.id: t.text for t in targets}
+    qs = Queries.from_queries([Query("q", text["art-25@2014-07-01"], {"date": "2013-06-01"})])
+    root = tmp_path / "v"
+    write_beir(root, corpus=corpus, queries=qs, qrels={"test": Qrels({"q": {"art-25@2010-03-01": 1}})})
+    for flags, first in (([], "art-25@2010-03-01"), (["--latest"], "art-25@2014-07-01")):
+        rdir = tmp_path / ("r" + "".join(flags))
+        code, so, se = _run_cli(["run", "--beir", str(root), "--arm", "bm25:stemmer=spanish", "--cache", "off",
+                                 "--no-progress", "--out", str(rdir), *flags], capsys)
+        assert code == 0, se
+        run = (rdir / "runs").glob("*.trec")
+        top = next(iter(run)).read_text().splitlines()[0].split()[2]
+        assert top == first
+        assert "LOWER BOUNDS" not in so  # not citation-mined: the usual measures
+        res = json.loads((rdir / "results.json").read_text())
+        assert "ndcg@10" in res["measures"]
+        # as of 2013 the positive is first (MRR 1); on the latest text it moved to the amended version
+        assert res["arms"][0]["metrics"]["mrr@10"] == 1.0
