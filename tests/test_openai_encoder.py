@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from fake_openai import FakeOpenAI, fake_vector
+try:  # tests/ is a package on main (tests/__init__.py); a plain folder on the dense branch
+    from .fake_openai import FakeOpenAI, fake_vector
+except ImportError:
+    from fake_openai import FakeOpenAI, fake_vector  # type: ignore[no-redef]
 
 from bakeoff.arms.base import Context
 from bakeoff.arms.encoders.base import l2_normalise
