@@ -71,7 +71,9 @@ def print_table(results: Mapping[str, Any], *, measures: Sequence[str] | None = 
         table.add_column(h, justify="left" if i == 0 else "right")
     for r in rows:
         table.add_row(*r)
-    Console(file=file, width=max(100, sum(len(h) for h in header) + 40)).print(table)
+    # wide enough that no header or cell wraps (the title may wrap)
+    widths = [max([len(h), *(len(r[i]) for r in rows)]) + 3 for i, h in enumerate(header)]
+    Console(file=file, width=max(100, sum(widths) + 4)).print(table)
 
 
 def _letters(n: int) -> list[str]:
