@@ -64,8 +64,6 @@ def print_table(results: Mapping[str, Any], *, measures: Sequence[str] | None = 
     title = f"{ds.get('name')} ({ds.get('split')}): {results['queries']['evaluated']} queries, {ds.get('n_docs')} docs"
     if ds.get("search_mode"):
         title += " — " + ("as of each query's date" if ds["search_mode"] == "as_of" else "latest versions")
-    if _lower_bound(results):
-        title += " — citation-mined: Recall/MRR are LOWER BOUNDS (uncited targets are unknown, not wrong)"
     table = Table(title=title)
     for i, h in enumerate(header):
         table.add_column(h, justify="left" if i == 0 else "right")
@@ -73,7 +71,11 @@ def print_table(results: Mapping[str, Any], *, measures: Sequence[str] | None = 
         table.add_row(*r)
     # wide enough that no header or cell wraps (the title may wrap)
     widths = [max([len(h), *(len(r[i]) for r in rows)]) + 3 for i, h in enumerate(header)]
-    Console(file=file, width=max(100, sum(widths) + 4)).print(table)
+    console = Console(file=file, width=max(100, sum(widths) + 4))
+    console.print(table)
+    if _lower_bound(results):
+        console.print("citation-mined: Recall/MRR are LOWER BOUNDS (uncited targets are unknown, not wrong)",
+                      soft_wrap=True)
 
 
 def _letters(n: int) -> list[str]:
