@@ -287,3 +287,34 @@ def test_resume_after_crash_is_bit_identical(corpus, cache, tmp_path: Path) -> N
     want = clean.embed_corpus(corpus, ctx=Context(corpus, cache=Cache(tmp_path / "clean"), progress=False))
     assert np.array_equal(got, want)
     assert not list(cache.root.rglob("*.parts"))  # checkpoints removed once complete
+
+
+def test_cli_dense_arm_end_to_end(tmp_path: Path) -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    beir = tmp_path / "beir"
+    (beir / "qrels").mkdir(parents=True)
+    (beir / "corpus.jsonl").write_text("".join(json.dumps({"_id": d.id, "title": d.title, "text": d.text}) + "\n"
+                                               for d in DOCS))
+    (beir / "queries.jsonl").write_text("".join(json.dumps({"_id": q.id, "text": q.text}) + "\n" for q in QUERIES))
+    (beir / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td5\t1\nq2\td6\t1\nq3\td4\t1\n")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "BAKEOFF_CACHE_DIR": str(tmp_path / "cache")}
+    cmd = [sys.executable, "-m", "bakeoff", "run", "--beir", str(beir), "--arm", "dense", "--arm", "bm25",
+           "--out", str(tmp_path / "out"), "--no-progress"]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    res = json.loads((tmp_path / "out" / "results.json").read_text())
+    dense = next(a for a in res["arms"] if a["name"] == "dense")
+    assert dense["type"] == "dense" and not dense["cached"]
+    assert dense["metrics"]["recall@10"] == 1.0  # 7 documents: every relevant one is in the top 10
+    assert dense["timing"]["doc_n"] == 7 and dense["timing"]["doc_cached"] == 0.0
+    assert "KEY" not in json.dumps(dense["config"])
+    again = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr
+    res2 = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert next(a for a in res2["arms"] if a["name"] == "dense")["cached"] is True
+    bad = subprocess.run([*cmd[:-3], "--arm", "dense:precision=int4"], env=env, capture_output=True, text=True)
+    assert bad.returncode == 2 and "precision" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1

@@ -26,11 +26,14 @@ from .data import (
 from .errors import BakeoffError, ConfigError, InputError
 from .metrics import Evaluation, Measure, evaluate, parse_measure
 from .results import Results, read_results
+from .report.model import build_report
+from .stats import compare as compare_arms
 
 __all__ = [
     "Arm", "BM25Arm", "BakeoffError", "Cache", "CleanOptions", "ConfigError", "Context", "Corpus", "Dataset",
     "Document", "Evaluation", "FieldMap", "InputError", "Measure", "Qrels", "Queries", "Query", "Results", "Run",
     "TfidfArm", "arm_types", "evaluate", "load_beir", "parse_measure", "rank", "read_qrels", "read_results",
     "read_trec_run", "register_arm", "run_bakeoff",
+    "build_report", "compare_arms",
 ]
 __all__ += ["ConvexArm", "RRFArm", "RerankArm"]

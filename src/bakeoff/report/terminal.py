@@ -12,14 +12,16 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
-__all__ = ["table_rows", "print_table"]
+__all__ = ["print_table", "table_rows"]
 
 
 def table_rows(results: Mapping[str, Any], *, measures: Sequence[str] | None = None) -> tuple[list[str], list[list[str]]]:
     """Header and rows (strings) of the results table from a ``results.json`` dict."""
     k = results["k"]
-    measures = list(measures or [f"ndcg@{k}", f"recall@{k}", f"mrr@{k}"])
-    header = ["arm", *[m.replace("ndcg", "NDCG").replace("recall", "Recall").replace("mrr", "MRR") for m in measures],
+    lower = _lower_bound(results)
+    measures = list(measures or ([f"recall@{k}", f"mrr@{k}"] if lower else [f"ndcg@{k}", f"recall@{k}", f"mrr@{k}"]))
+    header = ["arm", *[m.replace("ndcg", "NDCG").replace("recall", "Recall").replace("mrr", "MRR")
+                       + (" (lower bound)" if lower else "") for m in measures],
               "p50 ms", "p95 ms", "$/1k q", "cached"]
     rows = []
     for a in results["arms"]:
@@ -47,6 +49,11 @@ def _usd(value: float) -> str:
     return f"{value:.4f}" if value >= 0.0001 else f"{value:.2e}"
 
 
+def _lower_bound(results: Mapping[str, Any]) -> bool:
+    """Citation-mined labels: only cited targets are known relevant, so metrics are lower bounds."""
+    return (results.get("dataset", {}).get("provenance") or {}).get("label_kind") == "citation"
+
+
 def print_table(results: Mapping[str, Any], *, measures: Sequence[str] | None = None, file: IO[str] | None = None) -> None:
     """Print the table with rich (plain text when the output is not a terminal)."""
     from rich.console import Console
@@ -55,9 +62,160 @@ def print_table(results: Mapping[str, Any], *, measures: Sequence[str] | None = 
     header, rows = table_rows(results, measures=measures)
     ds = results["dataset"]
     title = f"{ds.get('name')} ({ds.get('split')}): {results['queries']['evaluated']} queries, {ds.get('n_docs')} docs"
+    if ds.get("search_mode"):
+        title += " — " + ("as of each query's date" if ds["search_mode"] == "as_of" else "latest versions")
     table = Table(title=title)
     for i, h in enumerate(header):
         table.add_column(h, justify="left" if i == 0 else "right")
     for r in rows:
         table.add_row(*r)
-    Console(file=file, width=max(100, sum(len(h) for h in header) + 40)).print(table)
+    # wide enough that no header or cell wraps (the title may wrap)
+    widths = [max([len(h), *(len(r[i]) for r in rows)]) + 3 for i, h in enumerate(header)]
+    console = Console(file=file, width=max(100, sum(widths) + 4))
+    console.print(table)
+    if _lower_bound(results):
+        console.print("citation-mined: Recall/MRR are LOWER BOUNDS (uncited targets are unknown, not wrong)",
+                      soft_wrap=True)
+
+
+def _letters(n: int) -> list[str]:
+    """Arm labels a, b, ..., z, aa, ab, ... used for significance marks."""
+    out = []
+    for i in range(n):
+        s = ""
+        i += 1
+        while i:
+            i, r = divmod(i - 1, 26)
+            s = chr(97 + r) + s
+        out.append(s)
+    return out
+
+
+def _fmt(v: Any, digits: int = 4) -> str:
+    return "n/a" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.{digits}f}"
+
+
+def _fmt_p(p: Any) -> str:
+    if p is None:
+        return "n/a"
+    return "<0.0001" if p < 1e-4 else f"{p:.4f}"
+
+
+def report_rows(report: Mapping[str, Any], *, measures: Sequence[str] | None = None) -> tuple[list[str], list[list[str]]]:
+    """Header and rows of the report table: each mean with its CI and significance letters.
+
+    Each arm gets a letter (a, b, ...); a cell ``0.6650 [0.6300, 0.7000] bc`` means the arm is
+    significantly better than arms b and c on that measure after Holm correction.
+    """
+    k = report["k"]
+    measures = [m for m in (measures or [f"ndcg@{k}", f"recall@{k}", f"mrr@{k}"]) if m in report["measures"]]
+    if not measures:
+        measures = list(report["measures"][:3])
+    letters = dict(zip([a["name"] for a in report["arms"]], _letters(len(report["arms"]))))
+    header = ["", "arm", *[m.replace("ndcg", "NDCG").replace("recall", "Recall").replace("mrr", "MRR") + " [95% CI]"
+                           for m in measures], "ms/query"]
+    rows = []
+    for a in report["arms"]:
+        cells = []
+        for m in measures:
+            s = a["metrics"][m]
+            marks = "".join(sorted(letters[b] for b in a["beats"].get(m, [])))
+            cells.append(f"{_fmt(s['mean'])} [{_fmt(s['ci_low'])}, {_fmt(s['ci_high'])}]" + (f" {marks}" if marks else ""))
+        ms = a.get("latency_ms", (a.get("timing") or {}).get("ms_per_query"))
+        rows.append([letters[a["name"]], a["name"], *cells, _fmt(ms, 2)])
+    return header, rows
+
+
+def pair_rows(report: Mapping[str, Any], measure: str) -> tuple[list[str], list[list[str]]]:
+    """Header and rows of the pairwise table for one measure."""
+    wtl = {(w["a"], w["b"]): w for w in report["diagnostics"]["win_tie_loss"].get(measure, [])}
+    header = ["A", "B", "A-B [95% CI]", "p (perm)", "p Holm", "p (t)", "d_z", "W/T/L", ""]
+    rows = []
+    for p in report["stats"]["pairs"]:
+        if p["measure"] != measure:
+            continue
+        w = wtl.get((p["a"], p["b"]))
+        rows.append([p["a"], p["b"],
+                     f"{p['diff']:+.4f} [{_fmt(p['diff_ci_low'])}, {_fmt(p['diff_ci_high'])}]",
+                     _fmt_p(p["p_perm"]), _fmt_p(p["p_perm_holm"]), _fmt_p(p["p_ttest"]), _fmt(p["d_z"], 2),
+                     f"{w['wins']}/{w['ties']}/{w['losses']}" if w else "",
+                     "*" if p["significant"] else ""])
+    return header, rows
+
+
+def print_report(report: Mapping[str, Any], *, file: IO[str] | None = None) -> None:
+    """Print the report: means with CIs and marks, the pairwise table, the note and the oracle."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(file=file, width=160)
+    ds = report["dataset"]
+    title = (f"{ds.get('name')} ({ds.get('split')}): {report['n_queries']} queries, {ds.get('n_docs')} docs; "
+             f"k={report['k']}")
+    header, rows = report_rows(report)
+    table = Table(title=title)
+    for i, h in enumerate(header):
+        table.add_column(h, justify="left" if i < 2 else "right")
+    for r in rows:
+        table.add_row(*r)
+    console.print(table)
+    st = report["stats"]
+    console.print(f"Means with {int(st['confidence'] * 100)}% bootstrap CIs ({st['n_resamples']} resamples, seed "
+                  f"{st['seed']}). Letters: the arm is significantly better than those arms (paired randomization "
+                  f"test, Holm-corrected across pairs, alpha={st['alpha']}).", soft_wrap=True)
+    if report.get("note"):
+        console.print(f"[bold]Note:[/bold] {report['note']}", soft_wrap=True)
+    m = report["primary"]
+    ph, pr = pair_rows(report, m)
+    if pr:
+        pt = Table(title=f"Pairs on {m} (* = significant after Holm)")
+        for i, h in enumerate(ph):
+            pt.add_column(h, justify="left" if i < 2 else "right")
+        for r in pr:
+            pt.add_row(*r)
+        console.print(pt)
+    dg = report["diagnostics"]
+    k = report["k"]
+    wm = f"mrr@{k}" if f"mrr@{k}" in report["measures"] else m
+    arms = [a["name"] for a in report["arms"]]
+    wtl = {(w["a"], w["b"]): w for w in dg["win_tie_loss"].get(wm, [])}
+    if len(arms) > 1:
+        wt = Table(title=f"Win/tie/loss of row vs column on {wm} ({report['n_queries']} queries)")
+        wt.add_column("")
+        for b in arms:
+            wt.add_column(b, justify="right")
+        for a in arms:
+            wt.add_row(a, *[("-" if a == b else f"{wtl[(a, b)]['wins']}/{wtl[(a, b)]['ties']}/{wtl[(a, b)]['losses']}")
+                            for b in arms])
+        console.print(wt)
+    for meas in dict.fromkeys([m, wm]):
+        o = dg["oracle"].get(meas)
+        if o and o.get("best_arm"):
+            console.print(f"Oracle (best arm per query) {meas}: {_fmt(o['mean'])}; best single arm {o['best_arm']} "
+                          f"{_fmt(o['best_mean'])}; head-room {o['headroom']:+.4f}; {o['all_zero']} queries score 0 "
+                          "on every arm.")
+    if dg.get("churn"):
+        ct = Table(title=f"Churn in the top {k}: an arm and its fused/reranked version")
+        for h in ("from", "to", "gained a relevant", "lost a relevant", "both", "rescued", "broken", "docs in", "docs out"):
+            ct.add_column(h, justify="left" if h in ("from", "to") else "right")
+        for c in dg["churn"]:
+            ct.add_row(c["base"], c["new"], *[str(c[x]) for x in ("gained", "lost", "both", "rescued", "broken",
+                                                                   "docs_gained", "docs_lost")])
+        console.print(ct)
+    for d in dg.get("decomposition", []):
+        if d["by"] != "relevant documents":
+            continue
+        dt = Table(title=f"{d['a']} - {d['b']} on {d['measure']} (delta {d['delta']:+.4f}) by relevant documents")
+        for h in ("bucket", "n", "mean A", "mean B", "delta", "contribution", "W/T/L"):
+            dt.add_column(h, justify="left" if h == "bucket" else "right")
+        for r in d["rows"]:
+            dt.add_row(r["bucket"], str(r["n"]), _fmt(r["mean_a"]), _fmt(r["mean_b"]), f"{r['delta']:+.4f}",
+                       f"{r['contribution']:+.4f}", f"{r['wins']}/{r['ties']}/{r['losses']}")
+        console.print(dt)
+    cov = dg.get("coverage")
+    if cov is not None:
+        console.print(f"Coverage: {len(cov['uncoverable'])} of {cov['n_queries']} queries have no relevant document in "
+                      f"the corpus, {len(cov['partial'])} only some; they are counted apart from retrieval failures.")
+        if dg.get("failures"):
+            console.print("Retrieval failures (coverable queries with no relevant document in the top "
+                          f"{k}): " + ", ".join(f"{a} {f['count']}" for a, f in dg["failures"].items()) + ".")

@@ -1,0 +1,113 @@
+"""Loading what a report needs: ``results.json``, its TREC runs, and the dataset it was run on.
+
+The dataset is reloaded from ``dataset.source`` in ``results.json`` (the specification
+``bakeoff run`` used) unless ``data=`` overrides the BEIR folder; its fingerprints must match
+the ones recorded, so a report never pairs results with a dataset that changed.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..data.loaders import read_trec_run
+from ..data.model import Dataset, Run
+from ..errors import InputError
+from ..results import read_results
+
+__all__ = ["results_path", "load_dataset", "load_runs", "merge_results"]
+
+log = logging.getLogger("bakeoff")
+
+
+def results_path(path: str | Path) -> Path:
+    p = Path(path)
+    return p / "results.json" if p.is_dir() else p
+
+
+def load_dataset(results: Mapping[str, Any], *, path: Path, data: str | Path | None = None) -> Dataset:
+    """Reload the dataset of ``results`` (read from ``path``) and check its fingerprints."""
+    from ..config import DatasetSpec
+
+    src = dict(results["dataset"].get("source") or {})
+    if data is not None:
+        src = {"beir": str(data), "split": src.get("split", results["dataset"].get("split", "test"))}
+    if not src:
+        raise InputError("results.json records no dataset source; pass --data BEIR_FOLDER", path=path,
+                         field="dataset.source")
+    for key in ("beir", "corpus", "queries", "qrels"):
+        if src.get(key) and not Path(str(src[key])).exists():
+            raise InputError(f"the dataset {key} {src[key]!r} recorded in results.json is gone (moved?); "
+                             "pass --data BEIR_FOLDER", path=path, field=f"dataset.source.{key}")
+    spec = DatasetSpec(**{k: v for k, v in src.items()
+                          if k in ("beir", "irds", "corpus", "queries", "qrels", "split", "name")})
+    ds = spec.load()
+    want = results["dataset"].get("fingerprints") or {}
+    have = {"corpus": ds.corpus.fingerprint(), "queries": ds.queries.fingerprint(), "qrels": ds.qrels.fingerprint()}
+    for key, fp in want.items():
+        if key in have and fp != have[key]:
+            raise InputError(f"the dataset's {key} changed since the run (fingerprint differs; or the run used "
+                             "other field/cleaning options); report on the data the results were computed on",
+                             path=path,
+                             field=f"dataset.fingerprints.{key}")
+    return ds
+
+
+def load_runs(results: Mapping[str, Any], *, folder: Path) -> dict[str, Run]:
+    """Each arm's run from ``run_file`` (relative to the results folder); arms without one are skipped."""
+    runs = {}
+    for a in results["arms"]:
+        rel = a.get("run_file")
+        if not rel:
+            continue
+        p = Path(rel)
+        p = p if p.is_absolute() else folder / p
+        if not p.exists():
+            raise InputError(f"run file of arm {a['name']!r} is missing", path=p)
+        runs[a["name"]] = read_trec_run(p, name=a["name"])
+    return runs
+
+
+def merge_results(first: Mapping[str, Any], second: Mapping[str, Any], *, labels: Sequence[str],
+                  paths: Sequence[Path]) -> dict[str, Any]:
+    """One results dict holding the arms of two result sets of the same dataset.
+
+    Fingerprints of corpus, queries and judgments must be equal, and the evaluated queries
+    identical (the comparison is paired). Arm names present in both sets get a ``LABEL/``
+    prefix; ``run_file`` becomes absolute. Measures are those both sets computed.
+    """
+    fa = first["dataset"].get("fingerprints") or {}
+    fb = second["dataset"].get("fingerprints") or {}
+    for key in ("corpus", "queries", "qrels"):
+        if fa.get(key) != fb.get(key):
+            raise InputError(f"the two result sets are on different data: {key} fingerprints differ",
+                             path=paths[1], field=f"dataset.fingerprints.{key}")
+    if first["k"] != second["k"]:
+        raise InputError(f"the two result sets use different cutoffs (k={first['k']} vs {second['k']})",
+                         path=paths[1], field="k")
+    measures = [m for m in first["measures"] if m in second["measures"]]
+    if not measures:
+        raise InputError("the two result sets share no measure", path=paths[1], field="measures")
+    qa = set(first["arms"][0]["per_query"][measures[0]]) if first["arms"] else set()
+    qb = set(second["arms"][0]["per_query"][measures[0]]) if second["arms"] else set()
+    if qa != qb:
+        raise InputError(f"the two result sets evaluated different queries ({len(qa)} vs {len(qb)})",
+                         path=paths[1], field="arms.per_query")
+    names_a = {a["name"] for a in first["arms"]}
+    names_b = {a["name"] for a in second["arms"]}
+    clash = names_a & names_b
+    arms = []
+    for res, label, names, path in ((first, labels[0], names_a, paths[0]), (second, labels[1], names_b, paths[1])):
+        rename = {n: (f"{label}/{n}" if n in clash else n) for n in names}
+        for a in res["arms"]:
+            b = dict(a)
+            b["name"] = rename[a["name"]]
+            if "children" in b:
+                b["children"] = [rename.get(c, c) for c in b["children"]]
+            if b.get("run_file"):
+                rf = Path(b["run_file"])
+                b["run_file"] = str(rf if rf.is_absolute() else (path.parent / rf).resolve())
+            arms.append(b)
+    return {**dict(first), "measures": measures, "arms": arms}

@@ -1,0 +1,355 @@
+"""The report as data (``report.json``): statistics + diagnostics built from a results set.
+
+Renderers (:mod:`.terminal`, :mod:`.html`, :mod:`.latex`) are functions of this dict.
+
+Schema (``schema_version`` 1)::
+
+    {
+      "schema": "bakeoff.report", "schema_version": 1, "bakeoff_version": str, "created": ISO-8601,
+      "sources": [path, ...],                        # the results.json file(s) reported
+      "dataset": {...},                              # as in results.json
+      "k": int, "measures": [str, ...], "primary": str,   # primary = ndcg@k when computed
+      "n_queries": int, "note": str | null,          # note: the fewer-than-30-queries warning
+      "arms": [{"name", "type", "children": [...], "timing": {...}, "cached": bool, "cost": {...} | null,
+                "latency_ms": float | null, "latency_kind": str,   # see latency_ms()
+                "metrics": {measure: {"mean", "ci_low", "ci_high"}},
+                "beats": {measure: [arm, ...]}}],    # arms it is significantly better than (Holm)
+      "stats": {"n_resamples", "confidence", "alpha", "seed", "means": [...],
+                "pairs": [{"measure", "a", "b", "n", "mean_a", "mean_b", "diff", "diff_ci_low",
+                           "diff_ci_high", "p_perm", "p_ttest", "t", "d_z", "p_perm_holm",
+                           "p_ttest_holm", "significant", "exact"}]},
+      "diagnostics": {
+        "win_tie_loss": {measure: [{"a", "b", "wins", "ties", "losses"}]},   # every ordered pair
+        "disagreements": [{"a", "b", "measure", "queries": [{"query_id", "text", "a", "b", "delta"}]}],
+        "churn": [{"base", "new", "k", "n_queries", "gained", "lost", "both", "rescued", "broken",
+                   "docs_gained", "docs_lost", "gained_queries", "lost_queries"}],
+        "decomposition": [{"a", "b", "measure", "by", "delta",
+                           "rows": [{"bucket", "n", "mean_a", "mean_b", "delta", "contribution",
+                                     "wins", "ties", "losses"}]}],
+        "oracle": {measure: {"mean", "best_arm", "best_mean", "headroom", "sole_best", "all_zero"}},
+        "coverage": {"n_queries", "uncoverable", "partial", "missing_relevant_docs"} | null,
+        "failures": {arm: {"count", "queries"}} | null    # coverable queries, no relevant doc in top k
+      },
+      "leak": {"values": [...], "mean", "source", ...} | null
+    }
+
+Non-finite floats are written as ``null``. Readers ignore unknown keys; a breaking
+change bumps ``schema_version``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import logging
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict
+from itertools import combinations
+from pathlib import Path
+from typing import Any
+
+from .. import diagnose as dg
+from ..data.model import Dataset, Run
+from ..results import bakeoff_version
+from ..stats import DEFAULT_RESAMPLES, compare
+
+__all__ = ["REPORT_SCHEMA_VERSION", "build_report", "composite_pairs", "find_leak", "primary_measure"]
+
+log = logging.getLogger("bakeoff")
+
+REPORT_SCHEMA_VERSION = 1
+
+
+def primary_measure(results: Mapping[str, Any]) -> str:
+    """``ndcg@k`` when computed, else the first measure."""
+    measures = list(results["measures"])
+    want = f"ndcg@{results['k']}"
+    return want if want in measures else measures[0]
+
+
+def _children(arm: Mapping[str, Any]) -> list[str]:
+    """Names of the arms an arm is built from: ``children`` in results.json, else config ``base``/``arms``."""
+    if arm.get("children"):
+        return [str(c) for c in arm["children"]]
+    cfg = arm.get("config") or {}
+    out: list[str] = []
+    base = cfg.get("base")
+    if isinstance(base, str):
+        out.append(base)
+    elif isinstance(base, Mapping) and "name" in base:
+        out.append(str(base["name"]))
+    arms = cfg.get("arms")
+    if isinstance(arms, str):
+        out.extend(a for a in arms.split("+") if a)
+    elif isinstance(arms, (list, tuple)):
+        out.extend(str(a["name"]) if isinstance(a, Mapping) and "name" in a else str(a) for a in arms)
+    return out
+
+
+def composite_pairs(results: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """``(child, composite)`` pairs among the reported arms (an arm and its reranked/fused version)."""
+    names = {a["name"] for a in results["arms"]}
+    pairs = []
+    for a in results["arms"]:
+        for c in _children(a):
+            if c in names and c != a["name"]:
+                pairs.append((c, a["name"]))
+    return pairs
+
+
+def latency_ms(arm: Mapping[str, Any]) -> tuple[float | None, str]:
+    """An arm's per-query latency for the quality/latency plot, and what it is.
+
+    The end-to-end single-query median (``timing.latency.p50_ms``) when measured; else the
+    end-to-end batch time per query (``ms_per_query_total``, inputs of composite arms
+    included); else the arm's own batch ``ms_per_query``.
+    """
+    timing = arm.get("timing") or {}
+    lat = timing.get("latency") or {}
+    if isinstance(lat.get("p50_ms"), (int, float)):
+        return float(lat["p50_ms"]), "p50 single-query latency"
+    for key, what in (("ms_per_query_total", "batch ms/query incl. inputs"), ("ms_per_query", "batch ms/query")):
+        if isinstance(timing.get(key), (int, float)):
+            return float(timing[key]), what
+    return None, "not measured"
+
+
+def _finite(x: Any) -> Any:
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    if isinstance(x, Mapping):
+        return {k: _finite(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_finite(v) for v in x]
+    return x
+
+
+def find_leak(dataset_source: Mapping[str, Any] | None, dataset: Dataset | None,
+              query_ids: Sequence[str]) -> dict[str, Any] | None:
+    """Leak statistics of a synthetic set, if any (lenient; ``None`` when there are none).
+
+    Looked for, in order: a numeric ``leak`` field in the queries' metadata; a JSON
+    provenance file beside the data (``provenance*.json``, ``*provenance*.json``,
+    ``synthetic*.json``, ``meta*.json``) with a ``leak`` section holding per-query values
+    (``per_query`` as {qid: value} or a list, ``values``, or ``ratios``), or a
+    pre-binned ``histogram`` ``{"edges": [...], "counts": [...]}``.
+    """
+    if dataset is not None:
+        vals = []
+        for q in query_ids:
+            if q in dataset.queries:
+                v = dataset.queries[q].metadata.get("leak") if isinstance(dataset.queries[q].metadata, Mapping) else None
+                if isinstance(v, (int, float)) and not isinstance(v, bool):
+                    vals.append(float(v))
+        if vals:
+            return _leak_summary({"values": vals}, source="queries metadata field 'leak'")
+    folders: list[Path] = []
+    src = dataset_source or {}
+    for key in ("beir", "queries", "qrels", "corpus"):
+        if src.get(key):
+            p = Path(str(src[key]))
+            folders.append(p if p.is_dir() else p.parent)
+            if key == "qrels":
+                folders.append(p.parent.parent)
+    seen: set[Path] = set()
+    for folder in folders:
+        try:
+            folder = folder.resolve()
+        except OSError:
+            continue
+        if folder in seen or not folder.is_dir():
+            continue
+        seen.add(folder)
+        cands = sorted({*folder.glob("*provenance*.json"), *folder.glob("synthetic*.json"), *folder.glob("meta*.json")})
+        for path in cands:
+            try:
+                obj = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            leak = _dig_leak(obj)
+            if leak is not None:
+                out = _leak_summary(leak, source=str(path), query_ids=query_ids)
+                if out is not None:
+                    return out
+    return None
+
+
+def _dig_leak(obj: Any, depth: int = 0) -> Any:
+    if depth > 3 or not isinstance(obj, Mapping):
+        return None
+    for key in ("leak", "leak_stats", "leakage"):
+        if key in obj:
+            return obj[key]
+    for v in obj.values():
+        found = _dig_leak(v, depth + 1)
+        if found is not None:
+            return found
+    return None
+
+
+def _leak_summary(leak: Any, *, source: str, query_ids: Sequence[str] = ()) -> dict[str, Any] | None:
+    values: list[float] | None = None
+    hist = None
+    extra: dict[str, Any] = {}
+    if isinstance(leak, (list, tuple)):
+        values = [float(v) for v in leak if isinstance(v, (int, float))]
+    elif isinstance(leak, Mapping):
+        for key in ("per_query", "values", "ratios", "leaks"):
+            v = leak.get(key)
+            if isinstance(v, Mapping):
+                qset = set(query_ids)
+                items = [(q, x) for q, x in v.items() if isinstance(x, (int, float))]
+                chosen = [x for q, x in items if q in qset] if qset and any(q in qset for q, _ in items) else [x for _, x in items]
+                values = [float(x) for x in chosen]
+                break
+            if isinstance(v, (list, tuple)):
+                values = [float(x) for x in v if isinstance(x, (int, float))]
+                break
+        h = leak.get("histogram")
+        if isinstance(h, Mapping) and isinstance(h.get("counts"), list):
+            edges = h.get("edges") or h.get("bins")
+            if isinstance(edges, list) and len(edges) == len(h["counts"]) + 1:
+                hist = {"edges": [float(e) for e in edges], "counts": [int(c) for c in h["counts"]]}
+        for key in ("mean", "threshold", "rejection_rate", "rejected", "kept"):
+            if isinstance(leak.get(key), (int, float)):
+                extra[key] = leak[key]
+    if not values and hist is None:
+        return None
+    out: dict[str, Any] = {"source": source, **extra}
+    if values:
+        out["values"] = values
+        out.setdefault("mean", sum(values) / len(values))
+    if hist is not None:
+        out["histogram"] = hist
+    return out
+
+
+def build_report(
+    results: Mapping[str, Any],
+    *,
+    dataset: Dataset | None = None,
+    runs: Mapping[str, Run] | None = None,
+    measures: Sequence[str] | None = None,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    confidence: float = 0.95,
+    alpha: float = 0.05,
+    seed: int = 0,
+    deltas: Sequence[tuple[str, str]] = (),
+    n_disagree: int = 10,
+    sources: Sequence[str] = (),
+    progress: bool = False,
+) -> dict[str, Any]:
+    """Statistics and diagnostics of a ``results.json`` dict (see module docstring).
+
+    ``dataset`` and ``runs`` (arm name -> Run) enable the diagnostics that need
+    text, judgments or rankings (disagreement text, churn, buckets, coverage).
+    ``deltas`` adds ``(a, b)`` pairs to decompose, besides every (arm, composite) pair.
+    """
+    arms = [a["name"] for a in results["arms"]]
+    measures = list(measures or results["measures"])
+    primary = primary_measure(results) if primary_measure(results) in measures else measures[0]
+    per_query = {a["name"]: a["per_query"] for a in results["arms"]}
+    first = results["arms"][0]["per_query"][measures[0]]
+    qids = list(first)
+    for a in results["arms"][1:]:
+        if set(a["per_query"][measures[0]]) != set(qids):
+            raise ValueError(f"arm {a['name']!r} was evaluated on different queries than {arms[0]!r}")
+    k = int(results["k"])
+    comp = compare(per_query, query_ids=qids, measures=measures, n_resamples=n_resamples, confidence=confidence,
+                   alpha=alpha, seed=seed, progress=progress)
+
+    arm_rows = []
+    for a in results["arms"]:
+        metrics = {}
+        beats: dict[str, list[str]] = {}
+        for m in measures:
+            ms = comp.mean(a["name"], m)
+            metrics[m] = {"mean": ms.mean, "ci_low": ms.ci_low, "ci_high": ms.ci_high}
+            beats[m] = [(p.b if p.a == a["name"] else p.a) for p in comp.pairs
+                        if p.measure == m and p.significant and a["name"] in (p.a, p.b)
+                        and ((p.diff > 0) if p.a == a["name"] else (p.diff < 0))]
+        lat, lat_kind = latency_ms(a)
+        arm_rows.append({"name": a["name"], "type": a.get("type"), "children": _children(a),
+                         "timing": dict(a.get("timing") or {}), "latency_ms": lat, "latency_kind": lat_kind,
+                         "cost": a.get("cost"), "cached": bool(a.get("cached")),
+                         "metrics": metrics, "beats": beats})
+
+    diag: dict[str, Any] = {}
+    diag["win_tie_loss"] = {m: [{"a": w.a, "b": w.b, "wins": w.wins, "ties": w.ties, "losses": w.losses}
+                                for w in dg.win_tie_loss_matrix(per_query, m, query_ids=qids, arms=arms)]
+                            for m in measures}
+    queries = dataset.queries if dataset is not None else None
+    diag["disagreements"] = [
+        {"a": a, "b": b, "measure": primary,
+         "queries": [{"query_id": r["query_id"], "text": r["text"], "a": r[a], "b": r[b], "delta": r["delta"]}
+                     for r in dg.disagreements(per_query, a, b, primary, query_ids=qids, queries=queries,
+                                               n=n_disagree)]}
+        for a, b in combinations(arms, 2)
+    ]
+    pairs = composite_pairs(results)
+    diag["churn"] = []
+    if runs is not None and dataset is not None:
+        for base, new in pairs:
+            if base in runs and new in runs:
+                diag["churn"].append(dg.churn(runs[base], runs[new], dataset.qrels, k=k, query_ids=qids,
+                                              base_name=base, new_name=new).to_dict())
+    decomp_pairs = list(dict.fromkeys([*((new, base) for base, new in pairs), *deltas]))
+    if not decomp_pairs and len(arms) >= 2:
+        ranked = sorted(arms, key=lambda a: -comp.mean(a, primary).mean)
+        decomp_pairs = [(ranked[0], ranked[1])]
+    diag["decomposition"] = []
+    if dataset is not None:
+        bucketings: list[tuple[str, dict[str, str]]] = [
+            ("relevant documents", dg.relevant_count_buckets(dataset.qrels, qids)),
+            ("query length", dg.length_buckets(dataset.queries, qids)),
+        ]
+        for f in dg.bucketable_metadata_fields(dataset.queries, qids):
+            bucketings.append((f"metadata: {f}", dg.metadata_buckets(dataset.queries, qids, f)))
+        for a, b in decomp_pairs:
+            if a not in per_query or b not in per_query:
+                raise ValueError(f"cannot decompose {a} - {b}: unknown arm")
+            for m in dict.fromkeys([primary, f"mrr@{k}"]):
+                if m not in measures:
+                    continue
+                delta = comp.pair(a, b, m).diff * (1 if comp.pair(a, b, m).a == a else -1)
+                for by, buckets in bucketings:
+                    rows = dg.decompose(per_query, a, b, m, buckets=buckets, query_ids=qids)
+                    diag["decomposition"].append({"a": a, "b": b, "measure": m, "by": by, "delta": delta,
+                                                  "rows": [asdict(r) for r in rows]})
+    diag["oracle"] = {}
+    for m in measures:
+        o = dg.oracle(per_query, m, query_ids=qids, arms=arms)
+        o.pop("per_query", None)
+        diag["oracle"][m] = o
+    diag["coverage"] = None
+    diag["failures"] = None
+    if dataset is not None:
+        cov = dg.coverage(dataset.qrels, dataset.corpus, query_ids=qids)
+        diag["coverage"] = cov
+        if runs is not None:
+            diag["failures"] = {}
+            for a in arms:
+                if a in runs:
+                    f = dg.failures(runs[a], dataset.qrels, k=k, query_ids=qids, exclude=cov["uncoverable"])
+                    diag["failures"][a] = {"count": len(f), "queries": f}
+
+    leak = find_leak(results["dataset"].get("source"), dataset, qids)
+    report = {
+        "schema": "bakeoff.report",
+        "schema_version": REPORT_SCHEMA_VERSION,
+        "bakeoff_version": bakeoff_version(),
+        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "sources": list(sources),
+        "dataset": dict(results["dataset"]),
+        "k": k,
+        "measures": measures,
+        "primary": primary,
+        "n_queries": len(qids),
+        "note": comp.note,
+        "arms": arm_rows,
+        "stats": comp.to_dict(),
+        "diagnostics": diag,
+        "leak": leak,
+    }
+    return _finite(report)
