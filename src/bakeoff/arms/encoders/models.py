@@ -15,7 +15,7 @@ from pathlib import Path
 
 from .base import files_sha256
 
-__all__ = ["DEFAULT_MODEL", "MINILM_ALIASES", "bundled_minilm_dir", "resolve_model", "model_files", "weights_hash"]
+__all__ = ["DEFAULT_MODEL", "MINILM_ALIASES", "bundled_minilm_dir", "hub_snapshot", "resolve_model", "model_files", "weights_hash"]
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 MINILM_ALIASES = frozenset({"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2", "minilm"})
@@ -41,14 +41,14 @@ def resolve_model(name: str | None) -> tuple[str, Path | None]:
         local = bundled_minilm_dir()
         if local is not None:
             return DEFAULT_MODEL, local
-        return DEFAULT_MODEL, _hub_snapshot(DEFAULT_MODEL)
+        return DEFAULT_MODEL, hub_snapshot(DEFAULT_MODEL)
     p = Path(str(name)).expanduser()
     if p.is_dir():
         return str(p.resolve()), p.resolve()
-    return str(name), _hub_snapshot(str(name))
+    return str(name), hub_snapshot(str(name))
 
 
-def _hub_snapshot(repo_id: str) -> Path | None:
+def hub_snapshot(repo_id: str) -> Path | None:
     """Local snapshot folder of a hub model if already downloaded (never downloads)."""
     try:
         from huggingface_hub import snapshot_download

@@ -16,7 +16,7 @@ import numpy as np
 
 from ...errors import ConfigError, MissingDependencyError
 from .base import TextKind, apply_prefix, l2_normalise, length_order
-from .models import resolve_model, weights_hash
+from .models import hub_snapshot, resolve_model, weights_hash
 
 __all__ = ["SentenceTransformerEncoder"]
 
@@ -51,9 +51,9 @@ class SentenceTransformerEncoder:
         if self._weights is None:
             if self.local_dir is not None:
                 self._weights = weights_hash(self.local_dir)
-            else:
+            else:  # a hub model not downloaded yet: load it (downloads where a network exists), then hash
                 self._load()
-                folder = getattr(self._model, "_model_card_vars", {}).get("model_path") or None
+                folder = hub_snapshot(self.name)
                 self._weights = f"hub:{self.name}" if folder is None else weights_hash(folder)
         return self._weights
 
