@@ -182,3 +182,18 @@ def test_cli_specs_compose_by_name():
     assert c.children()[2] is h
     with pytest.raises(ConfigError, match="unknown arm"):
         build_arms([parse_arm_spec("h=rrf:arms=bm25+nope")])
+
+
+def test_cached_flag_is_per_run_not_per_arm(tmp_path):
+    from bakeoff.bakeoff import run_bakeoff
+    from bakeoff.data.model import Dataset, Qrels
+
+    ds = Dataset(DOCS, Q, Qrels({"q1": {"d1": 1}, "q2": {"a": 1}}))
+    cache = Cache(tmp_path / "c")
+    a, b = FixedArm(A, name="A"), FixedArm(B, name="B")
+    run_bakeoff(ds, [a, b], cache=cache, progress=False, latency_sample=0)
+    # second run: A and B at depth 100 come from the cache, but a fusion of depth 2 searches them
+    # afresh at k=2 -- the table must still say their depth-100 rows were cached
+    a2, b2 = FixedArm(A, name="A"), FixedArm(B, name="B")
+    res = run_bakeoff(ds, [a2, b2, RRFArm(arms=[a2, b2], depth=2)], cache=cache, progress=False, latency_sample=0)
+    assert [r.cached for r in res.arms] == [True, True, False] and (a2.searches, b2.searches) == (1, 1)

@@ -96,7 +96,7 @@ def run_bakeoff(
                 run=run,
                 evaluation=evaluation,
                 timing=arm_timing(arm, ctx),
-                cached=ctx.from_cache.get(fp, False),
+                cached=ctx.was_cached(arm, dataset.queries, k=depth),
                 extra={"cost": arm_cost(arm, ctx, hourly_rate=hourly_rate, n_queries=len(dataset.queries)),
                        **({"children": [c.name for c in arm.children()]} if arm.children() else {})},
             )

@@ -77,6 +77,12 @@ class Context:
     _memo: dict[str, Run] = field(default_factory=dict, repr=False)
     _indexed: set[str] = field(default_factory=set, repr=False)
     _frames: list[float] = field(default_factory=list, repr=False)
+    _hit_keys: set[str] = field(default_factory=set, repr=False)
+
+    def was_cached(self, arm: Arm, queries: Queries, *, k: int, mask: DocMask | None = None) -> bool:
+        """Whether this exact run (arm, queries, depth, mask) came from the cache, as opposed to
+        :attr:`from_cache`, which records the arm's latest search at any depth."""
+        return self.run_key(arm, queries, k=k, mask=mask) in self._hit_keys
 
     def _nested_call(self, fn: Callable[[], Any]) -> tuple[Any, float, float]:
         """Run ``fn`` as a timing frame: returns ``(result, elapsed_s, nested_s)`` where
@@ -138,6 +144,7 @@ class Context:
                 if meta.get("usage"):
                     self.usage[fp] = {**meta["usage"], **self.usage.get(fp, {})}
                 self.from_cache[fp] = True
+                self._hit_keys.add(key)
                 self._memo[key] = run
                 return run
         self.ensure_indexed(arm)
