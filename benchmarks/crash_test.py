@@ -4,9 +4,10 @@ Usage::
 
     .venv/bin/python benchmarks/crash_test.py --repeat 10 [--docs 512] [--seed 0]
 
-A driver process loads SciFact (the first ``--docs`` documents), embeds the
+A driver process loads SciFact (the first ``--docs`` documents and
+``--queries`` queries), embeds the
 corpus with the dense MiniLM arm into a cache (checkpoints of
-``--checkpoint-rows`` rows), searches all queries and writes the embeddings
+``--checkpoint-rows`` rows), searches those queries and writes the embeddings
 and NDCG@10. The test first runs the driver once on an empty cache (the clean
 reference, also timing it); then, per repeat, starts the driver on a new empty
 cache, kills it with SIGKILL after ``u * clean_wall`` seconds with ``u`` drawn
@@ -46,13 +47,14 @@ def driver(args: argparse.Namespace) -> None:
     from bakeoff.metrics import evaluate
 
     ds = load_beir(args.data, split="test")
+    queries = ds.queries.subset(ds.queries.ids[: args.queries])
     c, n = ds.corpus, args.docs
     corpus = Corpus(ids=c.ids[:n], texts=c.texts[:n], titles=c.titles[:n], metadata=c.metadata[:n])
     arm = DenseArm(checkpoint_rows=args.checkpoint_rows, batch_size=args.batch_size)
     ctx = Context(corpus, cache=Cache(args.cache), progress=False)
     emb = arm.embed_corpus(corpus, ctx=ctx)
-    run = ctx.search(arm, ds.queries, k=10)
-    ev = evaluate(run, ds.qrels, ["ndcg@10"], query_ids=ds.queries.ids)
+    run = ctx.search(arm, queries, k=10)
+    ev = evaluate(run, ds.qrels, ["ndcg@10"], query_ids=queries.ids)
     out = Path(args.out)
     np.save(out / "emb.npy", np.asarray(emb))
     (out / "result.json").write_text(json.dumps({"ndcg@10": ev.means["ndcg@10"],
@@ -61,8 +63,8 @@ def driver(args: argparse.Namespace) -> None:
 
 def _driver_cmd(args: argparse.Namespace, cache: Path, out: Path) -> list[str]:
     return [sys.executable, __file__, "--driver", "--data", str(args.data), "--docs", str(args.docs),
-            "--checkpoint-rows", str(args.checkpoint_rows), "--batch-size", str(args.batch_size),
-            "--cache", str(cache), "--out", str(out)]
+            "--queries", str(args.queries), "--checkpoint-rows", str(args.checkpoint_rows),
+            "--batch-size", str(args.batch_size), "--cache", str(cache), "--out", str(out)]
 
 
 def _run_driver(args: argparse.Namespace, cache: Path, out: Path) -> float:
@@ -123,6 +125,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--docs", type=int, default=512)
+    ap.add_argument("--queries", type=int, default=50, help="first N test queries searched and evaluated")
     ap.add_argument("--checkpoint-rows", type=int, default=32)
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--repeat", type=int, default=10)

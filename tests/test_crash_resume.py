@@ -32,7 +32,7 @@ def _crash_module():
 def test_sigkill_mid_encode_then_resume_is_bit_identical(scifact_path: Path, tmp_path: Path) -> None:
     pytest.importorskip("sentence_transformers")
     ct = _crash_module()
-    args = Namespace(data=scifact_path, docs=24, checkpoint_rows=4, batch_size=4)
+    args = Namespace(data=scifact_path, docs=24, queries=20, checkpoint_rows=4, batch_size=4)
     clean = tmp_path / "clean"
     ct._run_driver(args, clean / "cache", clean / "out")
     ref_emb, ref_res = ct._load(clean / "out")

@@ -6,8 +6,16 @@ from pathlib import Path
 import pytest
 
 from bakeoff.data import (
-    CleanOptions, FieldMap, load_beir, read_folder, read_qrels, read_records, read_trec_run, write_beir,
-    write_trec_qrels, write_trec_run,
+    CleanOptions,
+    FieldMap,
+    load_beir,
+    read_folder,
+    read_qrels,
+    read_records,
+    read_trec_run,
+    write_beir,
+    write_trec_qrels,
+    write_trec_run,
 )
 from bakeoff.data.clean import html_to_text, normalize_space
 from bakeoff.data.loaders import LoadReport

@@ -123,6 +123,12 @@ def test_options_validated_and_fingerprinted():
         RerankArm(base=base, precision="fp8")
     with pytest.raises(ConfigError, match="multiple of batch_size"):
         RerankArm(base=base, batch_size=32, chunk=100)
+    from bakeoff.config import build_arms, parse_arm_spec
+
+    specs = ["bm25", "s=bm25:stemmer=english", "h=rrf:arms=bm25+s", "rr=rerank:base=h,top=5,precision=int8,seed=3"]
+    _b, _s, h, rr = build_arms([parse_arm_spec(x) for x in specs])
+    assert isinstance(rr, RerankArm) and rr.base is h and rr.top == 5 and rr.precision == "int8" and rr.seed == 3
+    assert rr.children() == (h,) and rr._scorer is None  # nothing loaded before index()
     a = RerankArm(base=base)
     assert a.config()["weights_sha256"] and a.config()["model"] == "sentence-transformers/all-MiniLM-L6-v2"
     assert RerankArm(base=base, seed=1).fingerprint() != a.fingerprint()

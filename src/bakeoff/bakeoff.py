@@ -5,14 +5,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Sequence
 
-from .arms.base import Arm, Context
+from .arms.base import Arm, Context, DocMask
 from .cache import Cache
 from .costs import DEFAULT_HOURLY_RATE, arm_cost, arm_timing
 from .data.model import Dataset
 from .metrics import Measure, evaluate, parse_measures
 from .results import ArmResult, Results
 
-__all__ = ["run_bakeoff", "default_measures"]
+__all__ = ["default_measures", "run_bakeoff"]
 
 log = logging.getLogger("bakeoff")
 
@@ -52,6 +52,7 @@ def run_bakeoff(
     latency_sample: int = 50,
     latency_seed: int = 0,
     hourly_rate: float = DEFAULT_HOURLY_RATE,
+    mask: DocMask | None = None,
 ) -> Results:
     """Index, search and evaluate every arm on ``dataset``.
 
@@ -63,16 +64,26 @@ def run_bakeoff(
     ``latency_sample`` queries drawn with ``latency_seed``
     (:meth:`~bakeoff.arms.base.Context.measure_latency`; 0 skips it), and its
     cost computed at ``hourly_rate`` USD/hour (:mod:`bakeoff.costs`).
+
+    ``mask`` (qid -> bool row vector) restricts each query to some corpus rows,
+    e.g. the target versions in force on the query's date (as-of search).
+    Citation-mined datasets (``info["provenance"]["label_kind"] == "citation"``)
+    default to Recall/MRR and refuse measures that need judged negatives.
     """
     depth = max(k, depth if depth is not None else 100)
-    ms = parse_measures(measures) if measures is not None else default_measures(k, depth)
+    if (dataset.info.get("provenance") or {}).get("label_kind") == "citation":
+        from .truth.mined import citation_measures
+
+        ms = citation_measures(k, depth, measures)
+    else:
+        ms = parse_measures(measures) if measures is not None else default_measures(k, depth)
     ctx = ctx or Context(corpus=dataset.corpus, cache=cache, progress=progress)
     for arm in _order(arms):
-        ctx.search(arm, dataset.queries, k=depth)
+        ctx.search(arm, dataset.queries, k=depth, mask=mask)
     results: list[ArmResult] = []
     evaluation = None
     for arm in arms:
-        run = ctx.search(arm, dataset.queries, k=depth)
+        run = ctx.search(arm, dataset.queries, k=depth, mask=mask)
         ctx.measure_latency(arm, dataset.queries, k=depth, sample=latency_sample, seed=latency_seed)
         evaluation = evaluate(run, dataset.qrels, ms, query_ids=dataset.queries.ids)
         fp = arm.fingerprint()

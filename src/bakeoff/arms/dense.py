@@ -242,13 +242,14 @@ class DenseArm(Arm):
                 stats.update({f"{kind}_cached": 1.0, **{f"{kind}_{m}": float(v) for m, v in meta.items()}})
                 return hit
         tokens_before = float(getattr(self.encoder, "tokens_used", 0))
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         arr = encode_checkpointed(
             self.encoder, texts, kind=kind, cache=ctx.cache, cache_kind=cache_kind, key=key,
             batch_size=self.batch_size, checkpoint_rows=self.checkpoint_rows if kind == "doc" else 4096,
             progress=ctx.progress, desc=f"encode {kind}s {self.name}",
             engine=ctx.extras.get("encode_engine"), lookup=False)
-        meta = {"encode_s": time.perf_counter() - t0, "n": float(len(texts))}
+        meta = {"encode_s": time.perf_counter() - t0, "encode_cpu_s": time.process_time() - c0,
+                "n": float(len(texts))}
         tokens = float(getattr(self.encoder, "tokens_used", 0)) - tokens_before
         if tokens:
             meta["api_tokens"] = tokens

@@ -48,6 +48,12 @@ def run(
     latency_sample: Annotated[Optional[int], typer.Option(
         "--latency-sample", help="Queries timed one by one per arm for p50/p95 latency (0: skip).")] = None,
     latency_seed: Annotated[Optional[int], typer.Option("--latency-seed", help="Seed of the latency sample.")] = None,
+    as_of: Annotated[Optional[bool], typer.Option("--as-of/--latest", help="Versioned corpora: search each query "
+                     "against the versions in force on its date (default) or each unit's latest text.")] = None,
+    only_single: Annotated[bool, typer.Option("--only-single", help="Citation-mined folders: only queries "
+                           "citing exactly one target.")] = False,
+    unmasked: Annotated[bool, typer.Option("--unmasked", help="Citation-mined folders: the unmasked control "
+                        "queries (measures how much masking matters).")] = False,
 ) -> None:
     """Run a bake-off and print one table; with --out, write results.json and TREC runs."""
     if config is not None:
@@ -73,13 +79,15 @@ def run(
     depth_ = max(k_, depth if depth is not None else max(cfg.depth, k_))
     arms = build_arms(cfg.arms)
     cache_obj = make_cache(cache or cfg.cache, cache_dir)
-    dataset = cfg.dataset.load()
+    from ..truth.mined import prepare_dataset
+
+    dataset, mask = prepare_dataset(cfg.dataset, as_of=as_of, only_single=only_single, unmasked=unmasked)
     warn_all(list(dataset.info.get("warnings", [])))
     for note in dataset.info.get("notes", []):
         log.info(note)
     rate = hourly_rate if hourly_rate is not None else cfg.hourly_rate
     results = run_bakeoff(dataset, arms, k=k_, depth=depth_, measures=measure or cfg.measures, cache=cache_obj,
-                          progress=progress,
+                          progress=progress, mask=mask,
                           latency_sample=latency_sample if latency_sample is not None else cfg.latency_sample,
                           latency_seed=latency_seed if latency_seed is not None else cfg.latency_seed,
                           hourly_rate=rate if rate is not None else DEFAULT_HOURLY_RATE)

@@ -12,14 +12,16 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
-__all__ = ["table_rows", "print_table"]
+__all__ = ["print_table", "table_rows"]
 
 
 def table_rows(results: Mapping[str, Any], *, measures: Sequence[str] | None = None) -> tuple[list[str], list[list[str]]]:
     """Header and rows (strings) of the results table from a ``results.json`` dict."""
     k = results["k"]
-    measures = list(measures or [f"ndcg@{k}", f"recall@{k}", f"mrr@{k}"])
-    header = ["arm", *[m.replace("ndcg", "NDCG").replace("recall", "Recall").replace("mrr", "MRR") for m in measures],
+    lower = _lower_bound(results)
+    measures = list(measures or ([f"recall@{k}", f"mrr@{k}"] if lower else [f"ndcg@{k}", f"recall@{k}", f"mrr@{k}"]))
+    header = ["arm", *[m.replace("ndcg", "NDCG").replace("recall", "Recall").replace("mrr", "MRR")
+                       + (" (lower bound)" if lower else "") for m in measures],
               "p50 ms", "p95 ms", "$/1k q", "cached"]
     rows = []
     for a in results["arms"]:
@@ -47,6 +49,11 @@ def _usd(value: float) -> str:
     return f"{value:.4f}" if value >= 0.0001 else f"{value:.2e}"
 
 
+def _lower_bound(results: Mapping[str, Any]) -> bool:
+    """Citation-mined labels: only cited targets are known relevant, so metrics are lower bounds."""
+    return (results.get("dataset", {}).get("provenance") or {}).get("label_kind") == "citation"
+
+
 def print_table(results: Mapping[str, Any], *, measures: Sequence[str] | None = None, file: IO[str] | None = None) -> None:
     """Print the table with rich (plain text when the output is not a terminal)."""
     from rich.console import Console
@@ -55,12 +62,18 @@ def print_table(results: Mapping[str, Any], *, measures: Sequence[str] | None = 
     header, rows = table_rows(results, measures=measures)
     ds = results["dataset"]
     title = f"{ds.get('name')} ({ds.get('split')}): {results['queries']['evaluated']} queries, {ds.get('n_docs')} docs"
+    if ds.get("search_mode"):
+        title += " — " + ("as of each query's date" if ds["search_mode"] == "as_of" else "latest versions")
+    if _lower_bound(results):
+        title += " — citation-mined: Recall/MRR are LOWER BOUNDS (uncited targets are unknown, not wrong)"
     table = Table(title=title)
     for i, h in enumerate(header):
         table.add_column(h, justify="left" if i == 0 else "right")
     for r in rows:
         table.add_row(*r)
-    Console(file=file, width=max(100, sum(len(h) for h in header) + 40)).print(table)
+    # wide enough that no header or cell wraps (the title may wrap)
+    widths = [max([len(h), *(len(r[i]) for r in rows)]) + 3 for i, h in enumerate(header)]
+    Console(file=file, width=max(100, sum(widths) + 4)).print(table)
 
 
 def _letters(n: int) -> list[str]:
