@@ -80,8 +80,10 @@ def _figures(report: Mapping[str, Any]) -> list[dict[str, Any]]:
     k = report["k"]
     figs: list[dict[str, Any]] = []
 
-    pts = [(a["name"], _num(a.get("latency_ms")), _num(a["metrics"][primary]["mean"])) for a in report["arms"]]
-    kinds = sorted({a.get("latency_kind", "batch ms/query") for a in report["arms"] if a.get("latency_ms") is not None})
+    # A latency of 0 (e.g. a cached arm whose time was not measured) cannot sit on a log axis: left out.
+    pts = [(a["name"], (lambda v: v if v > 0 else math.nan)(_num(a.get("latency_ms"))),
+            _num(a["metrics"][primary]["mean"])) for a in report["arms"]]
+    kinds = sorted({a.get("latency_kind", "batch ms/query") for a in report["arms"] if (a.get("latency_ms") or 0) > 0})
     front = set(pareto_front(pts))
     fpts = sorted([p for p in pts if p[0] in front], key=lambda p: p[1])
     ok = [p for p in pts if not math.isnan(p[1])]
