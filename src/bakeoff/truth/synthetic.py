@@ -139,6 +139,16 @@ class SyntheticTruth:
 
 # -- describe mode ----------------------------------------------------------------
 
+def _copies_example(query: str, *, max_jaccard: float = 0.6) -> bool:
+    """True when ``query``'s word set has Jaccard >= ``max_jaccard`` with a few-shot example answer."""
+    words = set(query.lower().split())
+    for shot in DESCRIBE_SHOT_QUERIES:
+        other = set(shot.split())
+        if words and len(words & other) / len(words | other) >= max_jaccard:
+            return True
+    return False
+
+
 def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOptions = DescribeOptions(),
                    progress: bool = True) -> SyntheticTruth:
     """Describe-mode ground truth (see the module docstring)."""
@@ -173,7 +183,7 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
                 still_open.append(r)
                 continue
             q = " ".join(g.value.query.split())
-            if q.lower() in DESCRIBE_SHOT_QUERIES:
+            if _copies_example(q):
                 counts["copied_example"] += 1
                 still_open.append(r)
                 continue
