@@ -9,7 +9,8 @@ calling process. Id and title = qualified name (``json.dumps``,
 ``collections.OrderedDict.move_to_end``); text = signature (when inspectable)
 plus the cleaned docstring (:func:`inspect.getdoc`). Objects are taken only
 where they are defined (``obj.__module__`` inside the listed module), names
-starting with ``_`` are skipped, and documents are sorted by id, so the corpus
+starting with ``_`` are skipped, memory addresses (``<object object at
+0x7f..>`` in signatures) are removed, and documents are sorted by id, so the corpus
 is deterministic for a given Python version (recorded in each document's
 metadata).
 """
@@ -17,6 +18,8 @@ metadata).
 from __future__ import annotations
 
 import json
+import os
+import re
 import subprocess
 import sys
 from typing import Any
@@ -40,6 +43,8 @@ SAFE_MODULES: tuple[str, ...] = (
     "trace", "traceback", "types", "typing", "unicodedata", "urllib.parse", "urllib.request", "uuid",
     "warnings", "wave", "weakref", "xml.dom.minidom", "xml.etree.ElementTree", "zipfile", "zlib", "zoneinfo",
 )
+
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 
 _EXTRACT = r'''
 import importlib, inspect, json, sys
@@ -88,9 +93,13 @@ json.dump(out, sys.stdout)
 
 def extract(modules: tuple[str, ...] = SAFE_MODULES, *, python: str | None = None) -> dict[str, dict[str, Any]]:
     """qualified name -> ``{"kind", "text"}``, extracted in a subprocess of ``python``."""
+    env = {**os.environ, "PYTHONHASHSEED": "0"}
     proc = subprocess.run([python or sys.executable, "-I", "-c", _EXTRACT], input=json.dumps(list(modules)),
-                          capture_output=True, text=True, timeout=300, check=True)
-    return json.loads(proc.stdout)
+                          capture_output=True, text=True, timeout=300, check=True, env=env)
+    docs = json.loads(proc.stdout)
+    for rec in docs.values():  # default values such as <object object at 0x7f..> differ per process
+        rec["text"] = _ADDRESS.sub("", rec["text"])
+    return docs
 
 
 def stdlib_corpus(*, modules: tuple[str, ...] = SAFE_MODULES, min_chars: int = 40) -> Corpus:
