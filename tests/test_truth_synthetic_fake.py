@@ -149,3 +149,33 @@ def test_generate_cli_bad_input_exits_2(tmp_path: Path, capsys) -> None:
     err = capsys.readouterr().err
     assert "mode must be describe or clusters" in err and "missing.jsonl" in err
     assert not (tmp_path / "o").exists()
+
+
+def test_generate_cli_batch_out_then_batch_in(tmp_path: Path, capsys) -> None:
+    """The OpenAI batch path: round 1 is written as a batch file; its results are ingested; the leaky
+    answer triggers a round-2 batch; after those results the dataset is written without any server."""
+    src = tmp_path / "corpus.jsonl"
+    src.write_text("".join(json.dumps({"_id": k, "title": "", "text": v}) + "\n" for k, v in DOCS.items()))
+    common = ["generate", "describe", "--corpus", str(src), "--llm", "http://127.0.0.1:9/v1|fake", "-n", "3",
+              "--out", str(tmp_path / "out"), "--cache-dir", str(tmp_path / "cache"), "--no-progress"]
+
+    def answer(batch: Path, results: Path) -> int:
+        lines = [json.loads(x) for x in batch.read_text().splitlines()]
+        with results.open("w") as fh:
+            for line in lines:
+                reply = describe_responder(line["body"], 0)
+                body = {"choices": [{"message": {"content": reply.content}}],
+                        "usage": {"prompt_tokens": 40, "completion_tokens": 8}}
+                fh.write(json.dumps({"custom_id": line["custom_id"], "response": {"status_code": 200, "body": body},
+                                     "error": None}) + "\n")
+        return len(lines)
+
+    assert main(common + ["--batch-out", str(tmp_path / "b1.jsonl")]) == 0
+    assert not (tmp_path / "out").exists()
+    assert answer(tmp_path / "b1.jsonl", tmp_path / "r1.jsonl") == 3
+    assert main(common + ["--batch-in", str(tmp_path / "r1.jsonl"), "--batch-out", str(tmp_path / "b2.jsonl")]) == 0
+    assert answer(tmp_path / "b2.jsonl", tmp_path / "r2.jsonl") == 1          # only the leaky document
+    assert main(common + ["--batch-in", str(tmp_path / "r2.jsonl")]) == 0
+    out = capsys.readouterr().out
+    assert "wrote 3 requests" in out and "wrote 1 requests" in out and "rejection rate 25.0%" in out
+    assert len((tmp_path / "out" / "queries.jsonl").read_text().splitlines()) == 3

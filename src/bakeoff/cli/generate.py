@@ -79,11 +79,17 @@ def generate(
     id_field: Annotated[str, typer.Option("--id-field")] = "id",
     text_field: Annotated[str, typer.Option("--text-field")] = "text",
     title_field: Annotated[Optional[str], typer.Option("--title-field")] = "title",
+    batch_out: Annotated[Optional[Path], typer.Option(help="Write uncached requests as an OpenAI batch JSONL file instead of asking.")] = None,
+    batch_in: Annotated[Optional[Path], typer.Option(help="Ingest an OpenAI batch results JSONL into the cache first.")] = None,
     cache: Annotated[str, typer.Option(help="Cache policy: use, refresh or off.")] = "use",
     cache_dir: Annotated[Optional[Path], typer.Option(help="Cache folder.")] = None,
     progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
 ) -> None:
-    """Write LLM-generated queries and judgments for CORPUS as a BEIR folder; then `bakeoff run --beir OUT`."""
+    """Write LLM-generated queries and judgments for CORPUS as a BEIR folder; then `bakeoff run --beir OUT`.
+
+    Batch path (cheap, slow): `--batch-out req.jsonl` writes the requests of the next round and stops;
+    submit it to the OpenAI Batch API; re-run with `--batch-in results.jsonl` (and `--batch-out` again while
+    describe mode still has documents to regenerate)."""
     from ..truth.repair import GradeMap
     from ..truth.synthetic import ClusterOptions, DescribeOptions, cluster_truth, describe_truth
 
@@ -95,11 +101,19 @@ def generate(
         raise ConfigError("--test-fraction must be in [0, 1]")
     docs = load_corpus(corpus, id_field=id_field, text_field=text_field, title_field=title_field)
     cache_obj = make_cache(cache, cache_dir)
+    if (batch_in or batch_out) and cache_obj is None:
+        raise ConfigError("--batch-in/--batch-out need the cache (--cache use)")
+    if (batch_in or batch_out) and llm == "local":
+        raise ConfigError("batch files are for remote APIs; use --llm openai:<model>")
     with open_llm(llm, cache=cache_obj, concurrency=concurrency, price=price) as client:
+        if batch_out is not None:
+            client.collect = []
         if mode == "describe":
             opts = DescribeOptions(n=n, seed=seed, leak_threshold=leak_threshold, max_regenerations=regenerations,
                                    stratify_by=stratify_by, lang=lang, test_fraction=test_fraction,
                                    **({"max_doc_chars": max_doc_chars} if max_doc_chars else {}))
+            if batch_in is not None:
+                _ingest(client, batch_in, docs, opts)
             truth = describe_truth(docs, client, options=opts, progress=progress)
         else:
             try:
@@ -113,6 +127,13 @@ def generate(
             vectors, name = embed_corpus(docs, model=encoder, cache=cache_obj, progress=progress)
             truth = cluster_truth(docs, client, vectors=vectors, options=copts, progress=progress, encoder_name=name)
         usage = client.usage
+        if client.collect:
+            from ..truth.llm import write_batch
+
+            n_req = write_batch(client, client.collect, batch_out)  # type: ignore[arg-type]
+            typer.echo(f"wrote {n_req} requests to {batch_out}; submit it to the Batch API, then re-run with "
+                       f"--batch-in RESULTS.jsonl")
+            return
     truth.provenance["corpus"] = {"source": str(corpus)}
     truth.write(out, corpus=docs)
     prov = truth.provenance
@@ -126,6 +147,20 @@ def generate(
         typer.echo(f"kept {prov['counts']['kept']} questions from {prov['counts'].get('clusters', 0)} clusters; "
                    f"repairs: {rep or 'none'}; hard negatives {prov['n_hard_negatives']}")
     typer.echo(f"wrote {out} (run it: bakeoff run --beir {out} --arm bm25 ...)")
+
+
+def _ingest(client, path: Path, docs: Corpus, opts) -> None:  # type: ignore[no-untyped-def]
+    """Ingest batch results for every request describe mode could have made (all rounds)."""
+    from dataclasses import replace
+
+    from ..truth.llm import ingest_batch
+    from ..truth.synthetic import describe_requests
+
+    reqs = [r for attempt in range(opts.max_regenerations + 1)
+            for r in describe_requests(docs, client, replace(opts), attempt=attempt)]
+    counts = ingest_batch(client, reqs, path)
+    typer.echo(f"batch results: {counts['ingested']} ingested, {counts['invalid']} invalid, "
+               f"{counts['unknown']} unknown")
 
 
 def embed_corpus(corpus: Corpus, *, model: str | None, cache, progress: bool):  # type: ignore[no-untyped-def]

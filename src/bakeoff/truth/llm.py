@@ -178,6 +178,7 @@ class Generation:
     cached: bool = False
     attempts: int = 0
     key: str = ""
+    pending: bool = False  # queued for a batch file instead of asked (see LLMClient.collect)
 
     @property
     def ok(self) -> bool:
@@ -265,6 +266,9 @@ class LLMClient:
         self.usage = Usage()
         self._sleep = sleep
         self._http: Any = None
+        #: When a list, cache misses are appended here (for :func:`write_batch`) instead of being asked,
+        #: and answered with a ``pending`` Generation.
+        self.collect: list[ChatRequest] | None = None
 
     # -- identity ------------------------------------------------------------
     def request_key(self, req: ChatRequest) -> str:
@@ -405,6 +409,9 @@ class LLMClient:
         if hit is not None:
             self.usage.add(cache_hits=1)
             return hit
+        if self.collect is not None:
+            self.collect.append(req)
+            return Generation(value=None, error="queued for a batch file", key=key, pending=True)
         price = self.config.resolved_price()
         pt_total = ct_total = 0
         last_error = "no attempt"

@@ -149,6 +149,25 @@ def _copies_example(query: str, *, max_jaccard: float = 0.6) -> bool:
     return False
 
 
+def describe_request(corpus: Corpus, row: int, client: LLMClient, options: DescribeOptions, *,
+                     attempt: int) -> ChatRequest:
+    """The request for document ``row`` in regeneration round ``attempt`` (seed ``seed * 100003 + attempt``)."""
+    o = options
+    params: dict[str, Any] = {"temperature": o.temperature, "max_tokens": o.max_tokens,
+                              "seed": o.seed * 100_003 + attempt}
+    text = _doc_text(corpus, row, o.max_doc_chars)
+    if client.config.prompt_style == "completion":
+        prompt, prefill = describe_completion(text)
+        return ChatRequest.completion(prompt, describe_schema(), {**params, "stop": ["\n"]}, prefill=prefill)
+    return ChatRequest(describe_messages(text), describe_schema(), params)
+
+
+def describe_requests(corpus: Corpus, client: LLMClient, options: DescribeOptions, *, attempt: int) -> list[ChatRequest]:
+    """Round ``attempt``'s request for every sampled document (used to match batch results)."""
+    rows = sample_rows(corpus, options.n, rng=np.random.default_rng(options.seed), stratify_by=options.stratify_by)
+    return [describe_request(corpus, int(r), client, options, attempt=attempt) for r in rows]
+
+
 def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOptions = DescribeOptions(),
                    progress: bool = True) -> SyntheticTruth:
     """Describe-mode ground truth (see the module docstring)."""
@@ -158,13 +177,6 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
     schema = describe_schema()
     completion = client.config.prompt_style == "completion"
 
-    def request(row: int, params: dict[str, Any]) -> ChatRequest:
-        text = _doc_text(corpus, row, o.max_doc_chars)
-        if completion:
-            prompt, prefill = describe_completion(text)
-            return ChatRequest.completion(prompt, schema, {**params, "stop": ["\n"]}, prefill=prefill)
-        return ChatRequest(describe_messages(text), schema, params)
-
     accepted: dict[int, tuple[str, float, int]] = {}
     all_leaks: list[float] = []
     counts = Counter[str]()
@@ -172,11 +184,13 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
     for attempt in range(o.max_regenerations + 1):
         if not open_rows:
             break
-        params = {"temperature": o.temperature, "max_tokens": o.max_tokens, "seed": o.seed * 100_003 + attempt}
-        reqs = [request(r, params) for r in open_rows]
+        reqs = [describe_request(corpus, r, client, o, attempt=attempt) for r in open_rows]
         gens = client.generate_many(reqs, progress=progress, desc=f"describe (round {attempt + 1})")
         still_open: list[int] = []
         for r, g in zip(open_rows, gens, strict=True):
+            if g.pending:
+                counts["pending"] += 1
+                continue
             counts["generations"] += 1
             if not g.ok:
                 counts["failed"] += 1
@@ -295,6 +309,9 @@ def cluster_truth(corpus: Corpus, client: LLMClient, *, vectors: np.ndarray | No
     counts: Counter[str] = Counter()
     qids, texts, metas, judg, negatives = [], [], [], {}, {}
     for c, g in zip(chosen, gens, strict=True):
+        if g.pending:
+            counts["pending"] += 1
+            continue
         counts["clusters"] += 1
         if not g.ok:
             counts["failed_clusters"] += 1
