@@ -88,6 +88,7 @@ def _cluster_answer(body: dict, i: int) -> Reply:
             {"id": "D7", "relevant": True, "rank": 2, "reason": "made up"},          # hallucinated id
             {"id": "D3", "relevant": False, "rank": 3, "reason": "geology"}]},      # D4 left out
         {"question": "  ", "judgments": []},                                           # empty question
+        {"question": "Do supplements help old people avoid broken bones", "judgments": []},  # copies the example
     ]}
     return Reply(200, json.dumps(answer), prompt_tokens=300, completion_tokens=120)
 
@@ -99,13 +100,14 @@ def test_cluster_mode_repairs_grades_and_hard_negatives(tmp_path: Path) -> None:
     vectors = np.array([[1, 0], [1, 0.1], [0.9, 0.2], [1, 0.05]], dtype=np.float32)  # one cluster of 4
     with FakeOpenAI(_cluster_answer) as srv:
         client = LLMClient(LLMConfig(base_url=srv.base_url, model="fake"))
-        opts = ClusterOptions(n=5, cluster_size=4, questions_per_cluster=2, grade_map=GradeMap((3, 2), 1),
+        opts = ClusterOptions(n=5, cluster_size=4, questions_per_cluster=3, grade_map=GradeMap((3, 2), 1),
                               test_fraction=1.0)
         truth = cluster_truth(corpus, client, vectors=vectors, options=opts, progress=False)
         assert srv.requests[0]["body"]["response_format"]["type"] == "json_schema"
     prov = truth.provenance
     assert prov["repairs"] == {"empty_question": 1, "hallucinated_id": 1, "duplicate_id": 0, "duplicate_rank": 1,
-                               "irrelevant_above_relevant": 0, "left_out": 1, "no_relevant": 0}
+                               "irrelevant_above_relevant": 0, "left_out": 1, "no_relevant": 0,
+                               "copied_example": 1}
     assert truth.queries.texts == ("which docs are about energy in cells?",)
     qid = truth.queries.ids[0]
     assert dict(truth.qrels[qid]) == {"g1": 3, "g2": 2}

@@ -69,7 +69,7 @@ class LocalLLMServer:
     at load 9 on 2 cores). ``n_ctx`` is the context window in tokens.
     """
 
-    def __init__(self, *, model_path: Path | None = None, n_ctx: int = 2048, n_threads: int | None = None,
+    def __init__(self, *, model_path: Path | None = None, n_ctx: int = 4096, n_threads: int | None = None,
                  startup_timeout_s: float = 120.0, chat_format: str = "gemma") -> None:
         self.model_path = model_path
         self.n_ctx = n_ctx

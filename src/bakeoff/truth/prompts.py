@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 __all__ = ["describe_schema", "cluster_schema", "describe_messages", "describe_completion", "cluster_messages",
-           "DESCRIBE_SHOT_QUERIES",
+           "DESCRIBE_SHOT_QUERIES", "CLUSTER_SHOT_QUESTIONS",
            "DESCRIBE_INSTRUCTION", "CLUSTER_INSTRUCTION"]
 
 DESCRIBE_INSTRUCTION = (
@@ -55,6 +55,8 @@ _CLUSTER_SHOT_ANSWER: dict[str, Any] = {"questions": [{
         {"id": "D1", "relevant": True, "rank": 2, "reason": "low vitamin D, more fractures"},
         {"id": "D2", "relevant": False, "rank": 3, "reason": "about blood pressure"},
     ]}]}
+#: The example question; a generated question copying it is dropped (counted as a repair).
+CLUSTER_SHOT_QUESTIONS: frozenset[str] = frozenset(q["question"] for q in _CLUSTER_SHOT_ANSWER["questions"])
 
 
 def describe_schema() -> type[Any]:

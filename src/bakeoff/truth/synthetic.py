@@ -43,7 +43,7 @@ from ..data.model import Corpus, Qrels, Queries
 from ..data.writers import write_beir
 from .leak import leak, leak_histogram, leak_stats
 from .llm import ChatRequest, LLMClient
-from .prompts import (CLUSTER_INSTRUCTION, DESCRIBE_INSTRUCTION, DESCRIBE_SHOT_QUERIES, cluster_messages,
+from .prompts import (CLUSTER_INSTRUCTION, CLUSTER_SHOT_QUESTIONS, DESCRIBE_INSTRUCTION, DESCRIBE_SHOT_QUERIES, cluster_messages,
                       cluster_schema, describe_completion, describe_messages, describe_schema)
 from .repair import REPAIR_KINDS, GradeMap, repair_question
 from .sampling import sample_rows, sampled_mix, split_of
@@ -139,10 +139,12 @@ class SyntheticTruth:
 
 # -- describe mode ----------------------------------------------------------------
 
-def _copies_example(query: str, *, max_jaccard: float = 0.6) -> bool:
-    """True when ``query``'s word set has Jaccard >= ``max_jaccard`` with a few-shot example answer."""
+def _copies_example(query: str, *, examples: frozenset[str] = DESCRIBE_SHOT_QUERIES,
+                    max_jaccard: float = 0.6) -> bool:
+    """True when ``query``'s word set has Jaccard >= ``max_jaccard`` with a few-shot example answer
+    (small base models often echo their examples)."""
     words = set(query.lower().split())
-    for shot in DESCRIBE_SHOT_QUERIES:
+    for shot in examples:
         other = set(shot.split())
         if words and len(words & other) / len(words | other) >= max_jaccard:
             return True
@@ -305,7 +307,7 @@ def cluster_truth(corpus: Corpus, client: LLMClient, *, vectors: np.ndarray | No
         docs = [(f"D{i + 1}", _doc_text(corpus, r, o.max_doc_chars)) for i, r in enumerate(rows)]
         reqs.append(ChatRequest(cluster_messages(docs, n_questions=o.questions_per_cluster), schema, params))
     gens = client.generate_many(reqs, progress=progress, desc="clusters")
-    repairs: Counter[str] = Counter({k: 0 for k in REPAIR_KINDS})
+    repairs: Counter[str] = Counter({k: 0 for k in (*REPAIR_KINDS, "copied_example")})
     counts: Counter[str] = Counter()
     qids, texts, metas, judg, negatives = [], [], [], {}, {}
     for c, g in zip(chosen, gens, strict=True):
@@ -320,6 +322,10 @@ def cluster_truth(corpus: Corpus, client: LLMClient, *, vectors: np.ndarray | No
         label_to_doc = {f"D{i + 1}": corpus.ids[r] for i, r in enumerate(rows)}
         for qi, q in enumerate(g.value.questions):
             counts["questions_generated"] += 1
+            if _copies_example(q.question, examples=CLUSTER_SHOT_QUESTIONS):
+                repairs["copied_example"] += 1
+                counts["questions_dropped"] += 1
+                continue
             fixed, rc = repair_question(q.question, q.judgments, list(label_to_doc))
             repairs.update(rc)
             if fixed is None:
