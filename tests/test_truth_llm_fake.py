@@ -167,3 +167,27 @@ def test_bad_batch_results_line_names_file_and_line(tmp_path: Path) -> None:
     (tmp_path / "r.jsonl").write_text('{"custom_id": "x"}\n{oops\n')
     with pytest.raises(InputError, match=r"r\.jsonl:2"):
         ingest_batch(client, [_req()], tmp_path / "r.jsonl")
+
+
+def test_concurrency_limit_is_respected_and_order_kept() -> None:
+    import threading
+
+    state = {"now": 0, "max": 0}
+    lock = threading.Lock()
+
+    def slow(body: dict, i: int) -> Reply:
+        with lock:
+            state["now"] += 1
+            state["max"] = max(state["max"], state["now"])
+        import time
+
+        time.sleep(0.2)
+        with lock:
+            state["now"] -= 1
+        return Reply(200, json.dumps({"query": body["messages"][0]["content"]}))
+
+    with FakeOpenAI(slow) as srv:
+        client, _ = _client(srv, concurrency=2)
+        gens = client.generate_many([_req(f"q{i}") for i in range(6)], progress=False)
+    assert [g.value.query for g in gens] == [f"q{i}" for i in range(6)]
+    assert state["max"] == 2

@@ -181,3 +181,20 @@ def test_generate_cli_batch_out_then_batch_in(tmp_path: Path, capsys) -> None:
     out = capsys.readouterr().out
     assert "wrote 3 requests" in out and "wrote 1 requests" in out and "rejection rate 25.0%" in out
     assert len((tmp_path / "out" / "queries.jsonl").read_text().splitlines()) == 3
+
+
+def test_describe_stratified_sample_reports_the_mix() -> None:
+    texts = [f"Document number {i} about topic {'x' if i < 6 else 'y'}" for i in range(8)]
+    corpus = Corpus(tuple(f"d{i}" for i in range(8)), tuple(texts), tuple("" for _ in texts),
+                    tuple({"topic": "x" if i < 6 else "y"} for i in range(8)))
+
+    def ok(body: dict, i: int) -> Reply:
+        return Reply(200, json.dumps({"query": "something plain to look for"}))
+
+    with FakeOpenAI(ok) as srv:
+        client = LLMClient(LLMConfig(base_url=srv.base_url, model="fake"))
+        truth = describe_truth(corpus, client, options=DescribeOptions(n=4, stratify_by="topic"), progress=False)
+    mix = truth.provenance["sampled_mix"]
+    assert {g: m["sampled"] for g, m in mix.items()} == {"x": 3, "y": 1}       # 4 * 6/8 = 3, 4 * 2/8 = 1
+    assert mix["x"]["corpus_share"] == 0.75 and mix["y"]["sampled_share"] == 0.25
+    assert truth.provenance["kept_mix"]["x"]["sampled"] == 3
