@@ -88,7 +88,8 @@ class LocalLLMServer:
 
     def model_id(self) -> str:
         """Cache identity: model file + llama-cpp-python version (either changes outputs)."""
-        return f"{LOCAL_MODEL_NAME}@llama-cpp-python-{_llama_cpp_version()}"
+        repack = "repack" if os.environ.get("BAKEOFF_LLAMA_REPACK") == "1" else "norepack"
+        return f"{LOCAL_MODEL_NAME}@llama-cpp-python-{_llama_cpp_version()}+{repack}"
 
     def config(self, **overrides: Any) -> LLMConfig:
         """An :class:`LLMConfig` for this server (one request at a time: the server has one slot)."""
