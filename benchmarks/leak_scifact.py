@@ -49,7 +49,8 @@ def main() -> None:
           f"{truth.provenance['usage']['cache_hits']} cached requests)\n")
     print(histogram_table({"human (test)": human, "describe (raw)": raw, "describe (kept<=0.35)": kept}))
     hs, ss = leak_stats(human, threshold=0.35), leak_stats(raw, threshold=0.35)
-    print(f"\nshare of queries the 0.35 filter would reject: human {hs['share_above']:.1%}, "
+    print(f"\ngeneration counts: {truth.provenance['counts']}")
+    print(f"share of queries the 0.35 filter would reject: human {hs['share_above']:.1%}, "
           f"describe raw {ss['share_above']:.1%}")
 
 
