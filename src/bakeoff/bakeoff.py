@@ -10,6 +10,7 @@ from .cache import Cache
 from .data.model import Dataset
 from .metrics import Measure, evaluate, parse_measures
 from .results import ArmResult, Results
+from .train.common import fine_tuned_mark
 
 __all__ = ["run_bakeoff", "default_measures"]
 
@@ -66,6 +67,7 @@ def run_bakeoff(
         run = ctx.search(arm, dataset.queries, k=depth)
         evaluation = evaluate(run, dataset.qrels, ms, query_ids=dataset.queries.ids)
         fp = arm.fingerprint()
+        mark = fine_tuned_mark(arm.config())
         results.append(
             ArmResult(
                 name=arm.name,
@@ -76,6 +78,7 @@ def run_bakeoff(
                 evaluation=evaluation,
                 timing=dict(ctx.timings.get(fp, {})),
                 cached=ctx.from_cache.get(fp, False),
+                extra={"fine_tuned": mark} if mark else {},
             )
         )
     info = {

@@ -12,7 +12,10 @@ Schema (``schema_version`` 1)::
                 "metrics": {"ndcg@10": float, ...},
                 "per_query": {"ndcg@10": {qid: float}, ...},
                 "timing": {"index_s", "search_s", "ms_per_query", "n_queries"},
-                "run_file": "runs/<name>.trec"}]
+                "run_file": "runs/<name>.trec",
+                "fine_tuned": {"trained_on", "split", "kind", "base_model", "data_fingerprint", "model", "option"}
+                              # only for arms whose model folder holds bakeoff_training.json
+               }]
     }
 
 Readers must ignore unknown keys; a breaking change bumps ``schema_version``.

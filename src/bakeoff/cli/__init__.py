@@ -14,7 +14,7 @@ from ..errors import BakeoffError
 __all__ = ["main", "build_app", "COMMAND_MODULES"]
 
 #: Command modules under ``bakeoff.cli``; each defines ``register(app: typer.Typer)``.
-COMMAND_MODULES: tuple[str, ...] = ("run", "eval")
+COMMAND_MODULES: tuple[str, ...] = ("run", "eval", "finetune")
 
 
 def build_app() -> typer.Typer:

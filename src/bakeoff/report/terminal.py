@@ -19,7 +19,10 @@ def table_rows(results: Mapping[str, Any], *, measures: Sequence[str] | None = N
     for a in results["arms"]:
         vals = [a["metrics"].get(m, math.nan) for m in measures]
         ms = a.get("timing", {}).get("ms_per_query", math.nan)
-        rows.append([a["name"], *[f"{v:.4f}" for v in vals], f"{ms:.2f}", "yes" if a.get("cached") else ""])
+        name = a["name"]
+        if a.get("fine_tuned"):
+            name += f" [trained on {a['fine_tuned'].get('trained_on')}]"
+        rows.append([name, *[f"{v:.4f}" for v in vals], f"{ms:.2f}", "yes" if a.get("cached") else ""])
     return header, rows
 
 
