@@ -34,8 +34,6 @@ def _hygiene(train_path: Path, split: str, corpus: Optional[Path], tests: list[s
     checked = []
     sets = []
     for folder, sp in specs:
-        if folder.resolve() == train_path.resolve() and sp == split and not tests:
-            continue
         ds = load_split(folder, sp, corpus=corpus if not (folder / "corpus.jsonl").exists() else None)
         sets.append((f"{folder.name}:{sp}", {q.id: q.text for q in ds.queries}))
         checked.append(f"{folder.name}:{sp}")
