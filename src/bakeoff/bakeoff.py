@@ -7,6 +7,7 @@ from collections.abc import Iterable, Sequence
 
 from .arms.base import Arm, Context
 from .cache import Cache
+from .costs import DEFAULT_HOURLY_RATE, arm_cost, arm_timing
 from .data.model import Dataset
 from .metrics import Measure, evaluate, parse_measures
 from .results import ArmResult, Results
@@ -49,12 +50,20 @@ def run_bakeoff(
     cache: Cache | None = None,
     progress: bool = True,
     ctx: Context | None = None,
+    latency_sample: int = 50,
+    latency_seed: int = 0,
+    hourly_rate: float = DEFAULT_HOURLY_RATE,
 ) -> Results:
     """Index, search and evaluate every arm on ``dataset``.
 
     Each arm retrieves ``depth`` (default ``max(k, 100)``) documents per query;
     metrics use their own cutoffs. Runs are cached by content (see
     :meth:`~bakeoff.arms.base.Context.search`); a cached arm is marked ``cached``.
+
+    After the batch runs, each listed arm's per-query latency is measured on
+    ``latency_sample`` queries drawn with ``latency_seed``
+    (:meth:`~bakeoff.arms.base.Context.measure_latency`; 0 skips it), and its
+    cost computed at ``hourly_rate`` USD/hour (:mod:`bakeoff.costs`).
     """
     depth = max(k, depth if depth is not None else 100)
     ms = parse_measures(measures) if measures is not None else default_measures(k, depth)
@@ -65,6 +74,7 @@ def run_bakeoff(
     evaluation = None
     for arm in arms:
         run = ctx.search(arm, dataset.queries, k=depth)
+        ctx.measure_latency(arm, dataset.queries, k=depth, sample=latency_sample, seed=latency_seed)
         evaluation = evaluate(run, dataset.qrels, ms, query_ids=dataset.queries.ids)
         fp = arm.fingerprint()
         mark = fine_tuned_mark(arm.config())
@@ -76,9 +86,10 @@ def run_bakeoff(
                 fingerprint=fp,
                 run=run,
                 evaluation=evaluation,
-                timing=dict(ctx.timings.get(fp, {})),
+                timing=arm_timing(arm, ctx),
                 cached=ctx.from_cache.get(fp, False),
-                extra={"fine_tuned": mark} if mark else {},
+                extra={"cost": arm_cost(arm, ctx, hourly_rate=hourly_rate, n_queries=len(dataset.queries)),
+                       **({"fine_tuned": mark} if mark else {})},
             )
         )
     info = {

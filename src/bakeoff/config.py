@@ -155,6 +155,9 @@ class BakeoffConfig:
     out: str | None = None
     cache: str = "use"
     extra: Mapping[str, Any] = field(default_factory=dict)
+    hourly_rate: float | None = None
+    latency_sample: int = 50
+    latency_seed: int = 0
 
 
 def _resolve(base: Path, value: Any) -> Any:
@@ -173,7 +176,7 @@ def load_config(path: str | Path) -> BakeoffConfig:
         split = "test"
         [dataset.fields]        # for JSONL/CSV/Parquet corpora: id, text (list), title, metadata
         [dataset.clean]         # strip_html, normalize_space, dedupe, min_chars
-        [run]                   # k, depth, measures, out, cache
+        [run]                   # k, depth, measures, out, cache, hourly_rate, latency_sample, latency_seed
         [[arms]]                # name, type, then the arm's options
     """
     path = Path(path)
@@ -219,7 +222,7 @@ def load_config(path: str | Path) -> BakeoffConfig:
     if not arms:
         raise ConfigError(f"{path}: no [[arms]] tables")
     run = dict(raw.get("run") or {})
-    known = {"k", "depth", "measures", "out", "cache"}
+    known = {"k", "depth", "measures", "out", "cache", "hourly_rate", "latency_sample", "latency_seed"}
     extra = {k: v for k, v in raw.items() if k not in ("dataset", "arms", "arm", "run")}
     unknown = set(run) - known
     if unknown:
@@ -233,6 +236,9 @@ def load_config(path: str | Path) -> BakeoffConfig:
         out=_resolve(base, run["out"]) if "out" in run else None,
         cache=str(run.get("cache", "use")),
         extra=extra,
+        hourly_rate=float(run["hourly_rate"]) if "hourly_rate" in run else None,
+        latency_sample=int(run.get("latency_sample", 50)),
+        latency_seed=int(run.get("latency_seed", 0)),
     )
 
 

@@ -11,12 +11,24 @@ Schema (``schema_version`` 1)::
       "arms": [{"name", "type", "config", "fingerprint", "cached": bool,
                 "metrics": {"ndcg@10": float, ...},
                 "per_query": {"ndcg@10": {qid: float}, ...},
-                "timing": {"index_s", "search_s", "ms_per_query", "n_queries"},
+                "timing": {"index_s", "search_s", "ms_per_query", "n_queries",
+                           # added (still schema 1): own vs end-to-end, one-time vs per-query
+                           "own_search_s", "index_total_s", "search_total_s", "ms_per_query_total",
+                           "latency": {"method", "k", "sample", "seed", "n", "p50_ms", "p95_ms", "mean_ms",
+                                       "own_p50_ms", "own_p95_ms", "own_mean_ms"}},
+                "cost": {"hourly_rate_usd", "basis", "usd_per_1k_queries", "machine_usd_per_1k_queries",
+                         "api_usd_per_1k_queries", "one_time_s", "one_time_usd",
+                         "usage": {"index": {...}, "search": {...}}, "tokens_per_query"},
                 "run_file": "runs/<name>.trec",
                 "fine_tuned": {"trained_on", "split", "kind", "base_model", "data_fingerprint", "model", "option"}
                               # only for arms whose model folder holds bakeoff_training.json
                }]
     }
+
+Timing keys are defined in :mod:`bakeoff.arms.base` (``index_s`` is the
+arm's own one-time cost, ``*_total_s`` include its inputs; ``ms_per_query`` is
+own batch throughput) and cost keys in :mod:`bakeoff.costs`. ``latency`` and
+``cost`` may be absent (older files, ``--latency-sample 0``).
 
 Readers must ignore unknown keys; a breaking change bumps ``schema_version``.
 """
@@ -65,7 +77,7 @@ class ArmResult:
     fingerprint: str
     run: Run
     evaluation: Evaluation
-    timing: Mapping[str, float]
+    timing: Mapping[str, Any]
     cached: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 

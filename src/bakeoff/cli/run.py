@@ -9,6 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from ..bakeoff import run_bakeoff
+from ..costs import DEFAULT_HOURLY_RATE
 from ..config import BakeoffConfig, DatasetSpec, build_arms, load_config, parse_arm_spec
 from ..data.clean import CleanOptions
 from ..data.loaders import FieldMap
@@ -42,6 +43,11 @@ def run(
     dedupe: Annotated[bool, typer.Option(help="Keep the first of duplicate document ids (default: error).")] = False,
     min_chars: Annotated[int, typer.Option(help="Drop documents shorter than this many characters.")] = 0,
     progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
+    hourly_rate: Annotated[Optional[float], typer.Option(
+        "--hourly-rate", help="Machine price in USD/hour for $/1k queries (default 0.08925, a 2-vCPU cloud VM).")] = None,
+    latency_sample: Annotated[Optional[int], typer.Option(
+        "--latency-sample", help="Queries timed one by one per arm for p50/p95 latency (0: skip).")] = None,
+    latency_seed: Annotated[Optional[int], typer.Option("--latency-seed", help="Seed of the latency sample.")] = None,
 ) -> None:
     """Run a bake-off and print one table; with --out, write results.json and TREC runs."""
     if config is not None:
@@ -71,8 +77,12 @@ def run(
     warn_all(list(dataset.info.get("warnings", [])))
     for note in dataset.info.get("notes", []):
         log.info(note)
+    rate = hourly_rate if hourly_rate is not None else cfg.hourly_rate
     results = run_bakeoff(dataset, arms, k=k_, depth=depth_, measures=measure or cfg.measures, cache=cache_obj,
-                          progress=progress)
+                          progress=progress,
+                          latency_sample=latency_sample if latency_sample is not None else cfg.latency_sample,
+                          latency_seed=latency_seed if latency_seed is not None else cfg.latency_seed,
+                          hourly_rate=rate if rate is not None else DEFAULT_HOURLY_RATE)
     results.dataset = {**results.dataset, "source": cfg.dataset.as_dict()}
     as_dict = results.to_dict()
     print_table(as_dict)

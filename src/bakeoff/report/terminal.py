@@ -1,4 +1,10 @@
-"""The terminal table: one row per arm, side by side."""
+"""The terminal table: one row per arm, side by side.
+
+Columns: the measures, then ``p50 ms``/``p95 ms`` (end-to-end single-query
+latency, :meth:`bakeoff.arms.base.Context.measure_latency`; falls back to the
+batch ``ms/query`` when no latency was measured, marked ``~``), ``$/1k q``
+(:mod:`bakeoff.costs`) and ``cached``.
+"""
 
 from __future__ import annotations
 
@@ -14,16 +20,34 @@ def table_rows(results: Mapping[str, Any], *, measures: Sequence[str] | None = N
     k = results["k"]
     measures = list(measures or [f"ndcg@{k}", f"recall@{k}", f"mrr@{k}"])
     header = ["arm", *[m.replace("ndcg", "NDCG").replace("recall", "Recall").replace("mrr", "MRR") for m in measures],
-              "ms/query", "cached"]
+              "p50 ms", "p95 ms", "$/1k q", "cached"]
     rows = []
     for a in results["arms"]:
         vals = [a["metrics"].get(m, math.nan) for m in measures]
-        ms = a.get("timing", {}).get("ms_per_query", math.nan)
+        timing = a.get("timing", {})
+        lat = timing.get("latency") or {}
+        if "p50_ms" in lat:
+            p50, p95 = _ms(lat["p50_ms"]), _ms(lat["p95_ms"])
+        else:
+            batch = timing.get("ms_per_query_total", timing.get("ms_per_query"))
+            p50 = p95 = "-" if batch is None else "~" + _ms(batch)
+        usd = (a.get("cost") or {}).get("usd_per_1k_queries")
         name = a["name"]
         if a.get("fine_tuned"):
             name += f" [trained on {a['fine_tuned'].get('trained_on')}]"
-        rows.append([name, *[f"{v:.4f}" for v in vals], f"{ms:.2f}", "yes" if a.get("cached") else ""])
+        rows.append([name, *[f"{v:.4f}" for v in vals], p50, p95, "-" if usd is None else _usd(usd),
+                     "yes" if a.get("cached") else ""])
     return header, rows
+
+
+def _ms(value: float) -> str:
+    return f"{value:.1f}" if value >= 10 else f"{value:.2f}"
+
+
+def _usd(value: float) -> str:
+    if value == 0:
+        return "0"
+    return f"{value:.4f}" if value >= 0.0001 else f"{value:.2e}"
 
 
 def print_table(results: Mapping[str, Any], *, measures: Sequence[str] | None = None, file: IO[str] | None = None) -> None:

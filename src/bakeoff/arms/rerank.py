@@ -1,0 +1,158 @@
+"""Rerank arm: a cross-encoder over the top-N documents of any other arm.
+
+For each query the base arm's run (obtained through ``ctx.search``, so a
+cached base run is reused) is cut to its top ``top`` documents; each
+(query text, document ``title + " " + text``) pair is scored by a
+cross-encoder (:mod:`bakeoff.arms.crossenc`) and the documents are re-ordered
+by that score with the package tie rule (score desc, then doc id desc).
+**Documents below the base's top ``top`` are dropped**: the reranked run has
+at most ``top`` documents per query, whatever ``k`` asks for. Base scores
+play no part in the new order. Masks are passed to the base arm.
+
+Scores are computed in fixed chunks of pairs with crash-safe resume
+(:func:`bakeoff.cache.checkpointed_rows`, kind ``rerank``): a ``kill -9``
+loses at most one chunk and the resumed result equals an uninterrupted one.
+Pairs are sorted by character length (longest first, stable) before
+batching, which minimises padding; chunk and batch boundaries depend only on
+the pair set, so scores are reproducible bit for bit. The cache key covers the
+scorer identity (model name, weights hash, precision, max length, head seed),
+the library versions, the batch size and the exact (query text, document
+text) pairs, so any change computes afresh and a re-run hits the cache.
+
+Options: ``base`` (the arm to rerank; required), ``model`` (name or local
+path; default the bundled all-MiniLM-L6-v2 — untrained head, see
+:mod:`bakeoff.arms.crossenc`: not a quality anchor), ``top`` (default 100),
+``precision`` (``fp32`` default; ``int8`` ONNX Runtime fast mode),
+``batch_size`` (32), ``max_length`` (256 tokens, all-MiniLM-L6-v2's training length; raise it for trained long-context rerankers), ``seed`` (0; seeds any
+head weights missing from the checkpoint), ``revision`` (hub revision),
+``chunk`` (pairs per checkpoint, a multiple of ``batch_size``; default 1024).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import numpy as np
+
+from ..cache import cache_key, checkpointed_rows
+from ..data.model import Corpus, Queries, Run
+from ..data.ranking import top_k
+from ..errors import ConfigError
+from ._text import version_of
+from .base import Arm, Context, DocMask, register_arm
+from .crossenc import PRECISIONS, CrossEncoderScorer, model_identity
+
+__all__ = ["RerankArm", "pair_order"]
+
+
+def pair_order(pairs: list[tuple[str, str]]) -> np.ndarray:
+    """Permutation sorting pairs by ``len(query) + len(doc)`` descending (stable)."""
+    lengths = np.fromiter((len(q) + len(d) for q, d in pairs), dtype=np.int64, count=len(pairs))
+    return np.argsort(-lengths, kind="stable")
+
+
+def _pairs_digest(pairs: list[tuple[str, str]]) -> str:
+    h = hashlib.sha256()
+    for q, d in pairs:
+        h.update(q.encode("utf-8") + b"\0" + d.encode("utf-8") + b"\1")
+    return h.hexdigest()
+
+
+def _int_option(value: Any, key: str, *, minimum: int = 1) -> int:
+    try:
+        out = int(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"rerank: {key} must be an integer, got {value!r}") from None
+    if out < minimum or out != float(value):
+        raise ConfigError(f"rerank: {key} must be an integer >= {minimum}, got {value!r}")
+    return out
+
+
+@register_arm("rerank")
+class RerankArm(Arm):
+    """Cross-encoder reranking of another arm's top ``top`` (see module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        name: str | None = None,
+        base: Arm | None = None,
+        model: str | None = None,
+        top: int = 100,
+        precision: str = "fp32",
+        batch_size: int = 32,
+        max_length: int = 256,
+        seed: int = 0,
+        revision: str | None = None,
+        chunk: int = 1024,
+    ) -> None:
+        super().__init__(name=name)
+        if not isinstance(base, Arm):
+            raise ConfigError(f"arm {name or 'rerank'!r} (rerank): base= must name an arm defined before it")
+        self.base = base
+        self.model = None if model in (None, "") else str(model)
+        self.top = _int_option(top, "top")
+        self.precision = str(precision).lower()
+        if self.precision not in PRECISIONS:
+            raise ConfigError(f"rerank: precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
+        self.batch_size = _int_option(batch_size, "batch_size")
+        self.max_length = _int_option(max_length, "max_length", minimum=8)
+        self.seed = _int_option(seed, "seed", minimum=0)
+        self.revision = None if revision in (None, "") else str(revision)
+        self.chunk = _int_option(chunk, "chunk")
+        if self.chunk % self.batch_size:
+            raise ConfigError(f"rerank: chunk ({self.chunk}) must be a multiple of batch_size ({self.batch_size})")
+        self._scorer: CrossEncoderScorer | None = None
+        self._corpus: Corpus | None = None
+        self._doc_texts: list[str] = []
+
+    def config(self) -> dict[str, Any]:
+        return {**model_identity(self.model, revision=self.revision), "top": self.top, "precision": self.precision,
+                "batch_size": self.batch_size, "max_length": self.max_length, "seed": self.seed,
+                "chunk": self.chunk}
+
+    def versions(self) -> dict[str, str]:
+        out = {lib: version_of(lib) for lib in ("sentence-transformers", "transformers", "torch")}
+        if self.precision == "int8":
+            out.update({lib: version_of(lib) for lib in ("onnxruntime", "onnx")})
+        return out
+
+    def children(self) -> tuple[Arm, ...]:
+        return (self.base,)
+
+    def index(self, corpus: Corpus, *, ctx: Context) -> None:
+        """Load the cross-encoder (and export/quantise it once for ``int8``)."""
+        onnx_dir = None if ctx.cache is None or ctx.cache.policy == "off" else ctx.cache.root / "onnx"
+        if self._scorer is None:
+            self._scorer = CrossEncoderScorer(model=self.model, precision=self.precision, max_length=self.max_length,
+                                              seed=self.seed, revision=self.revision, onnx_dir=onnx_dir)
+        if self._corpus is None or self._corpus.fingerprint() != corpus.fingerprint():
+            self._corpus, self._doc_texts = corpus, corpus.full_texts()
+
+    def search(self, queries: Queries, *, k: int, ctx: Context, mask: DocMask | None = None) -> Run:
+        if self._scorer is None or self._corpus is None:
+            raise RuntimeError("index() must run before search()")
+        base_run = ctx.search(self.base, queries, k=self.top, mask=mask)
+        pos = self._corpus.position
+        owners: list[tuple[str, str]] = []
+        pairs: list[tuple[str, str]] = []
+        for qi, qid in enumerate(queries.ids):
+            for doc, _ in base_run.get(qid)[: self.top]:
+                owners.append((qid, doc))
+                pairs.append((queries.texts[qi], self._doc_texts[pos[doc]]))
+        order = pair_order(pairs)
+        ordered = [pairs[i] for i in order]
+        scorer = self._scorer
+        key = cache_key({"kind": "rerank", "scorer": {**self.config(), "top": None}, "versions": self.versions(),
+                         "pairs": _pairs_digest(pairs), "n": len(pairs), "order": "length-desc-stable"})
+        sorted_scores, _hit = checkpointed_rows(
+            ctx.cache, "rerank", key, len(ordered),
+            lambda s, e: scorer.score(ordered[s:e], batch_size=self.batch_size),
+            batch_size=self.chunk, progress=ctx.progress, desc=f"rerank {self.name}", unit="pair")
+        scores = np.empty(len(pairs), dtype=np.float64)
+        scores[order] = np.asarray(sorted_scores, dtype=np.float64).reshape(len(pairs))
+        per_query: dict[str, dict[str, float]] = {qid: {} for qid in queries.ids}
+        for (qid, doc), s in zip(owners, scores.tolist(), strict=True):
+            per_query[qid][doc] = s
+        return Run.from_ranked(self.name, {qid: top_k(per_query[qid], k) for qid in queries.ids})
