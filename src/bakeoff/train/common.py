@@ -143,13 +143,21 @@ def library_versions() -> dict[str, str]:
     return out
 
 
+def _strings(obj: Any, path: str = "") -> Iterator[tuple[str, str]]:
+    if isinstance(obj, Mapping):
+        for k in sorted(obj, key=str):
+            yield from _strings(obj[k], f"{path}.{k}" if path else str(k))
+    elif isinstance(obj, str) and obj and len(obj) <= 4096:
+        yield path, obj
+
+
 def fine_tuned_mark(config: Mapping[str, Any]) -> dict[str, Any] | None:
-    """For an arm config naming a model folder (any string option) that holds
-    ``bakeoff_training.json``: ``{"trained_on", "split", "kind", "base_model", "data_fingerprint", "model"}``;
-    else ``None``. Used by the runner so results mark fine-tuned arms with their training split."""
-    for key in sorted(config):
-        value = config[key]
-        if not isinstance(value, str) or not value or len(value) > 4096:
+    """For an arm config naming a model folder (any string option, nested dicts
+    included) that holds ``bakeoff_training.json``: ``{"trained_on", "split", "kind",
+    "base_model", "data_fingerprint", "model", "option"}``; else ``None``. The runner
+    uses it so results mark fine-tuned arms with the split they were trained on."""
+    for key, value in _strings(config):
+        if "/" not in value and "\\" not in value and not Path(value).is_dir():
             continue
         rec = read_training_record(value)
         if rec is not None:
