@@ -33,8 +33,8 @@ def _train_embedder(tiny: Path, out: Path, *, seed: int = 0) -> dict:
     from bakeoff.train.embedder import EmbedderParams, finetune_embedder
 
     data = load_training_data(tiny, "train", hard_negatives="bm25")
-    params = EmbedderParams(batch_size=8, max_steps=3, learning_rate=1e-4, max_seq_length=32, seed=seed,
-                            val_fraction=0.25, val_corpus_size=20, evals=3)
+    params = EmbedderParams(batch_size=8, max_steps=2, learning_rate=1e-4, max_seq_length=32, seed=seed,
+                            val_fraction=0.25, val_corpus_size=12, evals=2)
     return finetune_embedder(data, base="minilm", out=out, params=params, progress=False)
 
 
@@ -65,7 +65,7 @@ def test_embedder_loads_changes_and_is_deterministic(embedder_pair: tuple[Path, 
     assert on_disk["trained_on"] == "tiny:train" and on_disk["split"] == "train"
     assert on_disk["n_validation_queries"] == 6 and on_disk["n_queries"] == 18 and on_disk["n_pairs"] == 18
     assert on_disk["hard_negatives"]["used"] is True
-    assert [p["step"] for p in on_disk["loss_curve"]] == [1, 2, 3]
+    assert [p["step"] for p in on_disk["loss_curve"]] == [1, 2]
     assert all(np.isfinite(p["loss"]) for p in on_disk["loss_curve"])
     best = max(on_disk["validation_curve"], key=lambda e: e["eval_val_cosine_ndcg@10"])
     assert on_disk["best_validation_ndcg@10"] == pytest.approx(best["eval_val_cosine_ndcg@10"])
@@ -75,18 +75,13 @@ def test_embedder_loads_changes_and_is_deterministic(embedder_pair: tuple[Path, 
     assert fine_tuned_mark({"model": "minilm"}) is None
 
 
-def test_different_seed_gives_different_model(tiny: Path, embedder_pair: tuple[Path, Path, dict], tmp_path: Path) -> None:
-    _train_embedder(tiny, tmp_path / "c", seed=1)
-    assert np.abs(_encode(str(tmp_path / "c")) - _encode(str(embedder_pair[0]))).max() > 1e-6
-
-
 def test_reranker_trains_loads_and_is_deterministic(tiny: Path, tmp_path: Path) -> None:
     from sentence_transformers import CrossEncoder
 
     from bakeoff.train.reranker import RerankerParams, finetune_reranker
 
     data = load_training_data(tiny, "train", hard_negatives="bm25", n_negatives=2)
-    params = RerankerParams(batch_size=8, max_steps=2, learning_rate=1e-4, max_length=48, val_fraction=0.0)
+    params = RerankerParams(batch_size=8, max_steps=1, learning_rate=1e-4, max_length=48, val_fraction=0.0)
     rec = finetune_reranker(data, base="minilm", out=tmp_path / "r1", params=params, progress=False)
     finetune_reranker(data, base="minilm", out=tmp_path / "r2", params=params, progress=False)
     pairs = [("which volcano erupts", "Volcano: magma erupts."), ("which volcano erupts", "Comet: icy bodies.")]
@@ -94,7 +89,7 @@ def test_reranker_trains_loads_and_is_deterministic(tiny: Path, tmp_path: Path) 
     s2 = CrossEncoder(str(tmp_path / "r2"), device="cpu").predict(pairs)
     np.testing.assert_allclose(s1, s2, atol=1e-5)
     assert rec["kind"] == "reranker" and rec["n_pairs"] == 24 * 3 and rec["n_positive_pairs"] == 24
-    assert rec["steps"] == 2 and len(rec["loss_curve"]) == 2
+    assert rec["steps"] == 1 and len(rec["loss_curve"]) == 1
 
 
 def test_cli_refuses_training_on_test_queries(tiny: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
