@@ -15,7 +15,8 @@ from .base import ARM_TYPES, ArmFactory
 __all__ = ["arm_types", "BUILTIN_MODULES"]
 
 #: Modules that define built-in arms. Each must import without heavy dependencies.
-BUILTIN_MODULES: tuple[str, ...] = ("bakeoff.arms.lexical", "bakeoff.arms.dense", "bakeoff.arms.fusion", "bakeoff.arms.rerank")
+BUILTIN_MODULES: tuple[str, ...] = ("bakeoff.arms.lexical", "bakeoff.arms.dense", "bakeoff.arms.fusion",
+                                     "bakeoff.arms.rerank")
 
 
 def arm_types() -> dict[str, ArmFactory]:

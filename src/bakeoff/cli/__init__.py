@@ -14,7 +14,7 @@ from ..errors import BakeoffError
 __all__ = ["main", "build_app", "COMMAND_MODULES"]
 
 #: Command modules under ``bakeoff.cli``; each defines ``register(app: typer.Typer)``.
-COMMAND_MODULES: tuple[str, ...] = ("run", "eval", "finetune")
+COMMAND_MODULES: tuple[str, ...] = ("run", "eval", "generate", "demo", "finetune")
 
 
 def build_app() -> typer.Typer:

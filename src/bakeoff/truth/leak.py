@@ -1,0 +1,73 @@
+"""The leak metric: how much of a query's distinctive vocabulary is copied from its source.
+
+    rare(t)  = { w : w a lowercase letter-only token of t, len(w) >= 5, w not in COMMON[lang] }
+    leak(q, s) = |rare(q) ∩ rare(s)| / |rare(q)|        (0.0 when rare(q) is empty)
+
+Tokens are maximal runs of Unicode letters (``[^\\W\\d_]+``), so digits and
+underscores split words. A query that only paraphrases in common words scores
+0; one that copies every distinctive term of its document scores 1. The
+common-word lists (``wordlists/en.txt``, ``wordlists/es.txt``) hold the 3000 most
+frequent words of >= 5 letters per language (from wordfreq 3.1.1, CC BY-SA 4.0).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
+from importlib.resources import files
+
+import numpy as np
+
+__all__ = ["LANGUAGES", "common_words", "rare_terms", "leak", "leak_histogram", "leak_stats", "DEFAULT_BINS"]
+
+LANGUAGES: tuple[str, ...] = ("en", "es")
+_TOKEN = re.compile(r"[^\W\d_]+")
+#: Histogram bin edges over [0, 1]; the last bin is closed ([0.9, 1.0]).
+DEFAULT_BINS: tuple[float, ...] = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+
+
+@lru_cache(maxsize=None)
+def common_words(lang: str = "en") -> frozenset[str]:
+    """The shipped common-word list of ``lang`` (``en`` or ``es``)."""
+    if lang not in LANGUAGES:
+        raise ValueError(f"no common-word list for language {lang!r}; known: {', '.join(LANGUAGES)}")
+    text = files("bakeoff.truth").joinpath("wordlists", f"{lang}.txt").read_text(encoding="utf-8")
+    return frozenset(w.strip() for w in text.splitlines() if w.strip() and not w.startswith("#"))
+
+
+def rare_terms(text: str, *, lang: str = "en", min_len: int = 5) -> frozenset[str]:
+    """Lowercase letter tokens of ``text`` with at least ``min_len`` letters that are not common."""
+    common = common_words(lang)
+    return frozenset(w for w in _TOKEN.findall(text.lower()) if len(w) >= min_len and w not in common)
+
+
+def leak(query: str, source: str, *, lang: str = "en") -> float:
+    """|rare(query) ∩ rare(source)| / |rare(query)|; 0.0 when the query has no rare term."""
+    rq = rare_terms(query, lang=lang)
+    if not rq:
+        return 0.0
+    return len(rq & rare_terms(source, lang=lang)) / len(rq)
+
+
+def leak_histogram(values: Iterable[float], *, bins: Sequence[float] = DEFAULT_BINS) -> dict[str, int]:
+    """Counts per bin ``[lo, hi)`` (the last bin closed), keyed ``"lo-hi"`` with two decimals."""
+    vals = np.asarray(list(values), dtype=float)
+    counts, _ = np.histogram(vals, bins=np.asarray(bins, dtype=float))
+    return {f"{lo:.2f}-{hi:.2f}": int(c) for lo, hi, c in zip(bins[:-1], bins[1:], counts, strict=True)}
+
+
+def leak_stats(values: Iterable[float], *, threshold: float | None = None) -> dict[str, object]:
+    """``n``, ``mean``, ``median``, ``share_above`` (> threshold) and ``histogram`` of leak values."""
+    vals = [float(v) for v in values]
+    arr = np.asarray(vals, dtype=float)
+    out: dict[str, object] = {
+        "n": len(vals),
+        "mean": float(arr.mean()) if vals else 0.0,
+        "median": float(np.median(arr)) if vals else 0.0,
+        "histogram": leak_histogram(vals),
+    }
+    if threshold is not None:
+        out["threshold"] = threshold
+        out["share_above"] = float((arr > threshold).mean()) if vals else 0.0
+    return out

@@ -1,0 +1,40 @@
+"""``python -m bakeoff.truth.llama_server ARGS``: ``python -m llama_cpp.server ARGS`` with
+llama.cpp's *extra buffer types* (CPU weight repacking, AMX kernels) switched off.
+
+Why: with llama-cpp-python 0.3.36 built on this class of CPU (AVX-512 + AMX
+advertised), the first ``llama_decode`` with repacked Q4_K weights crashes the
+process with SIGSEGV; ``use_extra_bufts=False`` (llama.cpp's ``--no-repack``) is
+the documented switch that avoids those kernels and costs only some speed.
+llama-cpp-python exposes no server flag for it, so this launcher changes the
+model-parameter defaults before handing over to the real server ``main``.
+Set ``BAKEOFF_LLAMA_REPACK=1`` to keep repacking on.
+"""
+
+from __future__ import annotations
+
+import os
+
+
+def _patch_defaults() -> None:
+    import llama_cpp.llama_cpp as low  # the module ``llama_cpp.Llama`` reads its defaults from
+
+    original = low.llama_model_default_params
+
+    def no_extra_bufts():  # type: ignore[no-untyped-def]
+        params = original()
+        params.use_extra_bufts = False
+        return params
+
+    low.llama_model_default_params = no_extra_bufts
+
+
+def main() -> None:
+    if os.environ.get("BAKEOFF_LLAMA_REPACK") != "1":
+        _patch_defaults()
+    from llama_cpp.server.__main__ import main as server_main
+
+    server_main()
+
+
+if __name__ == "__main__":
+    main()

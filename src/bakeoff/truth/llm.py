@@ -1,0 +1,537 @@
+"""One client for OpenAI-compatible chat servers (OpenAI, ollama, vLLM, llama.cpp server).
+
+Conventions
+-----------
+* **Secrets**: the API key is read from the environment variable *named* by
+  :attr:`LLMConfig.api_key_env` at request time. Only the variable's name is
+  ever stored (config, provenance); the key never reaches logs, caches or files.
+* **Retries**: HTTP 429, 5xx, timeouts and connection errors are retried up to
+  ``max_retries`` times with exponential backoff ``min(backoff_max_s,
+  backoff_s * 2**attempt)`` (a ``Retry-After`` header, capped the same way, wins).
+  Other 4xx answers fail at once.
+* **Structured output**: every answer must parse as JSON and validate against a
+  pydantic model. An invalid answer is re-asked ``schema_retries`` more times
+  (with a different sampling seed), then the request counts as a *failure*;
+  failures are returned as :class:`Generation` with ``error`` set — a run never
+  crashes on a bad answer.
+* **Caching**: a validated answer is cached under ``cache_key({model, messages,
+  schema, params, response_format})`` (kind ``llm``), so a re-run costs nothing
+  and a crashed run resumes where it stopped. Failures are not cached.
+* **Cost**: ``prompt_tokens * prompt_usd_per_1m / 1e6 + completion_tokens *
+  completion_usd_per_1m / 1e6`` from a configurable :class:`Price` (batch results
+  are multiplied by ``batch_discount``). Cache hits cost 0 in this run.
+* **Batch files**: :func:`write_batch` writes OpenAI batch JSONL (one
+  ``POST /v1/chat/completions`` per uncached request, ``custom_id`` = cache key);
+  :func:`ingest_batch` validates a returned results JSONL and stores the answers
+  in the cache, so the next normal run finds them all.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from .._io import atomic_open
+from ..cache import Cache, cache_key
+from ..errors import ConfigError, InputError, MissingDependencyError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pydantic import BaseModel
+
+__all__ = [
+    "Price",
+    "DEFAULT_PRICES",
+    "LLMConfig",
+    "ChatRequest",
+    "Generation",
+    "Usage",
+    "LLMClient",
+    "parse_llm_spec",
+    "write_batch",
+    "ingest_batch",
+]
+
+log = logging.getLogger("bakeoff")
+
+ResponseFormat = Literal["json_schema", "json_object_schema", "none"]
+
+
+@dataclass(frozen=True)
+class Price:
+    """US dollars per million prompt / completion tokens."""
+
+    prompt_usd_per_1m: float = 0.0
+    completion_usd_per_1m: float = 0.0
+
+    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
+        return (prompt_tokens * self.prompt_usd_per_1m + completion_tokens * self.completion_usd_per_1m) / 1e6
+
+
+#: List prices (USD per 1M tokens) used when no price is configured; override with ``LLMConfig.price``.
+DEFAULT_PRICES: Mapping[str, Price] = {
+    "gpt-4o-mini": Price(0.15, 0.60),
+    "gpt-4o": Price(2.50, 10.00),
+    "gpt-4.1-mini": Price(0.40, 1.60),
+    "gpt-4.1-nano": Price(0.10, 0.40),
+}
+
+
+@dataclass(frozen=True)
+class LLMConfig:
+    """Where and how to ask. ``model_id`` (default ``model``) is the cache identity of the model."""
+
+    base_url: str
+    model: str
+    api_key_env: str | None = None
+    timeout_s: float = 120.0
+    max_retries: int = 5
+    backoff_s: float = 1.0
+    backoff_max_s: float = 30.0
+    concurrency: int = 4
+    schema_retries: int = 2
+    response_format: ResponseFormat = "json_schema"
+    #: ``chat`` (instruction models) or ``completion`` (few-shot base models such as the local Gemma).
+    prompt_style: Literal["chat", "completion"] = "chat"
+    price: Price | None = None
+    batch_discount: float = 0.5
+    model_id: str | None = None
+
+    @property
+    def identity(self) -> str:
+        return self.model_id or self.model
+
+    def resolved_price(self) -> Price:
+        return self.price or DEFAULT_PRICES.get(self.model, Price())
+
+    def public(self) -> dict[str, Any]:
+        """The configuration as stored in provenance: the key variable's *name* only."""
+        d = asdict(self)
+        d["price"] = asdict(self.resolved_price())
+        return d
+
+
+def parse_llm_spec(spec: str, **overrides: Any) -> LLMConfig:
+    """``openai:<model>`` / ``ollama:<model>`` / ``http://host:port/v1|<model>`` -> :class:`LLMConfig`.
+
+    ``local`` is handled by :mod:`bakeoff.truth.local_llm` (it starts a server).
+    OpenAI reads ``OPENAI_API_KEY`` (base ``$OPENAI_BASE_URL`` or the public API);
+    ollama talks to ``$OLLAMA_HOST`` (default ``http://127.0.0.1:11434``) without a key.
+    """
+    kind, _, model = spec.partition(":")
+    if kind == "openai" and model:
+        base = os.environ.get("OPENAI_BASE_URL", "https://api.openai.com/v1")
+        return LLMConfig(base_url=base, model=model, api_key_env="OPENAI_API_KEY", **overrides)
+    if kind == "ollama" and model:
+        host = os.environ.get("OLLAMA_HOST", "http://127.0.0.1:11434").rstrip("/")
+        if not host.startswith("http"):
+            host = "http://" + host
+        return LLMConfig(base_url=host + "/v1", model=model, concurrency=1, **overrides)
+    if spec.startswith(("http://", "https://")) and "|" in spec:
+        base, _, model = spec.partition("|")
+        return LLMConfig(base_url=base, model=model, **overrides)
+    raise ConfigError(f"--llm must be local, openai:<model>, ollama:<model> or <base_url>|<model>, got {spec!r}")
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    """One request asking for JSON that validates against ``schema``.
+
+    Chat form (default): ``messages`` go to ``POST /chat/completions`` with the
+    configured ``response_format``. Completion form (for base models): ``prompt``
+    is set, ``messages`` empty; ``prompt + prefill`` goes to ``POST /completions``
+    and the answer text is ``prefill + completion`` (``prefill`` opens the JSON,
+    e.g. ``{"query": "``, so a few-shot base model only has to continue it).
+    """
+
+    messages: tuple[Mapping[str, str], ...]
+    schema: type[BaseModel]
+    params: Mapping[str, Any] = field(default_factory=dict)
+    prompt: str | None = None
+    prefill: str = ""
+
+    @classmethod
+    def completion(cls, prompt: str, schema: type[BaseModel], params: Mapping[str, Any], *,
+                   prefill: str = "") -> ChatRequest:
+        return cls((), schema, params, prompt=prompt, prefill=prefill)
+
+    def json_schema(self) -> dict[str, Any]:
+        return self.schema.model_json_schema()
+
+
+@dataclass
+class Generation:
+    """The outcome of one request: ``value`` (validated) or ``error`` (a failure)."""
+
+    value: Any | None
+    raw: str | None = None
+    error: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached: bool = False
+    attempts: int = 0
+    key: str = ""
+    pending: bool = False  # queued for a batch file instead of asked (see LLMClient.collect)
+
+    @property
+    def ok(self) -> bool:
+        return self.value is not None
+
+
+@dataclass
+class Usage:
+    """Counts for one client over its lifetime (thread-safe updates through :meth:`add`)."""
+
+    requests: int = 0
+    cache_hits: int = 0
+    http_calls: int = 0
+    transport_retries: int = 0
+    schema_retries: int = 0
+    failures: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def add(self, **counts: float) -> None:
+        with self._lock:
+            for k, v in counts.items():
+                setattr(self, k, getattr(self, k) + v)
+
+    def as_dict(self) -> dict[str, Any]:
+        with self._lock:
+            return {f.name: getattr(self, f.name) for f in fields(self) if not f.name.startswith("_")}
+
+    def summary(self) -> str:
+        return (f"{self.requests} requests ({self.cache_hits} cached, {self.failures} failed), "
+                f"{self.prompt_tokens} prompt + {self.completion_tokens} completion tokens, "
+                f"${self.cost_usd:.4f}")
+
+
+class _Retryable(Exception):
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+def _import_httpx() -> Any:
+    try:
+        import httpx
+    except ImportError as exc:  # pragma: no cover - exercised without the extra
+        raise MissingDependencyError("httpx", "llm", "talking to an LLM server") from exc
+    return httpx
+
+
+def _extract_json(text: str) -> Any:
+    """Parse ``text`` as JSON; tolerate a fenced block or prose around one JSON object."""
+    s = text.strip()
+    if s.startswith("```"):
+        s = s.strip("`")
+        s = s[s.find("\n") + 1:] if "\n" in s else s
+    try:
+        return json.loads(s)
+    except json.JSONDecodeError:
+        start, end = s.find("{"), s.rfind("}")
+        if start >= 0 and end > start:
+            return json.loads(s[start:end + 1])
+        raise
+
+
+def _answer_text(req: ChatRequest, resp: Mapping[str, Any]) -> str:
+    choice = resp["choices"][0]
+    if req.prompt is not None:
+        return req.prefill + (choice["text"] or "")
+    return choice["message"]["content"] or ""
+
+
+class LLMClient:
+    """Chat client with retries, structured output, caching and accounting.
+
+    ``sleep`` is injectable so tests can observe backoff without waiting.
+    """
+
+    def __init__(self, config: LLMConfig, *, cache: Cache | None = None,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        if config.concurrency < 1:
+            raise ConfigError("LLM concurrency must be >= 1")
+        self.config = config
+        self.cache = cache
+        self.usage = Usage()
+        self._sleep = sleep
+        self._http: Any = None
+        #: When a list, cache misses are appended here (for :func:`write_batch`) instead of being asked,
+        #: and answered with a ``pending`` Generation.
+        self.collect: list[ChatRequest] | None = None
+
+    # -- identity ------------------------------------------------------------
+    def request_key(self, req: ChatRequest) -> str:
+        return cache_key({
+            "kind": "llm-chat",
+            "model": self.config.identity,
+            "messages": [dict(m) for m in req.messages],
+            "prompt": req.prompt,
+            "prefill": req.prefill,
+            "schema": req.json_schema(),
+            "params": dict(req.params),
+            "response_format": self.config.response_format,
+        })
+
+    @staticmethod
+    def endpoint(req: ChatRequest) -> str:
+        return "completions" if req.prompt is not None else "chat/completions"
+
+    def body(self, req: ChatRequest, *, seed_offset: int = 0) -> dict[str, Any]:
+        """The JSON body of ``POST /chat/completions`` (or ``/completions``) for ``req``."""
+        params = dict(req.params)
+        if seed_offset and "seed" in params:
+            params["seed"] = int(params["seed"]) + seed_offset
+        if req.prompt is not None:
+            return {"model": self.config.model, "prompt": req.prompt + req.prefill, **params}
+        body: dict[str, Any] = {"model": self.config.model, "messages": [dict(m) for m in req.messages], **params}
+        schema = req.json_schema()
+        if self.config.response_format == "json_schema":
+            body["response_format"] = {"type": "json_schema",
+                                       "json_schema": {"name": req.schema.__name__, "schema": schema}}
+        elif self.config.response_format == "json_object_schema":
+            body["response_format"] = {"type": "json_object", "schema": schema}
+        return body
+
+    # -- HTTP ------------------------------------------------------------------
+    def _client(self) -> Any:
+        if self._http is None:
+            httpx = _import_httpx()
+            self._http = httpx.Client(base_url=self.config.base_url.rstrip("/") + "/",
+                                      timeout=self.config.timeout_s)
+        return self._http
+
+    def close(self) -> None:
+        if self._http is not None:
+            self._http.close()
+            self._http = None
+
+    def __enter__(self) -> LLMClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"Content-Type": "application/json"}
+        if self.config.api_key_env:
+            key = os.environ.get(self.config.api_key_env)
+            if not key:
+                raise ConfigError(f"environment variable {self.config.api_key_env} (the API key) is not set")
+            headers["Authorization"] = f"Bearer {key}"
+        return headers
+
+    def _post_once(self, body: Mapping[str, Any], endpoint: str) -> dict[str, Any]:
+        httpx = _import_httpx()
+        self.usage.add(http_calls=1)
+        try:
+            resp = self._client().post(endpoint, json=body, headers=self._headers())
+        except (httpx.TimeoutException, httpx.TransportError) as exc:
+            raise _Retryable(f"{type(exc).__name__}") from None
+        if resp.status_code == 429 or resp.status_code >= 500:
+            ra = resp.headers.get("retry-after")
+            try:
+                retry_after = float(ra) if ra is not None else None
+            except ValueError:
+                retry_after = None
+            raise _Retryable(f"HTTP {resp.status_code}", retry_after)
+        if resp.status_code >= 400:
+            raise RuntimeError(f"HTTP {resp.status_code}: {resp.text[:200]}")
+        try:
+            return resp.json()
+        except ValueError:
+            raise _Retryable("response body is not JSON") from None
+
+    def _post(self, body: Mapping[str, Any], endpoint: str = "chat/completions") -> dict[str, Any]:
+        """POST with retries on 429/5xx/timeouts; raises RuntimeError when they are exhausted."""
+        cfg = self.config
+        for attempt in range(cfg.max_retries + 1):
+            try:
+                return self._post_once(body, endpoint)
+            except _Retryable as exc:
+                if attempt >= cfg.max_retries:
+                    raise RuntimeError(f"gave up after {attempt + 1} attempts: {exc}") from None
+                delay = min(cfg.backoff_max_s, cfg.backoff_s * (2 ** attempt))
+                if exc.retry_after is not None:
+                    delay = min(cfg.backoff_max_s, max(0.0, exc.retry_after))
+                self.usage.add(transport_retries=1)
+                log.debug("llm: %s, retrying in %.2fs", exc, delay)
+                self._sleep(delay)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    # -- one request ---------------------------------------------------------
+    def validate(self, req: ChatRequest, text: str) -> Any:
+        """Parse and validate ``text`` against ``req.schema`` (raises ValueError on failure)."""
+        from pydantic import ValidationError
+
+        try:
+            obj = _extract_json(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"invalid JSON: {exc.msg}") from None
+        try:
+            return req.schema.model_validate(obj)
+        except ValidationError as exc:
+            raise ValueError(f"schema violation: {exc.error_count()} errors") from None
+
+    def _cached(self, req: ChatRequest, key: str) -> Generation | None:
+        if self.cache is None:
+            return None
+        hit = self.cache.get_json("llm", key)
+        if hit is None:
+            return None
+        try:
+            value = self.validate(req, hit["raw"])
+        except ValueError:
+            return None
+        return Generation(value=value, raw=hit["raw"], prompt_tokens=hit.get("prompt_tokens", 0),
+                          completion_tokens=hit.get("completion_tokens", 0), cached=True, key=key)
+
+    def _store(self, key: str, raw: str, pt: int, ct: int, source: str) -> None:
+        if self.cache is not None:
+            self.cache.put_json("llm", key, {"raw": raw, "model": self.config.identity, "prompt_tokens": pt,
+                                             "completion_tokens": ct, "source": source})
+
+    def generate(self, req: ChatRequest) -> Generation:
+        """Answer ``req`` (from the cache when possible). Never raises for server or answer errors."""
+        key = self.request_key(req)
+        self.usage.add(requests=1)
+        hit = self._cached(req, key)
+        if hit is not None:
+            self.usage.add(cache_hits=1)
+            return hit
+        if self.collect is not None:
+            self.collect.append(req)
+            return Generation(value=None, error="queued for a batch file", key=key, pending=True)
+        price = self.config.resolved_price()
+        pt_total = ct_total = 0
+        last_error = "no attempt"
+        raw: str | None = None
+        for attempt in range(self.config.schema_retries + 1):
+            if attempt:
+                self.usage.add(schema_retries=1)
+            try:
+                resp = self._post(self.body(req, seed_offset=attempt * 1_000_003), self.endpoint(req))
+            except RuntimeError as exc:
+                last_error = str(exc)
+                break  # transport retries already exhausted
+            usage = resp.get("usage") or {}
+            pt, ct = int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
+            pt_total += pt
+            ct_total += ct
+            self.usage.add(prompt_tokens=pt, completion_tokens=ct, cost_usd=price.cost(pt, ct))
+            try:
+                raw = _answer_text(req, resp)
+            except (KeyError, IndexError, TypeError):
+                last_error = "malformed completion (no choices[0] text)"
+                continue
+            try:
+                value = self.validate(req, raw)
+            except ValueError as exc:
+                last_error = str(exc)
+                continue
+            self._store(key, raw, pt, ct, "chat")
+            return Generation(value=value, raw=raw, prompt_tokens=pt_total, completion_tokens=ct_total,
+                              attempts=attempt + 1, key=key)
+        self.usage.add(failures=1)
+        log.debug("llm: request %s failed: %s", key[:12], last_error)
+        return Generation(value=None, raw=raw, error=last_error, prompt_tokens=pt_total,
+                          completion_tokens=ct_total, attempts=self.config.schema_retries + 1, key=key)
+
+    def generate_many(self, reqs: Sequence[ChatRequest], *, progress: bool = True, desc: str = "llm") -> list[Generation]:
+        """Answer ``reqs`` with at most ``concurrency`` requests in flight; results in input order."""
+        from ..progress import progress_bar
+
+        bar = progress_bar(total=len(reqs), desc=desc, enabled=progress, unit="req")
+        out: list[Generation | None] = [None] * len(reqs)
+
+        def one(i: int) -> None:
+            out[i] = self.generate(reqs[i])
+            bar.update(1)
+
+        if self.config.concurrency == 1 or len(reqs) <= 1:
+            for i in range(len(reqs)):
+                one(i)
+        else:
+            with ThreadPoolExecutor(max_workers=self.config.concurrency) as pool:
+                list(pool.map(one, range(len(reqs))))
+        bar.close()
+        return [g for g in out if g is not None]
+
+
+# -- batch files ----------------------------------------------------------------
+
+def write_batch(client: LLMClient, reqs: Sequence[ChatRequest], path: str | os.PathLike[str]) -> int:
+    """Write the uncached requests of ``reqs`` as an OpenAI batch JSONL file; returns how many.
+
+    Each line: ``{"custom_id": <cache key>, "method": "POST", "url": "/v1/chat/completions", "body": ...}``.
+    """
+    seen: set[str] = set()
+    n = 0
+    with atomic_open(path, "w") as fh:
+        for req in reqs:
+            key = client.request_key(req)
+            if key in seen or client._cached(req, key) is not None:
+                continue
+            seen.add(key)
+            line = {"custom_id": key, "method": "POST", "url": "/v1/" + client.endpoint(req), "body": client.body(req)}
+            fh.write(json.dumps(line, ensure_ascii=False) + "\n")
+            n += 1
+    return n
+
+
+def ingest_batch(client: LLMClient, reqs: Sequence[ChatRequest], path: str | os.PathLike[str]) -> dict[str, int]:
+    """Validate an OpenAI batch *results* JSONL and cache each valid answer under its request.
+
+    Result lines look like ``{"custom_id": ..., "response": {"status_code": 200, "body": <chat
+    completion>}, "error": null}``. Returns counts ``ingested``, ``invalid`` (failed schema or
+    non-200), ``unknown`` (custom_id not among ``reqs``). Costs are added with ``batch_discount``.
+    """
+    by_key = {client.request_key(r): r for r in reqs}
+    price = client.config.resolved_price()
+    counts = {"ingested": 0, "invalid": 0, "unknown": 0}
+    p = Path(path)
+    try:
+        lines = p.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise InputError(f"cannot read batch results: {exc.strerror}", path=p) from None
+    for lineno, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"invalid JSON ({exc.msg})", path=p, line=lineno) from None
+        if not isinstance(rec, dict) or "custom_id" not in rec:
+            raise InputError("missing field", path=p, line=lineno, field="custom_id")
+        req = by_key.get(rec["custom_id"])
+        if req is None:
+            counts["unknown"] += 1
+            continue
+        resp = rec.get("response") or {}
+        body = resp.get("body") or {}
+        if resp.get("status_code") != 200 or rec.get("error"):
+            counts["invalid"] += 1
+            continue
+        try:
+            raw = _answer_text(req, body)
+            client.validate(req, raw)
+        except (KeyError, IndexError, TypeError, ValueError):
+            counts["invalid"] += 1
+            continue
+        usage = body.get("usage") or {}
+        pt, ct = int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
+        client.usage.add(prompt_tokens=pt, completion_tokens=ct,
+                         cost_usd=price.cost(pt, ct) * client.config.batch_discount)
+        client._store(rec["custom_id"], raw, pt, ct, "batch")
+        counts["ingested"] += 1
+    return counts

@@ -1,0 +1,396 @@
+"""LLM-written ground truth for a corpus: describe mode and cluster mode.
+
+**Describe mode** (one known answer per query): sample ``n`` documents
+(seeded, optionally stratified by a metadata field), ask the model for the
+query a layman would type to find each one, and keep it only when
+``leak(query, document) <= leak_threshold`` (see :mod:`bakeoff.truth.leak`).
+A rejected or failed query is regenerated (new sampling seed) up to
+``max_regenerations`` times, in rounds over all documents still open; a
+document with no accepted query is dropped. Reported: mean leak and histogram
+of the *kept* queries, the histogram of every scored generation, and
+``rejection_rate = rejected generations / scored generations``.
+
+**Cluster mode** (several graded answers per query): embed the corpus, KMeans
+(seeded) into ``round(N / cluster_size)`` clusters, draw clusters at random
+(seeded), and ask for questions judging every member (relevant, rank, reason).
+Answers are repaired (:mod:`bakeoff.truth.repair`); relevant members become
+graded qrels, irrelevant members recorded hard negatives.
+
+Output: :class:`SyntheticTruth`, written by :meth:`SyntheticTruth.write` as a
+BEIR folder (``corpus.jsonl`` copy, ``queries.jsonl``, ``qrels/train.tsv``,
+``qrels/test.tsv`` — deterministic split by query id, see
+:func:`~bakeoff.truth.sampling.split_of`) plus ``provenance.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import shutil
+import tempfile
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .._io import atomic_write_json
+from ..data.model import Corpus, Qrels, Queries
+from ..data.writers import write_beir
+from .leak import leak, leak_histogram, leak_stats
+from .llm import ChatRequest, LLMClient
+from .prompts import (CLUSTER_INSTRUCTION, DESCRIBE_INSTRUCTION, DESCRIBE_SHOT_QUERIES, cluster_messages,
+                      cluster_schema, describe_completion, describe_messages, describe_schema)
+from .repair import REPAIR_KINDS, GradeMap, repair_question
+from .sampling import sample_rows, sampled_mix, split_of
+
+__all__ = ["DescribeOptions", "ClusterOptions", "SyntheticTruth", "describe_truth", "cluster_truth",
+           "cluster_corpus"]
+
+log = logging.getLogger("bakeoff")
+
+
+def _doc_text(corpus: Corpus, row: int, max_chars: int) -> str:
+    title, text = corpus.titles[row], corpus.texts[row]
+    full = f"{title}\n{text}" if title else text
+    full = " ".join(full.split())
+    return full if len(full) <= max_chars else full[:max_chars].rsplit(" ", 1)[0] + " ..."
+
+
+@dataclass(frozen=True)
+class DescribeOptions:
+    """Describe-mode parameters (all recorded in provenance)."""
+
+    n: int = 200
+    seed: int = 0
+    leak_threshold: float = 0.35
+    max_regenerations: int = 3
+    stratify_by: str | None = None
+    lang: str = "en"
+    max_doc_chars: int = 1200
+    min_query_words: int = 3
+    temperature: float = 0.8
+    max_tokens: int = 64
+    test_fraction: float = 0.5
+
+
+@dataclass(frozen=True)
+class ClusterOptions:
+    """Cluster-mode parameters (all recorded in provenance)."""
+
+    n: int = 200
+    seed: int = 0
+    cluster_size: int = 10
+    max_cluster_docs: int = 12
+    questions_per_cluster: int = 2
+    max_doc_chars: int = 300
+    grade_map: GradeMap = field(default_factory=GradeMap)
+    temperature: float = 0.7
+    max_tokens: int = 1024
+    test_fraction: float = 0.5
+    schema_max_docs: int = 16
+
+
+@dataclass
+class SyntheticTruth:
+    """Generated queries + qrels, their split, and everything needed to audit them."""
+
+    queries: Queries
+    qrels: Qrels
+    provenance: dict[str, Any]
+    test_fraction: float = 0.5
+    split_seed: int = 0
+
+    def splits(self) -> dict[str, Qrels]:
+        parts: dict[str, dict[str, dict[str, int]]] = {"train": {}, "test": {}}
+        for qid in self.queries.ids:
+            if qid in self.qrels:
+                parts[split_of(qid, test_fraction=self.test_fraction, seed=self.split_seed)][qid] = dict(self.qrels[qid])
+        return {name: Qrels(j) for name, j in parts.items()}
+
+    def write(self, out: str | os.PathLike[str], *, corpus: Corpus) -> Path:
+        """Write the BEIR folder. Files are staged in a temporary sibling folder and moved in only
+        when all are complete, so a crash leaves no half-written dataset."""
+        out = Path(out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        splits = self.splits()
+        stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+        try:
+            write_beir(stage, corpus=corpus, queries=self.queries, qrels=splits)
+            prov = dict(self.provenance)
+            prov["split"] = {"test_fraction": self.test_fraction, "seed": self.split_seed,
+                             "n_train": len(splits["train"]), "n_test": len(splits["test"]),
+                             "rule": "test iff sha256(f'{seed}\\0{qid}')[:16] / 2**64 < test_fraction"}
+            prov["corpus"] = {**prov.get("corpus", {}), "fingerprint": corpus.fingerprint(), "n_docs": len(corpus),
+                              "copied": "corpus.jsonl"}
+            atomic_write_json(stage / "provenance.json", prov)
+            out.mkdir(parents=True, exist_ok=True)
+            (out / "qrels").mkdir(exist_ok=True)
+            for rel in ("corpus.jsonl", "queries.jsonl", "qrels/train.tsv", "qrels/test.tsv", "provenance.json"):
+                os.replace(stage / rel, out / rel)
+        finally:
+            shutil.rmtree(stage, ignore_errors=True)
+        return out
+
+
+# -- describe mode ----------------------------------------------------------------
+
+def _copies_example(query: str, *, max_jaccard: float = 0.6) -> bool:
+    """True when ``query``'s word set has Jaccard >= ``max_jaccard`` with a few-shot example answer."""
+    words = set(query.lower().split())
+    for shot in DESCRIBE_SHOT_QUERIES:
+        other = set(shot.split())
+        if words and len(words & other) / len(words | other) >= max_jaccard:
+            return True
+    return False
+
+
+def describe_request(corpus: Corpus, row: int, client: LLMClient, options: DescribeOptions, *,
+                     attempt: int) -> ChatRequest:
+    """The request for document ``row`` in regeneration round ``attempt`` (seed ``seed * 100003 + attempt``)."""
+    o = options
+    params: dict[str, Any] = {"temperature": o.temperature, "max_tokens": o.max_tokens,
+                              "seed": o.seed * 100_003 + attempt}
+    text = _doc_text(corpus, row, o.max_doc_chars)
+    if client.config.prompt_style == "completion":
+        prompt, prefill = describe_completion(text)
+        return ChatRequest.completion(prompt, describe_schema(), {**params, "stop": ["\n"]}, prefill=prefill)
+    return ChatRequest(describe_messages(text), describe_schema(), params)
+
+
+def describe_requests(corpus: Corpus, client: LLMClient, options: DescribeOptions, *, attempt: int) -> list[ChatRequest]:
+    """Round ``attempt``'s request for every sampled document (used to match batch results)."""
+    rows = sample_rows(corpus, options.n, rng=np.random.default_rng(options.seed), stratify_by=options.stratify_by)
+    return [describe_request(corpus, int(r), client, options, attempt=attempt) for r in rows]
+
+
+def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOptions = DescribeOptions(),
+                   progress: bool = True) -> SyntheticTruth:
+    """Describe-mode ground truth (see the module docstring)."""
+    o = options
+    rng = np.random.default_rng(o.seed)
+    rows = sample_rows(corpus, o.n, rng=rng, stratify_by=o.stratify_by)
+    schema = describe_schema()
+    completion = client.config.prompt_style == "completion"
+
+    accepted: dict[int, tuple[str, float, int]] = {}
+    all_leaks: list[float] = []
+    counts = Counter[str]()
+    open_rows = [int(r) for r in rows]
+    for attempt in range(o.max_regenerations + 1):
+        if not open_rows:
+            break
+        reqs = [describe_request(corpus, r, client, o, attempt=attempt) for r in open_rows]
+        gens = client.generate_many(reqs, progress=progress, desc=f"describe (round {attempt + 1})")
+        still_open: list[int] = []
+        for r, g in zip(open_rows, gens, strict=True):
+            if g.pending:
+                counts["pending"] += 1
+                continue
+            counts["generations"] += 1
+            if not g.ok:
+                counts["failed"] += 1
+                still_open.append(r)
+                continue
+            q = " ".join(g.value.query.split())
+            if _copies_example(q):
+                counts["copied_example"] += 1
+                still_open.append(r)
+                continue
+            if len(q.split()) < o.min_query_words:
+                counts["too_short"] += 1
+                still_open.append(r)
+                continue
+            source = f"{corpus.titles[r]} {corpus.texts[r]}"
+            lk = leak(q, source, lang=o.lang)
+            all_leaks.append(lk)
+            counts["scored"] += 1
+            if lk > o.leak_threshold:
+                counts["rejected"] += 1
+                still_open.append(r)
+                continue
+            accepted[r] = (q, lk, attempt)
+        open_rows = still_open
+    counts["dropped_docs"] = len(open_rows)
+    qids, texts, metas, judg = [], [], [], {}
+    for pos, r in enumerate(int(x) for x in rows):
+        if r not in accepted:
+            continue
+        q, lk, attempt = accepted[r]
+        qid = f"describe-{pos:05d}"
+        qids.append(qid)
+        texts.append(q)
+        metas.append({"source_doc": corpus.ids[r], "leak": round(lk, 6), "attempt": attempt})
+        judg[qid] = {corpus.ids[r]: 1}
+    kept = [accepted[r][1] for r in accepted]
+    scored = counts["scored"]
+    prov: dict[str, Any] = {
+        "mode": "describe",
+        "llm": client.config.public(),
+        "prompts": {"style": client.config.prompt_style,
+                    "example": (describe_completion("<document text>") if completion
+                                else list(describe_messages("<document text>"))),
+                    "instruction": DESCRIBE_INSTRUCTION},
+        "parameters": {**asdict(o), "schema": schema.model_json_schema()},
+        "leak": {"kept": leak_stats(kept, threshold=o.leak_threshold),
+                 "all_generations": leak_stats(all_leaks, threshold=o.leak_threshold),
+                 "rejection_rate": counts["rejected"] / scored if scored else 0.0,
+                 "threshold": o.leak_threshold, "lang": o.lang},
+        "counts": {"sampled": len(rows), "kept": len(qids), **dict(counts)},
+        "usage": client.usage.as_dict(),
+    }
+    if o.stratify_by:
+        prov["sampled_mix"] = sampled_mix(corpus, rows, o.stratify_by)
+        prov["kept_mix"] = sampled_mix(corpus, [r for r in rows if int(r) in accepted], o.stratify_by)
+    return SyntheticTruth(Queries(tuple(qids), tuple(texts), tuple(metas)), Qrels(judg), prov,
+                          test_fraction=o.test_fraction, split_seed=o.seed)
+
+
+# -- cluster mode ------------------------------------------------------------------
+
+def cluster_corpus(vectors: np.ndarray, *, cluster_size: int, seed: int) -> np.ndarray:
+    """KMeans labels (scikit-learn, ``random_state=seed``, ``n_init=1``) with
+    ``max(1, round(N / cluster_size))`` clusters over L2-normalised ``vectors``."""
+    from sklearn.cluster import KMeans
+
+    x = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    x = x / np.where(norms == 0, 1, norms)
+    k = max(1, min(len(x), round(len(x) / cluster_size)))
+    return KMeans(n_clusters=k, random_state=seed, n_init=1).fit_predict(x).astype(np.int64)
+
+
+def _members(labels: np.ndarray, vectors: np.ndarray, c: int, limit: int) -> list[int]:
+    """Rows of cluster ``c``; when more than ``limit``, the ``limit`` nearest to the centroid
+    (ties by row index)."""
+    rows = np.flatnonzero(labels == c)
+    if len(rows) <= limit:
+        return [int(r) for r in rows]
+    x = np.asarray(vectors[rows], dtype=np.float64)
+    d = ((x - x.mean(axis=0)) ** 2).sum(axis=1)
+    order = np.lexsort((rows, d))[:limit]
+    return sorted(int(rows[i]) for i in order)
+
+
+def cluster_truth(corpus: Corpus, client: LLMClient, *, vectors: np.ndarray | None = None,
+                  embed: Callable[[Corpus], np.ndarray] | None = None,
+                  options: ClusterOptions = ClusterOptions(), progress: bool = True,
+                  encoder_name: str = "") -> SyntheticTruth:
+    """Cluster-mode ground truth. Give the document ``vectors`` (row-aligned with ``corpus``) or an
+    ``embed(corpus) -> vectors`` function."""
+    o = options
+    if vectors is None:
+        if embed is None:
+            raise ValueError("cluster mode needs vectors or an embed function")
+        vectors = embed(corpus)
+    vectors = np.asarray(vectors)
+    if vectors.shape[0] != len(corpus):
+        raise ValueError(f"{vectors.shape[0]} vectors for {len(corpus)} documents")
+    labels = cluster_corpus(vectors, cluster_size=o.cluster_size, seed=o.seed)
+    rng = np.random.default_rng(o.seed)
+    clusters = [c for c in rng.permutation(int(labels.max()) + 1) if (labels == c).sum() >= 2]
+    need = math.ceil(o.n / max(1, o.questions_per_cluster))
+    chosen = [int(c) for c in clusters[:need]]
+    schema = cluster_schema(max_questions=o.questions_per_cluster, max_docs=o.schema_max_docs)
+    params = {"temperature": o.temperature, "max_tokens": o.max_tokens, "seed": o.seed}
+    members: dict[int, list[int]] = {}
+    reqs = []
+    for c in chosen:
+        rows = _members(labels, vectors, c, o.max_cluster_docs)
+        members[c] = rows
+        docs = [(f"D{i + 1}", _doc_text(corpus, r, o.max_doc_chars)) for i, r in enumerate(rows)]
+        reqs.append(ChatRequest(cluster_messages(docs, n_questions=o.questions_per_cluster), schema, params))
+    gens = client.generate_many(reqs, progress=progress, desc="clusters")
+    repairs: Counter[str] = Counter({k: 0 for k in REPAIR_KINDS})
+    counts: Counter[str] = Counter()
+    qids, texts, metas, judg, negatives = [], [], [], {}, {}
+    for c, g in zip(chosen, gens, strict=True):
+        if g.pending:
+            counts["pending"] += 1
+            continue
+        counts["clusters"] += 1
+        if not g.ok:
+            counts["failed_clusters"] += 1
+            continue
+        rows = members[c]
+        label_to_doc = {f"D{i + 1}": corpus.ids[r] for i, r in enumerate(rows)}
+        for qi, q in enumerate(g.value.questions):
+            counts["questions_generated"] += 1
+            fixed, rc = repair_question(q.question, q.judgments, list(label_to_doc))
+            repairs.update(rc)
+            if fixed is None:
+                counts["questions_dropped"] += 1
+                continue
+            if len(qids) >= o.n:
+                counts["questions_over_n"] += 1
+                continue
+            qid = f"cluster-{c:05d}-{qi}"
+            grades = fixed.grades(o.grade_map)
+            qids.append(qid)
+            texts.append(" ".join(fixed.question.split()))
+            metas.append({"cluster": c, "ranking": [label_to_doc[x] for x in fixed.order],
+                          "reasons": {label_to_doc[k]: v for k, v in fixed.reasons.items()}})
+            judg[qid] = {label_to_doc[x]: gr for x, gr in grades.items()}
+            negatives[qid] = [label_to_doc[x] for x in fixed.negatives()]
+    sizes = np.bincount(labels)
+    prov: dict[str, Any] = {
+        "mode": "clusters",
+        "llm": client.config.public(),
+        "encoder": encoder_name,
+        "prompts": {"instruction": CLUSTER_INSTRUCTION,
+                    "example": list(cluster_messages([("D1", "<document text>")], n_questions=o.questions_per_cluster))},
+        "parameters": {**asdict(o), "schema": schema.model_json_schema()},
+        "clustering": {"n_clusters": int(len(sizes)), "mean_size": float(sizes.mean()),
+                       "min_size": int(sizes.min()), "max_size": int(sizes.max()), "used": len(chosen)},
+        "repairs": dict(repairs),
+        "counts": {"kept": len(qids), **dict(counts)},
+        "hard_negatives": negatives,
+        "n_hard_negatives": sum(len(v) for v in negatives.values()),
+        "usage": client.usage.as_dict(),
+    }
+    return SyntheticTruth(Queries(tuple(qids), tuple(texts), tuple(metas)), Qrels(judg), prov,
+                          test_fraction=o.test_fraction, split_seed=o.seed)
+
+
+def leak_report(queries: Queries, qrels: Qrels, corpus: Corpus, *, lang: str = "en") -> list[float]:
+    """Leak of each judged query against the concatenation of its relevant documents'
+    (title + text); queries without a relevant document in the corpus are skipped."""
+    out = []
+    for qid, text in zip(queries.ids, queries.texts, strict=True):
+        docs = [d for d in qrels.relevant(qid) if d in corpus]
+        if not docs:
+            continue
+        source = " ".join(f"{corpus.titles[corpus.position[d]]} {corpus.texts[corpus.position[d]]}" for d in docs)
+        out.append(leak(text, source, lang=lang))
+    return out
+
+
+def histogram_table(columns: dict[str, list[float]]) -> str:
+    """Side-by-side leak histograms (counts and shares) of several query sets, as text."""
+    hists = {name: leak_histogram(vals) for name, vals in columns.items()}
+    bins = list(next(iter(hists.values())))
+    width = max(14, *(len(n) for n in columns))
+    lines = ["leak bin".ljust(11) + "".join(n.rjust(width + 2) for n in columns)]
+    for b in bins:
+        cells = []
+        for name, vals in columns.items():
+            c = hists[name][b]
+            cells.append(f"{c} ({c / max(1, len(vals)):.0%})".rjust(width + 2))
+        lines.append(b.ljust(11) + "".join(cells))
+    for label, fn in (("n", len), ("mean", lambda v: float(np.mean(v)) if v else 0.0),
+                      ("median", lambda v: float(np.median(v)) if v else 0.0),
+                      ("> 0.35", lambda v: float(np.mean(np.asarray(v) > 0.35)) if v else 0.0)):
+        cells = []
+        for vals in columns.values():
+            x = fn(vals)
+            cells.append((f"{x}" if label == "n" else f"{x:.3f}").rjust(width + 2))
+        lines.append(label.ljust(11) + "".join(cells))
+    return "\n".join(lines)
+
+
+def provenance_json(truth: SyntheticTruth) -> str:
+    return json.dumps(truth.provenance, indent=2, sort_keys=True, default=str)

