@@ -100,3 +100,11 @@ def test_training_data_fingerprint_stable(tmp_path: Path) -> None:
     assert a.fingerprint() == b.fingerprint()
     assert a.subset(sorted(a.positives)[1:]).fingerprint() != a.fingerprint()
     assert a.label == f"{folder.name}:train" and a.n_pairs == sum(len(p) for p in a.positives.values())
+
+
+def test_split_union(tmp_path: Path) -> None:
+    folder = make_tiny_beir(tmp_path)
+    both = load_training_data(folder, "train+test")
+    train = load_training_data(folder, "train")
+    assert len(both.positives) == 30 and len(train.positives) == 24
+    assert both.positives["teq24"] == ("d24",) and both.queries["teq24"].startswith("science facts: which")

@@ -112,3 +112,19 @@ def test_cli_refuses_near_duplicate(tiny: Path, tmp_path: Path, capsys: pytest.C
                "--out", str(tmp_path / "m"), "--no-progress"])
     assert rc == 2
     assert f"training query 'leak' ~ test query '{test_q['_id']}'" in capsys.readouterr().err
+
+
+def test_fine_tuned_arms_in_bakeoff_run(tiny: Path, embedder_pair: tuple[Path, Path, dict], tmp_path: Path,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    a = embedder_pair[0]
+    rc = main(["run", "--beir", str(tiny), "--split", "test", "--arm", "bm25", "--arm", f"ft=dense:model={a}",
+               "--arm", "base=dense", "--out", str(tmp_path / "res"), "--cache", "off", "--no-progress"])
+    assert rc == 0
+    table = capsys.readouterr().out
+    assert "ft [trained on tiny:train]" in table
+    res = json.loads((tmp_path / "res" / "results.json").read_text())
+    arms = {x["name"]: x for x in res["arms"]}
+    assert arms["ft"]["fine_tuned"]["trained_on"] == "tiny:train"
+    assert arms["ft"]["fine_tuned"]["kind"] == "embedder" and arms["ft"]["fine_tuned"]["split"] == "train"
+    assert "fine_tuned" not in arms["bm25"] and "fine_tuned" not in arms["base"]
+    assert arms["ft"]["fingerprint"] != arms["base"]["fingerprint"]

@@ -95,7 +95,21 @@ def parse_dataset_spec(spec: str, *, default_split: str) -> tuple[Path, str]:
 
 def load_split(path: Path, split: str, *, corpus: Path | None = None) -> Dataset:
     """A BEIR folder's split; a folder without ``corpus.jsonl`` (e.g. a synthetic set)
-    takes the corpus from ``corpus`` (a BEIR folder or a ``corpus.jsonl``)."""
+    takes the corpus from ``corpus`` (a BEIR folder or a ``corpus.jsonl``).
+
+    ``split`` may join splits with ``+`` (``train+test``): their judgments are merged
+    (a query judged in two splits keeps the higher grade per document)."""
+    if "+" in split:
+        parts = [load_split(path, s, corpus=corpus) for s in split.split("+") if s]
+        merged: dict[str, dict[str, int]] = {}
+        for ds in parts:
+            for q in ds.qrels:
+                for d, g in ds.qrels[q].items():
+                    merged.setdefault(q, {})[d] = max(g, merged.get(q, {}).get(d, g))
+        first = parts[0]
+        allq = read_beir_queries(path / "queries.jsonl")
+        queries = allq.subset([q for q in sorted(merged) if q in allq])
+        return Dataset(first.corpus, queries, Qrels(merged), name=first.name, split=split, info=first.info)
     if not path.is_dir():
         raise InputError("not a folder (expected a BEIR folder: queries.jsonl, qrels/<split>.tsv)", path=path)
     if (path / "corpus.jsonl").exists() and corpus is None:

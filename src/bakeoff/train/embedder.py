@@ -56,7 +56,7 @@ class EmbedderParams:
     seed: int = 0
     cached: bool = False
     mini_batch_size: int = 8
-    max_seq_length: int | None = None
+    max_seq_length: int | None = None  # training-time truncation (tokens); the saved model keeps the base's
     val_fraction: float = 0.1
     val_max_queries: int = 100
     val_corpus_size: int = 500
@@ -144,7 +144,8 @@ def finetune_embedder(
     t0 = time.perf_counter()
     with scoped_global_rng():
         model = SentenceTransformer(base_path, device="cpu")
-        if params.max_seq_length:
+        base_max_len = model.max_seq_length
+        if params.max_seq_length:  # a training-time truncation only; the saved model keeps the base's limit
             model.max_seq_length = params.max_seq_length
         loss = (CachedMultipleNegativesRankingLoss(model, mini_batch_size=params.mini_batch_size)
                 if params.cached else MultipleNegativesRankingLoss(model))
@@ -194,6 +195,7 @@ def finetune_embedder(
         trainer.train()
         train_s = time.perf_counter() - t_train
         model = trainer.model
+        model.max_seq_length = base_max_len
         model.save(str(staging))
         best = trainer.state.best_model_checkpoint
         best_metric = trainer.state.best_metric
