@@ -33,8 +33,10 @@ def _train_embedder(tiny: Path, out: Path, *, seed: int = 0) -> dict:
     from bakeoff.train.embedder import EmbedderParams, finetune_embedder
 
     data = load_training_data(tiny, "train", hard_negatives="bm25")
-    params = EmbedderParams(batch_size=8, max_steps=2, learning_rate=1e-4, max_seq_length=32, seed=seed,
-                            val_fraction=0.25, val_corpus_size=12, evals=2)
+    # no warm-up: with warm-up the first step has learning rate 0, and on this easy set the validation
+    # score ties, so the kept (first best) checkpoint would be the base model itself
+    params = EmbedderParams(batch_size=8, max_steps=2, learning_rate=5e-4, warmup_ratio=0.0, max_seq_length=32,
+                            seed=seed, val_fraction=0.25, val_corpus_size=12, evals=2)
     return finetune_embedder(data, base="minilm", out=out, params=params, progress=False)
 
 
@@ -81,7 +83,7 @@ def test_reranker_trains_loads_and_is_deterministic(tiny: Path, tmp_path: Path) 
     from bakeoff.train.reranker import RerankerParams, finetune_reranker
 
     data = load_training_data(tiny, "train", hard_negatives="bm25", n_negatives=2)
-    params = RerankerParams(batch_size=8, max_steps=1, learning_rate=1e-4, max_length=48, val_fraction=0.0)
+    params = RerankerParams(batch_size=8, max_steps=1, learning_rate=5e-4, warmup_ratio=0.0, max_length=48, val_fraction=0.0)
     rec = finetune_reranker(data, base="minilm", out=tmp_path / "r1", params=params, progress=False)
     finetune_reranker(data, base="minilm", out=tmp_path / "r2", params=params, progress=False)
     pairs = [("which volcano erupts", "Volcano: magma erupts."), ("which volcano erupts", "Comet: icy bodies.")]
@@ -120,9 +122,11 @@ def test_fine_tuned_arms_in_bakeoff_run(tiny: Path, embedder_pair: tuple[Path, P
     rc = main(["run", "--beir", str(tiny), "--split", "test", "--arm", "bm25", "--arm", f"ft=dense:model={a}",
                "--arm", "base=dense", "--out", str(tmp_path / "res"), "--cache", "off", "--no-progress"])
     assert rc == 0
-    table = capsys.readouterr().out
-    assert "ft [trained on tiny:train]" in table
+    assert "trained on" in capsys.readouterr().out
     res = json.loads((tmp_path / "res" / "results.json").read_text())
+    from bakeoff.report.terminal import table_rows
+
+    assert [r[0] for r in table_rows(res)[1]] == ["bm25", "ft [trained on tiny:train]", "base"]
     arms = {x["name"]: x for x in res["arms"]}
     assert arms["ft"]["fine_tuned"]["trained_on"] == "tiny:train"
     assert arms["ft"]["fine_tuned"]["kind"] == "embedder" and arms["ft"]["fine_tuned"]["split"] == "train"
