@@ -11,6 +11,7 @@ from .costs import DEFAULT_HOURLY_RATE, arm_cost, arm_timing
 from .data.model import Dataset
 from .metrics import Measure, evaluate, parse_measures
 from .results import ArmResult, Results
+from .train.common import fine_tuned_mark
 
 __all__ = ["default_measures", "run_bakeoff"]
 
@@ -87,6 +88,7 @@ def run_bakeoff(
         ctx.measure_latency(arm, dataset.queries, k=depth, sample=latency_sample, seed=latency_seed)
         evaluation = evaluate(run, dataset.qrels, ms, query_ids=dataset.queries.ids)
         fp = arm.fingerprint()
+        mark = fine_tuned_mark(arm.config())
         results.append(
             ArmResult(
                 name=arm.name,
@@ -98,7 +100,8 @@ def run_bakeoff(
                 timing=arm_timing(arm, ctx),
                 cached=ctx.was_cached(arm, dataset.queries, k=depth),
                 extra={"cost": arm_cost(arm, ctx, hourly_rate=hourly_rate, n_queries=len(dataset.queries)),
-                       **({"children": [c.name for c in arm.children()]} if arm.children() else {})},
+                       **({"children": [c.name for c in arm.children()]} if arm.children() else {}),
+                       **({"fine_tuned": mark} if mark else {})},
             )
         )
     info = {

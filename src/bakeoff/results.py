@@ -19,7 +19,10 @@ Schema (``schema_version`` 1)::
                 "cost": {"hourly_rate_usd", "basis", "usd_per_1k_queries", "machine_usd_per_1k_queries",
                          "api_usd_per_1k_queries", "one_time_s", "one_time_usd",
                          "usage": {"index": {...}, "search": {...}}, "tokens_per_query"},
-                "run_file": "runs/<name>.trec"}]
+                "run_file": "runs/<name>.trec",
+                "fine_tuned": {"trained_on", "split", "kind", "base_model", "data_fingerprint", "model", "option"}
+                              # only for arms whose model folder holds bakeoff_training.json
+               }]
     }
 
 Timing keys are defined in :mod:`bakeoff.arms.base` (``index_s`` is the

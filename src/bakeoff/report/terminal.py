@@ -34,7 +34,10 @@ def table_rows(results: Mapping[str, Any], *, measures: Sequence[str] | None = N
             batch = timing.get("ms_per_query_total", timing.get("ms_per_query"))
             p50 = p95 = "-" if batch is None else "~" + _ms(batch)
         usd = (a.get("cost") or {}).get("usd_per_1k_queries")
-        rows.append([a["name"], *[f"{v:.4f}" for v in vals], p50, p95, "-" if usd is None else _usd(usd),
+        name = a["name"]
+        if a.get("fine_tuned"):
+            name += f" [trained on {a['fine_tuned'].get('trained_on')}]"
+        rows.append([name, *[f"{v:.4f}" for v in vals], p50, p95, "-" if usd is None else _usd(usd),
                      "yes" if a.get("cached") else ""])
     return header, rows
 

@@ -1,0 +1,74 @@
+"""Training throughput (pairs/second) and peak memory of `bakeoff finetune` on SciFact train.
+
+Fine-tunes the bundled MiniLM on the first ``--queries`` SciFact training queries
+(sorted ids; no validation slice, so only training is timed) and prints one line
+per trainer:
+
+    embedder  pairs=N  batch=B  steps=S  train_s=T  pairs_per_s=P  peak_rss_mib=M
+    reranker  ...
+
+``pairs_per_s`` = training rows consumed / wall time of ``trainer.train()``.
+``peak_rss_mib`` is the process's peak resident set size (``getrusage``), which
+includes the loaded model and the corpus. Run it under the shared lock so other
+jobs do not pollute the timing::
+
+    flock /tmp/bakeoff-bench.lock .venv/bin/python benchmarks/finetune.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import sys
+import tempfile
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+def _peak_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # Linux: KiB
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", default=str(Path(__file__).resolve().parents[1].parent / "shared" / "data" / "scifact"))
+    ap.add_argument("--queries", type=int, default=96, help="training queries used")
+    ap.add_argument("--batch-size", type=int, default=16)
+    ap.add_argument("--max-seq-length", type=int, default=256)
+    ap.add_argument("--which", choices=["embedder", "reranker", "both"], default="both")
+    args = ap.parse_args(argv)
+
+    from bakeoff.train.data import load_training_data
+    from bakeoff.train.embedder import EmbedderParams, finetune_embedder
+    from bakeoff.train.reranker import RerankerParams, finetune_reranker
+
+    data_path = Path(args.data)
+    if not (data_path / "corpus.jsonl").exists():
+        print(f"SciFact not found at {data_path}", file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory() as tmp:
+        if args.which in ("embedder", "both"):
+            data = load_training_data(data_path, "train")
+            data = data.subset(sorted(data.positives)[: args.queries])
+            rec = finetune_embedder(data, base="minilm", out=Path(tmp) / "emb", progress=False,
+                                    params=EmbedderParams(batch_size=args.batch_size, val_fraction=0.0,
+                                                          max_seq_length=args.max_seq_length))
+            print(f"embedder  pairs={rec['n_pairs']}  batch={args.batch_size}  steps={rec['steps']}  "
+                  f"train_s={rec['train_time_s']:.1f}  pairs_per_s={rec['n_pairs'] / rec['train_time_s']:.2f}  "
+                  f"peak_rss_mib={_peak_mib():.0f}", flush=True)
+        if args.which in ("reranker", "both"):
+            data = load_training_data(data_path, "train", hard_negatives="bm25", n_negatives=3)
+            data = data.subset(sorted(data.positives)[: args.queries])
+            rec = finetune_reranker(data, base="minilm", out=Path(tmp) / "rr", progress=False,
+                                    params=RerankerParams(batch_size=args.batch_size, val_fraction=0.0,
+                                                          max_length=args.max_seq_length))
+            print(f"reranker  pairs={rec['n_pairs']}  batch={args.batch_size}  steps={rec['steps']}  "
+                  f"train_s={rec['train_time_s']:.1f}  pairs_per_s={rec['n_pairs'] / rec['train_time_s']:.2f}  "
+                  f"peak_rss_mib={_peak_mib():.0f}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,179 @@
+"""Fine-tune a cross-encoder reranker on positives and mined negatives.
+
+Rows: per training query (sorted ids), every positive document with label 1
+and its mined negatives with label 0 — the first ``n_negatives`` documents of a
+first-stage arm's top-``mine_depth`` (BM25 by default) that are not judged for
+the query (see :func:`bakeoff.train.data.mine_negatives`). Loss: binary
+cross-entropy on the single logit, ``BCE(s, y) = -[y log σ(s) + (1-y) log(1-σ(s))]``,
+averaged over the batch.
+
+The offline default initialisation is the bundled all-MiniLM-L6-v2 encoder
+with a fresh one-logit classification head (its initial weights come from
+torch's generator, seeded with ``seed`` inside :func:`~bakeoff.train.common.scoped_global_rng`).
+
+Validation: a seeded slice of training queries; every ``eval_steps`` the model
+reranks each validation query's positives plus its ``n_val_candidates`` mined
+candidates, and the checkpoint with the best NDCG@10 is kept.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from .common import (
+    library_versions,
+    prepare_out,
+    publish,
+    require_training_deps,
+    resolve_model,
+    scoped_global_rng,
+    write_training_record,
+)
+from .data import TrainingData, split_validation
+from .embedder import _loss_curve
+
+__all__ = ["RerankerParams", "finetune_reranker", "reranker_rows"]
+
+log = logging.getLogger("bakeoff")
+
+
+@dataclass(frozen=True)
+class RerankerParams:
+    """Training options (defaults sized for a 2-core CPU)."""
+
+    batch_size: int = 32
+    epochs: float = 1.0
+    learning_rate: float = 2e-5
+    warmup_ratio: float = 0.1
+    seed: int = 0
+    max_length: int = 256
+    val_fraction: float = 0.1
+    val_max_queries: int = 50
+    evals: int = 3
+    max_steps: int = -1
+
+
+def reranker_rows(data: TrainingData) -> dict[str, list[Any]]:
+    """Columns ``query``, ``document``, ``label`` (1.0 positive, 0.0 mined negative)."""
+    texts = data.corpus.full_texts()
+    pos_of = data.corpus.position
+    cols: dict[str, list[Any]] = {"query": [], "document": [], "label": []}
+    for qid in sorted(data.positives):
+        q = data.queries[qid]
+        for doc, lab in [(d, 1.0) for d in data.positives[qid]] + [(d, 0.0) for d in data.negatives.get(qid, ())]:
+            cols["query"].append(q)
+            cols["document"].append(texts[pos_of[doc]])
+            cols["label"].append(lab)
+    return cols
+
+
+def finetune_reranker(
+    data: TrainingData,
+    *,
+    base: str,
+    out: Path,
+    params: RerankerParams = RerankerParams(),
+    miner: Mapping[str, Any] | None = None,
+    hygiene: Mapping[str, Any] | None = None,
+    overwrite: bool = False,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Train a one-logit CrossEncoder with BCE; write it (best checkpoint) to ``out`` with
+    ``bakeoff_training.json`` and return that record. ``data.negatives`` must be mined."""
+    require_training_deps()
+    import transformers
+    from datasets import Dataset as HFDataset
+    from sentence_transformers import CrossEncoder, CrossEncoderTrainer, CrossEncoderTrainingArguments
+    from sentence_transformers.cross_encoder.evaluation import CrossEncoderRerankingEvaluator
+    from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss
+
+    out = Path(out)
+    staging, scratch = prepare_out(out, overwrite=overwrite)
+    train_ids, val_ids = split_validation(list(data.positives), fraction=params.val_fraction,
+                                          max_queries=params.val_max_queries, seed=params.seed)
+    train = data.subset(train_ids)
+    cols = reranker_rows(train)
+    n_rows = len(cols["query"])
+    base_path = resolve_model(base)
+    texts = data.corpus.full_texts()
+    pos_of = data.corpus.position
+    t0 = time.perf_counter()
+    with scoped_global_rng():
+        transformers.set_seed(params.seed)  # the fresh classification head draws from torch's global generator
+        model = CrossEncoder(base_path, num_labels=1, max_length=params.max_length, device="cpu")
+        loss = BinaryCrossEntropyLoss(model)
+        steps_per_epoch = math.ceil(n_rows / params.batch_size)
+        total = params.max_steps if params.max_steps > 0 else max(1, math.ceil(steps_per_epoch * params.epochs))
+        evaluator = None
+        if val_ids:
+            samples = [
+                {"query": data.queries[q], "positive": [texts[pos_of[d]] for d in data.positives[q]],
+                 "documents": [texts[pos_of[d]] for d in data.negatives.get(q, ())]}
+                for q in val_ids
+            ]
+            evaluator = CrossEncoderRerankingEvaluator(samples=samples, at_k=10, always_rerank_positives=True,
+                                                       name="val", write_csv=False, batch_size=params.batch_size)
+        eval_steps = max(1, math.ceil(total / max(1, params.evals)))
+        args = CrossEncoderTrainingArguments(
+            output_dir=str(scratch),
+            num_train_epochs=params.epochs,
+            max_steps=params.max_steps,
+            per_device_train_batch_size=params.batch_size,
+            per_device_eval_batch_size=params.batch_size,
+            learning_rate=params.learning_rate,
+            warmup_steps=params.warmup_ratio,
+            seed=params.seed,
+            data_seed=params.seed,
+            use_cpu=True,
+            report_to="none",
+            logging_steps=1,
+            eval_strategy="steps" if evaluator else "no",
+            eval_steps=eval_steps if evaluator else None,
+            save_strategy="steps" if evaluator else "no",
+            save_steps=eval_steps,
+            save_total_limit=2 if evaluator else None,
+            load_best_model_at_end=bool(evaluator),
+            metric_for_best_model="eval_val_ndcg@10" if evaluator else None,
+            greater_is_better=True,
+            disable_tqdm=not progress,
+            dataloader_num_workers=0,
+            save_only_model=True,
+        )
+        trainer = CrossEncoderTrainer(model=model, args=args, train_dataset=HFDataset.from_dict(cols),
+                                      loss=loss, evaluator=evaluator)
+        t_train = time.perf_counter()
+        trainer.train()
+        train_s = time.perf_counter() - t_train
+        model = trainer.model
+        model.save(str(staging))
+        best = trainer.state.best_model_checkpoint
+        best_metric = trainer.state.best_metric
+        history = list(trainer.state.log_history)
+        steps = int(trainer.state.global_step)
+    wall = time.perf_counter() - t0
+    loss_curve, eval_curve = _loss_curve(history)
+    record: dict[str, Any] = {
+        "schema": "bakeoff.training", "schema_version": 1, "kind": "reranker",
+        "base_model": base, "base_model_path": base_path,
+        "trained_on": data.label, "split": data.source.get("split"),
+        "data_fingerprint": data.fingerprint(), "data_source": dict(data.source),
+        "n_queries": len(train.positives), "n_pairs": n_rows,
+        "n_positive_pairs": int(sum(cols["label"])), "n_validation_queries": len(val_ids),
+        "negatives": {"miner": dict(miner or {"arm": "bm25"}), "sources": dict(data.negatives_source)},
+        "loss": "BinaryCrossEntropyLoss", "params": asdict(params), "steps": steps,
+        "loss_curve": loss_curve, "validation_curve": eval_curve,
+        "best_checkpoint_step": int(best.rsplit("-", 1)[-1]) if best else None,
+        "best_validation_ndcg@10": best_metric,
+        "wall_time_s": round(wall, 3), "train_time_s": round(train_s, 3),
+        "pairs_per_second": round(min(steps * params.batch_size, n_rows * params.epochs) / train_s, 3) if train_s else None,
+        "hygiene": dict(hygiene or {}), "versions": library_versions(),
+    }
+    write_training_record(staging, record)
+    publish(staging, out, scratch)
+    return record
