@@ -66,6 +66,9 @@ def run_bakeoff(
         run = ctx.search(arm, dataset.queries, k=depth)
         evaluation = evaluate(run, dataset.qrels, ms, query_ids=dataset.queries.ids)
         fp = arm.fingerprint()
+        # Arms may add their own figures (e.g. ann: recall of the exact top-k); they land in results.json.
+        extra_fn = getattr(arm, "extra_metrics", None)
+        extra = dict(extra_fn(ctx=ctx, run=run, queries=dataset.queries, k=k, depth=depth)) if extra_fn else {}
         results.append(
             ArmResult(
                 name=arm.name,
@@ -76,6 +79,7 @@ def run_bakeoff(
                 evaluation=evaluation,
                 timing=dict(ctx.timings.get(fp, {})),
                 cached=ctx.from_cache.get(fp, False),
+                extra={"extra_metrics": extra} if extra else {},
             )
         )
     info = {

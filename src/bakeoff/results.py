@@ -12,6 +12,7 @@ Schema (``schema_version`` 1)::
                 "metrics": {"ndcg@10": float, ...},
                 "per_query": {"ndcg@10": {qid: float}, ...},
                 "timing": {"index_s", "search_s", "ms_per_query", "n_queries"},
+                "extra_metrics": {"ann_recall@10": float, ...},   # optional, arm-specific figures
                 "run_file": "runs/<name>.trec"}]
     }
 

@@ -15,7 +15,13 @@ from .base import ARM_TYPES, ArmFactory
 __all__ = ["arm_types", "BUILTIN_MODULES"]
 
 #: Modules that define built-in arms. Each must import without heavy dependencies.
-BUILTIN_MODULES: tuple[str, ...] = ("bakeoff.arms.lexical",)
+BUILTIN_MODULES: tuple[str, ...] = (
+    "bakeoff.arms.lexical",
+    "bakeoff.arms.ann",
+    "bakeoff.arms.external.http",
+    "bakeoff.arms.external.command",
+    "bakeoff.arms.external.postgres",
+)
 
 
 def arm_types() -> dict[str, ArmFactory]:

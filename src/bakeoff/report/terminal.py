@@ -15,11 +15,15 @@ def table_rows(results: Mapping[str, Any], *, measures: Sequence[str] | None = N
     measures = list(measures or [f"ndcg@{k}", f"recall@{k}", f"mrr@{k}"])
     header = ["arm", *[m.replace("ndcg", "NDCG").replace("recall", "Recall").replace("mrr", "MRR") for m in measures],
               "ms/query", "cached"]
+    extras = sorted({m for a in results["arms"] for m in a.get("extra_metrics", {})})
+    header[len(measures) + 1 : len(measures) + 1] = extras
     rows = []
     for a in results["arms"]:
         vals = [a["metrics"].get(m, math.nan) for m in measures]
+        ex = [a.get("extra_metrics", {}).get(m) for m in extras]
         ms = a.get("timing", {}).get("ms_per_query", math.nan)
-        rows.append([a["name"], *[f"{v:.4f}" for v in vals], f"{ms:.2f}", "yes" if a.get("cached") else ""])
+        rows.append([a["name"], *[f"{v:.4f}" for v in vals], *["" if v is None else f"{v:.4f}" for v in ex],
+                     f"{ms:.2f}", "yes" if a.get("cached") else ""])
     return header, rows
 
 
