@@ -146,11 +146,10 @@ class AnnArm(Arm):
                 raise ConfigError(f"ann arm {self.name!r}: m={self.m} must divide the dimension {d}")
             nlist = self.nlist or max(1, min(65536, int(4 * np.sqrt(n))))
             index = faiss.index_factory(d, f"IVF{nlist},PQ{self.m}x{self.nbits}", mt)
-            ivf = faiss.extract_index_ivf(index)
-            ivf.cp.seed = self.seed
-            pq = faiss.downcast_index(index).pq if hasattr(faiss.downcast_index(index), "pq") else None
-            if pq is not None:
-                pq.cp.seed = self.seed
+            ivf = faiss.downcast_index(faiss.extract_index_ivf(index))
+            ivf.cp.seed = self.seed  # coarse k-means
+            ivf.pq.cp.seed = self.seed  # sub-quantiser k-means
+            ivf.do_polysemous_training = False  # slow annealing that only serves Hamming pre-filtering
             rows = np.arange(n) if n <= self.train_size else np.sort(
                 np.random.default_rng(self.seed).choice(n, size=self.train_size, replace=False))
             index.train(np.ascontiguousarray(emb[rows], dtype=np.float32))
