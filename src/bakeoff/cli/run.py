@@ -8,7 +8,9 @@ from typing import Annotated, Optional
 
 import typer
 
+from ..arms.base import Context
 from ..bakeoff import run_bakeoff
+from ..engine import make_engine
 from ..config import BakeoffConfig, DatasetSpec, build_arms, load_config, parse_arm_spec
 from ..data.clean import CleanOptions
 from ..data.loaders import FieldMap
@@ -42,6 +44,8 @@ def run(
     dedupe: Annotated[bool, typer.Option(help="Keep the first of duplicate document ids (default: error).")] = False,
     min_chars: Annotated[int, typer.Option(help="Drop documents shorter than this many characters.")] = 0,
     progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
+    engine: Annotated[Optional[str], typer.Option(help="Corpus-encoding engine: local (default) or ray.")] = None,
+    ray_address: Annotated[Optional[str], typer.Option(help="Ray cluster for --engine ray: auto, ADDRESS or local.")] = None,
 ) -> None:
     """Run a bake-off and print one table; with --out, write results.json and TREC runs."""
     if config is not None:
@@ -71,8 +75,11 @@ def run(
     warn_all(list(dataset.info.get("warnings", [])))
     for note in dataset.info.get("notes", []):
         log.info(note)
+    eng = make_engine(engine if engine is not None else cfg.extra.get("engine"), address=ray_address)
+    ctx = None if eng is None else Context(corpus=dataset.corpus, cache=cache_obj, progress=progress,
+                                           extras={"encode_engine": eng})
     results = run_bakeoff(dataset, arms, k=k_, depth=depth_, measures=measure or cfg.measures, cache=cache_obj,
-                          progress=progress)
+                          progress=progress, ctx=ctx)
     results.dataset = {**results.dataset, "source": cfg.dataset.as_dict()}
     as_dict = results.to_dict()
     print_table(as_dict)

@@ -8,6 +8,7 @@ same rows. :func:`make_engine` builds one from the CLI's ``--engine`` or a TOML
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -17,7 +18,8 @@ __all__ = ["make_engine"]
 
 
 def make_engine(spec: str | Mapping[str, Any] | None, *, address: str | None = None) -> Any:
-    """``None``/``"local"`` -> None (in-process); ``"ray"`` or ``{"ray": "auto"|ADDRESS|"local", ...}`` -> a RayEngine.
+    """``None``/``"local"`` -> None (in-process); ``"ray"`` (address: ``address``, ``$RAY_ADDRESS``, else a
+    local cluster) or ``{"ray": "auto"|ADDRESS|"local", ...}`` -> a RayEngine.
 
     TOML: ``[engine]`` with ``ray = "auto"`` (join the running cluster), ``ray = "ray://host:10001"``
     or ``ray = "local"`` (start a local one); optional ``actors`` and ``num_cpus``.
@@ -27,7 +29,7 @@ def make_engine(spec: str | Mapping[str, Any] | None, *, address: str | None = N
     if isinstance(spec, str):
         if spec != "ray":
             raise ConfigError(f"--engine must be local or ray, got {spec!r}")
-        spec = {"ray": address or "local"}
+        spec = {"ray": address or os.environ.get("RAY_ADDRESS") or "local"}
     opts = dict(spec)
     if "ray" not in opts:
         raise ConfigError(f"[engine]: expected ray = \"auto\"|ADDRESS|\"local\", got keys {sorted(opts)}")

@@ -282,6 +282,8 @@ class PgVectorArm(_PgArm):
             base_name = _pg.split_table(self._table_name)[-1]
             idx = f"{base_name}_hnsw_{self.metric}_m{self.m}_ef{self.ef_construction}"[:63]
             try:
+                if self.table is None:  # our own table: give the build room (session setting only)
+                    conn.execute("SET maintenance_work_mem = '1GB'")
                 conn.execute(sql.SQL("CREATE INDEX IF NOT EXISTS {i} ON {t} USING hnsw ({c} {ops}) "
                                      "WITH (m = {m}, ef_construction = {ef})").format(
                     i=sql.Identifier(idx), t=self._ident(self._table_name), c=sql.Identifier(self.vector_column),
