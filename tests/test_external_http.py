@@ -221,3 +221,8 @@ def test_redact_url() -> None:
     assert redact_url("https://h/s?api_key=abc&q=1") == "https://h/s?api_key=***&q=1"
     assert redact_url("host=db password=hunter2 user=bob") == "host=db password=*** user=bob"
     assert redact_url("http://h/s") == "http://h/s"
+
+
+def test_secret_in_spec_text_does_not_reach_the_name() -> None:
+    (arm,) = build_arms([parse_arm_spec("http:url=http://127.0.0.1:9/s?api_key=hunter2")])
+    assert "hunter2" not in arm.name and "api_key=***" in arm.name

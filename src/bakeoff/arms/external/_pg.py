@@ -12,6 +12,10 @@ pgvector), listening on a Unix socket only. Its data folder is
 ``$BAKEOFF_PGDATA``, else ``<cache>/pgserver``; the server stops when the
 process exits. As root, the package runs postgres as a system user
 ``pgserver`` it creates.
+
+Prefer giving the password through ``PGPASSWORD`` or ``~/.pgpass`` (libpq reads both), so the
+DSN itself holds none; a password inside the DSN works but is redacted everywhere, including in
+the arm's default name (the ``--arm`` text).
 """
 
 from __future__ import annotations
@@ -27,7 +31,8 @@ from ...cache import default_cache_dir
 from ...errors import MissingDependencyError
 from ._common import ExternalError, redact_url
 
-__all__ = ["EMBEDDED", "resolve_dsn", "embedded_dsn", "connect", "table_columns", "split_table", "scrub"]
+__all__ = ["EMBEDDED", "resolve_dsn", "embedded_dsn", "connect", "table_columns", "split_table", "scrub",
+           "scrub_name"]
 
 EMBEDDED = "embedded"
 
@@ -49,6 +54,12 @@ def scrub(text: str, dsn: str) -> str:
     if pw:
         text = text.replace(pw, "***")
     return " ".join(text.split())
+
+
+def scrub_name(name: str, dsn: str) -> str:
+    """An arm name with the DSN's password (if any) replaced by ``***`` (whitespace kept)."""
+    pw = _password(dsn)
+    return name.replace(pw, "***") if pw else name
 
 
 def embedded_dsn(pgdata: str | os.PathLike[str] | None = None) -> str:

@@ -92,6 +92,7 @@ class HttpArm(Arm):
         if int(concurrency) < 1 or int(retries) < 0 or float(timeout) <= 0 or float(backoff) < 0:
             raise ConfigError(f"http arm {self.name!r}: need concurrency >= 1, retries >= 0, timeout > 0, backoff >= 0")
         self.url, self.body, self.ids, self.scores = str(url), str(body), str(ids), scores
+        self.name = self.name.replace(self.url, redact_url(self.url))  # default name = --arm text
         self.method = str(method).upper()
         self.headers = {str(k): str(v) for k, v in (headers or {}).items()}
         self.content_type = content_type

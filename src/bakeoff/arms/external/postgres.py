@@ -66,6 +66,8 @@ class _PgArm(Arm):
                  version: str | None) -> None:
         super().__init__(name=name)
         self._dsn = _pg.EMBEDDED if dsn is None else str(dsn)
+        # The default name is the --arm text, which may hold the DSN: never let its password out.
+        self.name = _pg.scrub_name(self.name, self._dsn)
         self.table = table
         self.id_column = id_column
         self.version = None if version is None else str(version)
