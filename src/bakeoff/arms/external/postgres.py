@@ -10,7 +10,9 @@ redacted DSN, and for user tables the table and column names (plus
 ``version=``, which you bump when the table's contents change).
 
 ``pgfts`` score: ``ts_rank_cd(to_tsvector(language, text), websearch_to_tsquery(language, query), normalization)``
-over rows matching the query (``@@``); SQL orders by score desc, then id desc in
+over rows matching the query (``@@``). ``match=all`` (default) keeps web-search semantics — every
+term must occur (AND), which finds little for long natural-language queries; ``match=any`` ORs the
+terms (``&`` -> ``|`` in the tsquery; phrases and ``-negations`` kept), as BM25 does; SQL orders by score desc, then id desc in
 the ``"C"`` collation (byte order), i.e. the package tie rule, and the rows are
 re-ranked with :func:`~bakeoff.data.ranking.rank` anyway.
 
@@ -122,9 +124,13 @@ class PgFtsArm(_PgArm):
         tsvector_column: str | None = None,
         language: str = "english",
         normalization: int = 0,
+        match: str = "all",
         version: str | None = None,
     ) -> None:
         super().__init__(name=name, dsn=dsn, table=table, id_column=id_column, version=version)
+        if match not in ("all", "any"):
+            raise ConfigError(f"{self.who}: match must be all or any, got {match!r}")
+        self.match = match
         self.text_column, self.tsvector_column = text_column, tsvector_column
         self.language, self.normalization = str(language), int(normalization)
         if not 0 <= self.normalization <= 63:
@@ -132,7 +138,7 @@ class PgFtsArm(_PgArm):
 
     def config(self) -> dict[str, Any]:
         return {**self._common_config(), "text_column": self.text_column, "tsvector_column": self.tsvector_column,
-                "language": self.language, "normalization": self.normalization}
+                "language": self.language, "normalization": self.normalization, "match": self.match}
 
     def index(self, corpus: Corpus, *, ctx: Context) -> None:
         from psycopg import sql
@@ -181,11 +187,14 @@ class PgFtsArm(_PgArm):
             doc = (sql.Identifier(self.tsvector_column) if self.tsvector_column else
                    sql.SQL("to_tsvector(%(lang)s::regconfig, {c})").format(c=sql.Identifier(self.text_column)))
         where = sql.SQL(" AND {id}::text = ANY(%(allowed)s)").format(id=idc) if masked else sql.SQL("")
+        tsq = sql.SQL("websearch_to_tsquery(%(lang)s::regconfig, %(query)s)")
+        if self.match == "any":  # OR the terms (phrases and negations kept)
+            tsq = sql.SQL("replace({q}::text, ' & ', ' | ')::tsquery").format(q=tsq)
         return sql.SQL(
-            "SELECT {id}::text, ts_rank_cd({doc}, q, %(norm)s)::float8 AS score "
-            "FROM {t}, websearch_to_tsquery(%(lang)s::regconfig, %(query)s) q "
-            "WHERE {doc} @@ q{where} ORDER BY score DESC, {id}::text COLLATE \"C\" DESC LIMIT %(k)s").format(
-            id=idc, doc=doc, t=self._ident(self._table_name), where=where)
+            "SELECT {id}::text, ts_rank_cd({doc}, qq.q, %(norm)s)::float8 AS score "
+            "FROM {t}, (SELECT {tsq} AS q) AS qq "
+            "WHERE {doc} @@ qq.q{where} ORDER BY score DESC, {id}::text COLLATE \"C\" DESC LIMIT %(k)s").format(
+            id=idc, doc=doc, t=self._ident(self._table_name), where=where, tsq=tsq)
 
     def search(self, queries: Queries, *, k: int, ctx: Context, mask: DocMask | None = None) -> Run:
         import psycopg
