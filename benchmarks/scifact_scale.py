@@ -31,7 +31,7 @@ def main() -> None:
     args = ap.parse_args()
     ds = load_beir(args.beir, split="test")
     specs = [
-        "bm25", "pgfts", "dense",
+        "bm25", "pgfts", "pgfts-any=pgfts:match=any", "dense",
         "pgvector-exact=pgvector:base=dense",
         "pgvector-hnsw=pgvector:base=dense,index=hnsw,m=16,ef_construction=64,ef_search=40",
         "faiss-hnsw=ann:base=dense,index=hnsw,M=32,ef_construction=40,ef_search=64",
