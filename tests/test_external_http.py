@@ -67,7 +67,7 @@ def service() -> Iterator[tuple[Service, str]]:
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
         yield svc, f"http://127.0.0.1:{server.server_address[1]}/search"
