@@ -172,6 +172,11 @@ class RayEngine:
             ray = self._init()
             import ray.data
 
+            # bakeoff draws its own progress bar; Ray Data's bars and per-stage logs would flood stderr
+            dctx = ray.data.DataContext.get_current()
+            dctx.enable_progress_bars = False
+            dctx.enable_operator_progress_bars = False
+
             ds = ray.data.from_items([{"start": s, "end": e, "texts": list(texts[s:e])} for s, e in todo],
                                      override_num_blocks=min(len(todo), max(1, self.actors * 4)))
             out = ds.map_batches(_EncodeChunk, fn_constructor_kwargs={"factory": encoder_factory}, batch_size=1,
