@@ -63,6 +63,17 @@ def service() -> Iterator[tuple[Service, str]]:
             except (BrokenPipeError, ConnectionResetError):
                 pass
 
+        def do_GET(self) -> None:  # noqa: N802
+            from urllib.parse import parse_qs, urlsplit
+
+            qs = parse_qs(urlsplit(self.path).query)
+            status, payload, _ = svc.respond({"query": qs["q"][0], "k": int(qs["n"][0])})
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
         def log_message(self, *args: Any) -> None:
             pass
 
@@ -226,3 +237,11 @@ def test_redact_url() -> None:
 def test_secret_in_spec_text_does_not_reach_the_name() -> None:
     (arm,) = build_arms([parse_arm_spec("http:url=http://127.0.0.1:9/s?api_key=hunter2")])
     assert "hunter2" not in arm.name and "api_key=***" in arm.name
+
+
+def test_http_get_with_url_placeholders(service: tuple[Service, str]) -> None:
+    svc, url = service
+    svc.default = _hits
+    arm = HttpArm(name="svc", url=url + "?q={query}&n={k}", method="GET", scores="$.hits[*].score")
+    run = Context(corpus=CORPUS, progress=False).search(arm, QUERIES.subset(["q2"]), k=1)
+    assert run["q2"] == (("d", 4.0),) and svc.requests[0] == {"query": "beta gamma", "k": 1}

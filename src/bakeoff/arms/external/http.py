@@ -9,7 +9,9 @@ with a :mod:`~bakeoff.arms.external.jsonpath` selector::
 **Body template**: the placeholders ``{query}``, ``{qid}`` (JSON strings,
 quotes included) and ``{k}`` (an integer) are replaced textually; the default
 is ``{"query": {query}, "k": {k}}``. Other braces are left alone, so a JSON
-template needs no escaping.
+template needs no escaping. The same placeholders in the URL are replaced
+URL-encoded (for ``method=GET``, which sends no body:
+``url=http://h/search?q={query}&n={k}``).
 
 **Retries**: a connection error, a timeout, HTTP 429 or any 5xx is retried up
 to ``retries`` more times, waiting ``backoff * 2**attempt`` seconds; other 4xx
@@ -32,6 +34,7 @@ import socket
 import time
 import urllib.error
 import urllib.request
+from urllib.parse import quote
 from collections.abc import Mapping
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from typing import Any
@@ -113,7 +116,9 @@ class HttpArm(Arm):
     # one request ------------------------------------------------------------
     def _request(self, query: str, qid: str, k: int) -> Any:
         data = fill_template(self.body, query=query, qid=qid, k=k).encode("utf-8")
-        req = urllib.request.Request(self.url, data=data if self.method != "GET" else None, method=self.method)
+        url = (self.url.replace("{query}", quote(query, safe="")).replace("{qid}", quote(qid, safe=""))
+               .replace("{k}", str(int(k))))
+        req = urllib.request.Request(url, data=data if self.method != "GET" else None, method=self.method)
         req.add_header("Content-Type", self.content_type)
         req.add_header("Accept", "application/json")
         for key, val in self.headers.items():
