@@ -10,10 +10,10 @@ import typer
 
 from ..arms.base import Context
 from ..bakeoff import run_bakeoff
-from ..engine import make_engine
 from ..config import BakeoffConfig, DatasetSpec, build_arms, load_config, parse_arm_spec
 from ..data.clean import CleanOptions
 from ..data.loaders import FieldMap
+from ..engine import make_engine
 from ..errors import ConfigError
 from ..report.terminal import print_table
 from ._common import make_cache, warn_all
