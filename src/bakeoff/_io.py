@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["atomic_open", "atomic_write_bytes", "atomic_write_text", "atomic_write_json"]
+__all__ = ["atomic_open", "atomic_write_bytes", "atomic_write_json", "atomic_write_text"]
 
 
 @contextmanager

@@ -11,7 +11,7 @@ from .data.model import Dataset
 from .metrics import Measure, evaluate, parse_measures
 from .results import ArmResult, Results
 
-__all__ = ["run_bakeoff", "default_measures"]
+__all__ = ["default_measures", "run_bakeoff"]
 
 log = logging.getLogger("bakeoff")
 

@@ -22,11 +22,21 @@ from typing import Any
 from .arms.base import Arm
 from .arms.registry import arm_types
 from .data.clean import CleanOptions
-from .data.loaders import FieldMap, LoadReport, attach, load_beir, load_ir_datasets, read_beir_queries, read_qrels, read_records, read_folder
+from .data.loaders import (
+    FieldMap,
+    LoadReport,
+    attach,
+    load_beir,
+    load_ir_datasets,
+    read_beir_queries,
+    read_folder,
+    read_qrels,
+    read_records,
+)
 from .data.model import Dataset
 from .errors import BakeoffError, ConfigError
 
-__all__ = ["ArmSpec", "DatasetSpec", "BakeoffConfig", "parse_arm_spec", "build_arms", "load_config", "parse_value"]
+__all__ = ["ArmSpec", "BakeoffConfig", "DatasetSpec", "build_arms", "load_config", "parse_arm_spec", "parse_value"]
 
 
 def parse_value(text: str) -> Any:
@@ -193,7 +203,7 @@ def load_config(path: str | Path) -> BakeoffConfig:
         fields_raw = ds.pop("fields", {}) or {}
         if "text" in fields_raw and isinstance(fields_raw["text"], str):
             fields_raw["text"] = [fields_raw["text"]]
-        fields = FieldMap(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in fields_raw.items()})
+        fields = FieldMap(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in fields_raw.items()})  # type: ignore[arg-type]
         clean = CleanOptions(**(ds.pop("clean", {}) or {}))
         for key in ("beir", "corpus", "queries", "qrels"):
             if key in ds:

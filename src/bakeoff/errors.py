@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from os import PathLike
 
-__all__ = ["BakeoffError", "InputError", "ConfigError", "MissingDependencyError"]
+__all__ = ["BakeoffError", "ConfigError", "InputError", "MissingDependencyError"]
 
 
 class BakeoffError(Exception):

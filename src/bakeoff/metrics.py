@@ -41,7 +41,7 @@ from typing import Literal
 
 from .data.model import Qrels, Run
 
-__all__ = ["Measure", "Evaluation", "parse_measure", "parse_measures", "evaluate", "DEFAULT_MEASURES"]
+__all__ = ["DEFAULT_MEASURES", "Evaluation", "Measure", "evaluate", "parse_measure", "parse_measures"]
 
 MeasureName = Literal["recall", "precision", "mrr", "ndcg", "ndcg_exp", "hit", "map"]
 _ALIASES: Mapping[str, MeasureName] = {

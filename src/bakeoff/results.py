@@ -35,7 +35,7 @@ from .data.model import Run
 from .errors import InputError
 from .metrics import Evaluation
 
-__all__ = ["ArmResult", "Results", "SCHEMA_VERSION", "read_results", "safe_filename"]
+__all__ = ["SCHEMA_VERSION", "ArmResult", "Results", "read_results", "safe_filename"]
 
 SCHEMA_VERSION = 1
 
@@ -113,7 +113,7 @@ class Results:
             "schema": "bakeoff.results",
             "schema_version": SCHEMA_VERSION,
             "bakeoff_version": bakeoff_version(),
-            "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
             "dataset": _jsonable(self.dataset),
             "k": self.k,
             "depth": self.depth,

@@ -14,7 +14,7 @@ from importlib import metadata
 
 from ..errors import ConfigError, MissingDependencyError
 
-__all__ = ["TOKEN_PATTERN", "stopword_list", "make_stemmer", "make_analyzer", "version_of"]
+__all__ = ["TOKEN_PATTERN", "make_analyzer", "make_stemmer", "stopword_list", "version_of"]
 
 TOKEN_PATTERN = r"(?u)\b\w\w+\b"
 

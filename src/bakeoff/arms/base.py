@@ -30,7 +30,7 @@ import numpy as np
 from ..cache import Cache, cache_key
 from ..data.model import Corpus, Queries, Run
 
-__all__ = ["Arm", "Context", "DocMask", "ARM_TYPES", "register_arm", "group_by_mask"]
+__all__ = ["ARM_TYPES", "Arm", "Context", "DocMask", "group_by_mask", "register_arm"]
 
 DocMask = Mapping[str, np.ndarray]
 

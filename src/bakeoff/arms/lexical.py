@@ -25,11 +25,13 @@ _BM25_METHODS = ("robertson", "lucene", "atire", "bm25l", "bm25+")
 
 
 def _ranked(scores: np.ndarray, corpus: Corpus, k: int, mask: np.ndarray | None) -> tuple[tuple[str, float], ...]:
-    s = np.where(scores > 0, scores, -np.inf)
+    """Top-k of the documents with a positive score (and allowed by ``mask``), tie rule applied."""
+    cand = np.flatnonzero(scores > 0)
     if mask is not None:
-        s = np.where(mask, s, -np.inf)
-    idx = top_k_indices(s, corpus.ids, k)
-    return tuple((corpus.ids[i], float(scores[i])) for i in idx)
+        cand = cand[mask[cand]]
+    idx = top_k_indices(scores, corpus.ids, k, candidates=cand)
+    ids = corpus.ids
+    return tuple(zip([ids[i] for i in idx.tolist()], scores[idx].astype(np.float64).tolist()))
 
 
 def _auto_stopwords(stopwords: str | None, stemmer: str | None) -> str | None:
@@ -43,8 +45,9 @@ class BM25Arm(Arm):
     """Okapi BM25 via bm25s.
 
     Score (``method="lucene"``, the default): for query terms t in document d,
-    ``sum_t idf(t) * tf(t,d) * (k1 + 1) / (tf(t,d) + k1 * (1 - b + b * |d| / avgdl))``
-    with ``idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5))``. Other methods:
+    ``sum_t idf(t) * tf(t,d) / (tf(t,d) + k1 * (1 - b + b * |d| / avgdl))``
+    with ``idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5))`` (Lucene omits Robertson's
+    constant ``(k1 + 1)`` factor, which does not change the ranking). Other methods:
     robertson, atire, bm25l, bm25+ (``delta`` for the last two).
     ``stopwords="auto"`` uses the stemmer's language (English without a stemmer).
     """
@@ -68,8 +71,8 @@ class BM25Arm(Arm):
         self.stemmer = None if stemmer in (None, "none", "") else str(stemmer).lower()
         self.stopwords = _auto_stopwords(stopwords, self.stemmer)
         self.lower = bool(lower)
-        stopword_list(self.stopwords)  # validate early
-        make_stemmer(self.stemmer)
+        make_stemmer(self.stemmer)  # validate early
+        stopword_list(self.stopwords)
         self._retriever: Any = None
         self._corpus: Corpus | None = None
 
@@ -157,8 +160,8 @@ class TfidfArm(Arm):
         self.stemmer = None if stemmer in (None, "none", "") else str(stemmer).lower()
         self.stopwords = _auto_stopwords(stopwords, self.stemmer)
         self.sublinear_tf, self.min_df, self.lower = bool(sublinear_tf), int(min_df), bool(lower)
-        stopword_list(self.stopwords)
         make_stemmer(self.stemmer)
+        stopword_list(self.stopwords)
         self._vectorizer: Any = None
         self._matrix: Any = None
         self._corpus: Corpus | None = None

@@ -12,7 +12,7 @@ import importlib
 
 from .base import ARM_TYPES, ArmFactory
 
-__all__ = ["arm_types", "BUILTIN_MODULES"]
+__all__ = ["BUILTIN_MODULES", "arm_types"]
 
 #: Modules that define built-in arms. Each must import without heavy dependencies.
 BUILTIN_MODULES: tuple[str, ...] = (

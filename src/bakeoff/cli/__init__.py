@@ -11,7 +11,7 @@ import typer
 
 from ..errors import BakeoffError
 
-__all__ = ["main", "build_app", "COMMAND_MODULES"]
+__all__ = ["COMMAND_MODULES", "build_app", "main"]
 
 #: Command modules under ``bakeoff.cli``; each defines ``register(app: typer.Typer)``.
 COMMAND_MODULES: tuple[str, ...] = ("run", "eval")

@@ -9,8 +9,8 @@ from typing import Annotated
 import typer
 
 from ..data.loaders import read_qrels, read_trec_run
-from ..metrics import evaluate, parse_measures
 from ..errors import ConfigError
+from ..metrics import evaluate, parse_measures
 
 
 def eval_cmd(

@@ -21,20 +21,20 @@ from typing import Any
 
 from ..errors import InputError, MissingDependencyError
 from .clean import CleanOptions, html_to_text
-from .model import Corpus, Dataset, Document, Qrels, Queries, Query, Run
+from .model import Corpus, Dataset, Qrels, Queries, Query, Run
 
 __all__ = [
-    "LoadReport",
     "FieldMap",
+    "LoadReport",
+    "attach",
     "load_beir",
+    "load_ir_datasets",
     "read_beir_corpus",
     "read_beir_queries",
-    "read_qrels",
-    "read_trec_run",
-    "read_records",
     "read_folder",
-    "load_ir_datasets",
-    "attach",
+    "read_qrels",
+    "read_records",
+    "read_trec_run",
 ]
 
 PathLike = str | os.PathLike[str]
@@ -240,16 +240,16 @@ def read_qrels(path: PathLike) -> Qrels:
                 continue
             fmt = "trec" if len(cols) == 4 else "beir"
         if fmt == "trec":
-            names = ("query id", "iteration", "doc id", "grade")
+            trec_names = ("query id", "iteration", "doc id", "grade")
             if len(cols) != 4:
                 raise InputError(f"expected 4 columns (qid iter docid grade), got {len(cols)}",
-                                 path=path, line=no, field=names[min(len(cols), 3)])
+                                 path=path, line=no, field=trec_names[min(len(cols), 3)])
             qid, did, grade = cols[0], cols[2], cols[3]
         else:
-            names = ("query-id", "corpus-id", "score")
+            beir_names = ("query-id", "corpus-id", "score")
             if len(cols) != 3:
                 raise InputError(f"expected 3 columns (query-id corpus-id score), got {len(cols)}",
-                                 path=path, line=no, field=names[min(len(cols), 2)])
+                                 path=path, line=no, field=beir_names[min(len(cols), 2)])
             qid, did, grade = cols
         try:
             g = int(float(grade)) if float(grade).is_integer() else None
@@ -494,7 +494,8 @@ def load_ir_datasets(name: str, *, clean: CleanOptions = CleanOptions()) -> Data
             b.add(doc.doc_id, title, text, {}, i)
         corpus = b.build()
         queries = Queries.from_queries(
-            Query(q.query_id, getattr(q, "text", None) or getattr(q, "title", "")) for q in ds.queries_iter()
+            Query(q.query_id, str(getattr(q, "text", None) or getattr(q, "title", "") or ""))
+            for q in ds.queries_iter()
         )
         judg: dict[str, dict[str, int]] = {}
         for qr in ds.qrels_iter():

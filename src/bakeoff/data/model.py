@@ -18,7 +18,7 @@ from typing import Any
 
 from .ranking import rank
 
-__all__ = ["Document", "Corpus", "Query", "Queries", "Qrels", "Run", "Dataset"]
+__all__ = ["Corpus", "Dataset", "Document", "Qrels", "Queries", "Query", "Run"]
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 

@@ -39,26 +39,31 @@ def top_k(
     return rank(scored)[:k]
 
 
-def top_k_indices(scores: np.ndarray, doc_ids: Sequence[str], k: int) -> np.ndarray:
+def top_k_indices(
+    scores: np.ndarray, doc_ids: Sequence[str], k: int, *, candidates: np.ndarray | None = None
+) -> np.ndarray:
     """Indices of the ``k`` best entries of a score vector under the tie rule.
 
     Fast path for arms that hold a dense score vector over the whole corpus.
+    ``candidates`` optionally restricts the choice to those row indices (e.g.
+    documents with a non-zero score, or the rows a mask allows).
     ``np.argpartition`` picks candidates; every document tied with the k-th
-    score is kept as a candidate, and the final order is decided by
-    :func:`rank`'s key (score desc, doc id desc), so the result is identical to
-    ``rank(zip(doc_ids, scores))[:k]``. ``-inf`` scores (masked documents) and NaN are
-    never returned.
+    score is kept, and the final order is decided by :func:`rank`'s key (score
+    desc, doc id desc), so the result is identical to
+    ``rank(zip(doc_ids, scores))[:k]``. ``-inf`` scores (masked documents) and
+    NaN are never returned.
     """
-    n = scores.shape[0]
-    k = min(k, n)
-    if k <= 0:
+    cand = np.arange(scores.shape[0]) if candidates is None else np.asarray(candidates, dtype=np.int64)
+    if k <= 0 or cand.size == 0:
         return np.empty(0, dtype=np.int64)
-    if k < n:
-        part = np.argpartition(-scores, k - 1)[:k]
-        kth = scores[part].min()
-        cand = np.flatnonzero(scores >= kth)
-    else:
-        cand = np.arange(n)
-    cand = cand[scores[cand] > -np.inf]  # drops -inf (masked) and NaN
-    order = sorted(cand.tolist(), key=lambda i: (float(scores[i]), doc_ids[i]), reverse=True)
-    return np.asarray(order[:k], dtype=np.int64)
+    vals = scores[cand]
+    keep = vals > -np.inf  # drops -inf (masked) and NaN
+    if not keep.all():
+        cand, vals = cand[keep], vals[keep]
+    if k < cand.size:
+        part = np.argpartition(-vals, k - 1)[:k]
+        sel = vals >= vals[part].min()
+        cand, vals = cand[sel], vals[sel]
+    idx = cand.tolist()
+    order = sorted(zip(vals.tolist(), [doc_ids[i] for i in idx], idx), reverse=True)
+    return np.fromiter((o[2] for o in order[:k]), dtype=np.int64, count=min(k, len(order)))

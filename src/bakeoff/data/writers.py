@@ -9,7 +9,7 @@ from pathlib import Path
 from .._io import atomic_open
 from .model import Corpus, Qrels, Queries, Run
 
-__all__ = ["write_trec_run", "write_trec_qrels", "write_beir_qrels", "write_beir"]
+__all__ = ["write_beir", "write_beir_qrels", "write_trec_qrels", "write_trec_run"]
 
 
 def write_trec_run(run: Run, path: str | os.PathLike[str], *, tag: str | None = None) -> None:

@@ -6,7 +6,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
-__all__ = ["table_rows", "print_table"]
+__all__ = ["print_table", "table_rows"]
 
 
 def table_rows(results: Mapping[str, Any], *, measures: Sequence[str] | None = None) -> tuple[list[str], list[list[str]]]:
