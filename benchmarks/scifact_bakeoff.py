@@ -1,0 +1,208 @@
+"""SciFact bake-off benchmark: cold vs warm runs, encode throughput, fast mode, peak memory.
+
+Usage (timed figures belong under the shared lock)::
+
+    flock /tmp/bakeoff-bench.lock .venv/bin/python benchmarks/scifact_bakeoff.py [--docs N]
+
+In one invocation it measures
+
+1. raw sentence-transformers ``encode`` of the corpus (fp32, batch 32, bundled
+   MiniLM, ``normalize_embeddings=True``) in this process;
+2. a **cold** run (fresh, empty cache) of every available arm -- bm25,
+   bm25+stemmer, dense fp32, dense int8 (fast mode), and rrf / rerank when
+   those arm types are registered -- in a child process;
+3. a **warm** re-run of the same arms with the now-full cache, in a new child
+   process (imports, data loading, fingerprints and evaluation included);
+
+and prints wall times, documents/second and tokens/second of the corpus
+encodes (tokens = MiniLM word pieces after truncation to 256, [CLS]/[SEP]
+included), the raw/ours ratios, NDCG@10 of int8 vs fp32, and each child's peak
+RSS (``os.wait4``) and the parent's. ``--docs N`` encodes only the first N
+documents (a quick smoke run; metrics then mean little).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_DATA = ROOT.parent / "shared" / "data" / "scifact"
+
+BASE_ARMS = [
+    "bm25",
+    "bm25+stem=bm25:stemmer=english",
+    "dense",
+    "dense-int8=dense:precision=int8",
+]
+OPTIONAL_ARMS = {
+    "rrf": ["rrf(bm25,dense)=rrf:arms=bm25+dense", "rrf(bm25+stem,dense)=rrf:arms=bm25+stem+dense"],
+    "rerank": ["rerank(rrf)=rerank:base=rrf(bm25+stem,dense)"],
+}
+
+
+def arm_specs() -> list[str]:
+    """The base arms plus rrf/rerank when those arm types are importable."""
+    from bakeoff.arms.registry import arm_types
+
+    specs = list(BASE_ARMS)
+    try:
+        types = arm_types()
+    except Exception:  # an optional arm module failing to import must not sink the benchmark
+        types = {}
+    for type_name, extra in OPTIONAL_ARMS.items():
+        if type_name in types:
+            specs += extra
+    return specs
+
+
+def load(data: Path, docs: int | None):
+    from bakeoff.data import load_beir
+    from bakeoff.data.model import Corpus, Dataset
+
+    ds = load_beir(data, split="test")
+    if docs:
+        c = ds.corpus
+        small = Corpus(ids=c.ids[:docs], texts=c.texts[:docs], titles=c.titles[:docs], metadata=c.metadata[:docs])
+        ds = Dataset(name=ds.name, corpus=small, queries=ds.queries, qrels=ds.qrels, split=ds.split, info=ds.info)
+    return ds
+
+
+def worker(args: argparse.Namespace) -> None:
+    """Child process: one bake-off over all arms with the given cache; writes a JSON summary."""
+    t0 = time.perf_counter()
+    from bakeoff.bakeoff import run_bakeoff
+    from bakeoff.cache import Cache
+    from bakeoff.config import build_arms, parse_arm_spec
+
+    ds = load(args.data, args.docs)
+    arms = build_arms([parse_arm_spec(s) for s in arm_specs()])
+    res = run_bakeoff(ds, arms, k=10, depth=100, cache=Cache(args.cache), progress=False)
+    wall = time.perf_counter() - t0
+    out = {"wall_s": wall, "arms": []}
+    for a in res.arms:
+        out["arms"].append({"name": a.name, "cached": a.cached, "metrics": dict(a.evaluation.means),
+                            "timing": dict(a.timing)})
+    Path(args.worker_out).write_text(json.dumps(out))
+
+
+def child(args: argparse.Namespace, phase: str, cache: Path) -> dict[str, Any]:
+    """Run :func:`worker` in a fresh interpreter; add its wall time and peak RSS."""
+    out = cache.parent / f"{phase}.json"
+    cmd = [sys.executable, __file__, "--worker", phase, "--cache", str(cache), "--worker-out", str(out),
+           "--data", str(args.data)] + (["--docs", str(args.docs)] if args.docs else [])
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{phase} run failed (exit {os.waitstatus_to_exitcode(status)})")
+    summary = json.loads(out.read_text())
+    summary.update({"process_wall_s": wall, "peak_rss_mib": usage.ru_maxrss / 1024})
+    return summary
+
+
+def count_tokens(texts: list[str]) -> int:
+    """MiniLM word pieces per text after truncation to 256 (what the model actually sees)."""
+    from tokenizers import Tokenizer
+
+    from bakeoff.arms.encoders.models import bundled_minilm_dir
+
+    tok = Tokenizer.from_file(str(bundled_minilm_dir() / "tokenizer.json"))
+    tok.enable_truncation(max_length=256)
+    tok.no_padding()
+    return sum(len(e.ids) for e in tok.encode_batch([t.strip() for t in texts]))
+
+
+def raw_st_encode(texts: list[str]) -> float:
+    """Seconds for plain ``SentenceTransformer.encode`` (fp32, batch 32) of ``texts``."""
+    from sentence_transformers import SentenceTransformer
+
+    from bakeoff.arms.encoders.models import bundled_minilm_dir
+
+    model = SentenceTransformer(str(bundled_minilm_dir()), device="cpu")
+    model.encode(texts[:8], batch_size=32)  # warm-up (lazy init), excluded
+    t0 = time.perf_counter()
+    model.encode(texts, batch_size=32, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
+    return time.perf_counter() - t0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    ap.add_argument("--docs", type=int, default=None, help="encode only the first N documents (smoke run)")
+    ap.add_argument("--skip-raw", action="store_true", help="skip the raw sentence-transformers baseline")
+    ap.add_argument("--json", type=Path, default=None, help="also write the figures as JSON here")
+    ap.add_argument("--worker", choices=["cold", "warm"], help=argparse.SUPPRESS)
+    ap.add_argument("--cache", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--worker-out", type=Path, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    if args.worker:
+        return worker(args)
+    if not (args.data / "corpus.jsonl").exists():
+        raise SystemExit(f"SciFact not found at {args.data}")
+
+    ds = load(args.data, args.docs)
+    texts = ds.corpus.full_texts()
+    n_docs, n_tokens = len(texts), count_tokens(texts)
+    print(f"corpus: {n_docs} documents, {n_tokens} tokens (MiniLM word pieces, max 256/doc); "
+          f"{len(ds.queries)} queries; arms: {', '.join(arm_specs())}")
+    figures: dict[str, Any] = {"n_docs": n_docs, "n_tokens": n_tokens}
+
+    raw_s = None
+    if not args.skip_raw:
+        raw_s = raw_st_encode(texts)
+        figures["raw_st_encode_s"] = raw_s
+        print(f"raw sentence-transformers encode (fp32, batch 32): {raw_s:8.1f} s  "
+              f"{n_docs / raw_s:7.1f} docs/s  {n_tokens / raw_s:8.0f} tokens/s")
+
+    with tempfile.TemporaryDirectory(prefix="bakeoff-bench-") as tmp:
+        cache = Path(tmp) / "cache"
+        cold = child(args, "cold", cache)
+        warm = child(args, "warm", cache)
+    figures.update({"cold": cold, "warm": warm})
+
+    fp = {a["name"]: a for a in cold["arms"]}
+    print("\nphase  wall(s)  peak RSS(MiB)   [process wall incl. interpreter start]")
+    for phase, r in (("cold", cold), ("warm", warm)):
+        print(f"{phase:5s} {r['wall_s']:8.2f} {r['peak_rss_mib']:10.0f}        [{r['process_wall_s']:.2f} s]")
+    print(f"\n{'arm':28s} {'nDCG@10':>8s} {'R@10':>7s} {'MRR@10':>7s} {'cold idx s':>10s} {'warm cached':>11s}")
+    for a in warm["arms"]:
+        m, c = a["metrics"], fp[a["name"]]
+        print(f"{a['name']:28s} {m.get('ndcg@10', float('nan')):8.5f} {m.get('recall@10', float('nan')):7.5f} "
+              f"{m.get('mrr@10', float('nan')):7.5f} {c['timing'].get('index_s', 0.0):10.2f} {str(a['cached']):>11s}")
+
+    print("\ncorpus encode        seconds   docs/s   tokens/s   raw ST / this")
+    for label, name in (("ours fp32", "dense"), ("ours int8 (fast)", "dense-int8")):
+        t = fp[name]["timing"].get("doc_encode_s")
+        if t is None:
+            continue
+        figures[f"{name}_encode_s"] = t
+        ratio = f"{raw_s / t:6.2f}x" if raw_s else "   n/a"
+        print(f"{label:18s} {t:9.1f} {n_docs / t:8.1f} {n_tokens / t:10.0f}   {ratio}")
+    if raw_s:
+        print(f"{'raw ST fp32':18s} {raw_s:9.1f} {n_docs / raw_s:8.1f} {n_tokens / raw_s:10.0f}     1.00x")
+    d32, d8 = fp["dense"]["metrics"]["ndcg@10"], fp["dense-int8"]["metrics"]["ndcg@10"]
+    figures["ndcg_fp32"], figures["ndcg_int8"] = d32, d8
+    print(f"\nNDCG@10 fp32 {d32:.5f}  int8 {d8:.5f}  |diff| {abs(d32 - d8):.5f} (target <= 0.002)")
+    print(f"warm re-run of all arms: {warm['wall_s']:.2f} s in-process, {warm['process_wall_s']:.2f} s "
+          f"with interpreter start (target < 10 s)")
+    self_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    figures["parent_peak_rss_mib"] = self_rss
+    print(f"peak RSS: parent (raw ST) {self_rss:.0f} MiB, cold child {cold['peak_rss_mib']:.0f} MiB, "
+          f"warm child {warm['peak_rss_mib']:.0f} MiB")
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=2))
+
+
+if __name__ == "__main__":
+    main()
