@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from _vectors import FixedVectors, random_unit
+from tests._vectors import FixedVectors, random_unit
 from bakeoff.arms.ann import AnnArm, recall_of_exact
 from bakeoff.arms.base import Context
 from bakeoff.bakeoff import run_bakeoff

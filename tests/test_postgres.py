@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from _vectors import FixedVectors, random_unit
+from tests._vectors import FixedVectors, random_unit
 from bakeoff.arms.base import Context
 from bakeoff.arms.external import ExternalError
 from bakeoff.arms.external._pg import connect
