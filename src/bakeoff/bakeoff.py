@@ -89,6 +89,9 @@ def run_bakeoff(
         evaluation = evaluate(run, dataset.qrels, ms, query_ids=dataset.queries.ids)
         fp = arm.fingerprint()
         mark = fine_tuned_mark(arm.config())
+        # Arms may add their own figures (e.g. ann: recall of the exact top-k); they land in results.json.
+        extra_fn = getattr(arm, "extra_metrics", None)
+        extra = dict(extra_fn(ctx=ctx, run=run, queries=dataset.queries, k=k, depth=depth)) if extra_fn else {}
         results.append(
             ArmResult(
                 name=arm.name,
@@ -101,7 +104,8 @@ def run_bakeoff(
                 cached=ctx.was_cached(arm, dataset.queries, k=depth),
                 extra={"cost": arm_cost(arm, ctx, hourly_rate=hourly_rate, n_queries=len(dataset.queries)),
                        **({"children": [c.name for c in arm.children()]} if arm.children() else {}),
-                       **({"fine_tuned": mark} if mark else {})},
+                       **({"fine_tuned": mark} if mark else {}),
+                       **({"extra_metrics": extra} if extra else {})},
             )
         )
     info = {

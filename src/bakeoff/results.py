@@ -19,6 +19,7 @@ Schema (``schema_version`` 1)::
                 "cost": {"hourly_rate_usd", "basis", "usd_per_1k_queries", "machine_usd_per_1k_queries",
                          "api_usd_per_1k_queries", "one_time_s", "one_time_usd",
                          "usage": {"index": {...}, "search": {...}}, "tokens_per_query"},
+                "extra_metrics": {"ann_recall@10": float, ...},   # optional, arm-specific figures
                 "run_file": "runs/<name>.trec",
                 "fine_tuned": {"trained_on", "split", "kind", "base_model", "data_fingerprint", "model", "option"}
                               # only for arms whose model folder holds bakeoff_training.json

@@ -99,8 +99,13 @@ def encode_checkpointed(
         return np.asarray(run(encoder, ordered[start:end], kind, batch_size), dtype=np.float32)
 
     sorted_kind = cache_kind + "-sorted"
-    arr, _ = checkpointed_rows(cache, sorted_kind, key, len(ordered), compute, batch_size=checkpoint_rows,
-                               progress=progress, desc=desc, unit="text")
+    if kind == "doc" and hasattr(engine, "encode_rows"):  # distributed (Ray): same checkpoints, chunks in parallel
+        arr, _ = engine.encode_rows(cache=cache, kind=sorted_kind, key=key, texts=ordered,  # type: ignore[union-attr]
+                                    encoder=encoder, text_kind=kind, batch_size=batch_size,
+                                    chunk_rows=checkpoint_rows, progress=progress, desc=desc)
+    else:
+        arr, _ = checkpointed_rows(cache, sorted_kind, key, len(ordered), compute, batch_size=checkpoint_rows,
+                                   progress=progress, desc=desc, unit="text")
     if len(ordered) == 0:
         return np.zeros((0, 0), dtype=np.float32)
     by_unique = np.empty_like(arr, dtype=np.float32)

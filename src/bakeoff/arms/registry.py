@@ -16,7 +16,14 @@ __all__ = ["BUILTIN_MODULES", "arm_types"]
 
 #: Modules that define built-in arms. Each must import without heavy dependencies.
 BUILTIN_MODULES: tuple[str, ...] = (
-    "bakeoff.arms.lexical", "bakeoff.arms.dense", "bakeoff.arms.fusion", "bakeoff.arms.rerank",
+    "bakeoff.arms.lexical",
+    "bakeoff.arms.dense",
+    "bakeoff.arms.fusion",
+    "bakeoff.arms.rerank",
+    "bakeoff.arms.ann",
+    "bakeoff.arms.external.http",
+    "bakeoff.arms.external.command",
+    "bakeoff.arms.external.postgres",
 )
 
 

