@@ -190,3 +190,16 @@ def test_ir_datasets_offline_gives_clear_error():
 
     with pytest.raises(InputError, match=r"irds:nonexistent/dataset: unknown ir_datasets id"):
         load_ir_datasets("nonexistent/dataset")
+
+
+def test_atomic_writes_get_the_usual_file_mode(tmp_path):
+    import os
+    import stat
+
+    from bakeoff._io import atomic_write_text
+
+    atomic_write_text(tmp_path / "f.txt", "x")
+    mask = os.umask(0o022)
+    os.umask(mask)
+    assert stat.S_IMODE((tmp_path / "f.txt").stat().st_mode) == 0o666 & ~mask
+    assert [p.name for p in tmp_path.iterdir()] == ["f.txt"]  # no temporary left behind
