@@ -41,7 +41,14 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w", **kwargs: Any) ->
 
 
 def _umask() -> int:
-    """The process umask (read by setting and restoring it; there is no getter)."""
+    """The process umask: from /proc on Linux, else by setting and restoring it."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except OSError:
+        pass
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
