@@ -7,9 +7,12 @@ A driver process reranks BM25's top ``--top`` for the first ``--queries`` SciFac
 queries with the default cross-encoder (bundled all-MiniLM-L6-v2, seeded head), checkpointing
 every ``--chunk`` pairs into a cache, and writes the reranked run and the raw score array.
 The test runs the driver once on an empty cache (the clean reference, timed); then per
-repeat starts it on a new empty cache, kills it with SIGKILL after ``u * clean_wall``
-seconds (``u ~ U(0.4, 0.95)`` from a seeded ``np.random.Generator``), counts the
-checkpoint files that survived, re-runs the driver to completion and compares. Prints
+repeat starts it on a new empty cache and kills it with SIGKILL at a random point *inside
+the rerank stage*: once ``j`` checkpoints exist (``j`` uniform over ``0 .. n_chunks - 1``)
+plus a random extra delay of up to half a chunk's time (a seeded ``np.random.Generator``
+draws both; polling the checkpoint folder makes the kill independent of machine load).
+It then counts the checkpoint files that survived, re-runs the driver to completion and
+compares. Prints
 one line per repeat and a summary; exits 1 on any mismatch.
 """
 
@@ -47,13 +50,26 @@ def driver(args: argparse.Namespace) -> None:
     Path(args.out, "result.json").write_text(json.dumps(scores))
 
 
-def run_driver(args: argparse.Namespace, cache: Path, out: Path, *, kill_after: float | None) -> tuple[bool, float]:
+def run_driver(args: argparse.Namespace, cache: Path, out: Path, *, kill_after: float | None = None,
+               kill_at: tuple[int, float] | None = None) -> tuple[bool, float]:
     cmd = [sys.executable, __file__, "--driver", "--data", args.data, "--cache", str(cache), "--out", str(out),
            "--queries", str(args.queries), "--top", str(args.top), "--batch-size", str(args.batch_size),
            "--chunk", str(args.chunk)]
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if kill_at is not None:
+        target, extra = kill_at
+        while proc.poll() is None:
+            if cache.exists() and len(list(cache.rglob("*.parts/*.npy"))) >= target:
+                time.sleep(extra)
+                break
+            time.sleep(0.05)
+        if proc.poll() is not None:
+            return False, time.perf_counter() - t0
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        return True, time.perf_counter() - t0
     if kill_after is None:
         code = proc.wait()
         if code != 0:
@@ -92,18 +108,21 @@ def main() -> None:
         _, clean_wall = run_driver(args, work / "ref-cache", ref_out, kill_after=None)
         reference = (ref_out / "result.json").read_text()
         n_pairs = len(json.loads(reference))
-        print(f"clean run: {n_pairs} pairs, {clean_wall:.1f} s")
+        n_chunks = -(-n_pairs // args.chunk)
+        print(f"clean run: {n_pairs} pairs in {n_chunks} checkpoints, {clean_wall:.1f} s")
         failures = 0
         for i in range(args.repeat):
             cache, out = work / f"cache-{i}", work / f"out-{i}"
             out.mkdir()
-            u = float(rng.uniform(0.4, 0.95))
-            killed, _ = run_driver(args, cache, out, kill_after=u * clean_wall)
+            target = int(rng.integers(0, n_chunks))
+            extra = float(rng.uniform(0.0, 0.5)) * args.chunk / 4.0  # ~half a chunk at ~4 pairs/s
+            killed, _ = run_driver(args, cache, out, kill_at=(target, extra))
             parts = len(list(cache.rglob("*.parts/*.npy"))) if cache.exists() else 0
             _, resume_wall = run_driver(args, cache, out, kill_after=None)
             same = (out / "result.json").read_text() == reference
             failures += not same
-            print(f"repeat {i + 1:2d}: kill at {u:.2f} x clean ({'killed' if killed else 'finished first'}), "
+            print(f"repeat {i + 1:2d}: kill after checkpoint {target} + {extra:.2f} s "
+                  f"({'killed' if killed else 'finished first'}), "
                   f"{parts} checkpoints survived, resume {resume_wall:.1f} s, identical: {same}")
         print(f"{args.repeat - failures}/{args.repeat} identical to the clean run")
         if failures:
