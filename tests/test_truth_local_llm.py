@@ -77,3 +77,14 @@ def test_describe_mode_and_cache_on_the_real_model(server, cache) -> None:
     truth2 = describe_truth(_corpus(), again, options=opts, progress=False)
     assert again.usage.http_calls == 0 and again.usage.cache_hits == 2
     assert truth2.queries.texts == truth.queries.texts
+
+
+def test_a_server_that_cannot_start_is_a_clean_error(tmp_path) -> None:
+    from bakeoff.errors import BakeoffError
+
+    bad = tmp_path / "not-a-model.gguf"
+    bad.write_bytes(b"this is not GGUF")
+    srv = LocalLLMServer(model_path=bad, startup_timeout_s=60)
+    with pytest.raises(BakeoffError, match="exited during startup"):
+        srv.start()
+    assert srv.proc is None
