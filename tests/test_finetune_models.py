@@ -124,7 +124,7 @@ def test_fine_tuned_arms_in_bakeoff_run(tiny: Path, embedder_pair: tuple[Path, P
     res = json.loads((tmp_path / "res" / "results.json").read_text())
     from bakeoff.report.terminal import table_rows
 
-    assert [r[0] for r in table_rows(res)[1]] == ["bm25", "ft [trained on tiny:train]", "base"]
+    assert [r[0] for r in table_rows(res)[1]] == ["bm25", "ft (trained on tiny:train)", "base"]
     arms = {x["name"]: x for x in res["arms"]}
     assert arms["ft"]["fine_tuned"]["trained_on"] == "tiny:train"
     assert arms["ft"]["fine_tuned"]["kind"] == "embedder" and arms["ft"]["fine_tuned"]["split"] == "train"

@@ -34,7 +34,7 @@ def table_rows(results: Mapping[str, Any], *, measures: Sequence[str] | None = N
         usd = (a.get("cost") or {}).get("usd_per_1k_queries")
         name = a["name"]
         if a.get("fine_tuned"):
-            name += f" [trained on {a['fine_tuned'].get('trained_on')}]"
+            name += f" (trained on {a['fine_tuned'].get('trained_on')})"  # no [..]: rich markup
         rows.append([name, *[f"{v:.4f}" for v in vals], p50, p95, "-" if usd is None else _usd(usd),
                      "yes" if a.get("cached") else ""])
     return header, rows
