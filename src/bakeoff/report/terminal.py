@@ -39,7 +39,7 @@ def table_rows(results: Mapping[str, Any], *, measures: Sequence[str] | None = N
         usd = (a.get("cost") or {}).get("usd_per_1k_queries")
         name = a["name"]
         if a.get("fine_tuned"):
-            name += f" [trained on {a['fine_tuned'].get('trained_on')}]"
+            name += f" (trained on {a['fine_tuned'].get('trained_on')})"
         rows.append([name, *[f"{v:.4f}" for v in vals], *["" if v is None else f"{v:.4f}" for v in ex],
                      p50, p95, "-" if usd is None else _usd(usd), "yes" if a.get("cached") else ""])
     return header, rows
@@ -63,6 +63,7 @@ def _lower_bound(results: Mapping[str, Any]) -> bool:
 def print_table(results: Mapping[str, Any], *, measures: Sequence[str] | None = None, file: IO[str] | None = None) -> None:
     """Print the table with rich (plain text when the output is not a terminal)."""
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     header, rows = table_rows(results, measures=measures)
@@ -74,7 +75,7 @@ def print_table(results: Mapping[str, Any], *, measures: Sequence[str] | None = 
     for i, h in enumerate(header):
         table.add_column(h, justify="left" if i == 0 else "right")
     for r in rows:
-        table.add_row(*r)
+        table.add_row(*(escape(c) for c in r))  # arm names are user text, not rich markup
     # wide enough that no header or cell wraps (the title may wrap)
     widths = [max([len(h), *(len(r[i]) for r in rows)]) + 3 for i, h in enumerate(header)]
     console = Console(file=file, width=max(100, sum(widths) + 4))
