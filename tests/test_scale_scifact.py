@@ -40,6 +40,8 @@ def test_scifact_slice_pgvector_exact_equals_dense(scifact: Any, shared_cache: A
     assert extra["flat"]["ann_recall@10"] == 1.0
     assert extra["hnsw"]["ann_recall@10"] == pytest.approx(recall_of_exact(runs["hnsw"], dense, k=10, query_ids=qids))
     assert extra["hnsw"]["ann_recall@10"] >= 0.9
+    assert extra["pgh"]["ann_recall@10"] == pytest.approx(recall_of_exact(runs["pgh"], dense, k=10, query_ids=qids))
+    assert "ann_recall@10" not in extra["pgx"]
     metrics = {a.name: a.evaluation.means for a in res.arms}
     # web-search AND semantics finds little for claim-length queries; OR-ing the terms works like BM25.
     assert metrics[f"pgfts:dsn={pg_dsn}"]["ndcg@10"] < metrics["fts-any"]["ndcg@10"]

@@ -350,3 +350,12 @@ class PgVectorArm(_PgArm):
                     bar.update(1)
         bar.close()
         return Run.from_ranked(self.name, {q: out[q] for q in queries.ids})
+
+    def extra_metrics(self, *, ctx: Context, run: Run, queries: Queries, k: int, depth: int) -> dict[str, float]:
+        """For ``index=hnsw``: ``ann_recall@k``, the recall of the base dense arm's exact top-``k``."""
+        if self.index_kind != "hnsw":
+            return {}
+        from ..ann import recall_of_exact
+
+        exact = ctx.search(self.base, queries, k=depth)
+        return {f"ann_recall@{k}": recall_of_exact(run, exact, k=k, query_ids=queries.ids)}
