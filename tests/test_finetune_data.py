@@ -108,3 +108,18 @@ def test_split_union(tmp_path: Path) -> None:
     train = load_training_data(folder, "train")
     assert len(both.positives) == 30 and len(train.positives) == 24
     assert both.positives["teq24"] == ("d24",) and both.queries["teq24"].startswith("science facts: which")
+
+
+def test_load_split_takes_the_corpus_from_elsewhere(tmp_path):
+    """A synthetic-style folder without corpus.jsonl reads the corpus given by --corpus."""
+    from bakeoff.train.data import load_split
+
+    src = tmp_path / "corpus"
+    src.mkdir()
+    (src / "corpus.jsonl").write_text('{"_id": "d1", "text": "alpha"}\n{"_id": "d2", "text": "beta"}\n')
+    syn = tmp_path / "syn"
+    (syn / "qrels").mkdir(parents=True)
+    (syn / "queries.jsonl").write_text('{"_id": "q1", "text": "what is alpha"}\n')
+    (syn / "qrels" / "train.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\n")
+    ds = load_split(syn, "train", corpus=src)
+    assert ds.corpus.ids == ("d1", "d2") and ds.queries.ids == ("q1",) and ds.qrels.relevant("q1") == {"d1"}

@@ -421,7 +421,7 @@ def attach(
     *,
     name: str,
     split: str,
-    report: LoadReport,
+    report: LoadReport | None = None,
     qrels_path: PathLike | None = None,
 ) -> Dataset:
     """Cross-check queries, judgments and corpus, count problems, build a Dataset.
@@ -430,6 +430,7 @@ def attach(
     ids judged but absent from the queries file, and judgments naming absent
     documents, are counted in ``report``.
     """
+    report = report if report is not None else LoadReport()
     judged = [q for q in queries.ids if q in qrels]
     report.judged_queries_missing = sum(1 for q in qrels if q not in queries)
     report.queries_without_judgments = sum(

@@ -165,3 +165,41 @@ def fine_tuned_mark(config: Mapping[str, Any]) -> dict[str, Any] | None:
                     "kind": rec.get("kind"), "base_model": rec.get("base_model"),
                     "data_fingerprint": rec.get("data_fingerprint")}
     return None
+
+
+def training_arguments(
+    params: Any, *, scratch: Path, evaluator: Any, metric: str, total_steps: int, progress: bool
+) -> dict[str, Any]:
+    """Keyword arguments shared by the embedder's and the reranker's HF training arguments.
+
+    CPU only, seeded (``seed`` and ``data_seed`` = ``params.seed``), logged every step; with an
+    evaluator, validation every ``ceil(total_steps / params.evals)`` steps and the best checkpoint
+    (by ``metric``, higher is better) loaded at the end. ``warmup_ratio`` is passed as a float
+    ``warmup_steps``, the form Transformers v5 accepts for a ratio.
+    """
+    eval_steps = max(1, -(-total_steps // max(1, params.evals)))
+    return dict(
+        output_dir=str(scratch),
+        num_train_epochs=params.epochs,
+        max_steps=params.max_steps,
+        per_device_train_batch_size=params.batch_size,
+        per_device_eval_batch_size=params.batch_size,
+        learning_rate=params.learning_rate,
+        warmup_steps=params.warmup_ratio,
+        seed=params.seed,
+        data_seed=params.seed,
+        use_cpu=True,
+        report_to="none",
+        logging_steps=1,
+        eval_strategy="steps" if evaluator else "no",
+        eval_steps=eval_steps if evaluator else None,
+        save_strategy="steps" if evaluator else "no",
+        save_steps=eval_steps,
+        save_total_limit=2 if evaluator else None,
+        load_best_model_at_end=bool(evaluator),
+        metric_for_best_model=metric if evaluator else None,
+        greater_is_better=True,
+        disable_tqdm=not progress,
+        dataloader_num_workers=0,
+        save_only_model=True,
+    )

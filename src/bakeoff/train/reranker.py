@@ -33,6 +33,7 @@ from .common import (
     require_training_deps,
     resolve_model,
     scoped_global_rng,
+    training_arguments,
     write_training_record,
 )
 from .data import TrainingData, split_validation
@@ -119,31 +120,9 @@ def finetune_reranker(
             ]
             evaluator = CrossEncoderRerankingEvaluator(samples=samples, at_k=10, always_rerank_positives=True,
                                                        name="val", write_csv=False, batch_size=params.batch_size)
-        eval_steps = max(1, math.ceil(total / max(1, params.evals)))
         args = CrossEncoderTrainingArguments(
-            output_dir=str(scratch),
-            num_train_epochs=params.epochs,
-            max_steps=params.max_steps,
-            per_device_train_batch_size=params.batch_size,
-            per_device_eval_batch_size=params.batch_size,
-            learning_rate=params.learning_rate,
-            warmup_steps=params.warmup_ratio,
-            seed=params.seed,
-            data_seed=params.seed,
-            use_cpu=True,
-            report_to="none",
-            logging_steps=1,
-            eval_strategy="steps" if evaluator else "no",
-            eval_steps=eval_steps if evaluator else None,
-            save_strategy="steps" if evaluator else "no",
-            save_steps=eval_steps,
-            save_total_limit=2 if evaluator else None,
-            load_best_model_at_end=bool(evaluator),
-            metric_for_best_model="eval_val_ndcg@10" if evaluator else None,
-            greater_is_better=True,
-            disable_tqdm=not progress,
-            dataloader_num_workers=0,
-            save_only_model=True,
+            **training_arguments(params, scratch=scratch, evaluator=evaluator, metric="eval_val_ndcg@10",
+                                 total_steps=total, progress=progress),
         )
         trainer = CrossEncoderTrainer(model=model, args=args, train_dataset=HFDataset.from_dict(cols),
                                       loss=loss, evaluator=evaluator)
