@@ -1,12 +1,12 @@
 """Cross-encoder throughput, fp32 (sentence-transformers CrossEncoder on PyTorch) vs the
-int8 ONNX Runtime fast mode, on real SciFact (query, BM25-candidate) pairs, plus how
-closely the fast mode agrees with fp32.
+bf16 autocast fast mode and the int8 ONNX Runtime mode, on real SciFact (query,
+BM25-candidate) pairs, plus how closely each fast mode agrees with fp32.
 
     flock /tmp/bakeoff-bench.lock env HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/rerank_speed.py \\
         --queries 10 --top 20
 
 Prints pairs/second for each precision (pairs length-sorted and batched exactly as
-the rerank arm does, after one untimed warm-up batch), the int8/fp32 speed ratio,
+the rerank arm does, after one untimed warm-up batch), the fast/fp32 speed ratios,
 Pearson and Spearman correlation of the scores, and the mean per-query overlap of
 the top 10 after reranking. The model is the bundled all-MiniLM-L6-v2 with a seeded,
 untrained head (see ``bakeoff.arms.crossenc``): agreement figures compare two
@@ -61,7 +61,7 @@ def main() -> None:
     figures: dict[str, dict[str, float]] = {}
     scores: dict[str, np.ndarray] = {}
     with tempfile.TemporaryDirectory() as onnx_dir:
-        for precision in ("fp32", "int8"):
+        for precision in ("fp32", "bf16", "int8"):
             t0 = time.perf_counter()
             scorer = CrossEncoderScorer(precision=precision, max_length=args.max_length, onnx_dir=Path(onnx_dir))
             load_s = time.perf_counter() - t0
@@ -74,20 +74,24 @@ def main() -> None:
             scores[precision] = out
             figures[precision] = {"load_s": load_s, "score_s": dt, "pairs_per_s": len(pairs) / dt}
             print(f"{precision}: load/export {load_s:6.1f} s   score {dt:7.1f} s   {len(pairs) / dt:7.1f} pairs/s")
-    a, b = scores["fp32"], scores["int8"]
-    overlap = []
-    for qid in queries.ids:
-        idx = [i for i, (q, _) in enumerate(owners) if q == qid]
-        top_a = {owners[i][1] for i in sorted(idx, key=lambda i: -a[i])[:10]}
-        top_b = {owners[i][1] for i in sorted(idx, key=lambda i: -b[i])[:10]}
-        overlap.append(len(top_a & top_b) / max(1, min(10, len(idx))))
-    agree = {"pearson": float(np.corrcoef(a, b)[0, 1]), "spearman": float(spearmanr(a, b).statistic),
-             "top10_overlap": float(np.mean(overlap)), "max_abs_diff": float(np.abs(a - b).max())}
-    ratio = figures["int8"]["pairs_per_s"] / figures["fp32"]["pairs_per_s"]
-    print(f"int8/fp32 speed ratio: {ratio:.2f}x")
-    print("agreement int8 vs fp32: " + ", ".join(f"{k} {v:.4f}" for k, v in agree.items()))
+    ratios: dict[str, float] = {}
+    agreements: dict[str, dict[str, float]] = {}
+    a = scores["fp32"]
+    for fast in ("bf16", "int8"):
+        b = scores[fast]
+        overlap = []
+        for qid in queries.ids:
+            idx = [i for i, (q, _) in enumerate(owners) if q == qid]
+            top_a = {owners[i][1] for i in sorted(idx, key=lambda i: -a[i])[:10]}
+            top_b = {owners[i][1] for i in sorted(idx, key=lambda i: -b[i])[:10]}
+            overlap.append(len(top_a & top_b) / max(1, min(10, len(idx))))
+        agreements[fast] = {"pearson": float(np.corrcoef(a, b)[0, 1]), "spearman": float(spearmanr(a, b).statistic),
+                            "top10_overlap": float(np.mean(overlap)), "max_abs_diff": float(np.abs(a - b).max())}
+        ratios[fast] = figures[fast]["pairs_per_s"] / figures["fp32"]["pairs_per_s"]
+        print(f"{fast}/fp32 speed ratio: {ratios[fast]:.2f}x;  agreement with fp32: "
+              + ", ".join(f"{k} {v:.4f}" for k, v in agreements[fast].items()))
     if args.json:
-        Path(args.json).write_text(json.dumps({"figures": figures, "ratio": ratio, "agreement": agree,
+        Path(args.json).write_text(json.dumps({"figures": figures, "ratios": ratios, "agreement": agreements,
                                                "n_pairs": len(pairs)}, indent=1))
 
 

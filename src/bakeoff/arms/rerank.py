@@ -22,7 +22,8 @@ text) pairs, so any change computes afresh and a re-run hits the cache.
 Options: ``base`` (the arm to rerank; required), ``model`` (name or local
 path; default the bundled all-MiniLM-L6-v2 — untrained head, see
 :mod:`bakeoff.arms.crossenc`: not a quality anchor), ``top`` (default 100),
-``precision`` (``fp32`` default; ``int8`` ONNX Runtime fast mode),
+``precision`` (``fp32`` default; ``bf16`` autocast, the fast mode on CPUs with AMX;
+``int8`` ONNX Runtime dynamic quantisation),
 ``batch_size`` (32), ``max_length`` (256 tokens, all-MiniLM-L6-v2's training length; raise it for trained long-context rerankers), ``seed`` (0; seeds any
 head weights missing from the checkpoint), ``revision`` (hub revision),
 ``chunk`` (pairs per checkpoint, a multiple of ``batch_size``; default 1024).
@@ -31,6 +32,7 @@ head weights missing from the checkpoint), ``revision`` (hub revision),
 from __future__ import annotations
 
 import hashlib
+import time
 from typing import Any
 
 import numpy as np
@@ -108,9 +110,14 @@ class RerankArm(Arm):
         self._doc_texts: list[str] = []
 
     def config(self) -> dict[str, Any]:
-        return {**model_identity(self.model, revision=self.revision), "top": self.top, "precision": self.precision,
-                "batch_size": self.batch_size, "max_length": self.max_length, "seed": self.seed,
-                "chunk": self.chunk}
+        out = {**model_identity(self.model, revision=self.revision), "top": self.top, "precision": self.precision,
+               "batch_size": self.batch_size, "max_length": self.max_length, "seed": self.seed,
+               "chunk": self.chunk}
+        if self.precision == "bf16":
+            from .encoders.st import _cpu_capability
+
+            out["cpu_capability"] = _cpu_capability()
+        return out
 
     def versions(self) -> dict[str, str]:
         out = {lib: version_of(lib) for lib in ("sentence-transformers", "transformers", "torch")}
@@ -146,10 +153,15 @@ class RerankArm(Arm):
         scorer = self._scorer
         key = cache_key({"kind": "rerank", "scorer": {**self.config(), "top": None}, "versions": self.versions(),
                          "pairs": _pairs_digest(pairs), "n": len(pairs), "order": "length-desc-stable"})
-        sorted_scores, _hit = checkpointed_rows(
+        t0 = time.perf_counter()
+        sorted_scores, hit = checkpointed_rows(
             ctx.cache, "rerank", key, len(ordered),
             lambda s, e: scorer.score(ordered[s:e], batch_size=self.batch_size),
             batch_size=self.chunk, progress=ctx.progress, desc=f"rerank {self.name}", unit="pair")
+        if not hit and pairs:  # throughput of this call (pairs/s = pairs_scored / score_s)
+            stats = ctx.timings.setdefault(self.fingerprint(), {})
+            stats["pairs_scored"] = stats.get("pairs_scored", 0.0) + float(len(pairs))
+            stats["score_s"] = stats.get("score_s", 0.0) + time.perf_counter() - t0
         scores = np.empty(len(pairs), dtype=np.float64)
         scores[order] = np.asarray(sorted_scores, dtype=np.float64).reshape(len(pairs))
         per_query: dict[str, dict[str, float]] = {qid: {} for qid in queries.ids}

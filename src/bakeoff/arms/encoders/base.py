@@ -21,7 +21,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
-__all__ = ["Encoder", "TextKind", "l2_normalise", "length_order", "files_sha256", "apply_prefix"]
+__all__ = ["Encoder", "TextKind", "apply_prefix", "files_sha256", "l2_normalise", "length_order"]
 
 TextKind = Literal["query", "doc"]
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from .base import files_sha256
 
-__all__ = ["DEFAULT_MODEL", "MINILM_ALIASES", "bundled_minilm_dir", "hub_snapshot", "resolve_model", "model_files", "weights_hash"]
+__all__ = ["DEFAULT_MODEL", "MINILM_ALIASES", "bundled_minilm_dir", "hub_snapshot", "model_files", "resolve_model", "weights_hash"]
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 MINILM_ALIASES = frozenset({"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2", "minilm"})

@@ -35,7 +35,7 @@ import numpy as np
 from ...errors import BakeoffError, ConfigError
 from .base import TextKind, apply_prefix, l2_normalise, length_order
 
-__all__ = ["OpenAIEncoder", "EmbeddingAPIError"]
+__all__ = ["EmbeddingAPIError", "OpenAIEncoder"]
 
 _RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 
@@ -126,7 +126,7 @@ class OpenAIEncoder:
                 if exc.code not in _RETRY_STATUS and exc.code < 500:
                     raise EmbeddingAPIError(f"{url}: HTTP {exc.code}: {detail}") from None
                 last, retry_after = f"HTTP {exc.code}: {detail}", exc.headers.get("Retry-After")
-            except (TimeoutError, socket.timeout):
+            except TimeoutError:
                 last = f"timed out after {self.timeout:g} s"
             except urllib.error.URLError as exc:
                 if isinstance(exc.reason, (TimeoutError, socket.timeout)):

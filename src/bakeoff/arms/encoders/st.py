@@ -1,4 +1,13 @@
-"""Bi-encoder through sentence-transformers (fp32, the exact reference path).
+"""Bi-encoder through sentence-transformers: fp32 (the exact reference path) or bf16 (fast).
+
+``precision="bf16"`` runs the same fp32 weights under
+``torch.autocast("cpu", dtype=torch.bfloat16)``: matrix products and attention
+in bfloat16 (8-bit mantissa, fp32 accumulation), layer norms and the pooling in
+fp32. On CPUs with native bf16 (Intel AMX / AVX512-BF16, reported by
+:func:`bf16_native`) this is ~2.5x faster than fp32 for MiniLM; elsewhere
+PyTorch emulates bf16 and it can be slower than fp32. Vectors agree with fp32
+to cosine >= 0.9999 (measured on SciFact); the identity records the precision
+and the CPU's kernel capability, so bf16 vectors never mix with fp32 ones.
 
 The model is loaded lazily on the first :meth:`encode`, from a local folder
 (the bundled offline MiniLM by default, see :mod:`.models`) with
@@ -10,6 +19,7 @@ order; rows are L2-normalised.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 import numpy as np
@@ -18,7 +28,30 @@ from ...errors import ConfigError, MissingDependencyError
 from .base import TextKind, apply_prefix, l2_normalise, length_order
 from .models import hub_snapshot, resolve_model, weights_hash
 
-__all__ = ["SentenceTransformerEncoder"]
+__all__ = ["ST_PRECISIONS", "SentenceTransformerEncoder", "bf16_native"]
+
+#: Precisions this encoder runs.
+ST_PRECISIONS = ("fp32", "bf16")
+
+
+def bf16_native() -> bool:
+    """True when this CPU has native bfloat16 matrix units (AMX or AVX512-BF16)."""
+    try:
+        import torch
+
+        return bool(torch.cpu._is_amx_tile_supported() or torch.backends.mkldnn.is_available()
+                    and torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (ImportError, AttributeError, RuntimeError):
+        return False
+
+
+def _cpu_capability() -> str:
+    try:
+        import torch
+
+        return str(torch.backends.cpu.get_cpu_capability())
+    except (ImportError, AttributeError):
+        return "unknown"
 
 
 class SentenceTransformerEncoder:
@@ -36,7 +69,12 @@ class SentenceTransformerEncoder:
         prefix_doc: str = "",
         max_seq_length: int | None = None,
         device: str = "cpu",
+        precision: str = "fp32",
     ) -> None:
+        if precision not in ST_PRECISIONS:
+            raise ConfigError(f"sentence-transformers precision must be one of {', '.join(ST_PRECISIONS)}, "
+                              f"got {precision!r}")
+        self.precision = precision
         self.name, self.local_dir = resolve_model(model)
         self.prefix_query = prefix_query or ""
         self.prefix_doc = prefix_doc or ""
@@ -59,7 +97,9 @@ class SentenceTransformerEncoder:
 
     def identity(self, *, kind: TextKind | None = None) -> dict[str, Any]:
         ident: dict[str, Any] = {"encoder": "sentence-transformers", "model": self.name, "weights": self.weights(),
-                                 "max_seq_length": self.max_seq_length, "normalize": True, "precision": "fp32"}
+                                 "max_seq_length": self.max_seq_length, "normalize": True, "precision": self.precision}
+        if self.precision == "bf16":  # kernels (AMX vs emulation) round differently: part of the identity
+            ident["cpu_capability"] = _cpu_capability()
         if kind in (None, "query"):
             ident["prefix_query"] = self.prefix_query
         if kind in (None, "doc"):
@@ -82,6 +122,14 @@ class SentenceTransformerEncoder:
                 self._model.max_seq_length = self.max_seq_length
         return self._model
 
+    def _precision(self) -> AbstractContextManager[Any]:
+        """The autocast context of :attr:`precision` (a no-op for fp32)."""
+        if self.precision != "bf16":
+            return nullcontext()
+        import torch
+
+        return torch.autocast("cpu", dtype=torch.bfloat16)
+
     @property
     def dim(self) -> int:
         model = self._load()
@@ -96,8 +144,10 @@ class SentenceTransformerEncoder:
             return np.zeros((0, self.dim), dtype=np.float32)
         order = length_order(prefixed)
         model = self._load()
-        vecs = model.encode([prefixed[i] for i in order], batch_size=batch_size, convert_to_numpy=True,
-                            normalize_embeddings=True, show_progress_bar=False)
+        with self._precision():
+            vecs = model.encode([prefixed[i] for i in order], batch_size=batch_size, convert_to_numpy=True,
+                                normalize_embeddings=True, show_progress_bar=False)
+        vecs = np.asarray(vecs, dtype=np.float32)
         out = np.empty_like(vecs, dtype=np.float32)
         out[order] = vecs
         return l2_normalise(out)
