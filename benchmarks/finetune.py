@@ -1,16 +1,18 @@
 """Training throughput (pairs/second) and peak memory of `bakeoff finetune` on SciFact train.
 
 Fine-tunes the bundled MiniLM on the first ``--queries`` SciFact training queries
-(sorted ids; no validation slice, so only training is timed) and prints one line
-per trainer:
+(sorted ids; no validation slice, so only training is timed), for each trainer and
+each ``--precision`` (fp32, and bf16 mixed precision = ``--bf16``) in its own child
+process, and prints one line per run:
 
-    embedder  pairs=N  batch=B  steps=S  train_s=T  pairs_per_s=P  peak_rss_mib=M
-    reranker  ...
+    embedder  fp32  pairs=N  batch=B  steps=S  train_s=T  pairs_per_s=P  peak_rss_mib=M
+    reranker  bf16  ...
 
-``pairs_per_s`` = training rows consumed / wall time of ``trainer.train()``.
-``peak_rss_mib`` is the process's peak resident set size (``getrusage``), which
-includes the loaded model and the corpus. Run it under the shared lock so other
-jobs do not pollute the timing::
+``pairs`` = training rows (embedder: (query, positive) rows with in-batch negatives;
+reranker: positive and mined-negative (query, document) rows); ``pairs_per_s`` = rows
+consumed / wall time of ``trainer.train()``. ``peak_rss_mib`` is the child's peak
+resident set size (``getrusage``), which includes the loaded model and the corpus.
+Run it under the shared lock so other jobs do not pollute the timing::
 
     flock /tmp/bakeoff-bench.lock .venv/bin/python benchmarks/finetune.py
 """
@@ -38,7 +40,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--max-seq-length", type=int, default=256)
     ap.add_argument("--which", choices=["embedder", "reranker", "both"], default="both")
+    ap.add_argument("--precision", default="fp32,bf16", help="comma-separated: fp32, bf16")
+    ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.child is None:  # one child per (trainer, precision): separate peak-memory figures
+        import subprocess
+
+        whichs = ["embedder", "reranker"] if args.which == "both" else [args.which]
+        for which in whichs:
+            for prec in args.precision.split(","):
+                cmd = [sys.executable, __file__, "--data", args.data, "--queries", str(args.queries),
+                       "--batch-size", str(args.batch_size), "--max-seq-length", str(args.max_seq_length),
+                       "--which", which, "--child", prec]
+                if subprocess.run(cmd, check=False).returncode != 0:
+                    return 1
+        return 0
+    bf16 = args.child == "bf16"
 
     from bakeoff.train.data import load_training_data
     from bakeoff.train.embedder import EmbedderParams, finetune_embedder
@@ -54,8 +71,8 @@ def main(argv: list[str] | None = None) -> int:
             data = data.subset(sorted(data.positives)[: args.queries])
             rec = finetune_embedder(data, base="minilm", out=Path(tmp) / "emb", progress=False,
                                     params=EmbedderParams(batch_size=args.batch_size, val_fraction=0.0,
-                                                          max_seq_length=args.max_seq_length))
-            print(f"embedder  pairs={rec['n_pairs']}  batch={args.batch_size}  steps={rec['steps']}  "
+                                                          max_seq_length=args.max_seq_length, bf16=bf16))
+            print(f"embedder  {args.child}  pairs={rec['n_pairs']}  batch={args.batch_size}  steps={rec['steps']}  "
                   f"train_s={rec['train_time_s']:.1f}  pairs_per_s={rec['n_pairs'] / rec['train_time_s']:.2f}  "
                   f"peak_rss_mib={_peak_mib():.0f}", flush=True)
         if args.which in ("reranker", "both"):
@@ -63,8 +80,8 @@ def main(argv: list[str] | None = None) -> int:
             data = data.subset(sorted(data.positives)[: args.queries])
             rec = finetune_reranker(data, base="minilm", out=Path(tmp) / "rr", progress=False,
                                     params=RerankerParams(batch_size=args.batch_size, val_fraction=0.0,
-                                                          max_length=args.max_seq_length))
-            print(f"reranker  pairs={rec['n_pairs']}  batch={args.batch_size}  steps={rec['steps']}  "
+                                                          max_length=args.max_seq_length, bf16=bf16))
+            print(f"reranker  {args.child}  pairs={rec['n_pairs']}  batch={args.batch_size}  steps={rec['steps']}  "
                   f"train_s={rec['train_time_s']:.1f}  pairs_per_s={rec['n_pairs'] / rec['train_time_s']:.2f}  "
                   f"peak_rss_mib={_peak_mib():.0f}", flush=True)
     return 0

@@ -158,10 +158,14 @@ def test_bf16_fast_mode_close_to_fp32(minilm, corpus) -> None:
     assert np.array_equal(a, bf16.encode(texts, kind="doc", batch_size=3))
     ident = bf16.identity()
     assert ident["precision"] == "bf16" and ident["cpu_capability"] and ident != minilm.identity()
+    # queries stay fp32: bit-identical to the fp32 encoder, same cache identity
+    q = ["feline pets", "monetary policy and inflation"]
+    assert np.array_equal(bf16.encode(q, kind="query"), minilm.encode(q, kind="query"))
+    assert bf16.identity(kind="query") == minilm.identity(kind="query")
+    assert bf16.identity(kind="doc") != minilm.identity(kind="doc")
     # rankings agree with fp32 on the toy corpus
     from bakeoff.arms.dense import exact_search
 
-    q = ["feline pets", "monetary policy and inflation"]
     r32 = exact_search(minilm.encode(q, kind="query"), b, corpus.ids, k=3)
     r16 = exact_search(bf16.encode(q, kind="query"), a, corpus.ids, k=3)
     assert [[d for d, _ in r] for r in r32] == [[d for d, _ in r] for r in r16]

@@ -82,6 +82,31 @@ def test_ray_engine_resumes_from_existing_shards(ray_local: Any, cache: Any) -> 
     assert hit2 and np.array_equal(arr2, arr)
 
 
+def test_ray_rerank_identical_to_local(ray_local: Any, tmp_path: Any) -> None:
+    """Cross-encoder scoring of (query, document) pairs on Ray actors == the local rerank arm."""
+    from bakeoff.arms.lexical import BM25Arm
+    from bakeoff.arms.rerank import RerankArm
+    from bakeoff.cache import Cache
+    from bakeoff.data.model import Queries, Query
+
+    corpus = _corpus(40)
+    queries = Queries.from_queries([Query("q1", "protein cancer risk"), Query("q2", "mouse brain signal"),
+                                    Query("q3", "gene dose trial")])
+    runs, caches = {}, {}
+    for mode in ("local", "ray"):
+        caches[mode] = Cache(tmp_path / mode)
+        extras = {"encode_engine": make_engine({"ray": "auto", "actors": 2})} if mode == "ray" else {}
+        ctx = Context(corpus=corpus, cache=caches[mode], progress=False, extras=extras)
+        arm = RerankArm(name="rr", base=BM25Arm(), top=12, batch_size=4, chunk=8)
+        runs[mode] = ctx.search(arm, queries, k=10)
+        assert ctx.timings[arm.fingerprint()]["pairs_scored"] == 36.0
+    assert runs["ray"].ranked == runs["local"].ranked  # same documents, order and float scores
+    assert all(len(r) == 10 for r in runs["ray"].ranked.values())
+    assert not list(caches["ray"].root.rglob("*.parts"))  # shards assembled into the rerank entry
+    names = lambda c: sorted(p.name for p in (c.root / "rerank").rglob("*.npy"))  # noqa: E731
+    assert names(caches["ray"]) == names(caches["local"])  # same cache key: interchangeable entries
+
+
 def test_make_engine_specs() -> None:
     assert make_engine(None) is None and make_engine("local") is None
     with pytest.raises(ConfigError, match="--engine must be local or ray"):

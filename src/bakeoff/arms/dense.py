@@ -12,7 +12,8 @@ Model selectors (``model=``), see :func:`bakeoff.arms.encoders.make_encoder`:
 - any sentence-transformers hub name or local folder; ``prefixes=e5`` (``"query: "`` /
   ``"passage: "``) or ``prefixes=bge``, or explicit ``prefix_query="query: "`` /
   ``prefix_doc=...`` (quote a value to keep its trailing space on the command line);
-  ``precision=bf16`` is the fast mode (bfloat16 autocast; ~2.5x fp32 on CPUs with AMX),
+  ``precision=bf16`` is the fast mode (documents in bfloat16 autocast, ~2.5x fp32 on CPUs
+  with AMX; queries fp32),
   ``precision=int8`` runs an int8 ONNX build;
 - ``openai:<model>`` with ``base_url=`` and ``api_key_env=`` (the NAME of the
   environment variable holding the key): any OpenAI-compatible ``/v1/embeddings``;

@@ -9,6 +9,10 @@ by that score with the package tie rule (score desc, then doc id desc).
 at most ``top`` documents per query, whatever ``k`` asks for. Base scores
 play no part in the new order. Masks are passed to the base arm.
 
+With ``ctx.extras["encode_engine"]`` a Ray engine (``--engine ray``), the chunks are
+scored by actors holding the model (:meth:`bakeoff.engine.ray_engine.RayEngine.score_pairs`);
+the scores are identical to the local path.
+
 Scores are computed in fixed chunks of pairs with crash-safe resume
 (:func:`bakeoff.cache.checkpointed_rows`, kind ``rerank``): a ``kill -9``
 loses at most one chunk and the resumed result equals an uninterrupted one.
@@ -130,12 +134,16 @@ class RerankArm(Arm):
 
     def index(self, corpus: Corpus, *, ctx: Context) -> None:
         """Load the cross-encoder (and export/quantise it once for ``int8``)."""
-        onnx_dir = None if ctx.cache is None or ctx.cache.policy == "off" else ctx.cache.root / "onnx"
         if self._scorer is None:
-            self._scorer = CrossEncoderScorer(model=self.model, precision=self.precision, max_length=self.max_length,
-                                              seed=self.seed, revision=self.revision, onnx_dir=onnx_dir)
+            self._scorer = CrossEncoderScorer(**self._scorer_options(ctx))
         if self._corpus is None or self._corpus.fingerprint() != corpus.fingerprint():
             self._corpus, self._doc_texts = corpus, corpus.full_texts()
+
+    def _scorer_options(self, ctx: Context) -> dict[str, Any]:
+        """Keyword arguments of :class:`CrossEncoderScorer` (also sent to Ray actors)."""
+        onnx_dir = None if ctx.cache is None or ctx.cache.policy == "off" else ctx.cache.root / "onnx"
+        return {"model": self.model, "precision": self.precision, "max_length": self.max_length, "seed": self.seed,
+                "revision": self.revision, "onnx_dir": onnx_dir}
 
     def search(self, queries: Queries, *, k: int, ctx: Context, mask: DocMask | None = None) -> Run:
         if self._scorer is None or self._corpus is None:
@@ -154,10 +162,17 @@ class RerankArm(Arm):
         key = cache_key({"kind": "rerank", "scorer": {**self.config(), "top": None}, "versions": self.versions(),
                          "pairs": _pairs_digest(pairs), "n": len(pairs), "order": "length-desc-stable"})
         t0 = time.perf_counter()
-        sorted_scores, hit = checkpointed_rows(
-            ctx.cache, "rerank", key, len(ordered),
-            lambda s, e: scorer.score(ordered[s:e], batch_size=self.batch_size),
-            batch_size=self.chunk, progress=ctx.progress, desc=f"rerank {self.name}", unit="pair")
+        engine = ctx.extras.get("encode_engine")
+        if hasattr(engine, "score_pairs"):  # distributed (Ray): the same chunks, scored in parallel actors
+            sorted_scores, hit = engine.score_pairs(  # type: ignore[union-attr]
+                cache=ctx.cache, kind="rerank", key=key, pairs=ordered, scorer_options=self._scorer_options(ctx),
+                batch_size=self.batch_size, chunk_rows=self.chunk, progress=ctx.progress,
+                desc=f"rerank {self.name} (ray)")
+        else:
+            sorted_scores, hit = checkpointed_rows(
+                ctx.cache, "rerank", key, len(ordered),
+                lambda s, e: scorer.score(ordered[s:e], batch_size=self.batch_size),
+                batch_size=self.chunk, progress=ctx.progress, desc=f"rerank {self.name}", unit="pair")
         if not hit and pairs:  # throughput of this call (pairs/s = pairs_scored / score_s)
             stats = ctx.timings.setdefault(self.fingerprint(), {})
             stats["pairs_scored"] = stats.get("pairs_scored", 0.0) + float(len(pairs))

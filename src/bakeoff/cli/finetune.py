@@ -69,6 +69,7 @@ def embedder(
     val_corpus_size: Annotated[int, typer.Option(help="Documents ranked during validation.")] = 500,
     evals: Annotated[int, typer.Option(help="Validations (and checkpoints) during training.")] = 3,
     max_steps: Annotated[int, typer.Option(help="Stop after this many steps (-1: epochs decide).")] = -1,
+    bf16: Annotated[bool, typer.Option(help="bfloat16 mixed precision (fast on CPUs with AMX; fp32 weights).")] = False,
     drop_leaks: Annotated[bool, typer.Option(help="Drop training queries equal to held-out ones instead of refusing.")] = False,
     overwrite: Annotated[bool, typer.Option(help="Replace an existing --out folder.")] = False,
     progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
@@ -84,7 +85,8 @@ def embedder(
         data = data.subset([q for q in data.positives if q not in drop])
     params = EmbedderParams(batch_size=batch_size, epochs=epochs, learning_rate=lr, warmup_ratio=warmup, seed=seed,
                             cached=cached, mini_batch_size=mini_batch_size, max_seq_length=max_seq_length,
-                            val_fraction=val_fraction, val_corpus_size=val_corpus_size, evals=evals, max_steps=max_steps)
+                            val_fraction=val_fraction, val_corpus_size=val_corpus_size, evals=evals, max_steps=max_steps,
+                            bf16=bf16)
     log.info("training on %s: %d queries, %d pairs", data.label, len(data.positives), data.n_pairs)
     rec = finetune_embedder(data, base=base, out=out, params=params, hygiene=hyg, overwrite=overwrite, progress=progress)
     typer.echo(json.dumps({k: rec[k] for k in ("trained_on", "n_pairs", "steps", "best_validation_ndcg@10",
@@ -111,6 +113,7 @@ def reranker(
     val_fraction: Annotated[float, typer.Option(help="Training queries held out for validation (0: none).")] = 0.1,
     evals: Annotated[int, typer.Option(help="Validations (and checkpoints) during training.")] = 3,
     max_steps: Annotated[int, typer.Option(help="Stop after this many steps (-1: epochs decide).")] = -1,
+    bf16: Annotated[bool, typer.Option(help="bfloat16 mixed precision (fast on CPUs with AMX; fp32 weights).")] = False,
     drop_leaks: Annotated[bool, typer.Option(help="Drop training queries equal to held-out ones instead of refusing.")] = False,
     overwrite: Annotated[bool, typer.Option(help="Replace an existing --out folder.")] = False,
     progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
@@ -128,7 +131,8 @@ def reranker(
     if drop:
         data = data.subset([q for q in data.positives if q not in drop])
     params = RerankerParams(batch_size=batch_size, epochs=epochs, learning_rate=lr, warmup_ratio=warmup, seed=seed,
-                            max_length=max_length, val_fraction=val_fraction, evals=evals, max_steps=max_steps)
+                            max_length=max_length, val_fraction=val_fraction, evals=evals, max_steps=max_steps,
+                            bf16=bf16)
     log.info("training on %s: %d queries, %d positives, %d with mined negatives", data.label, len(data.positives),
              data.n_pairs, len(data.negatives))
     rec = finetune_reranker(data, base=base, out=out, params=params, hygiene=hyg, overwrite=overwrite, progress=progress,

@@ -1,4 +1,4 @@
-"""Distributed corpus encoding on Ray Data, bit-identical to the local path.
+"""Distributed corpus encoding and pair reranking on Ray Data, bit-identical to the local path.
 
 The local path encodes rows ``[start, end)`` in fixed chunks (the boundaries of
 :func:`bakeoff.cache.checkpointed_rows`: multiples of ``checkpoint_rows``), one
@@ -14,6 +14,13 @@ every chunk is encoded by the same function on the same texts, the result is
 bit-identical to the local path (same model, library versions and thread
 count — see the test and the report); a crashed run resumes with only its
 missing chunks.
+
+Reranking (:meth:`RayEngine.score_pairs`) is the same machinery over
+(query, document) pairs: the rerank arm's length-sorted pairs in its chunks of
+``chunk`` pairs, each chunk scored by ``CrossEncoderScorer.score(pairs,
+batch_size=...)`` in an actor that built the scorer once (same model, precision,
+head seed, thread count), shards written as they arrive under the arm's cache
+key — so reranked runs are identical to the local path, and a crash resumes.
 
 Addresses: ``"local"`` starts an in-process local cluster (``num_cpus``),
 ``"auto"`` joins the running cluster, anything else is passed to
@@ -34,7 +41,7 @@ from ..cache import Cache, checkpointed_rows
 from ..errors import BakeoffError, MissingDependencyError
 from ..progress import progress_bar
 
-__all__ = ["RayEngine", "EncoderFactory", "detached"]
+__all__ = ["EncoderFactory", "RayEngine", "ScorerFactory", "detached"]
 
 #: Builds, inside a Ray actor, a function mapping a list of texts to an ``(n, d)`` float array.
 EncoderFactory = Callable[[], Callable[[list[str]], np.ndarray]]
@@ -67,6 +74,27 @@ class _EncodeWith:
         return lambda texts: np.asarray(enc.encode(texts, kind=kind, batch_size=bs), dtype=np.float32)
 
 
+#: Builds, inside a Ray actor, a function mapping a list of (query, document) pairs to ``(n,)`` scores.
+ScorerFactory = Callable[[], Callable[[list[tuple[str, str]]], np.ndarray]]
+
+
+class _ScoreWith:
+    """Picklable factory: a ``CrossEncoderScorer`` built in the actor from its options, ``score(pairs)``."""
+
+    def __init__(self, options: dict[str, Any], batch_size: int, threads: int | None) -> None:
+        self.options, self.batch_size, self.threads = dict(options), int(batch_size), threads
+
+    def __call__(self) -> Callable[[list[tuple[str, str]]], np.ndarray]:
+        if self.threads is not None:  # same reason as _EncodeWith
+            import torch
+
+            torch.set_num_threads(self.threads)
+        from ..arms.crossenc import CrossEncoderScorer
+
+        scorer, bs = CrossEncoderScorer(**self.options), self.batch_size
+        return lambda pairs: np.asarray(scorer.score(pairs, batch_size=bs), dtype=np.float32)
+
+
 def _driver_torch_threads() -> int | None:
     """torch's intra-op thread count in this (driver) process, when torch is already imported."""
     import sys
@@ -83,8 +111,12 @@ class _EncodeChunk:
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         out: dict[str, list[Any]] = {"start": [], "end": [], "data": [], "shape": [], "dtype": []}
-        for start, end, texts in zip(batch["start"], batch["end"], batch["texts"]):
-            arr = np.ascontiguousarray(self.encode([str(t) for t in texts]))
+        seconds = batch["seconds"] if "seconds" in batch else [None] * len(batch["start"])
+        for start, end, texts, second in zip(batch["start"], batch["end"], batch["texts"], seconds):
+            items: list[Any] = [str(t) for t in texts]
+            if second is not None:  # pairs: (texts[i], seconds[i])
+                items = list(zip(items, (str(t) for t in second), strict=True))
+            arr = np.ascontiguousarray(self.encode(items))
             if arr.shape[0] != int(end) - int(start):
                 raise ValueError(f"encoder returned {arr.shape[0]} rows for chunk {start}-{end}")
             out["start"].append(int(start))
@@ -139,14 +171,16 @@ class RayEngine:
         text_kind: str = "doc",
         batch_size: int = 32,
         chunk_rows: int,
-        encoder_factory: EncoderFactory | None = None,
+        encoder_factory: EncoderFactory | ScorerFactory | None = None,
         progress: bool = True,
         desc: str = "",
+        unit: str = "row",
     ) -> tuple[np.ndarray, bool]:
         """``encode`` over ``texts`` in chunks of ``chunk_rows`` rows, chunks spread over the actors.
 
         Each chunk is ``encoder.encode(texts[s:e], kind=text_kind, batch_size=batch_size)`` (or
-        ``encoder_factory()(texts[s:e])``). Same contract and cache entries as
+        ``encoder_factory()(texts[s:e])``; ``texts`` may hold ``(a, b)`` pairs, which reach the
+        factory's function as tuples). Same contract and cache entries as
         ``checkpointed_rows(cache, kind, key, len(texts), ..., batch_size=chunk_rows)``; returns
         ``(array, cache_hit)``.
         """
@@ -177,13 +211,15 @@ class RayEngine:
             dctx.enable_progress_bars = False
             dctx.enable_operator_progress_bars = False
 
-            ds = ray.data.from_items([{"start": s, "end": e, "texts": list(texts[s:e])} for s, e in todo],
-                                     override_num_blocks=min(len(todo), max(1, self.actors * 4)))
+            pairs = n > 0 and isinstance(texts[0], tuple)
+            rows = [{"start": s, "end": e, "texts": [t[0] for t in texts[s:e]], "seconds": [t[1] for t in texts[s:e]]}
+                    if pairs else {"start": s, "end": e, "texts": list(texts[s:e])} for s, e in todo]
+            ds = ray.data.from_items(rows, override_num_blocks=min(len(todo), max(1, self.actors * 4)))
             out = ds.map_batches(_EncodeChunk, fn_constructor_kwargs={"factory": encoder_factory}, batch_size=1,
                                  batch_format="numpy", compute=ray.data.ActorPoolStrategy(size=self.actors),
                                  num_cpus=self.cpus_per_actor)
             bar = progress_bar(total=sum(e - s for s, e in todo), desc=desc or "encode (ray)", enabled=progress,
-                               unit="row")
+                               unit=unit)
             for row in out.iter_rows():
                 s, e = int(row["start"]), int(row["end"])
                 shape = tuple(int(x) for x in str(row["shape"]).split(","))
@@ -202,3 +238,27 @@ class RayEngine:
             raise BakeoffError(f"ray engine: chunk {start}-{end} of {kind}/{key} is missing")  # pragma: no cover
 
         return checkpointed_rows(cache, kind, key, n, from_shards, batch_size=step, progress=False)
+
+    def score_pairs(
+        self,
+        *,
+        cache: Cache | None,
+        kind: str,
+        key: str,
+        pairs: Sequence[tuple[str, str]],
+        scorer_options: dict[str, Any],
+        batch_size: int,
+        chunk_rows: int,
+        progress: bool = True,
+        desc: str = "",
+    ) -> tuple[np.ndarray, bool]:
+        """Cross-encoder scores of ``pairs`` in chunks of ``chunk_rows`` spread over the actors.
+
+        Each actor builds ``CrossEncoderScorer(**scorer_options)`` once; each chunk is
+        ``scorer.score(pairs[s:e], batch_size=batch_size)``. Same cache entries and result as the
+        rerank arm's local ``checkpointed_rows(cache, kind, key, len(pairs), ..., batch_size=chunk_rows)``.
+        """
+        factory = _ScoreWith(scorer_options, batch_size, _driver_torch_threads())
+        return self.encode_rows(cache=cache, kind=kind, key=key, texts=[(str(a), str(b)) for a, b in pairs],
+                                encoder_factory=factory, chunk_rows=chunk_rows, progress=progress,
+                                desc=desc or "rerank (ray)", unit="pair")

@@ -175,7 +175,10 @@ def training_arguments(
     CPU only, seeded (``seed`` and ``data_seed`` = ``params.seed``), logged every step; with an
     evaluator, validation every ``ceil(total_steps / params.evals)`` steps and the best checkpoint
     (by ``metric``, higher is better) loaded at the end. ``warmup_ratio`` is passed as a float
-    ``warmup_steps``, the form Transformers v5 accepts for a ratio.
+    ``warmup_steps``, the form Transformers v5 accepts for a ratio. ``params.bf16`` turns on
+    bfloat16 mixed precision (``torch.autocast`` on CPU: bf16 matrix products, fp32 weights,
+    optimizer state and loss), ~2x faster on CPUs with AMX; results then differ from fp32
+    training within bf16 rounding, and the choice is recorded with the other parameters.
     """
     eval_steps = max(1, -(-total_steps // max(1, params.evals)))
     return dict(
@@ -189,6 +192,7 @@ def training_arguments(
         seed=params.seed,
         data_seed=params.seed,
         use_cpu=True,
+        bf16=bool(getattr(params, "bf16", False)),
         report_to="none",
         logging_steps=1,
         eval_strategy="steps" if evaluator else "no",
