@@ -125,6 +125,11 @@ class _Precomputed:
 def run_stage(method: str, workdir: Path, pgdata: Path) -> dict[str, Any]:
     from bakeoff.arms.base import Context
 
+    if method in PG_METHODS and pgdata.exists():  # a cold build: a table left by an earlier run would be reused
+        import shutil
+
+        shutil.rmtree(pgdata)
+
     corpus, queries, dvec, qvec = _load(workdir)
     rss_loaded = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     ctx = Context(corpus=corpus, cache=None, progress=False)
