@@ -343,7 +343,7 @@ class CrossEncoderScorer:
         ident = model_identity(self.model, revision=self.revision)
         ident.update({"precision": self.precision, "max_length": self.max_length, "head_seed": self.seed})
         if self.precision == "bf16":  # AMX vs emulated bf16 kernels round differently
-            from .encoders.st import _cpu_capability
+            from .encoders.st import cpu_capability
 
-            ident["cpu_capability"] = _cpu_capability()
+            ident["cpu_capability"] = cpu_capability()
         return ident

@@ -118,9 +118,9 @@ class RerankArm(Arm):
                "batch_size": self.batch_size, "max_length": self.max_length, "seed": self.seed,
                "chunk": self.chunk}
         if self.precision == "bf16":
-            from .encoders.st import _cpu_capability
+            from .encoders.st import cpu_capability
 
-            out["cpu_capability"] = _cpu_capability()
+            out["cpu_capability"] = cpu_capability()
         return out
 
     def versions(self) -> dict[str, str]:

@@ -16,6 +16,7 @@ CPU's kernel capability, so bf16 vectors never mix with fp32 ones.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
@@ -28,6 +29,8 @@ from .models import hub_snapshot, resolve_model, weights_hash
 
 __all__ = ["ST_PRECISIONS", "SentenceTransformerEncoder", "bf16_native"]
 
+log = logging.getLogger("bakeoff")
+
 #: Precisions this encoder runs.
 ST_PRECISIONS = ("fp32", "bf16")
 
@@ -37,17 +40,17 @@ def bf16_native() -> bool:
     try:
         import torch
 
-        return bool(torch.cpu._is_amx_tile_supported() or torch.backends.mkldnn.is_available()
-                    and torch.ops.mkldnn._is_mkldnn_bf16_supported())
+        return bool(torch.cpu._is_amx_tile_supported() or torch.cpu._is_avx512_bf16_supported())
     except (ImportError, AttributeError, RuntimeError):
         return False
 
 
-def _cpu_capability() -> str:
+def cpu_capability() -> str:
+    """torch's CPU kernel capability (``AVX512``, ``AVX2`` ...): bf16 results depend on it."""
     try:
         import torch
 
-        return str(torch.backends.cpu.get_cpu_capability())
+        return str(torch.backends.cpu.getcpu_capability())
     except (ImportError, AttributeError):
         return "unknown"
 
@@ -98,7 +101,7 @@ class SentenceTransformerEncoder:
         ident: dict[str, Any] = {"encoder": "sentence-transformers", "model": self.name, "weights": self.weights(),
                                  "max_seq_length": self.max_seq_length, "normalize": True, "precision": precision}
         if precision == "bf16":  # kernels (AMX vs emulation) round differently: part of the identity
-            ident["cpu_capability"] = _cpu_capability()
+            ident["cpu_capability"] = cpu_capability()
             if kind is None:
                 ident["query_precision"] = "fp32"
         if kind in (None, "query"):
@@ -121,6 +124,9 @@ class SentenceTransformerEncoder:
                 raise ConfigError(f"dense model {self.name!r} could not be loaded: {exc}".splitlines()[0]) from None
             if self.max_seq_length is not None:
                 self._model.max_seq_length = self.max_seq_length
+            if self.precision == "bf16" and not bf16_native():
+                log.warning("precision=bf16: this CPU has no native bfloat16 units (AMX / AVX512-BF16); "
+                            "PyTorch emulates them and the encode may be slower than fp32")
         return self._model
 
     def _precision(self, kind: TextKind) -> AbstractContextManager[Any]:
