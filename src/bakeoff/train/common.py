@@ -19,6 +19,7 @@ import os
 import random
 import shutil
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ from .._io import atomic_write_json
 from ..errors import ConfigError, MissingDependencyError
 
 __all__ = [
+    "TrainParams",
     "TRAINING_FILE",
     "BUNDLED_MINILM_NAMES",
     "resolve_model",
@@ -167,6 +169,21 @@ def fine_tuned_mark(config: Mapping[str, Any]) -> dict[str, Any] | None:
     return None
 
 
+@dataclass(frozen=True)
+class TrainParams:
+    """Options both trainers share (defaults sized for a 2-core CPU); see :func:`training_arguments`."""
+
+    batch_size: int = 32
+    epochs: float = 1.0
+    learning_rate: float = 2e-5
+    warmup_ratio: float = 0.1
+    seed: int = 0
+    val_fraction: float = 0.1
+    evals: int = 3
+    max_steps: int = -1
+    bf16: bool = False  # bfloat16 autocast mixed precision (fp32 master weights); fast on CPUs with AMX
+
+
 def training_arguments(
     params: Any, *, scratch: Path, evaluator: Any, metric: str, total_steps: int, progress: bool
 ) -> dict[str, Any]:
@@ -192,7 +209,7 @@ def training_arguments(
         seed=params.seed,
         data_seed=params.seed,
         use_cpu=True,
-        bf16=bool(getattr(params, "bf16", False)),
+        bf16=bool(params.bf16),
         report_to="none",
         logging_steps=1,
         eval_strategy="steps" if evaluator else "no",

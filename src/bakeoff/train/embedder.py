@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from .common import (
+    TrainParams,
     library_versions,
     prepare_out,
     publish,
@@ -47,23 +48,14 @@ log = logging.getLogger("bakeoff")
 
 
 @dataclass(frozen=True)
-class EmbedderParams:
-    """Training options (defaults sized for a 2-core CPU)."""
+class EmbedderParams(TrainParams):
+    """Embedder training options: the shared :class:`~.common.TrainParams` plus these."""
 
-    batch_size: int = 32
-    epochs: float = 1.0
-    learning_rate: float = 2e-5
-    warmup_ratio: float = 0.1
-    seed: int = 0
     cached: bool = False
     mini_batch_size: int = 8
     max_seq_length: int | None = None  # training-time truncation (tokens); the saved model keeps the base's
-    val_fraction: float = 0.1
     val_max_queries: int = 100
     val_corpus_size: int = 500
-    evals: int = 3
-    max_steps: int = -1
-    bf16: bool = False  # bfloat16 autocast mixed precision (fp32 master weights); fast on CPUs with AMX
 
 
 def embedder_rows(data: TrainingData) -> dict[str, list[str]]:

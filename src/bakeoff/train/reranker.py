@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from .common import (
+    TrainParams,
     library_versions,
     prepare_out,
     publish,
@@ -45,20 +46,11 @@ log = logging.getLogger("bakeoff")
 
 
 @dataclass(frozen=True)
-class RerankerParams:
-    """Training options (defaults sized for a 2-core CPU)."""
+class RerankerParams(TrainParams):
+    """Reranker training options: the shared :class:`~.common.TrainParams` plus these."""
 
-    batch_size: int = 32
-    epochs: float = 1.0
-    learning_rate: float = 2e-5
-    warmup_ratio: float = 0.1
-    seed: int = 0
     max_length: int = 256
-    val_fraction: float = 0.1
     val_max_queries: int = 50
-    evals: int = 3
-    max_steps: int = -1
-    bf16: bool = False  # bfloat16 autocast mixed precision (fp32 master weights); fast on CPUs with AMX
 
 
 def reranker_rows(data: TrainingData) -> dict[str, list[Any]]:
