@@ -144,7 +144,7 @@ def test_bf16_agrees_with_fp32_without_ties(scorer):
     assert not np.array_equal(ref, got)  # autocast really ran
     assert np.corrcoef(ref, got)[0, 1] > 0.99
     assert len(np.unique(got)) == len(np.unique(ref))  # fp32 head: no bf16-rounding ties
-    assert fast.identity()["precision"] == "bf16" and fast.identity()["cpu_capability"]
+    assert fast.identity()["precision"] == "bf16" and fast.identity()["cpu_capability"] != "unknown"
     assert np.array_equal(got, fast.score(pairs, batch_size=8))
 
 

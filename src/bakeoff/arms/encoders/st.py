@@ -46,13 +46,18 @@ def bf16_native() -> bool:
 
 
 def cpu_capability() -> str:
-    """torch's CPU kernel capability (``AVX512``, ``AVX2`` ...): bf16 results depend on it."""
+    """torch's CPU kernel capability plus AMX (``AVX512+AMX``, ``AVX2`` ...): bf16 results depend on it."""
     try:
         import torch
 
-        return str(torch.backends.cpu.getcpu_capability())
+        capability = str(torch.backends.cpu.get_cpu_capability())
     except (ImportError, AttributeError):
         return "unknown"
+    try:
+        amx = bool(torch.cpu._is_amx_tile_supported())
+    except (AttributeError, RuntimeError):
+        amx = False
+    return f"{capability}+AMX" if amx else capability
 
 
 class SentenceTransformerEncoder:
