@@ -36,6 +36,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "scifact"
+#: raw sentence-transformers fp32 SciFact encode on the issue's reference run of this machine
+#: kind (~150 s); this VM's speed drifts by >2x between days, so times are also shown scaled to it
+REFERENCE_RAW_S = 150.0
 
 BASE_ARMS = [
     "bm25",
@@ -43,6 +46,8 @@ BASE_ARMS = [
     "dense",
     "dense-bf16=dense:precision=bf16",
 ]
+#: the OpenVINO fast mode, when ``openvino`` is installed (the ``fast`` extra)
+OV_ARM = "dense-ov=dense:backend=openvino"
 #: ``--int8``: the weight-only int8 ONNX build (slower than fp32 on this machine; off by default)
 INT8_ARM = "dense-int8=dense:precision=int8"
 OPTIONAL_ARMS = {
@@ -58,7 +63,9 @@ def arm_specs(*, int8: bool = False) -> list[str]:
     """The base arms plus rrf/rerank when those arm types are importable."""
     from bakeoff.arms.registry import arm_types
 
-    specs = list(BASE_ARMS) + ([INT8_ARM] if int8 else [])
+    import importlib.util
+
+    specs = list(BASE_ARMS) + ([OV_ARM] if importlib.util.find_spec("openvino") else []) + ([INT8_ARM] if int8 else [])
     try:
         types = arm_types()
     except Exception:  # an optional arm module failing to import must not sink the benchmark
@@ -140,6 +147,21 @@ def count_tokens(texts: list[str]) -> int:
     return sum(len(e.ids) for e in tok.encode_batch([t.strip() for t in texts]))
 
 
+def machine_speed() -> dict[str, float]:
+    """GFLOP/s of a 2048^3 torch matmul in fp32 and bf16 (this VM's speed drifts; print it beside times)."""
+    import torch
+
+    out = {}
+    for name, dtype in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
+        a = torch.rand(2048, 2048).to(dtype)
+        a @ a
+        t0 = time.perf_counter()
+        for _ in range(5):
+            a @ a
+        out[name] = 5 * 2 * 2048**3 / (time.perf_counter() - t0) / 1e9
+    return out
+
+
 def raw_st_encode(texts: list[str]) -> tuple[float, float]:
     """(wall, CPU) seconds of plain ``SentenceTransformer.encode`` (fp32, batch 32) of ``texts``."""
     from sentence_transformers import SentenceTransformer
@@ -175,7 +197,8 @@ def main() -> None:
     n_docs, n_tokens = len(texts), count_tokens(texts)
     print(f"corpus: {n_docs} documents, {n_tokens} tokens (MiniLM word pieces, max 256/doc); "
           f"{len(ds.queries)} queries; arms: {', '.join(arm_specs(int8=args.int8))}")
-    figures: dict[str, Any] = {"n_docs": n_docs, "n_tokens": n_tokens}
+    figures: dict[str, Any] = {"n_docs": n_docs, "n_tokens": n_tokens, "gflops_start": machine_speed()}
+    print("machine speed at start: " + ", ".join(f"{k} {v:.0f} GFLOP/s" for k, v in figures["gflops_start"].items()))
 
     raw_s = raw_cpu = None
     if not args.skip_raw:
@@ -201,8 +224,10 @@ def main() -> None:
         print(f"{a['name']:28s} {m.get('ndcg@10', float('nan')):8.5f} {m.get('recall@10', float('nan')):7.5f} "
               f"{m.get('mrr@10', float('nan')):7.5f} {c['timing'].get('index_s', 0.0):10.2f} {a['cached']!s:>11s}")
 
+    scaled: dict[str, float] = {}
     print("\ncorpus encode        seconds   docs/s   tokens/s   raw ST / this   CPU s   raw CPU / this")
-    for label, name in (("ours fp32", "dense"), ("ours bf16 (fast)", "dense-bf16"), ("ours int8", "dense-int8")):
+    for label, name in (("ours fp32", "dense"), ("ours torch bf16", "dense-bf16"),
+                        ("ours OpenVINO bf16", "dense-ov"), ("ours int8", "dense-int8")):
         if name not in fp or fp[name]["timing"].get("doc_encode_s") is None:
             continue
         t, cpu = fp[name]["timing"]["doc_encode_s"], fp[name]["timing"].get("doc_encode_cpu_s", float("nan"))
@@ -210,12 +235,18 @@ def main() -> None:
         ratio = f"{raw_s / t:6.2f}x" if raw_s else "   n/a"
         cratio = f"{raw_cpu / cpu:6.2f}x" if raw_cpu else "   n/a"
         print(f"{label:18s} {t:9.1f} {n_docs / t:8.1f} {n_tokens / t:10.0f}   {ratio}        {cpu:7.1f}   {cratio}")
+        if raw_s:
+            scaled[label] = REFERENCE_RAW_S * t / raw_s
     if raw_s:
         print(f"{'raw ST fp32':18s} {raw_s:9.1f} {n_docs / raw_s:8.1f} {n_tokens / raw_s:10.0f}     1.00x        "
               f"{raw_cpu:7.1f}     1.00x")
+    if scaled:
+        figures["scaled_to_reference_s"] = scaled
+        print(f"scaled to the issue's reference machine (raw ST = {REFERENCE_RAW_S:.0f} s): "
+              + ", ".join(f"{k} {v:.1f} s" for k, v in scaled.items()) + " (fast-mode target <= 60 s)")
     d32 = fp["dense"]["metrics"]["ndcg@10"]
     figures["ndcg_fp32"] = d32
-    for name in ("dense-bf16", "dense-int8"):
+    for name in ("dense-bf16", "dense-ov", "dense-int8"):
         if name in fp:
             d = fp[name]["metrics"]["ndcg@10"]
             figures[f"ndcg_{name}"] = d
@@ -228,6 +259,8 @@ def main() -> None:
                   f"{t['pairs_scored'] / t['score_s']:.1f} pairs/s")
     print(f"warm re-run of all arms: {warm['wall_s']:.2f} s in-process, {warm['process_wall_s']:.2f} s "
           f"with interpreter start (target < 10 s)")
+    figures["gflops_end"] = machine_speed()
+    print("machine speed at end: " + ", ".join(f"{k} {v:.0f} GFLOP/s" for k, v in figures["gflops_end"].items()))
     self_rss = _vm_hwm_mib()
     figures["parent_peak_rss_mib"] = self_rss
     print(f"peak RSS: parent (raw ST) {self_rss:.0f} MiB, cold child {cold['peak_rss_mib']:.0f} MiB, "

@@ -1,6 +1,6 @@
 """Cross-encoder scorers: a (query, document) pair in, one relevance logit out.
 
-Three precisions of the same model:
+Three precisions and two runtimes of the same model:
 
 * ``fp32`` — a real :class:`sentence_transformers.CrossEncoder` on PyTorch
   (``predict`` with raw logits, no sigmoid: the ranking is the same and large
@@ -10,6 +10,12 @@ Three precisions of the same model:
   classification head runs in fp32 on the (bf16-computed) pooled vector, so
   logits keep a float32 resolution instead of bf16's 8-bit mantissa, which
   would create spurious ties;
+* ``backend="openvino"`` (``fp32`` or ``bf16``) — the same model traced and
+  compiled by OpenVINO (:mod:`bakeoff.arms._openvino`: bf16 on AMX, one
+  single-threaded stream per core); within each call pairs are re-sorted by
+  token count before batching (least padding). OpenVINO writes the logits in
+  fp32 from fp32 accumulators, so they keep float32 resolution without the
+  fp32-head wrapper the PyTorch bf16 path needs;
 * ``int8`` — that model exported to ONNX (PyTorch's TorchScript exporter,
   opset 17) and quantised with ONNX Runtime's dynamic quantisation (int8
   weights, activations quantised per batch at run time), run with
@@ -51,9 +57,10 @@ import numpy as np
 
 from ..errors import ConfigError, MissingDependencyError
 
-__all__ = ["PRECISIONS", "CrossEncoderScorer", "model_identity", "resolve_cross_encoder"]
+__all__ = ["BACKENDS", "PRECISIONS", "CrossEncoderScorer", "model_identity", "resolve_cross_encoder"]
 
 PRECISIONS = ("fp32", "bf16", "int8")
+BACKENDS = ("torch", "openvino")
 _MINILM_ALIASES = frozenset({"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2", "minilm"})
 _DEFAULT_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".json", ".txt", ".model")
@@ -190,6 +197,30 @@ def _fp32_head(hf: Any) -> None:
             return
 
 
+def _as_tensor(x: Any) -> Any:
+    import torch
+
+    return torch.as_tensor(x)
+
+
+def _logits_module(hf: Any, input_names: Sequence[str]) -> Any:
+    """A ``torch.nn.Module`` mapping the tokenizer's tensors to the (batch, 1) logits only."""
+    import torch
+
+    class Logits(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.inner = hf
+
+        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any = None) -> Any:
+            kwargs = {"input_ids": input_ids, "attention_mask": attention_mask}
+            if "token_type_ids" in input_names:
+                kwargs["token_type_ids"] = token_type_ids
+            return self.inner(**kwargs, return_dict=True).logits
+
+    return Logits().eval()
+
+
 def _hf_model(ce: Any) -> Any:
     from transformers import PreTrainedModel
 
@@ -215,9 +246,17 @@ class CrossEncoderScorer:
         seed: int = 0,
         revision: str | None = None,
         onnx_dir: Path | None = None,
+        backend: str = "torch",
     ) -> None:
         if precision not in PRECISIONS:
             raise ConfigError(f"rerank precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
+        if backend not in BACKENDS:
+            raise ConfigError(f"rerank backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+        if backend == "openvino" and precision == "int8":
+            raise ConfigError("rerank backend=openvino runs precision fp32 or bf16 (int8 is the ONNX Runtime build)")
+        self.backend = backend
+        self._compiled: Any = None
+        self._inputs: tuple[str, ...] = ()
         self.model, self.precision, self.max_length, self.seed, self.revision = (
             model, precision, int(max_length), int(seed), revision)
         self.name, self.local = resolve_cross_encoder(model)
@@ -250,10 +289,39 @@ class CrossEncoderScorer:
         self.fresh_parameters = _seed_missing_head(hf, _checkpoint_keys(self.local), seed=self.seed)
         ce.eval()
         self._ce = ce
+        if self.backend == "openvino":
+            self._compiled = self._openvino(hf)
+            return
         if self.precision == "bf16":
             _fp32_head(hf)
         if self.precision == "int8":
             self._session = self._onnx_session(hf)
+
+    def _openvino(self, hf: Any) -> Any:
+        from ._openvino import compile_module, import_openvino
+
+        import_openvino("rerank backend=openvino")
+        enc = self._features([("a query", "a document to score"), ("q", "d")])
+        self._inputs = tuple(n for n in ("input_ids", "attention_mask", "token_type_ids") if n in enc)
+        return compile_module(_logits_module(hf, self._inputs), {n: _as_tensor(enc[n]) for n in self._inputs},
+                              precision=self.precision, purpose="rerank backend=openvino")
+
+    def _score_openvino(self, pairs: Sequence[tuple[str, str]], batch_size: int) -> np.ndarray:
+        from ._openvino import infer_batches, token_count_order
+
+        tok = self._ce.tokenizer
+        counts = [len(ids) for ids in tok([q for q, _ in pairs], [d for _, d in pairs], truncation=True,
+                                          max_length=self.max_length)["input_ids"]]
+        order = token_count_order(counts)
+        batches = [order[s : s + batch_size] for s in range(0, len(order), batch_size)]
+        feeds = []
+        for rows in batches:
+            feats = self._features([pairs[i] for i in rows])
+            feeds.append({n: feats[n] for n in self._inputs})
+        out = np.empty(len(pairs), dtype=np.float32)
+        for rows, logits in zip(batches, infer_batches(self._compiled, feeds), strict=True):
+            out[rows] = np.asarray(logits, dtype=np.float32).reshape(len(rows))
+        return out
 
     def _onnx_session(self, hf: Any) -> Any:
         try:
@@ -321,6 +389,8 @@ class CrossEncoderScorer:
         """float32 logits of ``pairs``, in input order."""
         if not pairs:
             return np.empty(0, dtype=np.float32)
+        if self._compiled is not None:
+            return self._score_openvino(pairs, batch_size)
         if self._session is None:
             import torch
 
@@ -342,7 +412,11 @@ class CrossEncoderScorer:
         """Everything that changes the scores (feeds cache keys; no secrets)."""
         ident = model_identity(self.model, revision=self.revision)
         ident.update({"precision": self.precision, "max_length": self.max_length, "head_seed": self.seed})
-        if self.precision == "bf16":  # AMX vs emulated bf16 kernels round differently
+        if self.backend != "torch":
+            from ._openvino import openvino_version
+
+            ident.update(backend=self.backend, openvino=openvino_version())
+        if self.precision == "bf16" or self.backend != "torch":  # AMX vs emulated kernels round differently
             from .encoders.st import cpu_capability
 
             ident["cpu_capability"] = cpu_capability()

