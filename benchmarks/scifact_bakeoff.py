@@ -9,15 +9,19 @@ In one invocation it measures
 1. raw sentence-transformers ``encode`` of the corpus (fp32, batch 32, bundled
    MiniLM, ``normalize_embeddings=True``) in this process;
 2. a **cold** run (fresh, empty cache) of every available arm -- bm25,
-   bm25+stemmer, dense fp32, dense int8 (fast mode), and rrf / rerank when
-   those arm types are registered -- in a child process;
+   bm25+stemmer, dense fp32, dense torch bf16, dense OpenVINO bf16 (the fast
+   mode, when ``openvino`` is installed), dense int8 (``--int8``), and rrf /
+   rerank (fp32, torch bf16, OpenVINO bf16) -- in a child process;
 3. a **warm** re-run of the same arms with the now-full cache, in a new child
    process (imports, data loading, fingerprints and evaluation included);
 
 and prints wall times, documents/second and tokens/second of the corpus
 encodes (tokens = MiniLM word pieces after truncation to 256, [CLS]/[SEP]
-included), the raw/ours ratios (wall and CPU seconds), NDCG@10 of int8 vs
-fp32, and each process's peak RSS (``VmHWM``). ``--docs N`` encodes only the first N
+included), the raw/ours ratios (wall and CPU seconds), the encode times scaled
+to the issue's reference machine (raw ST = 150 s; this VM's speed drifts by
+>2x between days, so a torch matmul GFLOP/s probe is printed at start and
+end), NDCG@10 of each fast mode vs fp32, reranking pairs/s, and each
+process's peak RSS (``VmHWM``). ``--docs N`` encodes only the first N
 documents (a quick smoke run; metrics then mean little).
 """
 
@@ -47,7 +51,8 @@ BASE_ARMS = [
     "dense-bf16=dense:precision=bf16",
 ]
 #: the OpenVINO fast mode, when ``openvino`` is installed (the ``fast`` extra)
-OV_ARM = "dense-ov=dense:backend=openvino"
+OV_ARMS = ["dense-ov=dense:backend=openvino"]
+OV_RERANK = "rerank-rrf-ov=rerank:base=rrf-stem-dense,top=20,backend=openvino"
 #: ``--int8``: the weight-only int8 ONNX build (slower than fp32 on this machine; off by default)
 INT8_ARM = "dense-int8=dense:precision=int8"
 OPTIONAL_ARMS = {
@@ -65,7 +70,8 @@ def arm_specs(*, int8: bool = False) -> list[str]:
 
     import importlib.util
 
-    specs = list(BASE_ARMS) + ([OV_ARM] if importlib.util.find_spec("openvino") else []) + ([INT8_ARM] if int8 else [])
+    has_ov = importlib.util.find_spec("openvino") is not None
+    specs = list(BASE_ARMS) + (OV_ARMS if has_ov else []) + ([INT8_ARM] if int8 else [])
     try:
         types = arm_types()
     except Exception:  # an optional arm module failing to import must not sink the benchmark
@@ -73,6 +79,8 @@ def arm_specs(*, int8: bool = False) -> list[str]:
     for type_name, extra in OPTIONAL_ARMS.items():
         if type_name in types:
             specs += extra
+    if has_ov and "rerank" in types:
+        specs.append(OV_RERANK)
     return specs
 
 
@@ -251,7 +259,7 @@ def main() -> None:
             d = fp[name]["metrics"]["ndcg@10"]
             figures[f"ndcg_{name}"] = d
             print(f"NDCG@10 fp32 {d32:.5f}  {name} {d:.5f}  |diff| {abs(d32 - d):.5f} (target <= 0.002)")
-    for name in ("rerank-rrf", "rerank-rrf-bf16"):
+    for name in ("rerank-rrf", "rerank-rrf-bf16", "rerank-rrf-ov"):
         t = fp.get(name, {}).get("timing", {})
         if t.get("pairs_scored") and t.get("score_s"):
             figures[f"{name}_pairs_per_s"] = t["pairs_scored"] / t["score_s"]
