@@ -23,7 +23,7 @@ import numpy as np
 
 from ..errors import MissingDependencyError
 
-__all__ = ["OV_PRECISIONS", "compile_module", "import_openvino", "infer_batches", "openvino_version",
+__all__ = ["OV_PRECISIONS", "compile_module", "output_module", "import_openvino", "infer_batches", "openvino_version",
            "token_count_order"]
 
 #: bakeoff precision name -> OpenVINO ``INFERENCE_PRECISION_HINT``.
@@ -47,6 +47,25 @@ def import_openvino(purpose: str) -> Any:
     except ImportError:
         raise MissingDependencyError("openvino", "fast", purpose) from None
     return openvino
+
+
+def output_module(hf_model: Any, input_names: Sequence[str], output: str) -> Any:
+    """A ``torch.nn.Module`` mapping the tokenizer's tensors to one field of ``hf_model``'s output
+    (``last_hidden_state`` for an encoder, ``logits`` for a cross-encoder); traceable."""
+    import torch
+
+    class Output(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.inner = hf_model
+
+        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any = None) -> Any:
+            kwargs = {"input_ids": input_ids, "attention_mask": attention_mask}
+            if "token_type_ids" in input_names:
+                kwargs["token_type_ids"] = token_type_ids
+            return getattr(self.inner(**kwargs, return_dict=True), output)
+
+    return Output().eval()
 
 
 def compile_module(

@@ -203,24 +203,6 @@ def _as_tensor(x: Any) -> Any:
     return torch.as_tensor(x)
 
 
-def _logits_module(hf: Any, input_names: Sequence[str]) -> Any:
-    """A ``torch.nn.Module`` mapping the tokenizer's tensors to the (batch, 1) logits only."""
-    import torch
-
-    class Logits(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.inner = hf
-
-        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any = None) -> Any:
-            kwargs = {"input_ids": input_ids, "attention_mask": attention_mask}
-            if "token_type_ids" in input_names:
-                kwargs["token_type_ids"] = token_type_ids
-            return self.inner(**kwargs, return_dict=True).logits
-
-    return Logits().eval()
-
-
 def _hf_model(ce: Any) -> Any:
     from transformers import PreTrainedModel
 
@@ -298,12 +280,12 @@ class CrossEncoderScorer:
             self._session = self._onnx_session(hf)
 
     def _openvino(self, hf: Any) -> Any:
-        from ._openvino import compile_module, import_openvino
+        from ._openvino import compile_module, import_openvino, output_module
 
         import_openvino("rerank backend=openvino")
         enc = self._features([("a query", "a document to score"), ("q", "d")])
         self._inputs = tuple(n for n in ("input_ids", "attention_mask", "token_type_ids") if n in enc)
-        return compile_module(_logits_module(hf, self._inputs), {n: _as_tensor(enc[n]) for n in self._inputs},
+        return compile_module(output_module(hf, self._inputs, "logits"), {n: _as_tensor(enc[n]) for n in self._inputs},
                               precision=self.precision, purpose="rerank backend=openvino")
 
     def _score_openvino(self, pairs: Sequence[tuple[str, str]], batch_size: int) -> np.ndarray:

@@ -33,31 +33,13 @@ import numpy as np
 
 from ...errors import ConfigError
 from .._openvino import (OV_PRECISIONS, compile_module, import_openvino, infer_batches, openvino_version,
-                         token_count_order)
+                         output_module, token_count_order)
 from .base import TextKind, apply_prefix, l2_normalise
 from .st import SentenceTransformerEncoder, cpu_capability
 
 __all__ = ["OpenVinoEncoder"]
 
 _PURPOSE = "dense backend=openvino"
-
-
-def _token_state_module(hf_model: Any, input_names: Sequence[str]) -> Any:
-    """A ``torch.nn.Module`` mapping the tokenizer's tensors to ``last_hidden_state`` only."""
-    import torch
-
-    class TokenStates(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.model = hf_model
-
-        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any = None) -> Any:
-            kwargs = {"input_ids": input_ids, "attention_mask": attention_mask}
-            if "token_type_ids" in input_names:
-                kwargs["token_type_ids"] = token_type_ids
-            return self.model(**kwargs, return_dict=True).last_hidden_state
-
-    return TokenStates().eval()
 
 
 class OpenVinoEncoder:
@@ -133,7 +115,7 @@ class OpenVinoEncoder:
             self._inputs = tuple(n for n in ("input_ids", "attention_mask", "token_type_ids") if n in example)
             if self._inputs[:2] != ("input_ids", "attention_mask"):
                 raise ConfigError(f"backend=openvino: {self.name!r} does not take input_ids/attention_mask")
-            self._compiled = compile_module(_token_state_module(hf_model, self._inputs),
+            self._compiled = compile_module(output_module(hf_model, self._inputs, "last_hidden_state"),
                                             {n: example[n] for n in self._inputs}, precision=self.precision,
                                             streams=self.streams, purpose=_PURPOSE)
         return self._compiled
