@@ -23,21 +23,11 @@ import numpy as np
 
 from ..errors import MissingDependencyError
 
-__all__ = ["OV_PRECISIONS", "compile_module", "output_module", "import_openvino", "infer_batches", "openvino_version",
+__all__ = ["OV_PRECISIONS", "compile_module", "import_openvino", "infer_batches", "output_module",
            "token_count_order"]
 
 #: bakeoff precision name -> OpenVINO ``INFERENCE_PRECISION_HINT``.
 OV_PRECISIONS = {"fp32": "f32", "bf16": "bf16"}
-
-
-def openvino_version() -> str | None:
-    """The installed OpenVINO version, or ``None``."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("openvino")
-    except PackageNotFoundError:
-        return None
 
 
 def import_openvino(purpose: str) -> Any:

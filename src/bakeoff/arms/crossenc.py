@@ -395,9 +395,9 @@ class CrossEncoderScorer:
         ident = model_identity(self.model, revision=self.revision)
         ident.update({"precision": self.precision, "max_length": self.max_length, "head_seed": self.seed})
         if self.backend != "torch":
-            from ._openvino import openvino_version
+            from ._text import version_of
 
-            ident.update(backend=self.backend, openvino=openvino_version())
+            ident.update(backend=self.backend, openvino=version_of("openvino"))
         if self.precision == "bf16" or self.backend != "torch":  # AMX vs emulated kernels round differently
             from .encoders.st import cpu_capability
 

@@ -32,8 +32,8 @@ from typing import Any
 import numpy as np
 
 from ...errors import ConfigError
-from .._openvino import (OV_PRECISIONS, compile_module, import_openvino, infer_batches, openvino_version,
-                         output_module, token_count_order)
+from .._openvino import OV_PRECISIONS, compile_module, import_openvino, infer_batches, output_module, token_count_order
+from .._text import version_of
 from .base import TextKind, apply_prefix, l2_normalise
 from .st import SentenceTransformerEncoder, cpu_capability
 
@@ -87,7 +87,7 @@ class OpenVinoEncoder:
             return self._st.identity(kind="query")
         ident: dict[str, Any] = {"encoder": "openvino", "model": self.name, "weights": self._st.weights(),
                                  "max_seq_length": self.max_seq_length, "normalize": True,
-                                 "precision": self.precision, "openvino": openvino_version(),
+                                 "precision": self.precision, "openvino": version_of("openvino"),
                                  "cpu_capability": cpu_capability(), "prefix_doc": self.prefix_doc}
         if kind is None:
             ident.update(query_precision="fp32", prefix_query=self.prefix_query)
