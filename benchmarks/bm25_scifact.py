@@ -18,7 +18,8 @@ from pathlib import Path
 import bm25s
 import Stemmer
 
-from bakeoff.arms import BM25Arm, Context
+from bakeoff.arms import BM25Arm
+from bakeoff.runner.context import Context
 from bakeoff.data import load_beir
 from bakeoff.metrics import evaluate
 

@@ -40,14 +40,14 @@ def main() -> None:
     ap.add_argument("--cap", type=int, default=4000, help="maximum characters per query")
     ap.add_argument("--cache-dir", default=str(Path(tempfile.gettempdir()) / "bakeoff-citations-cache"))
     args = ap.parse_args()
-    from bakeoff.bakeoff import run_bakeoff
+    from bakeoff.runner.run import run_bakeoff
     from bakeoff.cache import Cache
-    from bakeoff.config import build_arms, parse_arm_spec
+    from bakeoff.runner.config import build_arms, parse_arm_spec
     from bakeoff.truth.citations import MineOptions
     from bakeoff.truth.mined import load_mined, mine_citations, write_mined
     from bakeoff.truth.patterns import load_patterns
     from bakeoff.truth.sources import read_sources
-    from bakeoff.truth.versions import read_targets
+    from bakeoff.data.versions import read_targets
 
     specs = args.arm or ["bm25:stemmer=spanish"]
     arms = build_arms([parse_arm_spec(s) for s in specs])

@@ -39,7 +39,7 @@ DEFAULT_DATA = ROOT.parent / "shared" / "data" / "scifact"
 
 def driver(args: argparse.Namespace) -> None:
     """Embed the corpus slice (cached, checkpointed), search, evaluate, write outputs."""
-    from bakeoff.arms.base import Context
+    from bakeoff.runner.context import Context
     from bakeoff.arms.dense import DenseArm
     from bakeoff.cache import Cache
     from bakeoff.data import load_beir

@@ -23,7 +23,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 def main() -> None:
     import numpy as np
 
-    from bakeoff.arms.base import Context
+    from bakeoff.runner.context import Context
     from bakeoff.arms.dense import DenseArm
     from bakeoff.data import load_beir
     from bakeoff.data.model import Corpus

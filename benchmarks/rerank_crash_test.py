@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def driver(args: argparse.Namespace) -> None:
-    from bakeoff.arms.base import Context
+    from bakeoff.runner.context import Context
     from bakeoff.arms.lexical import BM25Arm
     from bakeoff.arms.rerank import RerankArm
     from bakeoff.cache import Cache

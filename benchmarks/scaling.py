@@ -123,7 +123,7 @@ class _Precomputed:
 
 
 def run_stage(method: str, workdir: Path, pgdata: Path) -> dict[str, Any]:
-    from bakeoff.arms.base import Context
+    from bakeoff.runner.context import Context
 
     if method in PG_METHODS and pgdata.exists():  # a cold build: a table left by an earlier run would be reused
         import shutil

@@ -99,9 +99,9 @@ def load(data: Path, docs: int | None):
 def worker(args: argparse.Namespace) -> None:
     """Child process: one bake-off over all arms with the given cache; writes a JSON summary."""
     t0 = time.perf_counter()
-    from bakeoff.bakeoff import run_bakeoff
+    from bakeoff.runner.run import run_bakeoff
     from bakeoff.cache import Cache
-    from bakeoff.config import build_arms, parse_arm_spec
+    from bakeoff.runner.config import build_arms, parse_arm_spec
 
     ds = load(args.data, args.docs)
     arms = build_arms([parse_arm_spec(s) for s in arm_specs(int8=args.int8)])
@@ -147,7 +147,7 @@ def count_tokens(texts: list[str]) -> int:
     """MiniLM word pieces per text after truncation to 256 (what the model actually sees)."""
     from tokenizers import Tokenizer
 
-    from bakeoff.arms.encoders.models import bundled_minilm_dir
+    from bakeoff.models.resolve import bundled_minilm_dir
 
     tok = Tokenizer.from_file(str(bundled_minilm_dir() / "tokenizer.json"))
     tok.enable_truncation(max_length=256)
@@ -174,7 +174,7 @@ def raw_st_encode(texts: list[str]) -> tuple[float, float]:
     """(wall, CPU) seconds of plain ``SentenceTransformer.encode`` (fp32, batch 32) of ``texts``."""
     from sentence_transformers import SentenceTransformer
 
-    from bakeoff.arms.encoders.models import bundled_minilm_dir
+    from bakeoff.models.resolve import bundled_minilm_dir
 
     model = SentenceTransformer(str(bundled_minilm_dir()), device="cpu")
     model.encode(texts[:8], batch_size=32)  # warm-up (lazy init), excluded

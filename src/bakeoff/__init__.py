@@ -4,9 +4,10 @@ The public surface is re-exported here; nothing is imported eagerly that is
 heavy, and importing the package has no side effects.
 """
 
-from .arms import Arm, BM25Arm, Context, TfidfArm, arm_types, register_arm
+from .arms import Arm, BM25Arm, TfidfArm, arm_types, register_arm
+from .runner.context import Context
 from .arms import ConvexArm, RerankArm, RRFArm
-from .bakeoff import run_bakeoff
+from .runner.run import run_bakeoff
 from .cache import Cache
 from .data import (
     CleanOptions,
@@ -25,7 +26,7 @@ from .data import (
 )
 from .errors import BakeoffError, ConfigError, InputError
 from .metrics import Evaluation, Measure, evaluate, parse_measure
-from .results import Results, read_results
+from .runner.results import Results, read_results
 from .report.model import build_report
 from .stats import compare as compare_arms
 

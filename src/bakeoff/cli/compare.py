@@ -27,7 +27,7 @@ def compare_cmd(
     Arms with the same name in both sets are prefixed with their folder name (A/..., B/...).
     """
     from ..report.inputs import load_dataset, load_runs, merge_results, results_path
-    from ..results import read_results
+    from ..runner.results import read_results
     from .report import produce
 
     pa, pb = results_path(first), results_path(second)

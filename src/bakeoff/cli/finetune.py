@@ -119,7 +119,7 @@ def reranker(
     progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
 ) -> None:
     """Fine-tune a cross-encoder reranker (binary cross-entropy over positives and mined negatives)."""
-    from ..config import build_arms, parse_arm_spec
+    from ..runner.config import build_arms, parse_arm_spec
     from ..train.data import load_training_data, parse_dataset_spec
     from ..train.reranker import RerankerParams, finetune_reranker
 

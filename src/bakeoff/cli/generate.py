@@ -165,7 +165,7 @@ def _ingest(client, path: Path, docs: Corpus, opts) -> None:  # type: ignore[no-
 
 def embed_corpus(corpus: Corpus, *, model: str | None, cache, progress: bool):  # type: ignore[no-untyped-def]
     """Document vectors from the dense arm (``model`` None = offline MiniLM) and the encoder identity."""
-    from ..arms.base import Context
+    from ..runner.context import Context
     from ..arms.dense import DenseArm
 
     arm = DenseArm(model=model)

@@ -30,7 +30,7 @@ def citations(
     from ..truth.mined import mine_citations, write_mined
     from ..truth.patterns import load_patterns
     from ..truth.sources import read_sources
-    from ..truth.versions import read_targets
+    from ..data.versions import read_targets
 
     pset = load_patterns(patterns)
     tv = read_targets(targets)

@@ -96,7 +96,7 @@ def report_cmd(
 ) -> None:
     """Report a bake-off: table with CIs and significance, diagnostics, report.json/.html/.tex, per-query matrix."""
     from ..report.inputs import load_dataset, load_runs, results_path
-    from ..results import read_results
+    from ..runner.results import read_results
 
     path = results_path(results_dir)
     results = read_results(path)

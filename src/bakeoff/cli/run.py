@@ -8,10 +8,10 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..arms.base import Context
-from ..bakeoff import run_bakeoff
-from ..costs import DEFAULT_HOURLY_RATE
-from ..config import BakeoffConfig, DatasetSpec, build_arms, load_config, parse_arm_spec
+from ..runner.context import Context
+from ..runner.run import run_bakeoff
+from ..runner.costs import DEFAULT_HOURLY_RATE
+from ..runner.config import BakeoffConfig, DatasetSpec, build_arms, load_config, parse_arm_spec
 from ..data.clean import CleanOptions
 from ..data.loaders import FieldMap
 from ..engine import make_engine

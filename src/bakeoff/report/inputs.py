@@ -15,7 +15,7 @@ from typing import Any
 from ..data.loaders import read_trec_run
 from ..data.model import Dataset, Run
 from ..errors import InputError
-from ..results import read_results
+from ..runner.results import read_results
 
 __all__ = ["results_path", "load_dataset", "load_runs", "merge_results"]
 
@@ -29,7 +29,7 @@ def results_path(path: str | Path) -> Path:
 
 def load_dataset(results: Mapping[str, Any], *, path: Path, data: str | Path | None = None) -> Dataset:
     """Reload the dataset of ``results`` (read from ``path``) and check its fingerprints."""
-    from ..config import DatasetSpec
+    from ..runner.config import DatasetSpec
 
     src = dict(results["dataset"].get("source") or {})
     if data is not None:

@@ -1,9 +1,9 @@
 """The terminal table: one row per arm, side by side.
 
 Columns: the measures, then ``p50 ms``/``p95 ms`` (end-to-end single-query
-latency, :meth:`bakeoff.arms.base.Context.measure_latency`; falls back to the
+latency, :meth:`bakeoff.runner.context.Context.measure_latency`; falls back to the
 batch ``ms/query`` when no latency was measured, marked ``~``), ``$/1k q``
-(:mod:`bakeoff.costs`) and ``cached``.
+(:mod:`bakeoff.runner.costs`) and ``cached``.
 """
 
 from __future__ import annotations

@@ -214,7 +214,7 @@ def mine_negatives(
 ) -> dict[str, tuple[str, ...]]:
     """Per query, the first ``n`` documents of ``arm``'s top-``depth`` (default BM25)
     that are not in ``exclude[qid]`` (its judged documents), in rank order."""
-    from ..arms.base import Context
+    from ..runner.context import Context
     from ..arms.lexical import BM25Arm
 
     arm = arm or BM25Arm()

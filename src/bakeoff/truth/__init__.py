@@ -1,6 +1,6 @@
 """Ground truth builders: LLM-written queries (describe / cluster modes), the leak metric,
 the OpenAI-compatible client and the embedded local LLM; and citation-mined sets over dated,
-versioned target corpora (``bakeoff.truth.versions``, ``bakeoff.truth.citations``,
+versioned target corpora (``bakeoff.data.versions``, ``bakeoff.truth.citations``,
 ``bakeoff.truth.mined``, imported on demand). Heavy dependencies (httpx, pydantic,
 llama-cpp-python) are imported only when used."""
 

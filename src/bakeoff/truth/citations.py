@@ -42,7 +42,7 @@ from typing import Any
 from ..errors import ConfigError
 from .patterns import PatternSet, parse_text_date
 from .sources import Source
-from .versions import Versions
+from ..data.versions import Versions
 
 __all__ = [
     "Mention",

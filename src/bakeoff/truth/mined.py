@@ -44,7 +44,7 @@ from ..progress import progress_bar
 from .citations import MinedQuery, MineOptions, NgramIndex, mine_source
 from .patterns import PatternSet
 from .sources import Source
-from .versions import TargetVersion, Versions, as_of_masks
+from ..data.versions import TargetVersion, Versions, as_of_masks
 
 __all__ = [
     "LOWER_BOUND_MEASURES",
@@ -253,7 +253,7 @@ def load_mined(path: str | os.PathLike[str], *, mode: str = "as_of", only_single
 
 def prepare_dataset(spec: Any, *, as_of: bool | None = None, only_single: bool = False,
                     unmasked: bool = False) -> tuple[Dataset, dict[str, np.ndarray] | None]:
-    """Load a :class:`~bakeoff.config.DatasetSpec` for ``bakeoff run`` with its search mode.
+    """Load a :class:`~bakeoff.runner.config.DatasetSpec` for ``bakeoff run`` with its search mode.
 
     A mined citation folder (``provenance.json`` with ``label_kind = "citation"``)
     goes through :func:`load_mined` (``as_of`` defaults to True). Any other

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from ..data.loaders import _json_lines, _lines
 from ..errors import InputError
-from .versions import parse_date
+from ..data.versions import parse_date
 
 __all__ = ["Source", "read_sources"]
 

@@ -1,7 +1,7 @@
 """Arms whose retriever lives outside bakeoff: an HTTP service, a command, PostgreSQL.
 
 They are evaluated exactly like built-in arms: the runner obtains their runs
-through :meth:`bakeoff.arms.base.Context.search`, which times and caches them.
+through :meth:`bakeoff.runner.context.Context.search`, which times and caches them.
 A failed call raises :class:`ExternalError` from ``search`` *before* the
 context caches anything, so a failure never leaves a cached run behind.
 

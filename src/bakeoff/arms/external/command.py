@@ -28,7 +28,7 @@ from typing import Any
 
 from ...data.model import Corpus, Queries, Run
 from ...errors import ConfigError
-from ..base import Arm, Context, DocMask, register_arm
+from ..base import Arm, ArmContext, DocMask, register_arm
 from ._common import ExternalError, apply_mask, ranked_from_hits
 
 __all__ = ["CommandArm", "parse_trec_stdout"]
@@ -84,10 +84,10 @@ class CommandArm(Arm):
     def config(self) -> dict[str, Any]:
         return {"command": self.argv, "cwd": self.cwd, "version": self.version}
 
-    def index(self, corpus: Corpus, *, ctx: Context) -> None:
+    def index(self, corpus: Corpus, *, ctx: ArmContext) -> None:
         self._corpus = corpus
 
-    def search(self, queries: Queries, *, k: int, ctx: Context, mask: DocMask | None = None) -> Run:
+    def search(self, queries: Queries, *, k: int, ctx: ArmContext, mask: DocMask | None = None) -> Run:
         if self._corpus is None:
             raise RuntimeError("index() must run before search()")
         who = f"command arm {self.name!r} ({shlex.join(self.argv)[:60]})"

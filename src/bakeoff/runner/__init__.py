@@ -1,0 +1,1 @@
+"""The runner: run context, bake-off orchestration, costs, results and configuration."""

@@ -1,0 +1,181 @@
+"""Results of a bake-off and their stable, versioned JSON form (``results.json``).
+
+Schema (``schema_version`` 1)::
+
+    {
+      "schema": "bakeoff.results", "schema_version": 1, "bakeoff_version": str, "created": ISO-8601,
+      "dataset": {"name", "split", "source": {...}, "n_docs", "n_queries", "fingerprints": {...},
+                  "warnings": [...], "load_report": {...}},
+      "k": int, "depth": int, "measures": [str, ...],
+      "queries": {"evaluated": int, "excluded": {"no_relevant": [...], "not_judged": [...]}},
+      "arms": [{"name", "type", "config", "fingerprint", "cached": bool,
+                "metrics": {"ndcg@10": float, ...},
+                "per_query": {"ndcg@10": {qid: float}, ...},
+                "timing": {"index_s", "search_s", "ms_per_query", "n_queries",
+                           # added (still schema 1): own vs end-to-end, one-time vs per-query
+                           "own_search_s", "index_total_s", "search_total_s", "ms_per_query_total",
+                           "latency": {"method", "k", "sample", "seed", "n", "p50_ms", "p95_ms", "mean_ms",
+                                       "own_p50_ms", "own_p95_ms", "own_mean_ms"}},
+                "cost": {"hourly_rate_usd", "basis", "usd_per_1k_queries", "machine_usd_per_1k_queries",
+                         "api_usd_per_1k_queries", "one_time_s", "one_time_usd",
+                         "usage": {"index": {...}, "search": {...}}, "tokens_per_query"},
+                "extra_metrics": {"ann_recall@10": float, ...},   # optional, arm-specific figures
+                "run_file": "runs/<name>.trec",
+                "fine_tuned": {"trained_on", "split", "kind", "base_model", "data_fingerprint", "model", "option"}
+                              # only for arms whose model folder holds bakeoff_training.json
+               }]
+    }
+
+Timing keys are defined in :mod:`bakeoff.arms.base` (``index_s`` is the
+arm's own one-time cost, ``*_total_s`` include its inputs; ``ms_per_query`` is
+own batch throughput) and cost keys in :mod:`bakeoff.runner.costs`. ``latency`` and
+``cost`` may be absent (older files, ``--latency-sample 0``).
+
+Readers must ignore unknown keys; a breaking change bumps ``schema_version``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from .._io import atomic_write_json
+from ..data.model import Run
+from ..errors import InputError
+from ..metrics import Evaluation
+
+__all__ = ["SCHEMA_VERSION", "ArmResult", "Results", "read_results", "safe_filename"]
+
+SCHEMA_VERSION = 1
+
+
+def safe_filename(name: str) -> str:
+    """A file-system-safe version of an arm name (``bm25:stemmer=english`` -> ``bm25_stemmer-english``)."""
+    s = re.sub(r"[^A-Za-z0-9._+-]+", "_", name.replace("=", "-")).strip("._")
+    return s or "arm"
+
+
+def bakeoff_version() -> str:
+    try:
+        return metadata.version("bakeoff")
+    except metadata.PackageNotFoundError:
+        return "0+unknown"
+
+
+@dataclass
+class ArmResult:
+    """One arm's run, evaluation, timings and provenance."""
+
+    name: str
+    type: str
+    config: Mapping[str, Any]
+    fingerprint: str
+    run: Run
+    evaluation: Evaluation
+    timing: Mapping[str, Any]
+    cached: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self, *, run_file: str | None = None) -> dict[str, Any]:
+        d = {
+            "name": self.name,
+            "type": self.type,
+            "config": _jsonable(self.config),
+            "fingerprint": self.fingerprint,
+            "cached": self.cached,
+            "metrics": dict(self.evaluation.means),
+            "per_query": {m: dict(v) for m, v in self.evaluation.per_query.items()},
+            "missing_from_run": list(self.evaluation.missing_from_run),
+            "timing": dict(self.timing),
+        }
+        if run_file:
+            d["run_file"] = run_file
+        d.update(self.extra)
+        return d
+
+
+def _jsonable(obj: Any) -> Any:
+    if isinstance(obj, Mapping):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, (str, int, float, bool)) or obj is None:
+        return obj
+    return str(obj)
+
+
+@dataclass
+class Results:
+    """Everything a bake-off produced, ready to print or serialise."""
+
+    dataset: Mapping[str, Any]
+    k: int
+    depth: int
+    measures: Sequence[str]
+    arms: list[ArmResult]
+    excluded: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    n_evaluated: int = 0
+
+    def to_dict(self, *, run_files: Mapping[str, str] | None = None) -> dict[str, Any]:
+        run_files = run_files or {}
+        return {
+            "schema": "bakeoff.results",
+            "schema_version": SCHEMA_VERSION,
+            "bakeoff_version": bakeoff_version(),
+            "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+            "dataset": _jsonable(self.dataset),
+            "k": self.k,
+            "depth": self.depth,
+            "measures": list(self.measures),
+            "queries": {"evaluated": self.n_evaluated, "excluded": {k: list(v) for k, v in self.excluded.items()}},
+            "arms": [a.to_dict(run_file=run_files.get(a.name)) for a in self.arms],
+        }
+
+    def write(self, out: str | Path) -> Path:
+        """Write ``results.json`` and ``runs/<arm>.trec`` into ``out`` (each file atomically).
+
+        Run files are written first and ``results.json`` last, so a folder with a
+        ``results.json`` is complete.
+        """
+        from ..data.writers import write_trec_run
+
+        folder = Path(out)
+        run_files: dict[str, str] = {}
+        used: set[str] = set()
+        for a in self.arms:
+            base = safe_filename(a.name)
+            fname, n = base, 1
+            while fname in used:
+                n += 1
+                fname = f"{base}-{n}"
+            used.add(fname)
+            rel = f"runs/{fname}.trec"
+            write_trec_run(a.run, folder / rel, tag=fname)
+            run_files[a.name] = rel
+        path = folder / "results.json"
+        atomic_write_json(path, self.to_dict(run_files=run_files))
+        return path
+
+
+def read_results(path: str | Path) -> dict[str, Any]:
+    """Load a ``results.json`` (file or folder), checking the schema name and version."""
+    p = Path(path)
+    if p.is_dir():
+        p = p / "results.json"
+    try:
+        obj = json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError("no such file", path=p) from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"invalid JSON: {exc.msg}", path=p, line=exc.lineno) from None
+    if obj.get("schema") != "bakeoff.results":
+        raise InputError("not a bakeoff results file", path=p, field="schema")
+    if int(obj.get("schema_version", 0)) > SCHEMA_VERSION:
+        raise InputError(f"written by a newer bakeoff (schema {obj['schema_version']})", path=p, field="schema_version")
+    return obj

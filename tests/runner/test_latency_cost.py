@@ -1,0 +1,156 @@
+"""Latency and cost: one-time vs per-query timings, single-query p50/p95 of plain and
+composite arms, $/1k queries, API usage through Arm.usage (real HTTP fake on 127.0.0.1),
+results.json keys, the terminal columns, and the CLI flags."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bakeoff.runner.context import Context
+from bakeoff.runner.run import run_bakeoff
+from bakeoff.cache import Cache
+from bakeoff.runner.config import build_arms, parse_arm_spec
+from bakeoff.data.model import Corpus, Dataset, Document, Qrels, Queries, Query
+from bakeoff.report.terminal import table_rows
+from bakeoff.runner.results import read_results
+
+from tests.cli.test_cli import cli
+from tests.data.test_loaders import beir_folder
+
+DOCS = ["cats sat on the mat", "dogs and cats are friends", "a cat chased a cat", "nothing here",
+        "stock markets fell sharply", "the mat was red"]
+
+
+def dataset() -> Dataset:
+    corpus = Corpus.from_documents([Document(f"d{i}", t) for i, t in enumerate(DOCS)])
+    queries = Queries.from_queries([Query(f"q{i}", t) for i, t in enumerate(["cat mat", "dogs", "markets", "red cat"])])
+    qrels = Qrels({"q0": {"d0": 1}, "q1": {"d1": 1}, "q2": {"d4": 2}, "q3": {"d5": 1}})
+    return Dataset(corpus, queries, qrels, name="tiny")
+
+
+def test_latency_fields_sane_for_plain_and_composite_arms(tmp_path):
+    arms = build_arms([parse_arm_spec(s) for s in ["bm25", "s=bm25:stemmer=english", "h=rrf:arms=bm25+s"]])
+    cache = Cache(tmp_path / "c")
+    res = run_bakeoff(dataset(), arms, cache=cache, progress=False, latency_sample=3, latency_seed=7, hourly_rate=3.6)
+    d = res.to_dict()
+    for a in d["arms"]:
+        t, lat, cost = a["timing"], a["timing"]["latency"], a["cost"]
+        assert lat["method"] == "single-query" and lat["n"] == 3 and lat["sample"] == 3 and lat["seed"] == 7
+        assert 0 < lat["p50_ms"] <= lat["p95_ms"] < 10_000 and lat["mean_ms"] > 0
+        assert 0 < lat["own_mean_ms"] <= lat["mean_ms"]
+        assert t["index_s"] >= 0 and t["search_s"] > 0 and t["n_queries"] == 4
+        # $/1k q = rate/3600 * mean_ms (3.6 $/h -> 0.001 $ per second -> 1e-3 * mean_ms/1000 * 1000)
+        assert cost["usd_per_1k_queries"] == pytest.approx(3.6 / 3600 * lat["mean_ms"])
+        assert cost["api_usd_per_1k_queries"] == 0 and cost["hourly_rate_usd"] == 3.6
+    bm25, s, h = d["arms"]
+    # composite: one-time cost includes both inputs' index builds; own index is ~0
+    assert h["timing"]["index_total_s"] == pytest.approx(bm25["timing"]["index_s"] + s["timing"]["index_s"]
+                                                         + h["timing"]["index_s"])
+    assert h["cost"]["one_time_s"] == h["timing"]["index_total_s"]
+    # end-to-end latency of the fusion includes searching both inputs: own time is a small part
+    assert h["timing"]["latency"]["own_mean_ms"] < h["timing"]["latency"]["mean_ms"]
+    assert h["timing"]["search_total_s"] >= h["timing"]["own_search_s"]
+    # warm run: everything from the cache, latency restored (not re-measured), same figures
+    res2 = run_bakeoff(dataset(), build_arms([parse_arm_spec(x) for x in ["bm25", "s=bm25:stemmer=english",
+                                                                          "h=rrf:arms=bm25+s"]]),
+                       cache=cache, progress=False, latency_sample=3, latency_seed=7, hourly_rate=3.6)
+    d2 = res2.to_dict()
+    assert all(a["cached"] for a in d2["arms"])
+    assert [a["timing"]["latency"] for a in d2["arms"]] == [a["timing"]["latency"] for a in d["arms"]]
+    header, rows = table_rows(d2)
+    assert header[-4:] == ["p50 ms", "p95 ms", "$/1k q", "cached"] and all(r[-1] == "yes" for r in rows)
+
+
+def test_latency_sample_is_seeded_and_can_be_skipped():
+    ds = dataset()
+    (arm,) = build_arms([parse_arm_spec("bm25")])
+    ctx = Context(corpus=ds.corpus, progress=False)
+    ctx.search(arm, ds.queries, k=10)
+    assert ctx.measure_latency(arm, ds.queries, k=10, sample=0) == {}
+    lat = ctx.measure_latency(arm, ds.queries, k=10, sample=100, seed=1)
+    assert lat["n"] == len(ds.queries)  # capped at the number of queries
+    res = run_bakeoff(ds, [arm], progress=False, latency_sample=0)
+    assert "latency" not in res.arms[0].timing and res.arms[0].extra["cost"]["basis"] == "batch mean"
+    assert table_rows(res.to_dict())[1][0][-4].startswith("~")  # batch figure, marked
+
+
+def test_api_usage_tokens_and_cost(tmp_path, monkeypatch):
+    from tests.support.fake_openai import FakeOpenAI
+
+    monkeypatch.setenv("FAKE_EMBED_KEY", "sk-test-123")
+    corpus = Corpus.from_documents([Document(f"d{i}", t) for i, t in enumerate(DOCS)])
+    queries = Queries.from_queries([Query("q1", "cat mat"), Query("q2", "stock markets fell")])
+    ds = Dataset(corpus, queries, Qrels({"q1": {"d0": 1}, "q2": {"d4": 1}}), name="api")
+    with FakeOpenAI(api_key="sk-test-123") as server:
+        spec = (f"api=dense:model=openai:fake-embed,base_url={server.base_url},api_key_env=FAKE_EMBED_KEY,"
+                "price_per_1k_tokens=0.5,batch_size=4")
+        arms = build_arms([parse_arm_spec(spec), parse_arm_spec("bm25"), parse_arm_spec("h=rrf:arms=api+bm25")])
+        res = run_bakeoff(ds, arms, cache=Cache(tmp_path / "c"), progress=False, latency_sample=5, hourly_rate=0.0)
+        n_requests = len(server.requests)
+    api, _bm25, h = res.to_dict()["arms"]
+    doc_tokens = sum(len(t.split()) for t in DOCS)  # the fake counts whitespace words
+    query_tokens = 2 + 3
+    usage = api["cost"]["usage"]
+    assert usage["index"]["tokens"] == doc_tokens and usage["search"]["tokens"] == query_tokens
+    assert usage["index"]["cost_usd"] == pytest.approx(doc_tokens / 1000 * 0.5)
+    assert usage["search"]["cost_usd"] == pytest.approx(query_tokens / 1000 * 0.5)
+    assert api["cost"]["api_usd_per_1k_queries"] == pytest.approx(1000 * query_tokens / 1000 * 0.5 / 2)
+    assert api["cost"]["tokens_per_query"] == 2.5 and api["cost"]["machine_usd_per_1k_queries"] == 0
+    assert api["cost"]["one_time_usd"] == pytest.approx(doc_tokens / 1000 * 0.5)
+    # a paid API is not probed query by query: latency is the batch mean, no extra requests
+    assert api["timing"]["latency"]["method"] == "batch-mean" and h["timing"]["latency"]["method"] == "batch-mean"
+    assert n_requests == 3  # 2 corpus batches of 4 rows + 1 query batch
+    # the fusion's cost includes its API input
+    assert h["cost"]["api_usd_per_1k_queries"] == pytest.approx(api["cost"]["api_usd_per_1k_queries"])
+
+
+def test_cli_rate_latency_flags_and_fused_arms(tmp_path):
+    data = beir_folder(tmp_path / "data")
+    out = tmp_path / "out"
+    code, stdout, stderr = cli("run", "--beir", str(data), "--arm", "bm25", "--arm", "s=bm25:stemmer=english",
+                               "--arm", "h=rrf:arms=bm25+s,k=10", "--arm", "c=convex:arms=bm25+s,weight=0.3,norm=zscore",
+                               "--hourly-rate", "7.2", "--latency-sample", "2", "--out", str(out), "--no-progress",
+                               cache_dir=tmp_path / "c")
+    assert code == 0, stderr
+    assert "p50 ms" in stdout and "$/1k q" in stdout
+    res = read_results(out)
+    h = next(a for a in res["arms"] if a["name"] == "h")
+    assert h["type"] == "rrf" and h["config"] == {"k_rrf": 10.0, "depth": 100}
+    assert h["cost"]["hourly_rate_usd"] == 7.2 and h["timing"]["latency"]["n"] == 2
+    assert json.dumps(res)  # plain JSON
+    code, _, stderr = cli("run", "--beir", str(data), "--arm", "bm25", "--arm", "h=rrf:arms=bm25",
+                          "--no-progress", cache_dir=tmp_path / "c")
+    assert code == 2 and "at least two arms" in stderr and len(stderr.strip().splitlines()) == 1
+
+
+def test_toml_fusion_and_run_keys(tmp_path):
+    beir_folder(tmp_path / "data")
+    (tmp_path / "bake.toml").write_text("""
+[dataset]
+beir = "data"
+[run]
+cache = "off"
+out = "res"
+hourly_rate = 0.5
+latency_sample = 1
+[[arms]]
+name = "bm25"
+type = "bm25"
+[[arms]]
+name = "stem"
+type = "bm25"
+stemmer = "english"
+[[arms]]
+name = "hyb"
+type = "rrf"
+arms = ["bm25", "stem"]
+depth = 20
+""", encoding="utf-8")
+    code, _, stderr = cli("run", str(tmp_path / "bake.toml"), "--no-progress")
+    assert code == 0, stderr
+    res = read_results(tmp_path / "res")
+    hyb = res["arms"][2]
+    assert hyb["config"]["depth"] == 20 and hyb["cost"]["hourly_rate_usd"] == 0.5
+    assert hyb["timing"]["latency"]["n"] == 1

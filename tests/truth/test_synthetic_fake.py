@@ -1,0 +1,200 @@
+"""Describe and cluster modes end to end against the fake server on 127.0.0.1: leak filter
+and regeneration, repairs of hallucinated ids / duplicate ranks / omissions, graded qrels,
+hard negatives, the BEIR output and `bakeoff generate` + `bakeoff run` on it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("httpx")
+pytest.importorskip("pydantic")
+
+from bakeoff.cli import main  # noqa: E402
+from bakeoff.data import load_beir  # noqa: E402
+from bakeoff.data.model import Corpus  # noqa: E402
+from bakeoff.truth.llm import LLMClient, LLMConfig  # noqa: E402
+from bakeoff.truth.repair import GradeMap  # noqa: E402
+from bakeoff.truth.synthetic import ClusterOptions, DescribeOptions, cluster_truth, describe_truth  # noqa: E402
+
+from tests.support.fake_openai_chat import FakeOpenAI, Reply  # noqa: E402
+
+DOCS = {
+    "a": "Glycolysis converts glucose into pyruvate inside the cytoplasm.",
+    "b": "Photosynthesis captures sunlight in chloroplasts of green plants.",
+    "c": "Tectonic plates drift slowly and trigger earthquakes along faults.",
+}
+
+
+def _corpus() -> Corpus:
+    return Corpus(tuple(DOCS), tuple(DOCS.values()), tuple("" for _ in DOCS), tuple({} for _ in DOCS))
+
+
+def describe_responder(body: dict, i: int) -> Reply:
+    """Doc a: a leaky query on the first seed (leak 2/2 = 1.0), a clean one after; others clean."""
+    text = body["messages"][-1]["content"]
+    first_round = body["seed"] == 0
+    if "Glycolysis" in text:
+        q = "glycolysis pyruvate please" if first_round else "how do cells break down sugar"
+    elif "Photosynthesis" in text:
+        q = "how do leaves turn light into food"
+    else:
+        q = "why does the ground shake"
+    return Reply(200, json.dumps({"query": q}), prompt_tokens=40, completion_tokens=8)
+
+
+def test_describe_mode_filters_leaks_and_regenerates() -> None:
+    with FakeOpenAI(describe_responder) as srv:
+        client = LLMClient(LLMConfig(base_url=srv.base_url, model="fake"))
+        truth = describe_truth(_corpus(), client, options=DescribeOptions(n=3, seed=0), progress=False)
+    by_doc = {m["source_doc"]: (t, m) for t, m in zip(truth.queries.texts, truth.queries.metadata)}
+    assert set(by_doc) == {"a", "b", "c"}
+    assert by_doc["a"][0] == "how do cells break down sugar" and by_doc["a"][1]["attempt"] == 1
+    prov = truth.provenance
+    # 4 scored generations (3 + 1 regeneration), 1 rejected (leak 1.0 > 0.35)
+    assert prov["counts"]["scored"] == 4 and prov["counts"]["rejected"] == 1
+    assert prov["leak"]["rejection_rate"] == pytest.approx(0.25)
+    assert prov["leak"]["all_generations"]["histogram"]["0.90-1.00"] == 1
+    assert prov["leak"]["kept"]["mean"] == 0.0
+    assert prov["usage"]["prompt_tokens"] == 4 * 40 and prov["usage"]["cost_usd"] == 0.0
+    for qid in truth.queries.ids:
+        assert dict(truth.qrels[qid]) == {truth.queries[qid].metadata["source_doc"]: 1}
+
+
+def test_describe_drops_a_document_after_n_regenerations() -> None:
+    def always_leaky(body: dict, i: int) -> Reply:
+        return Reply(200, json.dumps({"query": "tectonic plates earthquakes faults"}))
+
+    corpus = Corpus(("c",), (DOCS["c"],), ("",), ({},))
+    with FakeOpenAI(always_leaky) as srv:
+        client = LLMClient(LLMConfig(base_url=srv.base_url, model="fake"))
+        truth = describe_truth(corpus, client, options=DescribeOptions(n=1, max_regenerations=2), progress=False)
+        assert len(srv.requests) == 3
+    assert len(truth.queries) == 0 and truth.provenance["counts"]["dropped_docs"] == 1
+    assert truth.provenance["leak"]["rejection_rate"] == 1.0
+
+
+def _cluster_answer(body: dict, i: int) -> Reply:
+    listing = body["messages"][-1]["content"]
+    labels = [ln.split("]")[0][1:] for ln in listing.splitlines() if ln.startswith("[D")]
+    assert labels == ["D1", "D2", "D3", "D4"]
+    answer = {"questions": [
+        {"question": "which docs are about energy in cells?", "judgments": [
+            {"id": "D1", "relevant": True, "rank": 1, "reason": "glycolysis"},
+            {"id": "D2", "relevant": True, "rank": 1, "reason": "photosynthesis"},   # duplicate rank
+            {"id": "D7", "relevant": True, "rank": 2, "reason": "made up"},          # hallucinated id
+            {"id": "D3", "relevant": False, "rank": 3, "reason": "geology"}]},      # D4 left out
+        {"question": "  ", "judgments": []},                                           # empty question
+        {"question": "Do supplements help old people avoid broken bones", "judgments": []},  # copies the example
+    ]}
+    return Reply(200, json.dumps(answer), prompt_tokens=300, completion_tokens=120)
+
+
+def test_cluster_mode_repairs_grades_and_hard_negatives(tmp_path: Path) -> None:
+    ids = ("g1", "g2", "g3", "g4")
+    corpus = Corpus(ids, (DOCS["a"], DOCS["b"], DOCS["c"], "Volcanoes erupt molten rock."),
+                    ("", "", "", ""), tuple({} for _ in ids))
+    vectors = np.array([[1, 0], [1, 0.1], [0.9, 0.2], [1, 0.05]], dtype=np.float32)  # one cluster of 4
+    with FakeOpenAI(_cluster_answer) as srv:
+        client = LLMClient(LLMConfig(base_url=srv.base_url, model="fake"))
+        opts = ClusterOptions(n=5, cluster_size=4, questions_per_cluster=3, grade_map=GradeMap((3, 2), 1),
+                              test_fraction=1.0)
+        truth = cluster_truth(corpus, client, vectors=vectors, options=opts, progress=False)
+        assert srv.requests[0]["body"]["response_format"]["type"] == "json_schema"
+    prov = truth.provenance
+    assert prov["repairs"] == {"empty_question": 1, "hallucinated_id": 1, "duplicate_id": 0, "duplicate_rank": 1,
+                               "irrelevant_above_relevant": 0, "left_out": 1, "no_relevant": 0,
+                               "copied_example": 1}
+    assert truth.queries.texts == ("which docs are about energy in cells?",)
+    qid = truth.queries.ids[0]
+    assert dict(truth.qrels[qid]) == {"g1": 3, "g2": 2}
+    assert prov["hard_negatives"] == {qid: ["g3", "g4"]}
+    assert truth.queries.metadata[0]["ranking"] == ["g1", "g2", "g3", "g4"]
+    out = truth.write(tmp_path / "truth", corpus=corpus)
+    ds = load_beir(out, split="test")
+    assert dict(ds.qrels[qid]) == {"g1": 3, "g2": 2} and len(ds.corpus) == 4
+    assert json.loads((out / "provenance.json").read_text())["split"]["n_test"] == 1
+    assert main(["run", "--beir", str(out), "--arm", "bm25", "--no-progress", "--cache", "off"]) == 0
+
+
+def test_generate_cli_describe_then_run(tmp_path: Path, capsys) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "corpus.jsonl").write_text("".join(json.dumps({"_id": k, "title": "", "text": v}) + "\n"
+                                              for k, v in DOCS.items()))
+    out = tmp_path / "gen"
+    with FakeOpenAI(describe_responder) as srv:
+        rc = main(["generate", "describe", "--corpus", str(src), "--llm", f"{srv.base_url}|fake", "-n", "3",
+                   "--out", str(out), "--cache-dir", str(tmp_path / "cache"), "--no-progress",
+                   "--test-fraction", "1.0"])
+    assert rc == 0
+    printed = capsys.readouterr().out
+    assert "kept 3 of 3 sampled documents; mean leak 0.000; rejection rate 25.0%" in printed
+    prov = json.loads((out / "provenance.json").read_text())
+    assert prov["mode"] == "describe" and prov["split"]["n_test"] == 3 and prov["llm"]["model"] == "fake"
+    assert main(["run", "--beir", str(out), "--arm", "bm25", "--no-progress", "--cache", "off"]) == 0
+    # a second identical run is served from the cache: the server is gone, nothing fails
+    rc = main(["generate", "describe", "--corpus", str(src), "--llm", "http://127.0.0.1:9/v1|fake", "-n", "3",
+               "--out", str(tmp_path / "gen2"), "--cache-dir", str(tmp_path / "cache"), "--no-progress",
+               "--test-fraction", "1.0"])
+    assert rc == 0
+    assert (tmp_path / "gen2" / "queries.jsonl").read_text() == (out / "queries.jsonl").read_text()
+
+
+def test_generate_cli_bad_input_exits_2(tmp_path: Path, capsys) -> None:
+    assert main(["generate", "sideways", "--corpus", str(tmp_path), "--out", str(tmp_path / "o")]) == 2
+    assert main(["generate", "describe", "--corpus", str(tmp_path / "missing.jsonl"), "--out", str(tmp_path / "o"),
+                 "--llm", "openai:"]) == 2
+    err = capsys.readouterr().err
+    assert "mode must be describe or clusters" in err and "missing.jsonl" in err
+    assert not (tmp_path / "o").exists()
+
+
+def test_generate_cli_batch_out_then_batch_in(tmp_path: Path, capsys) -> None:
+    """The OpenAI batch path: round 1 is written as a batch file; its results are ingested; the leaky
+    answer triggers a round-2 batch; after those results the dataset is written without any server."""
+    src = tmp_path / "corpus.jsonl"
+    src.write_text("".join(json.dumps({"_id": k, "title": "", "text": v}) + "\n" for k, v in DOCS.items()))
+    common = ["generate", "describe", "--corpus", str(src), "--llm", "http://127.0.0.1:9/v1|fake", "-n", "3",
+              "--out", str(tmp_path / "out"), "--cache-dir", str(tmp_path / "cache"), "--no-progress"]
+
+    def answer(batch: Path, results: Path) -> int:
+        lines = [json.loads(x) for x in batch.read_text().splitlines()]
+        with results.open("w") as fh:
+            for line in lines:
+                reply = describe_responder(line["body"], 0)
+                body = {"choices": [{"message": {"content": reply.content}}],
+                        "usage": {"prompt_tokens": 40, "completion_tokens": 8}}
+                fh.write(json.dumps({"custom_id": line["custom_id"], "response": {"status_code": 200, "body": body},
+                                     "error": None}) + "\n")
+        return len(lines)
+
+    assert main(common + ["--batch-out", str(tmp_path / "b1.jsonl")]) == 0
+    assert not (tmp_path / "out").exists()
+    assert answer(tmp_path / "b1.jsonl", tmp_path / "r1.jsonl") == 3
+    assert main(common + ["--batch-in", str(tmp_path / "r1.jsonl"), "--batch-out", str(tmp_path / "b2.jsonl")]) == 0
+    assert answer(tmp_path / "b2.jsonl", tmp_path / "r2.jsonl") == 1          # only the leaky document
+    assert main(common + ["--batch-in", str(tmp_path / "r2.jsonl")]) == 0
+    out = capsys.readouterr().out
+    assert "wrote 3 requests" in out and "wrote 1 requests" in out and "rejection rate 25.0%" in out
+    assert len((tmp_path / "out" / "queries.jsonl").read_text().splitlines()) == 3
+
+
+def test_describe_stratified_sample_reports_the_mix() -> None:
+    texts = [f"Document number {i} about topic {'x' if i < 6 else 'y'}" for i in range(8)]
+    corpus = Corpus(tuple(f"d{i}" for i in range(8)), tuple(texts), tuple("" for _ in texts),
+                    tuple({"topic": "x" if i < 6 else "y"} for i in range(8)))
+
+    def ok(body: dict, i: int) -> Reply:
+        return Reply(200, json.dumps({"query": "something plain to look for"}))
+
+    with FakeOpenAI(ok) as srv:
+        client = LLMClient(LLMConfig(base_url=srv.base_url, model="fake"))
+        truth = describe_truth(corpus, client, options=DescribeOptions(n=4, stratify_by="topic"), progress=False)
+    mix = truth.provenance["sampled_mix"]
+    assert {g: m["sampled"] for g, m in mix.items()} == {"x": 3, "y": 1}       # 4 * 6/8 = 3, 4 * 2/8 = 1
+    assert mix["x"]["corpus_share"] == 0.75 and mix["y"]["sampled_share"] == 0.25
+    assert truth.provenance["kept_mix"]["x"]["sampled"] == 3
