@@ -1,0 +1,328 @@
+"""The one HTTP client: httpx with tenacity retries, polite defaults and secrets kept out of messages.
+
+Every caller that speaks HTTP (the OpenAI-compatible embeddings client, the
+LLM client, the ``http`` arm, the web-API corpus reader) uses
+:class:`HttpClient`, so retries, backoff, timeouts, the User-Agent and the
+scrubbing of API keys behave the same everywhere.
+
+**Retry policy.** A request is retried on a timeout, a transport error
+(connection refused or reset), a status in :data:`RETRY_STATUS` (408, 425,
+429, 500, 502, 503, 504) and, for :meth:`HttpClient.request_json`, a body that
+is not valid JSON. It is tried ``retries + 1`` times at most. Attempt ``n``
+(0-based) waits ``min(backoff_max, backoff * 2**n)`` seconds before the next
+try, unless the response carried ``Retry-After`` (seconds or an HTTP date),
+which is honoured, also capped at ``backoff_max``. Other 4xx statuses fail at
+once. Every failure is an :class:`HttpError` with one line of text.
+
+**Secrets.** An API key is read from the environment variable named by
+``auth_env`` at request time (never stored on the object) and sent as
+``Authorization: Bearer <key>``. Every message this module produces goes
+through :func:`scrub` first (then is cut), which replaces the key and any
+prefix or suffix of it of at least :data:`MIN_SECRET_PART` characters, so an
+echoed key cut at a truncation boundary does not leak either.
+
+**Politeness.** ``min_interval`` spaces the *starts* of requests by at least
+that many seconds across threads (a rate limit); the default User-Agent names
+bakeoff and its version.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import email.utils
+import json
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from .errors import BakeoffError, ConfigError, MissingDependencyError
+
+__all__ = [
+    "DEFAULT_USER_AGENT",
+    "MIN_SECRET_PART",
+    "RETRY_STATUS",
+    "HttpClient",
+    "HttpError",
+    "excerpt",
+    "default_user_agent",
+    "retry_after_seconds",
+    "scrub",
+]
+
+RETRY_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
+MIN_SECRET_PART = 6
+DEFAULT_USER_AGENT = "bakeoff (+https://pypi.org/project/bakeoff/)"
+
+
+def default_user_agent(contact: str | None = None) -> str:
+    """``bakeoff/<version> (+<project url>[; <contact>])``: honest, identifying the tool and its operator."""
+    from importlib import metadata
+
+    try:
+        version = metadata.version("bakeoff")
+    except metadata.PackageNotFoundError:  # pragma: no cover - running from a source tree
+        version = "0"
+    tail = f"; {contact}" if contact else ""
+    return f"bakeoff/{version} (+https://pypi.org/project/bakeoff/{tail})"
+
+
+class HttpError(BakeoffError):
+    """An HTTP exchange failed (after retries, or with a status that is not retried).
+
+    ``status`` is the last HTTP status (``None`` for timeouts and transport errors)."""
+
+    def __init__(self, message: str, *, url: str = "", status: int | None = None) -> None:
+        super().__init__(message)
+        self.url = url
+        self.status = status
+
+
+def scrub(text: str, secrets: Iterable[str | None]) -> str:
+    """``text`` with every secret, and every prefix or suffix of one that is at least
+    :data:`MIN_SECRET_PART` characters long, replaced by ``***``."""
+    for secret in secrets:
+        if not secret:
+            continue
+        text = text.replace(secret, "***")
+        for n in range(len(secret) - 1, MIN_SECRET_PART - 1, -1):
+            for part in (secret[:n], secret[-n:]):
+                if part in text:
+                    text = text.replace(part, "***")
+    return text
+
+
+def excerpt(text: str, secrets: Iterable[str | None] = (), *, limit: int = 200) -> str:
+    """One line of at most ``limit`` characters of ``text``, secrets scrubbed *before* cutting."""
+    one = " ".join(scrub(str(text), secrets).split())
+    return one if len(one) <= limit else one[: limit - 1] + "…"
+
+
+def retry_after_seconds(value: str | None, *, now: Callable[[], float] = time.time) -> float | None:
+    """Seconds to wait from a ``Retry-After`` header: delta-seconds or an HTTP date; ``None`` if absent or bad."""
+    if value is None or not str(value).strip():
+        return None
+    v = str(value).strip()
+    try:
+        return max(0.0, float(v))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(v)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=_dt.UTC)
+    return max(0.0, when.timestamp() - now())
+
+
+def _httpx() -> Any:
+    try:
+        import httpx
+    except ImportError as exc:  # pragma: no cover - httpx is a core dependency
+        raise MissingDependencyError("httpx", "core", "HTTP") from exc
+    return httpx
+
+
+class _Retry(Exception):
+    """A failure worth another attempt; ``wait`` is the server's Retry-After, if any."""
+
+    def __init__(self, message: str, *, status: int | None = None, wait: float | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.wait = wait
+
+
+class HttpClient:
+    """A pooled httpx client with the retry policy, User-Agent and scrubbing of this module.
+
+    ``base_url`` prefixes relative URLs; ``headers`` are sent with every request;
+    ``auth_env`` names the environment variable holding a bearer token; ``sleep``
+    is injectable so tests can observe backoff without waiting; ``transport`` is
+    passed to httpx (tests). ``requests`` and ``retries`` count attempts made and
+    retries taken.
+    """
+
+    def __init__(
+        self,
+        *,
+        base_url: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        auth_env: str | None = None,
+        timeout: float = 30.0,
+        retries: int = 3,
+        backoff: float = 0.5,
+        backoff_max: float = 30.0,
+        min_interval: float = 0.0,
+        user_agent: str | None = None,
+        retry_status: frozenset[int] = RETRY_STATUS,
+        follow_redirects: bool = True,
+        sleep: Callable[[float], None] = time.sleep,
+        transport: Any = None,
+    ) -> None:
+        if retries < 0:
+            raise ConfigError(f"retries must be >= 0, got {retries}")
+        if timeout <= 0:
+            raise ConfigError(f"timeout must be > 0 seconds, got {timeout}")
+        self.base_url = base_url.rstrip("/") + "/" if base_url else None
+        self.headers = {"User-Agent": user_agent or default_user_agent(), **dict(headers or {})}
+        self.auth_env = auth_env or None
+        self.timeout = float(timeout)
+        self.retries = int(retries)
+        self.backoff, self.backoff_max = float(backoff), float(backoff_max)
+        self.min_interval = float(min_interval)
+        self.retry_status = retry_status
+        self.follow_redirects = follow_redirects
+        self._sleep = sleep
+        self._transport = transport
+        self._client: Any = None
+        self._lock = threading.Lock()
+        self._next_start = 0.0
+        self.n_requests = 0
+        self.n_retries = 0
+
+    # -- lifecycle -------------------------------------------------------------
+    def _http(self) -> Any:
+        with self._lock:
+            if self._client is None:
+                httpx = _httpx()
+                kw: dict[str, Any] = {"timeout": self.timeout, "follow_redirects": self.follow_redirects}
+                if self.base_url:
+                    kw["base_url"] = self.base_url
+                if self._transport is not None:
+                    kw["transport"] = self._transport
+                self._client = httpx.Client(**kw)
+            return self._client
+
+    def close(self) -> None:
+        with self._lock:
+            if self._client is not None:
+                self._client.close()
+                self._client = None
+
+    def __enter__(self) -> HttpClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- secrets ---------------------------------------------------------------
+    def secret(self) -> str | None:
+        """The bearer token from ``auth_env`` (``ConfigError`` when the variable is unset)."""
+        if not self.auth_env:
+            return None
+        key = os.environ.get(self.auth_env)
+        if not key:
+            raise ConfigError(f"environment variable {self.auth_env} (the API key) is not set")
+        return key
+
+    def scrub(self, text: str) -> str:
+        """``text`` without the API key (see :func:`scrub`)."""
+        key = os.environ.get(self.auth_env) if self.auth_env else None
+        return scrub(text, [key])
+
+    def excerpt(self, text: str, *, limit: int = 200) -> str:
+        key = os.environ.get(self.auth_env) if self.auth_env else None
+        return excerpt(text, [key], limit=limit)
+
+    # -- requests ----------------------------------------------------------------
+    def _pace(self) -> None:
+        if self.min_interval <= 0:
+            return
+        with self._lock:
+            now = time.monotonic()
+            start = max(now, self._next_start)
+            self._next_start = start + self.min_interval
+        if start > now:
+            self._sleep(start - now)
+
+    def _url(self, url: str) -> str:
+        return url if "://" in url or not self.base_url else self.base_url + url.lstrip("/")
+
+    def _once(self, method: str, url: str, *, parse_json: bool, **kw: Any) -> Any:
+        httpx = _httpx()
+        headers = {**self.headers, **dict(kw.pop("headers", None) or {})}
+        key = self.secret()
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        self._pace()
+        self.n_requests += 1
+        try:
+            resp = self._http().request(method, url, headers=headers, **kw)
+        except httpx.TimeoutException:
+            raise _Retry(f"timed out after {self.timeout:g} s") from None
+        except httpx.TransportError as exc:
+            raise _Retry(f"connection failed: {self.excerpt(str(exc) or type(exc).__name__)}") from None
+        status = resp.status_code
+        if status in self.retry_status:
+            raise _Retry(f"HTTP {status}: {self.excerpt(_error_text(resp))}", status=status,
+                         wait=retry_after_seconds(resp.headers.get("retry-after")))
+        if status >= 400:
+            raise HttpError(f"{self._url(url)}: HTTP {status}: {self.excerpt(_error_text(resp))}",
+                            url=self._url(url), status=status)
+        if not parse_json:
+            return resp
+        try:
+            return resp.json()
+        except (ValueError, UnicodeDecodeError):
+            ctype = resp.headers.get("content-type", "?")
+            raise _Retry(f"response is not JSON (content-type {ctype}): {self.excerpt(resp.text, limit=80)}",
+                         status=status) from None
+
+    def _with_retries(self, method: str, url: str, *, parse_json: bool, **kw: Any) -> Any:
+        from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_attempt
+
+        def wait(state: Any) -> float:
+            exc = state.outcome.exception()
+            n = state.attempt_number - 1
+            delay = self.backoff * (2.0 ** n)
+            if isinstance(exc, _Retry) and exc.wait is not None:
+                delay = exc.wait
+            return min(self.backoff_max, max(0.0, delay))
+
+        def before_sleep(state: Any) -> None:
+            self.n_retries += 1
+
+        retrying = Retrying(stop=stop_after_attempt(self.retries + 1), wait=wait,
+                            retry=retry_if_exception_type(_Retry), sleep=self._sleep,
+                            before_sleep=before_sleep, reraise=False)
+        try:
+            return retrying(self._once, method, url, parse_json=parse_json, **kw)
+        except RetryError as err:
+            last = err.last_attempt.exception()
+            status = getattr(last, "status", None)
+            raise HttpError(f"{self._url(url)}: gave up after {self.retries + 1} attempts; last error: {last}",
+                            url=self._url(url), status=status) from None
+
+    def request(self, method: str, url: str, **kw: Any) -> Any:
+        """An ``httpx.Response`` with a status below 400 (retried as the module docstring says)."""
+        return self._with_retries(method, url, parse_json=False, **kw)
+
+    def request_json(self, method: str, url: str, **kw: Any) -> Any:
+        """The decoded JSON body of a successful response (a non-JSON body is retried, then an error)."""
+        return self._with_retries(method, url, parse_json=True, **kw)
+
+    def get_json(self, url: str, **kw: Any) -> Any:
+        return self.request_json("GET", url, **kw)
+
+    def post_json(self, url: str, body: Any, **kw: Any) -> Any:
+        """POST ``body`` as JSON and decode the JSON answer."""
+        return self.request_json("POST", url, content=json.dumps(body).encode("utf-8"),
+                                 headers={"Content-Type": "application/json", "Accept": "application/json",
+                                          **dict(kw.pop("headers", None) or {})}, **kw)
+
+
+def _error_text(resp: Any) -> str:
+    """The server's error message (OpenAI style ``{"error": {"message"}}`` when present), else the body."""
+    try:
+        raw = resp.text
+    except Exception:  # noqa: BLE001 - undecodable body
+        return ""
+    try:
+        obj = json.loads(raw)
+    except ValueError:
+        return raw
+    err = obj.get("error") if isinstance(obj, dict) else None
+    msg = err.get("message") if isinstance(err, dict) else err
+    return str(msg or raw)
