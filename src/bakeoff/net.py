@@ -14,12 +14,27 @@ try, unless the response carried ``Retry-After`` (seconds or an HTTP date),
 which is honoured, also capped at ``backoff_max``. Other 4xx statuses fail at
 once. Every failure is an :class:`HttpError` with one line of text.
 
+**Errors.** :class:`HttpError` says ``<url>: <reason>`` for a status that is
+not retried, or ``<url>: gave up after <n> attempts; last error: <reason>``;
+``reason`` (``HTTP 503: <server message>``, ``timed out after 30 s``,
+``connection failed: ...``, ``response is not JSON ...``), ``status`` and
+``attempts`` are attributes too, so callers can word their own line.
+
 **Secrets.** An API key is read from the environment variable named by
 ``auth_env`` at request time (never stored on the object) and sent as
 ``Authorization: Bearer <key>``. Every message this module produces goes
-through :func:`scrub` first (then is cut), which replaces the key and any
-prefix or suffix of it of at least :data:`MIN_SECRET_PART` characters, so an
-echoed key cut at a truncation boundary does not leak either.
+through :func:`bakeoff.redact.scrub` first (then is cut), which replaces the
+key, the values of secret-looking headers (``Authorization``, ``X-Api-Key``
+...) and URL parameters (``api_key=`` ...), and any prefix or suffix of them of
+at least :data:`~bakeoff.redact.MIN_SECRET_PART` characters, so an echoed key
+cut at a truncation boundary does not leak either. URLs in messages are
+:func:`~bakeoff.redact.redact_url`-ed.
+
+**Hooks.** ``on_request()`` is called before every attempt and
+``on_retry(reason, delay)`` before every backoff sleep (a caller's usage
+counters, logging); the client's own ``n_requests`` / ``n_retries`` count the
+same, thread-safely. A client is picklable (the pooled connection is not
+carried over).
 
 **Politeness.** ``min_interval`` spaces the *starts* of requests by at least
 that many seconds across threads (a rate limit); the default User-Agent names
@@ -38,6 +53,8 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from .errors import BakeoffError, ConfigError, MissingDependencyError
+from .redact import MIN_SECRET_PART, is_secret_name, redact_url, scrub, url_secrets
+from .versions import bakeoff_version
 
 __all__ = [
     "DEFAULT_USER_AGENT",
@@ -52,45 +69,34 @@ __all__ = [
 ]
 
 RETRY_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
-MIN_SECRET_PART = 6
 DEFAULT_USER_AGENT = "bakeoff (+https://pypi.org/project/bakeoff/)"
 
 
 def default_user_agent(contact: str | None = None) -> str:
     """``bakeoff/<version> (+<project url>[; <contact>])``: honest, identifying the tool and its operator."""
-    from importlib import metadata
-
-    try:
-        version = metadata.version("bakeoff")
-    except metadata.PackageNotFoundError:  # pragma: no cover - running from a source tree
-        version = "0"
     tail = f"; {contact}" if contact else ""
-    return f"bakeoff/{version} (+https://pypi.org/project/bakeoff/{tail})"
+    return f"bakeoff/{bakeoff_version()} (+https://pypi.org/project/bakeoff/{tail})"
 
 
 class HttpError(BakeoffError):
     """An HTTP exchange failed (after retries, or with a status that is not retried).
 
-    ``status`` is the last HTTP status (``None`` for timeouts and transport errors)."""
+    ``url`` is the redacted URL, ``reason`` the last failure without the URL,
+    ``status`` the last HTTP status (``None`` for timeouts and transport
+    errors), ``attempts`` how many requests were made."""
 
-    def __init__(self, message: str, *, url: str = "", status: int | None = None) -> None:
-        super().__init__(message)
+    def __init__(self, message: str | None = None, *, url: str = "", status: int | None = None, reason: str = "",
+                 attempts: int = 1) -> None:
         self.url = url
         self.status = status
+        self.reason = reason or message or ""
+        self.attempts = attempts
+        super().__init__(message if message is not None else f"{url}: {self.detail}")
 
-
-def scrub(text: str, secrets: Iterable[str | None]) -> str:
-    """``text`` with every secret, and every prefix or suffix of one that is at least
-    :data:`MIN_SECRET_PART` characters long, replaced by ``***``."""
-    for secret in secrets:
-        if not secret:
-            continue
-        text = text.replace(secret, "***")
-        for n in range(len(secret) - 1, MIN_SECRET_PART - 1, -1):
-            for part in (secret[:n], secret[-n:]):
-                if part in text:
-                    text = text.replace(part, "***")
-    return text
+    @property
+    def detail(self) -> str:
+        """The message without the URL: ``reason``, or ``gave up after n attempts; last error: reason``."""
+        return self.reason if self.attempts <= 1 else f"gave up after {self.attempts} attempts; last error: {self.reason}"
 
 
 def excerpt(text: str, secrets: Iterable[str | None] = (), *, limit: int = 200) -> str:
@@ -140,8 +146,8 @@ class HttpClient:
     ``base_url`` prefixes relative URLs; ``headers`` are sent with every request;
     ``auth_env`` names the environment variable holding a bearer token; ``sleep``
     is injectable so tests can observe backoff without waiting; ``transport`` is
-    passed to httpx (tests). ``requests`` and ``retries`` count attempts made and
-    retries taken.
+    passed to httpx (tests). ``n_requests`` and ``n_retries`` count attempts made
+    and retries taken; ``on_request`` / ``on_retry`` are the hooks of the module doc.
     """
 
     def __init__(
@@ -160,6 +166,8 @@ class HttpClient:
         follow_redirects: bool = True,
         sleep: Callable[[float], None] = time.sleep,
         transport: Any = None,
+        on_request: Callable[[], None] | None = None,
+        on_retry: Callable[[str, float], None] | None = None,
     ) -> None:
         if retries < 0:
             raise ConfigError(f"retries must be >= 0, got {retries}")
@@ -176,11 +184,21 @@ class HttpClient:
         self.follow_redirects = follow_redirects
         self._sleep = sleep
         self._transport = transport
+        self._on_request, self._on_retry = on_request, on_retry
         self._client: Any = None
         self._lock = threading.Lock()
         self._next_start = 0.0
         self.n_requests = 0
         self.n_retries = 0
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_client"], state["_lock"] = None, None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
 
     # -- lifecycle -------------------------------------------------------------
     def _http(self) -> Any:
@@ -217,14 +235,26 @@ class HttpClient:
             raise ConfigError(f"environment variable {self.auth_env} (the API key) is not set")
         return key
 
-    def scrub(self, text: str) -> str:
-        """``text`` without the API key (see :func:`scrub`)."""
-        key = os.environ.get(self.auth_env) if self.auth_env else None
-        return scrub(text, [key])
+    def secrets(self, *, url: str = "", headers: Mapping[str, str] | None = None) -> list[str]:
+        """Everything :meth:`scrub` removes: the API key, secret-looking header values (the
+        credential after an auth scheme such as ``Bearer`` too) and secret URL values."""
+        out: list[str] = []
+        if self.auth_env and os.environ.get(self.auth_env):
+            out.append(os.environ[self.auth_env])
+        for name, value in {**self.headers, **dict(headers or {})}.items():
+            if is_secret_name(name) and value:
+                out += [value, value.split(None, 1)[-1]]
+        if url:
+            out += url_secrets(self._url(url))
+        return sorted(set(out), key=len, reverse=True)
 
-    def excerpt(self, text: str, *, limit: int = 200) -> str:
-        key = os.environ.get(self.auth_env) if self.auth_env else None
-        return excerpt(text, [key], limit=limit)
+    def scrub(self, text: str, *, url: str = "", headers: Mapping[str, str] | None = None) -> str:
+        """``text`` without the client's secrets (see :meth:`secrets` and :func:`bakeoff.redact.scrub`)."""
+        return scrub(text, self.secrets(url=url, headers=headers))
+
+    def excerpt(self, text: str, *, limit: int = 200, url: str = "", headers: Mapping[str, str] | None = None) -> str:
+        """One line of at most ``limit`` characters of ``text``, the client's secrets scrubbed before cutting."""
+        return excerpt(text, self.secrets(url=url, headers=headers), limit=limit)
 
     # -- requests ----------------------------------------------------------------
     def _pace(self) -> None:
@@ -242,33 +272,44 @@ class HttpClient:
 
     def _once(self, method: str, url: str, *, parse_json: bool, **kw: Any) -> Any:
         httpx = _httpx()
-        headers = {**self.headers, **dict(kw.pop("headers", None) or {})}
+        extra = dict(kw.pop("headers", None) or {})
+        headers = {**self.headers, **extra}
         key = self.secret()
         if key:
             headers["Authorization"] = f"Bearer {key}"
+
+        def cut(text: str, limit: int = 200) -> str:
+            return self.excerpt(text, limit=limit, url=url, headers=extra)
+
         self._pace()
-        self.n_requests += 1
+        with self._lock:
+            self.n_requests += 1
+        if self._on_request is not None:
+            self._on_request()
         try:
             resp = self._http().request(method, url, headers=headers, **kw)
         except httpx.TimeoutException:
             raise _Retry(f"timed out after {self.timeout:g} s") from None
         except httpx.TransportError as exc:
-            raise _Retry(f"connection failed: {self.excerpt(str(exc) or type(exc).__name__)}") from None
+            raise _Retry(f"connection failed: {cut(str(exc) or type(exc).__name__)}") from None
         status = resp.status_code
         if status in self.retry_status:
-            raise _Retry(f"HTTP {status}: {self.excerpt(_error_text(resp))}", status=status,
+            raise _Retry(f"HTTP {status}: {cut(_error_text(resp))}", status=status,
                          wait=retry_after_seconds(resp.headers.get("retry-after")))
         if status >= 400:
-            raise HttpError(f"{self._url(url)}: HTTP {status}: {self.excerpt(_error_text(resp))}",
-                            url=self._url(url), status=status)
+            raise HttpError(url=self._where(url), status=status, reason=f"HTTP {status}: {cut(_error_text(resp))}")
         if not parse_json:
             return resp
         try:
             return resp.json()
         except (ValueError, UnicodeDecodeError):
             ctype = resp.headers.get("content-type", "?")
-            raise _Retry(f"response is not JSON (content-type {ctype}): {self.excerpt(resp.text, limit=80)}",
+            raise _Retry(f"response is not JSON (content-type {ctype}): {cut(resp.text, 80)}",
                          status=status) from None
+
+    def _where(self, url: str) -> str:
+        """The absolute URL of a request, secrets redacted, for messages."""
+        return redact_url(self._url(url))
 
     def _with_retries(self, method: str, url: str, *, parse_json: bool, **kw: Any) -> Any:
         from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_attempt
@@ -282,7 +323,10 @@ class HttpClient:
             return min(self.backoff_max, max(0.0, delay))
 
         def before_sleep(state: Any) -> None:
-            self.n_retries += 1
+            with self._lock:
+                self.n_retries += 1
+            if self._on_retry is not None:
+                self._on_retry(str(state.outcome.exception()), float(state.next_action.sleep))
 
         retrying = Retrying(stop=stop_after_attempt(self.retries + 1), wait=wait,
                             retry=retry_if_exception_type(_Retry), sleep=self._sleep,
@@ -292,8 +336,7 @@ class HttpClient:
         except RetryError as err:
             last = err.last_attempt.exception()
             status = getattr(last, "status", None)
-            raise HttpError(f"{self._url(url)}: gave up after {self.retries + 1} attempts; last error: {last}",
-                            url=self._url(url), status=status) from None
+            raise HttpError(url=self._where(url), status=status, reason=str(last), attempts=self.retries + 1) from None
 
     def request(self, method: str, url: str, **kw: Any) -> Any:
         """An ``httpx.Response`` with a status below 400 (retried as the module docstring says)."""

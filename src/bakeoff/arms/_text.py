@@ -10,21 +10,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from functools import lru_cache
-from importlib import metadata
 
 from ..errors import ConfigError, MissingDependencyError
 
-__all__ = ["TOKEN_PATTERN", "make_analyzer", "make_stemmer", "stopword_list", "version_of"]
+__all__ = ["TOKEN_PATTERN", "make_analyzer", "make_stemmer", "stopword_list"]
 
 TOKEN_PATTERN = r"(?u)\b\w\w+\b"
-
-
-def version_of(dist: str) -> str:
-    """Installed version of a distribution, or ``"absent"``."""
-    try:
-        return metadata.version(dist)
-    except metadata.PackageNotFoundError:
-        return "absent"
 
 
 def stopword_list(name: str | None) -> tuple[str, ...]:

@@ -40,7 +40,7 @@ from ..cache import Cache, cache_key, checkpointed_rows
 from ..data.model import Corpus, Queries, Run
 from ..data.ranking import top_k_indices
 from ..errors import ConfigError
-from ._text import version_of
+from ..versions import version_of
 from .base import Arm, ArmContext, DocMask, group_by_mask, register_arm
 from ..models.encoders import Encoder, TextKind, length_order, make_encoder
 

@@ -16,7 +16,8 @@ from ..data.model import Corpus, Queries, Run
 from ..data.ranking import top_k_indices
 from ..errors import ConfigError, MissingDependencyError
 from ..progress import progress_bar
-from ._text import make_analyzer, make_stemmer, stopword_list, version_of
+from ..versions import version_of
+from ._text import make_analyzer, make_stemmer, stopword_list
 from .base import Arm, ArmContext, DocMask, group_by_mask, register_arm
 
 __all__ = ["BM25Arm", "TfidfArm"]

@@ -46,7 +46,7 @@ from ..cache import cache_key, checkpointed_rows
 from ..data.model import Corpus, Queries, Run
 from ..data.ranking import top_k
 from ..errors import ConfigError
-from ._text import version_of
+from ..versions import version_of
 from .base import Arm, ArmContext, DocMask, register_arm
 from ..models.crossenc import BACKENDS, PRECISIONS, CrossEncoderScorer, model_identity
 

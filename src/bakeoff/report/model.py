@@ -51,7 +51,7 @@ from typing import Any
 
 from .. import diagnose as dg
 from ..data.model import Dataset, Run
-from ..runner.results import bakeoff_version
+from ..versions import bakeoff_version
 from ..stats import DEFAULT_RESAMPLES, compare
 
 __all__ = ["REPORT_SCHEMA_VERSION", "build_report", "composite_pairs", "find_leak", "primary_measure"]

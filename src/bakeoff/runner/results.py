@@ -41,7 +41,6 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +48,7 @@ from .._io import atomic_write_json
 from ..data.model import Run
 from ..errors import InputError
 from ..metrics import Evaluation
+from ..versions import bakeoff_version
 
 __all__ = ["SCHEMA_VERSION", "ArmResult", "Results", "read_results", "safe_filename"]
 
@@ -59,13 +59,6 @@ def safe_filename(name: str) -> str:
     """A file-system-safe version of an arm name (``bm25:stemmer=english`` -> ``bm25_stemmer-english``)."""
     s = re.sub(r"[^A-Za-z0-9._+-]+", "_", name.replace("=", "-")).strip("._")
     return s or "arm"
-
-
-def bakeoff_version() -> str:
-    try:
-        return metadata.version("bakeoff")
-    except metadata.PackageNotFoundError:
-        return "0+unknown"
 
 
 @dataclass

@@ -5,10 +5,11 @@ Conventions
 * **Secrets**: the API key is read from the environment variable *named* by
   :attr:`LLMConfig.api_key_env` at request time. Only the variable's name is
   ever stored (config, provenance); the key never reaches logs, caches or files.
-* **Retries**: HTTP 429, 5xx, timeouts and connection errors are retried up to
-  ``max_retries`` times with exponential backoff ``min(backoff_max_s,
-  backoff_s * 2**attempt)`` (a ``Retry-After`` header, capped the same way, wins).
-  Other 4xx answers fail at once.
+* **Retries**: HTTP goes through :class:`bakeoff.net.HttpClient`: 429, 408,
+  425, 500, 502, 503, 504, timeouts, connection errors and bodies that are not
+  JSON are retried up to ``max_retries`` times with exponential backoff
+  ``min(backoff_max_s, backoff_s * 2**attempt)`` (a ``Retry-After`` header,
+  capped the same way, wins). Other 4xx answers fail at once.
 * **Structured output**: every answer must parse as JSON and validate against a
   pydantic model. An invalid answer is re-asked ``schema_retries`` more times
   (with a different sampling seed), then the request counts as a *failure*;
@@ -41,7 +42,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from .._io import atomic_open
 from ..cache import Cache, cache_key
-from ..errors import ConfigError, InputError, MissingDependencyError
+from ..errors import ConfigError, InputError
+from ..net import HttpClient, HttpError
 
 if TYPE_CHECKING:  # pragma: no cover
     from pydantic import BaseModel
@@ -215,20 +217,6 @@ class Usage:
                 f"${self.cost_usd:.4f}")
 
 
-class _Retryable(Exception):
-    def __init__(self, message: str, retry_after: float | None = None) -> None:
-        super().__init__(message)
-        self.retry_after = retry_after
-
-
-def _import_httpx() -> Any:
-    try:
-        import httpx
-    except ImportError as exc:  # pragma: no cover - exercised without the extra
-        raise MissingDependencyError("httpx", "llm", "talking to an LLM server") from exc
-    return httpx
-
-
 def _extract_json(text: str) -> Any:
     """Parse ``text`` as JSON; tolerate a fenced block or prose around one JSON object."""
     s = text.strip()
@@ -264,8 +252,10 @@ class LLMClient:
         self.config = config
         self.cache = cache
         self.usage = Usage()
-        self._sleep = sleep
-        self._http: Any = None
+        cfg = config
+        self._http = HttpClient(base_url=cfg.base_url, auth_env=cfg.api_key_env, timeout=cfg.timeout_s,
+                                retries=cfg.max_retries, backoff=cfg.backoff_s, backoff_max=cfg.backoff_max_s,
+                                sleep=sleep, on_request=self._on_request, on_retry=self._on_retry)
         #: When a list, cache misses are appended here (for :func:`write_batch`) instead of being asked,
         #: and answered with a ``pending`` Generation.
         self.collect: list[ChatRequest] | None = None
@@ -304,17 +294,16 @@ class LLMClient:
         return body
 
     # -- HTTP ------------------------------------------------------------------
-    def _client(self) -> Any:
-        if self._http is None:
-            httpx = _import_httpx()
-            self._http = httpx.Client(base_url=self.config.base_url.rstrip("/") + "/",
-                                      timeout=self.config.timeout_s)
-        return self._http
+    def _on_request(self) -> None:
+        self.usage.add(http_calls=1)
+
+    def _on_retry(self, reason: str, delay: float) -> None:
+        self.usage.add(transport_retries=1)
+        log.debug("llm: %s, retrying in %.2fs", reason, delay)
 
     def close(self) -> None:
-        if self._http is not None:
-            self._http.close()
-            self._http = None
+        """Close the pooled connections (the client stays usable: they reopen on demand)."""
+        self._http.close()
 
     def __enter__(self) -> LLMClient:
         return self
@@ -322,52 +311,9 @@ class LLMClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _headers(self) -> dict[str, str]:
-        headers = {"Content-Type": "application/json"}
-        if self.config.api_key_env:
-            key = os.environ.get(self.config.api_key_env)
-            if not key:
-                raise ConfigError(f"environment variable {self.config.api_key_env} (the API key) is not set")
-            headers["Authorization"] = f"Bearer {key}"
-        return headers
-
-    def _post_once(self, body: Mapping[str, Any], endpoint: str) -> dict[str, Any]:
-        httpx = _import_httpx()
-        self.usage.add(http_calls=1)
-        try:
-            resp = self._client().post(endpoint, json=body, headers=self._headers())
-        except (httpx.TimeoutException, httpx.TransportError) as exc:
-            raise _Retryable(f"{type(exc).__name__}") from None
-        if resp.status_code == 429 or resp.status_code >= 500:
-            ra = resp.headers.get("retry-after")
-            try:
-                retry_after = float(ra) if ra is not None else None
-            except ValueError:
-                retry_after = None
-            raise _Retryable(f"HTTP {resp.status_code}", retry_after)
-        if resp.status_code >= 400:
-            raise RuntimeError(f"HTTP {resp.status_code}: {resp.text[:200]}")
-        try:
-            return resp.json()
-        except ValueError:
-            raise _Retryable("response body is not JSON") from None
-
-    def _post(self, body: Mapping[str, Any], endpoint: str = "chat/completions") -> dict[str, Any]:
-        """POST with retries on 429/5xx/timeouts; raises RuntimeError when they are exhausted."""
-        cfg = self.config
-        for attempt in range(cfg.max_retries + 1):
-            try:
-                return self._post_once(body, endpoint)
-            except _Retryable as exc:
-                if attempt >= cfg.max_retries:
-                    raise RuntimeError(f"gave up after {attempt + 1} attempts: {exc}") from None
-                delay = min(cfg.backoff_max_s, cfg.backoff_s * (2 ** attempt))
-                if exc.retry_after is not None:
-                    delay = min(cfg.backoff_max_s, max(0.0, exc.retry_after))
-                self.usage.add(transport_retries=1)
-                log.debug("llm: %s, retrying in %.2fs", exc, delay)
-                self._sleep(delay)
-        raise AssertionError("unreachable")  # pragma: no cover
+    def _post(self, body: Mapping[str, Any], endpoint: str = "chat/completions") -> Any:
+        """POST ``body`` as JSON (retried as :mod:`bakeoff.net` says); :class:`~bakeoff.net.HttpError` when it fails."""
+        return self._http.post_json(endpoint, body)
 
     # -- one request ---------------------------------------------------------
     def validate(self, req: ChatRequest, text: str) -> Any:
@@ -421,9 +367,12 @@ class LLMClient:
                 self.usage.add(schema_retries=1)
             try:
                 resp = self._post(self.body(req, seed_offset=attempt * 1_000_003), self.endpoint(req))
-            except RuntimeError as exc:
-                last_error = str(exc)
+            except HttpError as exc:
+                last_error = exc.detail
                 break  # transport retries already exhausted
+            if not isinstance(resp, dict):
+                last_error = "malformed completion (not a JSON object)"
+                continue
             usage = resp.get("usage") or {}
             pt, ct = int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
             pt_total += pt

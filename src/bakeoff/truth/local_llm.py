@@ -22,12 +22,13 @@ import subprocess
 import sys
 import tempfile
 import time
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from ..cache import default_cache_dir
 from ..errors import BakeoffError, MissingDependencyError
+from ..net import HttpClient, HttpError
+from ..versions import installed_version
 from .llm import LLMConfig
 
 __all__ = ["LocalLLMServer", "gemma_model_path", "free_port", "LOCAL_MODEL_NAME"]
@@ -55,10 +56,10 @@ def gemma_model_path(folder: Path | None = None) -> Path:
 
 
 def _llama_cpp_version() -> str:
-    try:
-        return metadata.version("llama-cpp-python")
-    except metadata.PackageNotFoundError as exc:
-        raise MissingDependencyError("llama-cpp-python[server]", "llm", "the local LLM server") from exc
+    version = installed_version("llama-cpp-python")
+    if version is None:
+        raise MissingDependencyError("llama-cpp-python[server]", "llm", "the local LLM server")
+    return version
 
 
 class LocalLLMServer:
@@ -120,8 +121,13 @@ class LocalLLMServer:
         return lines[-1] if lines else ""
 
     def _wait_ready(self) -> None:
-        import httpx
+        probe = HttpClient(timeout=2.0, retries=0)  # one try per poll: this loop is the retry (it watches the process)
+        try:
+            self._poll_ready(probe)
+        finally:
+            probe.close()
 
+    def _poll_ready(self, probe: HttpClient) -> None:
         deadline = time.monotonic() + self.startup_timeout_s
         while time.monotonic() < deadline:
             assert self.proc is not None
@@ -130,9 +136,9 @@ class LocalLLMServer:
                 self.stop()
                 raise BakeoffError(f"local LLM server exited during startup: {tail}")
             try:
-                if httpx.get(f"{self.base_url}/models", timeout=2.0).status_code == 200:
+                if probe.request("GET", f"{self.base_url}/models").status_code == 200:
                     return
-            except httpx.HTTPError:
+            except HttpError:
                 pass
             time.sleep(0.25)
         self.stop()

@@ -13,12 +13,14 @@ template needs no escaping. The same placeholders in the URL are replaced
 URL-encoded (for ``method=GET``, which sends no body:
 ``url=http://h/search?q={query}&n={k}``).
 
-**Retries**: a connection error, a timeout, HTTP 429 or any 5xx is retried up
-to ``retries`` more times, waiting ``backoff * 2**attempt`` seconds; other 4xx
-statuses fail at once. When a query still fails the arm raises
-:class:`~bakeoff.arms.external.ExternalError` naming the query, the status and
-the number of attempts; no run is cached. ``concurrency`` requests are in
-flight at once.
+**Retries**: requests go through :class:`bakeoff.net.HttpClient`, so a
+connection error, a timeout, a body that is not JSON, HTTP 429, 408, 425, 500,
+502, 503 or 504 is retried up to ``retries`` more times, waiting
+``min(30, backoff * 2**attempt)`` seconds (or the service's ``Retry-After``);
+other 4xx statuses fail at once. When a query still fails the arm raises
+:class:`~bakeoff.arms.external.ExternalError` naming the query, the last error
+and the number of attempts; no run is cached. ``concurrency`` requests are in
+flight at once (one pooled client per search).
 
 Header values and URL query values whose names look secret (``Authorization``,
 ``api_key``, ``token`` ...) are sent but appear as ``***`` in the arm's
@@ -30,17 +32,14 @@ Masked documents (as-of search) are dropped from a query's hits after retrieval.
 from __future__ import annotations
 
 import json
-import socket
-import time
-import urllib.error
-import urllib.request
-from urllib.parse import quote
 from collections.abc import Mapping
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from typing import Any
+from urllib.parse import quote
 
 from ...data.model import Corpus, Queries, Run
 from ...errors import ConfigError
+from ...net import HttpClient, HttpError
 from ...progress import progress_bar
 from ..base import Arm, ArmContext, DocMask, register_arm
 from ._common import ExternalError, apply_mask, is_secret_name, ranked_from_hits, redact_url
@@ -56,10 +55,6 @@ def fill_template(template: str, *, query: str, qid: str, k: int) -> str:
     return (template.replace("{query}", json.dumps(query, ensure_ascii=False))
             .replace("{qid}", json.dumps(qid, ensure_ascii=False))
             .replace("{k}", str(int(k))))
-
-
-class _Retryable(Exception):
-    pass
 
 
 @register_arm("http")
@@ -114,51 +109,19 @@ class HttpArm(Arm):
         self._corpus = corpus  # the service holds its own index
 
     # one request ------------------------------------------------------------
-    def _request(self, query: str, qid: str, k: int) -> Any:
-        data = fill_template(self.body, query=query, qid=qid, k=k).encode("utf-8")
+    def _client(self) -> HttpClient:
+        return HttpClient(headers=self.headers, timeout=self.timeout, retries=self.retries, backoff=self.backoff)
+
+    def _one(self, http: HttpClient, query: str, qid: str, k: int) -> tuple[tuple[str, float], ...]:
         url = (self.url.replace("{query}", quote(query, safe="")).replace("{qid}", quote(qid, safe=""))
                .replace("{k}", str(int(k))))
-        req = urllib.request.Request(url, data=data if self.method != "GET" else None, method=self.method)
-        req.add_header("Content-Type", self.content_type)
-        req.add_header("Accept", "application/json")
-        for key, val in self.headers.items():
-            req.add_header(key, val)
+        body = fill_template(self.body, query=query, qid=qid, k=k).encode("utf-8")
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
-                payload = resp.read()
-        except urllib.error.HTTPError as exc:
-            if exc.code == 429 or exc.code >= 500:
-                raise _Retryable(f"HTTP {exc.code}") from None
-            raise ExternalError(f"http arm {self.name!r}: query {qid!r}: HTTP {exc.code} {exc.reason} from "
-                                f"{self.method} {redact_url(self.url)}") from None
-        except (TimeoutError, socket.timeout):
-            raise _Retryable(f"timed out after {self.timeout:g} s") from None
-        except urllib.error.URLError as exc:
-            reason = exc.reason
-            if isinstance(reason, (TimeoutError, socket.timeout)):
-                raise _Retryable(f"timed out after {self.timeout:g} s") from None
-            raise _Retryable(f"cannot connect ({reason})") from None
-        except (ConnectionError, OSError) as exc:
-            raise _Retryable(f"connection failed ({exc})") from None
-        try:
-            return json.loads(payload)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ExternalError(f"http arm {self.name!r}: query {qid!r}: response is not JSON ({exc})") from None
-
-    def _one(self, query: str, qid: str, k: int) -> tuple[tuple[str, float], ...]:
-        last = ""
-        for attempt in range(self.retries + 1):
-            try:
-                doc = self._request(query, qid, k)
-                break
-            except _Retryable as exc:
-                last = str(exc)
-                if attempt < self.retries:
-                    time.sleep(self.backoff * (2**attempt))
-        else:
-            n = self.retries + 1
-            raise ExternalError(f"http arm {self.name!r}: query {qid!r}: {last} after {n} attempt{'s' * (n > 1)} "
-                                f"({self.method} {redact_url(self.url)})")
+            doc = http.request_json(self.method, url, content=body if self.method != "GET" else None,
+                                    headers={"Content-Type": self.content_type, "Accept": "application/json"})
+        except HttpError as exc:
+            raise ExternalError(f"http arm {self.name!r}: query {qid!r}: {exc.detail} "
+                                f"({self.method} {redact_url(self.url)})") from None
         try:
             ids = select(self.ids, doc)
             scores = None if self.scores is None else select(self.scores, doc)
@@ -180,8 +143,9 @@ class HttpArm(Arm):
             raise RuntimeError("index() must run before search()")
         out: dict[str, tuple[tuple[str, float], ...]] = {}
         bar = progress_bar(total=len(queries), desc=f"search {self.name}", enabled=ctx.progress)
-        with ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix=f"http-{self.name}") as pool:
-            futures = {pool.submit(self._one, text, qid, k): qid for qid, text in zip(queries.ids, queries.texts)}
+        with self._client() as http, ThreadPoolExecutor(max_workers=self.concurrency,
+                                                        thread_name_prefix=f"http-{self.name}") as pool:
+            futures = {pool.submit(self._one, http, text, qid, k): qid for qid, text in zip(queries.ids, queries.texts)}
             pending = set(futures)
             while pending:
                 done, pending = wait(pending, return_when=FIRST_EXCEPTION)

@@ -8,20 +8,20 @@ as e5 prepend ``"query: "`` / ``"passage: "``).
 :meth:`Encoder.identity` returns everything that changes the vectors (model
 name, weights hash or revision, prefixes, precision, max length ...) as a
 JSON-serialisable dict; it feeds cache keys, must be cheap (no model load when
-avoidable) and must never contain a secret.
+avoidable) and must never contain a secret. :class:`PrefixedEncoder` holds the
+prefix handling every encoder shares; :func:`encode_in_length_order` the
+batching loop of the encoders that batch themselves.
 """
 
 from __future__ import annotations
 
-import hashlib
-import os
-from collections.abc import Iterable, Sequence
-from pathlib import Path
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
-__all__ = ["Encoder", "TextKind", "apply_prefix", "files_sha256", "l2_normalise", "length_order"]
+__all__ = ["Encoder", "PrefixedEncoder", "TextKind", "apply_prefix", "check_kind", "encode_in_length_order",
+           "l2_normalise", "length_order"]
 
 TextKind = Literal["query", "doc"]
 
@@ -61,31 +61,51 @@ def apply_prefix(texts: Iterable[str], prefix: str) -> list[str]:
     return [prefix + t for t in texts] if prefix else list(texts)
 
 
-_HASH_MEMO: dict[tuple[str, ...], str] = {}
+def check_kind(kind: str) -> None:
+    """``ValueError`` unless ``kind`` is ``"query"`` or ``"doc"``."""
+    if kind not in ("query", "doc"):
+        raise ValueError(f"kind must be 'query' or 'doc', got {kind!r}")
 
 
-def files_sha256(paths: Sequence[Path], *, root: Path | None = None) -> str:
-    """sha256 over (relative name, content) of ``paths`` in sorted order.
+class PrefixedEncoder:
+    """What every encoder shares: a query prefix and a document prefix (e5: ``"query: "`` /
+    ``"passage: "``), prepended to the texts of that kind and recorded in the identity."""
 
-    Memoised in-process on ``(path, size, mtime_ns)`` of every file, so an
-    unchanged model directory is hashed once per process.
-    """
-    paths = sorted(Path(p) for p in paths)
-    stamp: list[str] = []
-    for p in paths:
-        st = os.stat(p)
-        stamp.append(f"{p}|{st.st_size}|{st.st_mtime_ns}")
-    memo_key = tuple(stamp)
-    if memo_key in _HASH_MEMO:
-        return _HASH_MEMO[memo_key]
-    h = hashlib.sha256()
-    for p in paths:
-        name = str(p.relative_to(root)) if root is not None else p.name
-        h.update(name.encode() + b"\0")
-        with open(p, "rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                h.update(block)
-        h.update(b"\0")
-    digest = h.hexdigest()
-    _HASH_MEMO[memo_key] = digest
-    return digest
+    prefix_query: str = ""
+    prefix_doc: str = ""
+
+    def _set_prefixes(self, prefix_query: str | None, prefix_doc: str | None) -> None:
+        self.prefix_query, self.prefix_doc = prefix_query or "", prefix_doc or ""
+
+    def prefixed(self, texts: Iterable[str], kind: TextKind) -> list[str]:
+        """``texts`` with the prefix of ``kind`` (``ValueError`` for another kind)."""
+        check_kind(kind)
+        return apply_prefix(texts, self.prefix_query if kind == "query" else self.prefix_doc)
+
+    def with_prefixes(self, ident: dict[str, Any], kind: TextKind | None) -> dict[str, Any]:
+        """``ident`` plus the prefix(es) that apply to ``kind`` (both when ``None``)."""
+        if kind in (None, "query"):
+            ident["prefix_query"] = self.prefix_query
+        if kind in (None, "doc"):
+            ident["prefix_doc"] = self.prefix_doc
+        return ident
+
+
+def encode_in_length_order(
+    texts: Sequence[str],
+    batch_size: int,
+    encode_batch: Callable[[list[str]], np.ndarray],
+    *,
+    empty_dim: int,
+) -> np.ndarray:
+    """``encode_batch`` over batches of ``batch_size`` texts taken in :func:`length_order`;
+    rows are returned in input order as float32 (``(0, empty_dim)`` for no texts)."""
+    order = length_order(texts)
+    out: np.ndarray | None = None
+    for s in range(0, len(order), batch_size):
+        rows = order[s : s + batch_size]
+        vecs = np.asarray(encode_batch([texts[i] for i in rows]), dtype=np.float32)
+        if out is None:
+            out = np.zeros((len(texts), vecs.shape[1]), dtype=np.float32)
+        out[rows] = vecs
+    return out if out is not None else np.zeros((0, empty_dim), dtype=np.float32)

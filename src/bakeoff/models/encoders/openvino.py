@@ -33,8 +33,8 @@ import numpy as np
 
 from ...errors import ConfigError
 from .._openvino import OV_PRECISIONS, compile_module, import_openvino, infer_batches, output_module, token_count_order
-from ...arms._text import version_of
-from .base import TextKind, apply_prefix, l2_normalise
+from ...versions import version_of
+from .base import TextKind, apply_prefix, check_kind, l2_normalise
 from .st import SentenceTransformerEncoder, cpu_capability
 
 __all__ = ["OpenVinoEncoder"]
@@ -122,8 +122,7 @@ class OpenVinoEncoder:
 
     # encoding ---------------------------------------------------------------
     def encode(self, texts: Sequence[str], *, kind: TextKind, batch_size: int = 32) -> np.ndarray:
-        if kind not in ("query", "doc"):
-            raise ValueError(f"kind must be 'query' or 'doc', got {kind!r}")
+        check_kind(kind)
         if kind == "query":
             return self._st.encode(texts, kind="query", batch_size=batch_size)
         prefixed = apply_prefix(texts, self.prefix_doc)

@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 
 from ...errors import ConfigError, MissingDependencyError
-from .base import TextKind, apply_prefix, l2_normalise, length_order
 from ..resolve import hub_snapshot, resolve_model, weights_hash
+from .base import PrefixedEncoder, TextKind, l2_normalise, length_order
 
 __all__ = ["ST_PRECISIONS", "SentenceTransformerEncoder", "bf16_native"]
 
@@ -60,7 +60,7 @@ def cpu_capability() -> str:
     return f"{capability}+AMX" if amx else capability
 
 
-class SentenceTransformerEncoder:
+class SentenceTransformerEncoder(PrefixedEncoder):
     """``encode(texts, kind=...)`` with a sentence-transformers model.
 
     ``prefix_query``/``prefix_doc`` are prepended to queries/documents (e5:
@@ -82,8 +82,7 @@ class SentenceTransformerEncoder:
                               f"got {precision!r}")
         self.precision = precision
         self.name, self.local_dir = resolve_model(model)
-        self.prefix_query = prefix_query or ""
-        self.prefix_doc = prefix_doc or ""
+        self._set_prefixes(prefix_query, prefix_doc)
         self.max_seq_length = None if max_seq_length is None else int(max_seq_length)
         self.device = device
         self._model: Any = None
@@ -109,11 +108,7 @@ class SentenceTransformerEncoder:
             ident["cpu_capability"] = cpu_capability()
             if kind is None:
                 ident["query_precision"] = "fp32"
-        if kind in (None, "query"):
-            ident["prefix_query"] = self.prefix_query
-        if kind in (None, "doc"):
-            ident["prefix_doc"] = self.prefix_doc
-        return ident
+        return self.with_prefixes(ident, kind)
 
     # encoding ---------------------------------------------------------------
     def _load(self) -> Any:
@@ -149,9 +144,7 @@ class SentenceTransformerEncoder:
         return int(get())
 
     def encode(self, texts: Sequence[str], *, kind: TextKind, batch_size: int = 32) -> np.ndarray:
-        if kind not in ("query", "doc"):
-            raise ValueError(f"kind must be 'query' or 'doc', got {kind!r}")
-        prefixed = apply_prefix(texts, self.prefix_query if kind == "query" else self.prefix_doc)
+        prefixed = self.prefixed(texts, kind)
         if not prefixed:
             return np.zeros((0, self.dim), dtype=np.float32)
         order = length_order(prefixed)

