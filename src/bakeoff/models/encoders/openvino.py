@@ -32,10 +32,11 @@ from typing import Any
 import numpy as np
 
 from ...errors import ConfigError
-from .._openvino import OV_PRECISIONS, compile_module, import_openvino, infer_batches, output_module, token_count_order
 from ...versions import version_of
+from .._openvino import OV_PRECISIONS, compile_module, import_openvino, infer_batches, output_module, token_count_order
+from ..cpu import cpu_capability
 from .base import TextKind, apply_prefix, check_kind, l2_normalise
-from .st import SentenceTransformerEncoder, cpu_capability
+from .st import SentenceTransformerEncoder
 
 __all__ = ["OpenVinoEncoder"]
 

@@ -4,7 +4,7 @@
 ``torch.autocast("cpu", dtype=torch.bfloat16)``: matrix products and attention
 in bfloat16 (8-bit mantissa, fp32 accumulation), layer norms and the pooling in
 fp32. On CPUs with native bf16 (Intel AMX / AVX512-BF16, reported by
-:func:`bf16_native`) this is ~2.5x faster than fp32 for MiniLM; elsewhere
+:func:`bakeoff.models.cpu.bf16_native`) this is ~2.5x faster than fp32 for MiniLM; elsewhere
 PyTorch emulates bf16 and it can be slower than fp32. **Queries stay fp32**:
 they are a tiny share of the work (SciFact: 300 short queries vs 5,183
 documents of ~240 tokens) and single-query latency gains little from bf16,
@@ -24,40 +24,16 @@ from typing import Any
 import numpy as np
 
 from ...errors import ConfigError, MissingDependencyError
+from ..cpu import bf16_native, cpu_capability
 from ..resolve import hub_snapshot, resolve_model, weights_hash
 from .base import PrefixedEncoder, TextKind, l2_normalise, length_order
 
-__all__ = ["ST_PRECISIONS", "SentenceTransformerEncoder", "bf16_native"]
+__all__ = ["ST_PRECISIONS", "SentenceTransformerEncoder"]
 
 log = logging.getLogger("bakeoff")
 
 #: Precisions this encoder runs.
 ST_PRECISIONS = ("fp32", "bf16")
-
-
-def bf16_native() -> bool:
-    """True when this CPU has native bfloat16 matrix units (AMX or AVX512-BF16)."""
-    try:
-        import torch
-
-        return bool(torch.cpu._is_amx_tile_supported() or torch.cpu._is_avx512_bf16_supported())
-    except (ImportError, AttributeError, RuntimeError):
-        return False
-
-
-def cpu_capability() -> str:
-    """torch's CPU kernel capability plus AMX (``AVX512+AMX``, ``AVX2`` ...): bf16 results depend on it."""
-    try:
-        import torch
-
-        capability = str(torch.backends.cpu.get_cpu_capability())
-    except (ImportError, AttributeError):
-        return "unknown"
-    try:
-        amx = bool(torch.cpu._is_amx_tile_supported())
-    except (AttributeError, RuntimeError):
-        amx = False
-    return f"{capability}+AMX" if amx else capability
 
 
 class SentenceTransformerEncoder(PrefixedEncoder):
