@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from bakeoff.cli import main
-from bakeoff.train.common import TRAINING_FILE, fine_tuned_mark, read_training_record, resolve_model
+from bakeoff.models.resolve import model_path
+from bakeoff.train.common import TRAINING_FILE, fine_tuned_mark, read_training_record
 from bakeoff.train.data import load_training_data
 from tests.support.finetune_fixtures import make_tiny_beir
 
@@ -58,7 +59,7 @@ def _encode(path: str) -> np.ndarray:
 
 def test_embedder_loads_changes_and_is_deterministic(embedder_pair: tuple[Path, Path, dict]) -> None:
     a, b, rec = embedder_pair
-    ea, eb, base = _encode(str(a)), _encode(str(b)), _encode(resolve_model("minilm"))
+    ea, eb, base = _encode(str(a)), _encode(str(b)), _encode(model_path("minilm"))
     assert ea.shape == (3, 384)
     np.testing.assert_allclose(ea, eb, atol=1e-5)  # same inputs and seed -> same model
     assert np.abs(ea - base).max() > 1e-3  # training moved the weights

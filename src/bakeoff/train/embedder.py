@@ -20,27 +20,16 @@ recorded too.
 from __future__ import annotations
 
 import logging
-import math
-import time
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .common import (
-    TrainParams,
-    library_versions,
-    prepare_out,
-    publish,
-    require_training_deps,
-    resolve_model,
-    scoped_global_rng,
-    training_arguments,
-    write_training_record,
-)
-from .data import TrainingData, split_validation
+from .common import require_training_deps
+from .data import TrainingData
+from .trainer import Recipe, Setup, Trained, TrainParams, fit
 
 __all__ = ["EmbedderParams", "finetune_embedder", "embedder_rows", "validation_corpus"]
 
@@ -49,12 +38,11 @@ log = logging.getLogger("bakeoff")
 
 @dataclass(frozen=True)
 class EmbedderParams(TrainParams):
-    """Embedder training options: the shared :class:`~.common.TrainParams` plus these."""
+    """Embedder training options: the shared :class:`~.trainer.TrainParams` plus these."""
 
     cached: bool = False
     mini_batch_size: int = 8
     max_seq_length: int | None = None  # training-time truncation (tokens); the saved model keeps the base's
-    val_max_queries: int = 100
     val_corpus_size: int = 500
 
 
@@ -94,17 +82,6 @@ def validation_corpus(data: TrainingData, val_ids: list[str], *, size: int, seed
     return {d: texts[pos_of[d]] for d in keep}
 
 
-def _loss_curve(history: list[Mapping[str, Any]]) -> tuple[list[dict[str, float]], list[dict[str, float]]]:
-    loss, evals = [], []
-    for h in history:
-        if "loss" in h and "step" in h:
-            loss.append({"step": int(h["step"]), "epoch": float(h.get("epoch", 0.0)), "loss": float(h["loss"])})
-        ev = {k: float(v) for k, v in h.items() if k.startswith("eval_") and "ndcg" in k}
-        if ev:
-            evals.append({"step": int(h.get("step", 0)), **ev})
-    return loss, evals
-
-
 def finetune_embedder(
     data: TrainingData,
     *,
@@ -116,9 +93,8 @@ def finetune_embedder(
     progress: bool = True,
 ) -> dict[str, Any]:
     """Train, keep the best checkpoint, write a sentence-transformers folder at ``out`` with
-    ``bakeoff_training.json``; return that record."""
+    ``bakeoff_training.json``; return that record (steps: :func:`bakeoff.train.trainer.fit`)."""
     require_training_deps()
-    from datasets import Dataset as HFDataset
     from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer, SentenceTransformerTrainingArguments
     from sentence_transformers.base.sampler import BatchSamplers
     from sentence_transformers.sentence_transformer.evaluation import InformationRetrievalEvaluator
@@ -127,24 +103,13 @@ def finetune_embedder(
         MultipleNegativesRankingLoss,
     )
 
-    out = Path(out)
-    staging, scratch = prepare_out(out, overwrite=overwrite)
-    train_ids, val_ids = split_validation(list(data.positives), fraction=params.val_fraction,
-                                          max_queries=params.val_max_queries, seed=params.seed)
-    train = data.subset(train_ids)
-    cols = embedder_rows(train)
-    n_rows = len(cols["anchor"])
-    base_path = resolve_model(base)
-    t0 = time.perf_counter()
-    with scoped_global_rng():
+    def build(base_path: str, val_ids: list[str]) -> Setup:
         model = SentenceTransformer(base_path, device="cpu")
         base_max_len = model.max_seq_length
         if params.max_seq_length:  # a training-time truncation only; the saved model keeps the base's limit
             model.max_seq_length = params.max_seq_length
         loss = (CachedMultipleNegativesRankingLoss(model, mini_batch_size=params.mini_batch_size)
                 if params.cached else MultipleNegativesRankingLoss(model))
-        steps_per_epoch = math.ceil(n_rows / params.batch_size)
-        total = params.max_steps if params.max_steps > 0 else max(1, math.ceil(steps_per_epoch * params.epochs))
         evaluator = None
         base_val: dict[str, float] = {}
         if val_ids:
@@ -156,41 +121,17 @@ def finetune_embedder(
                 map_at_k=[10], write_csv=False, batch_size=params.batch_size,
             )
             base_val = {k: float(v) for k, v in evaluator(model).items() if "ndcg" in k or "recall" in k}
-        args = SentenceTransformerTrainingArguments(
-            **training_arguments(params, scratch=scratch, evaluator=evaluator, metric="eval_val_cosine_ndcg@10",
-                                 total_steps=total, progress=progress),
-            batch_sampler=BatchSamplers.NO_DUPLICATES,
-        )
-        trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=HFDataset.from_dict(cols),
-                                             loss=loss, evaluator=evaluator)
-        t_train = time.perf_counter()
-        trainer.train()
-        train_s = time.perf_counter() - t_train
-        model = trainer.model
-        model.max_seq_length = base_max_len
-        model.save(str(staging))
-        best = trainer.state.best_model_checkpoint
-        best_metric = trainer.state.best_metric
-        history = list(trainer.state.log_history)
-    wall = time.perf_counter() - t0
-    loss_curve, eval_curve = _loss_curve(history)
-    record: dict[str, Any] = {
-        "schema": "bakeoff.training", "schema_version": 1, "kind": "embedder",
-        "base_model": base, "base_model_path": base_path,
-        "trained_on": data.label, "split": data.source.get("split"),
-        "data_fingerprint": data.fingerprint(), "data_source": dict(data.source),
-        "n_queries": len(train.positives), "n_pairs": n_rows, "n_validation_queries": len(val_ids),
-        "hard_negatives": {"used": "negative" in cols, "sources": dict(data.negatives_source)},
-        "loss": "CachedMultipleNegativesRankingLoss" if params.cached else "MultipleNegativesRankingLoss",
-        "params": asdict(params), "steps": int(trainer.state.global_step),
-        "loss_curve": loss_curve, "validation_curve": eval_curve,
-        "validation_base": base_val,
-        "best_checkpoint_step": int(best.rsplit("-", 1)[-1]) if best else None,
-        "best_validation_ndcg@10": best_metric,
-        "wall_time_s": round(wall, 3), "train_time_s": round(train_s, 3),
-        "pairs_per_second": round(min(int(trainer.state.global_step) * params.batch_size, n_rows * params.epochs) / train_s, 3) if train_s else None,
-        "hygiene": dict(hygiene or {}), "versions": library_versions(),
-    }
-    write_training_record(staging, record)
-    publish(staging, out, scratch)
-    return record
+
+        def restore_max_len(trained_model: Any) -> None:
+            trained_model.max_seq_length = base_max_len
+
+        return Setup(model=model, loss=loss, evaluator=evaluator, trainer_cls=SentenceTransformerTrainer,
+                     args_cls=SentenceTransformerTrainingArguments, metric="eval_val_cosine_ndcg@10",
+                     args_extra={"batch_sampler": BatchSamplers.NO_DUPLICATES}, after_train=restore_max_len,
+                     record={"validation_base": base_val})
+
+    def record(trained: Trained) -> dict[str, Any]:
+        return {"hard_negatives": {"used": "negative" in trained.cols, "sources": dict(data.negatives_source)}}
+
+    return fit(data, Recipe("embedder", embedder_rows, build), base=base, out=out, params=params, record=record,
+               hygiene=hygiene, overwrite=overwrite, progress=progress)

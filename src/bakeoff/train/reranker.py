@@ -20,25 +20,14 @@ from __future__ import annotations
 
 import logging
 import math
-import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .common import (
-    TrainParams,
-    library_versions,
-    prepare_out,
-    publish,
-    require_training_deps,
-    resolve_model,
-    scoped_global_rng,
-    training_arguments,
-    write_training_record,
-)
-from .data import TrainingData, split_validation
-from .embedder import _loss_curve
+from .common import require_training_deps
+from .data import TrainingData
+from .trainer import Recipe, Setup, Trained, TrainParams, fit
 
 __all__ = ["RerankerParams", "finetune_reranker", "reranker_rows"]
 
@@ -47,7 +36,7 @@ log = logging.getLogger("bakeoff")
 
 @dataclass(frozen=True)
 class RerankerParams(TrainParams):
-    """Reranker training options: the shared :class:`~.common.TrainParams` plus these."""
+    """Reranker training options: the shared :class:`~.trainer.TrainParams` plus these."""
 
     max_length: int = 256
     val_max_queries: int = 50
@@ -96,31 +85,21 @@ def finetune_reranker(
     progress: bool = True,
 ) -> dict[str, Any]:
     """Train a one-logit CrossEncoder with BCE; write it (best checkpoint) to ``out`` with
-    ``bakeoff_training.json`` and return that record. ``data.negatives`` must be mined."""
+    ``bakeoff_training.json`` and return that record (steps: :func:`bakeoff.train.trainer.fit`).
+    ``data.negatives`` must be mined."""
     require_training_deps()
     import transformers
-    from datasets import Dataset as HFDataset
     from sentence_transformers import CrossEncoder, CrossEncoderTrainer, CrossEncoderTrainingArguments
     from sentence_transformers.cross_encoder.evaluation import CrossEncoderRerankingEvaluator
     from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss
 
-    out = Path(out)
-    staging, scratch = prepare_out(out, overwrite=overwrite)
-    train_ids, val_ids = split_validation(list(data.positives), fraction=params.val_fraction,
-                                          max_queries=params.val_max_queries, seed=params.seed)
-    train = data.subset(train_ids)
-    cols = reranker_rows(train)
-    n_rows = len(cols["query"])
-    base_path = resolve_model(base)
     texts = data.corpus.full_texts()
     pos_of = data.corpus.position
-    t0 = time.perf_counter()
-    with scoped_global_rng():
+
+    def build(base_path: str, val_ids: list[str]) -> Setup:
         transformers.set_seed(params.seed)  # the fresh classification head draws from torch's global generator
         model = CrossEncoder(base_path, num_labels=1, max_length=params.max_length, device="cpu")
         loss = BinaryCrossEntropyLoss(model)
-        steps_per_epoch = math.ceil(n_rows / params.batch_size)
-        total = params.max_steps if params.max_steps > 0 else max(1, math.ceil(steps_per_epoch * params.epochs))
         evaluator = None
         random_ndcg = None
         if val_ids:
@@ -133,44 +112,19 @@ def finetune_reranker(
                                             [len(x["positive"]) + len(x["documents"]) for x in samples])
             evaluator = CrossEncoderRerankingEvaluator(samples=samples, at_k=10, always_rerank_positives=True,
                                                        name="val", write_csv=False, batch_size=params.batch_size)
-        args = CrossEncoderTrainingArguments(
-            **training_arguments(params, scratch=scratch, evaluator=evaluator, metric="eval_val_ndcg@10",
-                                 total_steps=total, progress=progress),
-        )
-        trainer = CrossEncoderTrainer(model=model, args=args, train_dataset=HFDataset.from_dict(cols),
-                                      loss=loss, evaluator=evaluator)
-        t_train = time.perf_counter()
-        trainer.train()
-        train_s = time.perf_counter() - t_train
-        model = trainer.model
-        model.save(str(staging))
-        best = trainer.state.best_model_checkpoint
-        best_metric = trainer.state.best_metric
-        history = list(trainer.state.log_history)
-        steps = int(trainer.state.global_step)
-    wall = time.perf_counter() - t0
-    loss_curve, eval_curve = _loss_curve(history)
-    record: dict[str, Any] = {
-        "schema": "bakeoff.training", "schema_version": 1, "kind": "reranker",
-        "base_model": base, "base_model_path": base_path,
-        "trained_on": data.label, "split": data.source.get("split"),
-        "data_fingerprint": data.fingerprint(), "data_source": dict(data.source),
-        "n_queries": len(train.positives), "n_pairs": n_rows,
-        "n_positive_pairs": int(sum(cols["label"])), "n_validation_queries": len(val_ids),
-        "negatives": {"miner": dict(miner or {"arm": "bm25"}), "sources": dict(data.negatives_source)},
-        "loss": "BinaryCrossEntropyLoss", "params": asdict(params), "steps": steps,
-        "loss_curve": loss_curve, "validation_curve": eval_curve,
-        "best_checkpoint_step": int(best.rsplit("-", 1)[-1]) if best else None,
-        "best_validation_ndcg@10": best_metric,
-        "validation_random_order_ndcg@10": random_ndcg,
-        "wall_time_s": round(wall, 3), "train_time_s": round(train_s, 3),
-        "pairs_per_second": round(min(steps * params.batch_size, n_rows * params.epochs) / train_s, 3) if train_s else None,
-        "hygiene": dict(hygiene or {}), "versions": library_versions(),
-    }
-    if best_metric is not None and random_ndcg is not None and best_metric < random_ndcg + 0.05:
+        return Setup(model=model, loss=loss, evaluator=evaluator, trainer_cls=CrossEncoderTrainer,
+                     args_cls=CrossEncoderTrainingArguments, metric="eval_val_ndcg@10",
+                     record={"validation_random_order_ndcg@10": random_ndcg})
+
+    def record(trained: Trained) -> dict[str, Any]:
+        return {"n_positive_pairs": int(sum(trained.cols["label"])),
+                "negatives": {"miner": dict(miner or {"arm": "bm25"}), "sources": dict(data.negatives_source)}}
+
+    rec = fit(data, Recipe("reranker", reranker_rows, build), base=base, out=out, params=params, record=record,
+              hygiene=hygiene, overwrite=overwrite, progress=progress)
+    best, random_ndcg = rec["best_validation_ndcg@10"], rec["validation_random_order_ndcg@10"]
+    if best is not None and random_ndcg is not None and best < random_ndcg + 0.05:
         log.warning("reranker validation NDCG@10 %.3f is within 0.05 of a random order (%.3f): it learned little; "
                     "try more data or epochs, a higher --lr, or a base that already is a cross-encoder",
-                    best_metric, random_ndcg)
-    write_training_record(staging, record)
-    publish(staging, out, scratch)
-    return record
+                    best, random_ndcg)
+    return rec
