@@ -25,9 +25,9 @@ not retried, or ``<url>: gave up after <n> attempts; last error: <reason>``;
 ``Authorization: Bearer <key>``. Every message this module produces goes
 through :func:`bakeoff.redact.scrub` first (then is cut), which replaces the
 key, the values of secret-looking headers (``Authorization``, ``X-Api-Key``
-...) and URL parameters (``api_key=`` ...), and any prefix or suffix of them of
-at least :data:`~bakeoff.redact.MIN_SECRET_PART` characters, so an echoed key
-cut at a truncation boundary does not leak either. URLs in messages are
+...) and URL parameters (``api_key=`` ...), and any piece of them of at least
+:data:`~bakeoff.redact.MIN_SECRET_PART` characters, so an echoed key cut at a
+truncation boundary does not leak either. URLs in messages are
 :func:`~bakeoff.redact.redact_url`-ed.
 
 **Hooks.** ``on_request()`` is called before every attempt and
@@ -242,8 +242,8 @@ class HttpClient:
         if self.auth_env and os.environ.get(self.auth_env):
             out.append(os.environ[self.auth_env])
         for name, value in {**self.headers, **dict(headers or {})}.items():
-            if is_secret_name(name) and value:
-                out += [value, value.split(None, 1)[-1]]
+            if is_secret_name(name) and value.strip():
+                out.append(value.split(None, 1)[-1])  # the credential after a scheme such as "Bearer"
         if url:
             out += url_secrets(self._url(url))
         return sorted(set(out), key=len, reverse=True)
@@ -281,13 +281,14 @@ class HttpClient:
         def cut(text: str, limit: int = 200) -> str:
             return self.excerpt(text, limit=limit, url=url, headers=extra)
 
+        http = self._http()  # built before pacing, so the spacing is between sends, not client set-up
         self._pace()
         with self._lock:
             self.n_requests += 1
         if self._on_request is not None:
             self._on_request()
         try:
-            resp = self._http().request(method, url, headers=headers, **kw)
+            resp = http.request(method, url, headers=headers, **kw)
         except httpx.TimeoutException:
             raise _Retry(f"timed out after {self.timeout:g} s") from None
         except httpx.TransportError as exc:
@@ -357,11 +358,14 @@ class HttpClient:
 
 
 def _error_text(resp: Any) -> str:
-    """The server's error message (OpenAI style ``{"error": {"message"}}`` when present), else the body."""
+    """The server's error message (OpenAI style ``{"error": {"message"}}`` when present), else the body,
+    else the status's reason phrase."""
     try:
         raw = resp.text
     except Exception:  # noqa: BLE001 - undecodable body
-        return ""
+        raw = ""
+    if not raw.strip():
+        return str(getattr(resp, "reason_phrase", "") or "")
     try:
         obj = json.loads(raw)
     except ValueError:

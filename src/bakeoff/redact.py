@@ -9,9 +9,11 @@ through this module first.
 - :func:`redact_url`: the password of a URL's user-info and the values of its
   secret-looking query parameters become ``***``; so do the secret values of a
   ``key=value`` connection string.
-- :func:`scrub`: every known secret, and every prefix or suffix of one that is
-  at least :data:`MIN_SECRET_PART` characters long, becomes ``***`` (so an
-  echoed key cut at a truncation boundary does not leak either).
+- :func:`scrub`: every known secret, and every piece of one (prefix, suffix or
+  middle) that is at least :data:`MIN_SECRET_PART` characters long, becomes
+  ``***``, longest pieces first (so an echoed key cut at a truncation boundary,
+  or masked by the server to ``sk-abc...wxyz``, does not leak either; pieces
+  shorter than that are not a usable credential).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ __all__ = ["MIN_SECRET_PART", "SECRET_WORDS", "is_secret_name", "redact_url", "s
 #: Names (of URL query parameters, headers, connection keys) whose values are secrets.
 SECRET_WORDS = ("password", "passwd", "pwd", "secret", "token", "key", "auth", "authorization", "credential",
                 "signature", "sig")
-#: The shortest prefix or suffix of a secret that :func:`scrub` still removes.
+#: The shortest piece of a secret that :func:`scrub` still removes.
 MIN_SECRET_PART = 6
 
 
@@ -69,14 +71,15 @@ def url_secrets(url: str) -> list[str]:
 
 
 def scrub(text: str, secrets: Iterable[str | None]) -> str:
-    """``text`` with every secret, and every prefix or suffix of one that is at least
-    :data:`MIN_SECRET_PART` characters long, replaced by ``***``."""
+    """``text`` with every secret, and every piece of one at least :data:`MIN_SECRET_PART`
+    characters long, replaced by ``***`` (longest first)."""
     for secret in secrets:
         if not secret:
             continue
         text = text.replace(secret, "***")
         for n in range(len(secret) - 1, MIN_SECRET_PART - 1, -1):
-            for part in (secret[:n], secret[-n:]):
+            for i in range(len(secret) - n + 1):
+                part = secret[i : i + n]
                 if part in text:
                     text = text.replace(part, "***")
     return text

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from tests.support.fake_http import FakeServer, Reply
 
 from bakeoff.runner.context import Context
 from bakeoff.arms.external import ExternalError, redact_url
@@ -22,69 +22,35 @@ CORPUS = Corpus.from_documents([Document(d, f"text {d}") for d in ("a", "b", "c"
 QUERIES = Queries.from_dict({"q1": "alpha", "q2": "beta gamma", "q3": "delta"})
 
 
-class Service:
-    """Scripted behaviour per request: a list of (status, body, delay) consumed in order, then ``default``."""
+class Service(FakeServer):
+    """Scripted behaviour per request: a list of (status, body, delay) consumed in order, then ``default``
+    (a tuple or a function of the request body). Bodies are recorded with the Authorization header as
+    ``_auth``; a GET's ``q``/``n`` query parameters are recorded as ``query``/``k``."""
 
     def __init__(self) -> None:
-        self.requests: list[dict[str, Any]] = []
+        super().__init__()
+        self.bodies: list[dict[str, Any]] = []
         self.script: list[tuple[int, Any, float]] = []
         self.default: Any = None
-        self.lock = threading.Lock()
 
-    def respond(self, body: dict[str, Any]) -> tuple[int, Any, float]:
+    def handle(self, request: dict[str, Any]) -> Reply:
+        if request["method"] == "GET":
+            qs = parse_qs(urlsplit(request["path"]).query)
+            body = {"query": qs["q"][0], "k": int(qs["n"][0])}
+        else:
+            body = dict(request["body"])
+            body["_auth"] = request["headers"].get("Authorization")
         with self.lock:
-            self.requests.append(body)
-            if self.script:
-                return self.script.pop(0)
-        if callable(self.default):
-            return self.default(body)
-        return self.default
+            self.bodies.append(body)
+            scripted = self.script.pop(0) if self.script else None
+        status, payload, delay = scripted or (self.default(body) if callable(self.default) else self.default)
+        return Reply(status, payload, delay_s=delay)
 
 
 @pytest.fixture()
 def service() -> Iterator[tuple[Service, str]]:
-    svc = Service()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802
-            raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-            body = json.loads(raw)
-            body["_auth"] = self.headers.get("Authorization")
-            status, payload, delay = svc.respond(body)
-            if delay:
-                time.sleep(delay)
-            data = payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
-            try:
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-            except (BrokenPipeError, ConnectionResetError):
-                pass
-
-        def do_GET(self) -> None:  # noqa: N802
-            from urllib.parse import parse_qs, urlsplit
-
-            qs = parse_qs(urlsplit(self.path).query)
-            status, payload, _ = svc.respond({"query": qs["q"][0], "k": int(qs["n"][0])})
-            data = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
-        yield svc, f"http://127.0.0.1:{server.server_address[1]}/search"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with Service() as svc:
+        yield svc, svc.url("/search")
 
 
 def _hits(body: dict[str, Any]) -> tuple[int, Any, float]:
@@ -122,14 +88,14 @@ def test_http_arm_ranks_with_tie_rule_and_caches(service: tuple[Service, str], c
     assert run["q1"] == (("c", 2.0), ("b", 1.0), ("a", 1.0))
     assert run["q2"] == (("d", 4.0), ("e", 3.0))
     assert run["q3"] == ()
-    assert {r["query"] for r in svc.requests} == {"alpha", "beta gamma", "delta"}
-    assert all(r["k"] == 3 and r["_auth"] == "Bearer s3cret" for r in svc.requests)
+    assert {r["query"] for r in svc.bodies} == {"alpha", "beta gamma", "delta"}
+    assert all(r["k"] == 3 and r["_auth"] == "Bearer s3cret" for r in svc.bodies)
     assert "s3cret" not in json.dumps(arm.config())
     assert ctx.timings[arm.fingerprint()]["n_queries"] == 3
     # A second context reads the cached run: no new request.
-    n = len(svc.requests)
+    n = len(svc.bodies)
     run2 = Context(corpus=CORPUS, cache=cache, progress=False).search(arm, QUERIES, k=3)
-    assert run2.ranked == run.ranked and len(svc.requests) == n
+    assert run2.ranked == run.ranked and len(svc.bodies) == n
 
 
 def test_http_arm_without_scores_keeps_service_order(service: tuple[Service, str]) -> None:
@@ -158,7 +124,7 @@ def test_http_500_is_retried_then_succeeds(service: tuple[Service, str]) -> None
     arm = HttpArm(name="svc", url=url, scores="$.hits[*].score", concurrency=1, retries=2, backoff=0.01)
     run = Context(corpus=CORPUS, progress=False).search(arm, QUERIES.subset(["q1"]), k=3)
     assert run["q1"][0] == ("c", 2.0)
-    assert len(svc.requests) == 3
+    assert len(svc.bodies) == 3
 
 
 def test_http_500_forever_fails_after_bounded_retries_and_caches_nothing(service: tuple[Service, str], cache: Any) -> None:
@@ -171,7 +137,7 @@ def test_http_500_forever_fails_after_bounded_retries_and_caches_nothing(service
     msg = str(err.value)
     assert "query 'q1'" in msg and "gave up after 3 attempts; last error: HTTP 500: boom" in msg and "\n" not in msg
     assert "hunter2" not in msg and "api_key=***" in msg
-    assert len(svc.requests) == 3
+    assert len(svc.bodies) == 3
     assert not list(cache.root.rglob("*.json")), "a failed call must not leave a cached run"
 
 
@@ -193,7 +159,7 @@ def test_http_4xx_fails_at_once(service: tuple[Service, str]) -> None:
     arm = HttpArm(name="svc", url=url, retries=5, backoff=0.01)
     with pytest.raises(ExternalError, match="HTTP 404"):
         Context(corpus=CORPUS, progress=False).search(arm, QUERIES.subset(["q1"]), k=3)
-    assert len(svc.requests) == 1
+    assert len(svc.bodies) == 1
 
 
 def test_http_bad_responses_are_clear(service: tuple[Service, str]) -> None:
@@ -222,6 +188,17 @@ def test_http_unreachable_is_clear() -> None:
         Context(corpus=CORPUS, progress=False).search(arm, QUERIES.subset(["q1"]), k=3)
 
 
+def test_http_error_echoing_a_secret_header_is_scrubbed(service: tuple[Service, str]) -> None:
+    svc, url = service
+    svc.default = lambda body: (403, {"error": f"token {body['_auth']} is not allowed"}, 0.0)
+    arm = HttpArm(name="svc", url=url, headers={"Authorization": "Bearer s3cret-token-123"}, retries=3)
+    with pytest.raises(ExternalError) as err:
+        Context(corpus=CORPUS, progress=False).search(arm, QUERIES.subset(["q1"]), k=3)
+    msg = str(err.value)
+    assert msg == f"http arm 'svc': query 'q1': HTTP 403: token Bearer *** is not allowed (POST {url})"
+    assert len(svc.bodies) == 1 and svc.bodies[0]["_auth"] == "Bearer s3cret-token-123"
+
+
 def test_http_arm_from_spec() -> None:
     (arm,) = build_arms([parse_arm_spec("svc=http:url=http://127.0.0.1:9/s,ids=$.hits[*].id,retries=1")])
     assert isinstance(arm, HttpArm) and arm.retries == 1 and arm.ids == "$.hits[*].id"
@@ -244,4 +221,4 @@ def test_http_get_with_url_placeholders(service: tuple[Service, str]) -> None:
     svc.default = _hits
     arm = HttpArm(name="svc", url=url + "?q={query}&n={k}", method="GET", scores="$.hits[*].score")
     run = Context(corpus=CORPUS, progress=False).search(arm, QUERIES.subset(["q2"]), k=1)
-    assert run["q2"] == (("d", 4.0),) and svc.requests[0] == {"query": "beta gamma", "k": 1}
+    assert run["q2"] == (("d", 4.0),) and svc.bodies[0] == {"query": "beta gamma", "k": 1}

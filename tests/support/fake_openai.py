@@ -14,13 +14,11 @@ some servers do, to check it is scrubbed).
 from __future__ import annotations
 
 import hashlib
-import json
-import threading
-import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import numpy as np
+
+from tests.support.fake_http import FakeServer, Reply
 
 DIM = 16
 
@@ -34,72 +32,41 @@ def fake_vector(text: str) -> list[float]:
     return v.tolist()
 
 
-class FakeOpenAI:
+class FakeOpenAI(FakeServer):
+    """Requests are recorded with ``path``, ``auth`` (the Authorization header), ``body`` and ``action``."""
+
     def __init__(self, *, api_key: str | None = "sk-test-123", retry_after: str = "0.05",
                  timeout_sleep: float = 1.0) -> None:
+        super().__init__()
         self.api_key, self.retry_after, self.timeout_sleep = api_key, retry_after, timeout_sleep
         self.script: list[str] = []
-        self.requests: list[dict[str, Any]] = []
-        self._lock = threading.Lock()
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:  # keep test output clean
-                pass
-
-            def _send(self, code: int, obj: Any, headers: dict[str, str] | None = None) -> None:
-                body = json.dumps(obj).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                for k, v in (headers or {}).items():
-                    self.send_header(k, v)
-                self.end_headers()
-                try:
-                    self.wfile.write(body)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
-
-            def do_POST(self) -> None:
-                raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                with fake._lock:
-                    action = fake.script.pop(0) if fake.script else "ok"
-                    fake.requests.append({"path": self.path, "auth": self.headers.get("Authorization"),
-                                          "body": json.loads(raw or b"{}"), "action": action})
-                if self.path != "/v1/embeddings":
-                    return self._send(404, {"error": {"message": f"no route {self.path}"}})
-                if action == "timeout":
-                    time.sleep(fake.timeout_sleep)
-                    action = "ok"
-                if action == "429":
-                    return self._send(429, {"error": {"message": "Rate limit reached", "type": "requests"}},
-                                      {"Retry-After": fake.retry_after})
-                if action in ("500", "503"):
-                    return self._send(int(action), {"error": {"message": "The server had an error"}})
-                auth = self.headers.get("Authorization")
-                if action == "401" or (fake.api_key and auth != f"Bearer {fake.api_key}"):
-                    return self._send(401, {"error": {"message": f"Incorrect API key provided: {auth}",
-                                                      "type": "invalid_request_error"}})
-                body = json.loads(raw)
-                inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
-                data = [{"object": "embedding", "index": i, "embedding": fake_vector(t)} for i, t in enumerate(inputs)]
-                data.reverse()  # servers need not answer in order: clients must use "index"
-                tokens = sum(len(t.split()) for t in inputs)
-                self._send(200, {"object": "list", "data": data, "model": body["model"],
-                                 "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        return self.url("/v1")
 
-    def __enter__(self) -> FakeOpenAI:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+    def handle(self, request: dict[str, Any]) -> Reply:
+        with self.lock:
+            action = self.script.pop(0) if self.script else "ok"
+        auth = request["headers"].get("Authorization")
+        request.update(auth=auth, action=action, body=request["body"] or {})
+        if request["path"] != "/v1/embeddings":
+            return Reply(404, {"error": {"message": f"no route {request['path']}"}})
+        delay = 0.0
+        if action == "timeout":
+            delay, action = self.timeout_sleep, "ok"
+        if action == "429":
+            return Reply(429, {"error": {"message": "Rate limit reached", "type": "requests"}},
+                         {"Retry-After": self.retry_after})
+        if action in ("500", "503"):
+            return Reply(int(action), {"error": {"message": "The server had an error"}})
+        if action == "401" or (self.api_key and auth != f"Bearer {self.api_key}"):
+            return Reply(401, {"error": {"message": f"Incorrect API key provided: {auth}",
+                                         "type": "invalid_request_error"}})
+        body = request["body"]
+        inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        data = [{"object": "embedding", "index": i, "embedding": fake_vector(t)} for i, t in enumerate(inputs)]
+        data.reverse()  # servers need not answer in order: clients must use "index"
+        tokens = sum(len(t.split()) for t in inputs)
+        return Reply(200, {"object": "list", "data": data, "model": body["model"],
+                           "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}, delay_s=delay)

@@ -10,12 +10,11 @@ Every request (path, headers, JSON body) is recorded for assertions.
 from __future__ import annotations
 
 import json
-import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from tests.support import fake_http
 
 
 @dataclass
@@ -41,73 +40,39 @@ def completion_body(path: str, content: str, prompt_tokens: int, completion_toke
     return {"id": "cmpl-fake", "object": obj, "created": 0, "model": "fake", "choices": [choice], "usage": usage}
 
 
-class FakeOpenAI:
+class FakeOpenAI(fake_http.FakeServer):
     """``responder(request_json, call_index) -> Reply``; or a list of replies used in order
-    (the last one repeats)."""
+    (the last one repeats). Requests are recorded with ``path``, ``headers`` and ``body``."""
 
     def __init__(self, responder: Callable[[dict[str, Any], int], Reply] | list[Reply]) -> None:
+        super().__init__()
+        self._posts = 0
         if isinstance(responder, list):
             replies = responder
             self.responder = lambda req, i: replies[min(i, len(replies) - 1)]
         else:
             self.responder = responder
-        self.requests: list[dict[str, Any]] = []
-        self._lock = threading.Lock()
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_GET(self) -> None:
-                if self.path.rstrip("/").endswith("/models"):
-                    self._send(200, json.dumps({"object": "list", "data": [{"id": "fake"}]}).encode(), {})
-                else:
-                    self._send(404, b'{"error": "not found"}', {})
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                body = json.loads(self.rfile.read(length) or b"{}")
-                with fake._lock:
-                    idx = len(fake.requests)
-                    fake.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
-                reply = fake.responder(body, idx)
-                if reply.delay_s:
-                    time.sleep(reply.delay_s)
-                if reply.raw_body is not None:
-                    data = reply.raw_body
-                elif reply.status == 200:
-                    data = json.dumps(completion_body(self.path, reply.content or "", reply.prompt_tokens,
-                                                      reply.completion_tokens)).encode()
-                else:
-                    data = json.dumps({"error": {"message": f"status {reply.status}", "type": "fake"}}).encode()
-                try:
-                    self._send(reply.status, data, reply.headers)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
-
-            def _send(self, status: int, data: bytes, headers: dict[str, str]) -> None:
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                for k, v in headers.items():
-                    self.send_header(k, v)
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        return self.url("/v1")
 
-    def __enter__(self) -> FakeOpenAI:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(timeout=5)
+    def handle(self, request: dict[str, Any]) -> fake_http.Reply:
+        if request["method"] == "GET":
+            with self.lock:
+                self.requests.remove(request)  # health probes are not API calls
+            if request["path"].rstrip("/").endswith("/models"):
+                return fake_http.Reply(200, {"object": "list", "data": [{"id": "fake"}]})
+            return fake_http.Reply(404, {"error": "not found"})
+        body = request["body"] if request["body"] is not None else {}
+        request["body"] = body
+        with self.lock:
+            idx, self._posts = self._posts, self._posts + 1
+        reply = self.responder(body, idx)
+        if reply.raw_body is not None:
+            data: Any = reply.raw_body
+        elif reply.status == 200:
+            data = completion_body(request["path"], reply.content or "", reply.prompt_tokens, reply.completion_tokens)
+        else:
+            data = {"error": {"message": f"status {reply.status}", "type": "fake"}}
+        return fake_http.Reply(reply.status, data, dict(reply.headers), delay_s=reply.delay_s)
