@@ -20,7 +20,8 @@ from bakeoff.cli import main
 from bakeoff.data.model import Queries, Query
 from bakeoff.errors import ConfigError
 from bakeoff.report.terminal import table_rows
-from bakeoff.truth.mined import load_mined, mine_citations, targets_corpus, write_mined
+from bakeoff.data.datasets import load_mined
+from bakeoff.truth.mined import mine_citations, targets_corpus, write_mined
 from bakeoff.truth.patterns import load_patterns
 from bakeoff.truth.sources import read_sources
 from bakeoff.data.versions import Versions, as_of_masks, read_targets

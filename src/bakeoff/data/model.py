@@ -311,6 +311,15 @@ class Dataset:
     split: str = "test"
     info: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
 
+    @property
+    def label_kind(self) -> str:
+        """What the judgments mean: ``"citation"`` when they are citation-mined (only cited
+        documents are known relevant, every other document is *unknown*, not wrong: measures
+        needing judged negatives are undefined, Recall and MRR are lower bounds), else
+        ``"judged"``. Read from ``info["provenance"]["label_kind"]``."""
+        prov = self.info.get("provenance") or {}
+        return "citation" if isinstance(prov, Mapping) and prov.get("label_kind") == "citation" else "judged"
+
     def fingerprint(self) -> str:
         h = _Hasher("dataset")
         h.add(self.corpus.fingerprint(), self.queries.fingerprint(), self.qrels.fingerprint())
