@@ -144,6 +144,28 @@ def test_generate_cli_describe_then_run(tmp_path: Path, capsys) -> None:
     assert (tmp_path / "gen2" / "queries.jsonl").read_text() == (out / "queries.jsonl").read_text()
 
 
+def test_generate_truth_is_the_public_entry(tmp_path: Path) -> None:
+    """The function behind `bakeoff generate` (and the demo): describe mode, written with its source."""
+    from bakeoff.errors import ConfigError
+    from bakeoff.truth.generate import generate_truth
+
+    with FakeOpenAI(describe_responder) as srv:
+        done = generate_truth(_corpus(), options=DescribeOptions(n=3, test_fraction=1.0), out=tmp_path / "t",
+                              source="three docs", llm=f"{srv.base_url}|fake", progress=False)
+    assert done.folder == tmp_path / "t" and done.batch_requests == 0 and done.ingested is None
+    prov = json.loads((tmp_path / "t" / "provenance.json").read_text())
+    assert prov["corpus"]["source"] == "three docs" and prov["counts"]["kept"] == 3
+    assert done.usage.requests == 4  # three documents, one regenerated (the leaky first answer)
+    assert load_beir(tmp_path / "t").queries.ids == done.truth.queries.ids
+    # refused before any server is contacted or started
+    for kwargs, msg in ((dict(options=DescribeOptions(n=0)), "-n must be >= 1"),
+                        (dict(options=DescribeOptions(test_fraction=2.0)), "--test-fraction"),
+                        (dict(options=DescribeOptions(), batch_out=tmp_path / "b.jsonl"), "need the cache"),
+                        (dict(options=ClusterOptions()), "cluster mode needs document vectors")):
+        with pytest.raises(ConfigError, match=msg):
+            generate_truth(_corpus(), out=None, source="x", llm="local", **kwargs)
+
+
 def test_generate_cli_bad_input_exits_2(tmp_path: Path, capsys) -> None:
     assert main(["generate", "sideways", "--corpus", str(tmp_path), "--out", str(tmp_path / "o")]) == 2
     assert main(["generate", "describe", "--corpus", str(tmp_path / "missing.jsonl"), "--out", str(tmp_path / "o"),
