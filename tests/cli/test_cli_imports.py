@@ -15,7 +15,7 @@ from bakeoff.stats import DEFAULT_RESAMPLES as STATS_RESAMPLES
 
 CLI = Path(bakeoff.cli.__file__).parent
 #: What a command module may import at top level: the standard library bits it needs, typer, and _common.
-ALLOWED = {"__future__", "json", "logging", "pathlib", "typing", "typer", "_common"}
+ALLOWED = {"__future__", "collections", "json", "logging", "pathlib", "typing", "typer", "_common"}
 
 
 def _top_level_imports(path: Path) -> set[str]:

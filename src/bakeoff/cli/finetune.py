@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -96,7 +97,7 @@ def reranker(
     typer.echo(f"wrote {out} (use it as --arm rerank:model={out},base=...)")
 
 
-def _summary(rec: dict) -> None:  # type: ignore[type-arg]
+def _summary(rec: Mapping[str, Any]) -> None:
     typer.echo(json.dumps({k: rec[k] for k in ("trained_on", "n_pairs", "steps", "best_validation_ndcg@10",
                                                "train_time_s", "wall_time_s")}))
 

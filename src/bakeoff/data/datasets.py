@@ -54,7 +54,7 @@ from .loaders import (
     read_qrels,
     read_records,
 )
-from .model import Corpus, Dataset, Qrels
+from .model import Corpus, Dataset, Qrels, label_kind_of
 from .versions import Versions, as_of_masks
 
 __all__ = [
@@ -159,10 +159,8 @@ def read_provenance(path: PathLike) -> dict[str, Any] | None:
 def is_citation(path_or_info: Any) -> bool:
     """True for a mined folder (path) or a dataset info / results dataset dict marked citation."""
     if isinstance(path_or_info, (str, os.PathLike)):
-        prov = read_provenance(path_or_info)
-    else:
-        prov = (path_or_info or {}).get("provenance")
-    return isinstance(prov, dict) and prov.get("label_kind") == "citation"
+        return label_kind_of({"provenance": read_provenance(path_or_info)}) == "citation"
+    return label_kind_of(path_or_info) == "citation"
 
 
 def load_mined(path: PathLike, *, mode: str = "as_of", only_single: bool = False,

@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from .._io import atomic_write_json
-from ..data.model import Run
+from ..data.model import Run, label_kind_of
 from ..errors import InputError
 from ..metrics import Evaluation
 
@@ -277,9 +277,8 @@ class StoredResults(dict[str, Any]):
 
     @property
     def label_kind(self) -> str:
-        """``"citation"`` for citation-mined labels (lower bounds), else ``"judged"``."""
-        prov = self.dataset.get("provenance") or {}
-        return "citation" if isinstance(prov, Mapping) and prov.get("label_kind") == "citation" else "judged"
+        """``"citation"`` for citation-mined labels (lower bounds), else ``"judged"`` (:func:`label_kind_of`)."""
+        return label_kind_of(self.dataset)
 
     @property
     def k(self) -> int:

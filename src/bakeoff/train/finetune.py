@@ -13,8 +13,11 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from ..arms.base import Arm
 from .data import TrainingData, load_training_data, parse_dataset_spec
+from .embedder import EmbedderParams, finetune_embedder
 from .hygiene import check_held_out
+from .reranker import RerankerParams, finetune_reranker
 
 __all__ = ["train_embedder", "train_reranker"]
 
@@ -33,7 +36,7 @@ def train_embedder(
     train: str,
     *,
     out: Path,
-    params: Any = None,
+    params: EmbedderParams | None = None,
     base: str = "minilm",
     tests: list[str] | None = None,
     corpus: Path | None = None,
@@ -45,8 +48,6 @@ def train_embedder(
 ) -> dict[str, Any]:
     """Fine-tune a sentence-transformers embedder on ``train`` (MNRL with in-batch negatives;
     ``params`` an :class:`~bakeoff.train.embedder.EmbedderParams`, default its defaults)."""
-    from .embedder import EmbedderParams, finetune_embedder
-
     path, split = parse_dataset_spec(train, default_split="train")
     data = load_training_data(path, split, corpus=corpus, hard_negatives=hard_negatives, n_negatives=n_negatives)
     data, hygiene = _without_leaks(data, path=path, corpus=corpus, tests=list(tests or []), drop_leaks=drop_leaks)
@@ -59,12 +60,12 @@ def train_reranker(
     train: str,
     *,
     out: Path,
-    params: Any = None,
+    params: RerankerParams | None = None,
     base: str = "minilm",
     tests: list[str] | None = None,
     corpus: Path | None = None,
     negatives: str = "bm25",
-    miner: Any = None,
+    miner: Arm | None = None,
     miner_spec: str = "bm25",
     mine_depth: int = 30,
     n_negatives: int = 4,
@@ -76,8 +77,6 @@ def train_reranker(
     negatives; ``params`` a :class:`~bakeoff.train.reranker.RerankerParams`). Negatives missing
     from ``negatives`` are mined from the top ``mine_depth`` of the ``miner`` arm (default BM25;
     ``miner_spec`` is its ``--arm`` text, recorded)."""
-    from .reranker import RerankerParams, finetune_reranker
-
     path, split = parse_dataset_spec(train, default_split="train")
     data = load_training_data(path, split, corpus=corpus, hard_negatives=negatives, n_negatives=n_negatives,
                               mine_depth=mine_depth, miner=miner)
