@@ -26,10 +26,10 @@ def compare_cmd(
 
     Arms with the same name in both sets are prefixed with their folder name (A/..., B/...).
     """
-    from ..report.write import compare_results
+    from ..report.write import ReportOptions, compare_results
 
-    show_report(compare_results(first, second, out=out, data=data, n_resamples=resamples, seed=seed, alpha=alpha,
-                                deltas=delta, html=html, progress=progress))
+    options = ReportOptions(n_resamples=resamples, seed=seed, alpha=alpha, deltas=delta, html=html, progress=progress)
+    show_report(compare_results(first, second, out=out, data=data, options=options))
 
 
 def register(app: typer.Typer) -> None:

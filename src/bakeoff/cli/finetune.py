@@ -9,6 +9,8 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from ._common import ProgressOpt
+
 finetune_app = typer.Typer(help="Fine-tune an embedder or a reranker on a training split.", no_args_is_help=True)
 
 TrainOpt = Annotated[str, typer.Option("--train", help="Training data: BEIR folder[:split] (default split: train).")]
@@ -16,6 +18,16 @@ OutOpt = Annotated[Path, typer.Option("--out", help="Output model folder (writte
 TestOpt = Annotated[list[str], typer.Option("--test", help="Held-out FOLDER[:split] whose queries must not be trained on "
                                             "(repeatable; default: the training folder's and --corpus folder's test split).")]
 CorpusOpt = Annotated[Optional[Path], typer.Option(help="Corpus for a training folder without corpus.jsonl (e.g. a synthetic set).")]
+EpochsOpt = Annotated[float, typer.Option()]
+LrOpt = Annotated[float, typer.Option("--lr", help="Peak learning rate.")]
+WarmupOpt = Annotated[float, typer.Option(help="Warm-up fraction of the steps.")]
+SeedOpt = Annotated[int, typer.Option()]
+ValFractionOpt = Annotated[float, typer.Option(help="Training queries held out for validation (0: none).")]
+EvalsOpt = Annotated[int, typer.Option(help="Validations (and checkpoints) during training.")]
+MaxStepsOpt = Annotated[int, typer.Option(help="Stop after this many steps (-1: epochs decide).")]
+Bf16Opt = Annotated[bool, typer.Option(help="bfloat16 mixed precision (fast on CPUs with AMX; fp32 weights).")]
+DropLeaksOpt = Annotated[bool, typer.Option(help="Drop training queries equal to held-out ones instead of refusing.")]
+OverwriteOpt = Annotated[bool, typer.Option(help="Replace an existing --out folder.")]
 
 
 def embedder(
@@ -27,33 +39,33 @@ def embedder(
     hard_negatives: Annotated[str, typer.Option(help="none, qrels (grade 0), provenance (synthetic set) or bm25.")] = "none",
     n_negatives: Annotated[int, typer.Option(help="Hard negatives kept per query.")] = 1,
     batch_size: Annotated[int, typer.Option(help="Rows per batch (in-batch negatives).")] = 32,
-    epochs: Annotated[float, typer.Option()] = 1.0,
-    lr: Annotated[float, typer.Option("--lr", help="Peak learning rate.")] = 2e-5,
-    warmup: Annotated[float, typer.Option(help="Warm-up fraction of the steps.")] = 0.1,
-    seed: Annotated[int, typer.Option()] = 0,
+    epochs: EpochsOpt = 1.0,
+    lr: LrOpt = 2e-5,
+    warmup: WarmupOpt = 0.1,
+    seed: SeedOpt = 0,
     cached: Annotated[bool, typer.Option(help="CachedMultipleNegativesRankingLoss (big batches, small memory).")] = False,
     mini_batch_size: Annotated[int, typer.Option(help="Mini-batch of the cached loss.")] = 8,
     max_seq_length: Annotated[Optional[int], typer.Option(help="Truncate texts to this many tokens.")] = None,
-    val_fraction: Annotated[float, typer.Option(help="Training queries held out for validation (0: none).")] = 0.1,
+    val_fraction: ValFractionOpt = 0.1,
     val_corpus_size: Annotated[int, typer.Option(help="Documents ranked during validation.")] = 500,
-    evals: Annotated[int, typer.Option(help="Validations (and checkpoints) during training.")] = 3,
-    max_steps: Annotated[int, typer.Option(help="Stop after this many steps (-1: epochs decide).")] = -1,
-    bf16: Annotated[bool, typer.Option(help="bfloat16 mixed precision (fast on CPUs with AMX; fp32 weights).")] = False,
-    drop_leaks: Annotated[bool, typer.Option(help="Drop training queries equal to held-out ones instead of refusing.")] = False,
-    overwrite: Annotated[bool, typer.Option(help="Replace an existing --out folder.")] = False,
-    progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
+    evals: EvalsOpt = 3,
+    max_steps: MaxStepsOpt = -1,
+    bf16: Bf16Opt = False,
+    drop_leaks: DropLeaksOpt = False,
+    overwrite: OverwriteOpt = False,
+    progress: ProgressOpt = True,
 ) -> None:
     """Fine-tune a sentence-transformers embedder (MNRL with in-batch negatives)."""
     from ..train.embedder import EmbedderParams
-    from ..train.finetune import train_embedder
+    from ..train.finetune import finetune
 
     params = EmbedderParams(batch_size=batch_size, epochs=epochs, learning_rate=lr, warmup_ratio=warmup, seed=seed,
                             cached=cached, mini_batch_size=mini_batch_size, max_seq_length=max_seq_length,
                             val_fraction=val_fraction, val_corpus_size=val_corpus_size, evals=evals, max_steps=max_steps,
                             bf16=bf16)
-    rec = train_embedder(train, out=out, params=params, base=base, tests=test, corpus=corpus,
-                         hard_negatives=hard_negatives, n_negatives=n_negatives, drop_leaks=drop_leaks,
-                         overwrite=overwrite, progress=progress)
+    rec = finetune("embedder", train, out=out, params=params, base=base, tests=test, corpus=corpus,
+                   negatives=hard_negatives, n_negatives=n_negatives, drop_leaks=drop_leaks, overwrite=overwrite,
+                   progress=progress)
     _summary(rec)
     typer.echo(f"wrote {out} (use it as --arm dense:model={out})")
 
@@ -69,30 +81,31 @@ def reranker(
     mine_depth: Annotated[int, typer.Option(help="Mine negatives from this many top documents.")] = 30,
     n_negatives: Annotated[int, typer.Option(help="Negatives per query.")] = 4,
     batch_size: Annotated[int, typer.Option()] = 32,
-    epochs: Annotated[float, typer.Option()] = 1.0,
-    lr: Annotated[float, typer.Option("--lr", help="Peak learning rate.")] = 2e-5,
-    warmup: Annotated[float, typer.Option(help="Warm-up fraction of the steps.")] = 0.1,
-    seed: Annotated[int, typer.Option()] = 0,
+    epochs: EpochsOpt = 1.0,
+    lr: LrOpt = 2e-5,
+    warmup: WarmupOpt = 0.1,
+    seed: SeedOpt = 0,
     max_length: Annotated[int, typer.Option(help="Tokens per (query, document) pair.")] = 256,
-    val_fraction: Annotated[float, typer.Option(help="Training queries held out for validation (0: none).")] = 0.1,
-    evals: Annotated[int, typer.Option(help="Validations (and checkpoints) during training.")] = 3,
-    max_steps: Annotated[int, typer.Option(help="Stop after this many steps (-1: epochs decide).")] = -1,
-    bf16: Annotated[bool, typer.Option(help="bfloat16 mixed precision (fast on CPUs with AMX; fp32 weights).")] = False,
-    drop_leaks: Annotated[bool, typer.Option(help="Drop training queries equal to held-out ones instead of refusing.")] = False,
-    overwrite: Annotated[bool, typer.Option(help="Replace an existing --out folder.")] = False,
-    progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
+    val_fraction: ValFractionOpt = 0.1,
+    evals: EvalsOpt = 3,
+    max_steps: MaxStepsOpt = -1,
+    bf16: Bf16Opt = False,
+    drop_leaks: DropLeaksOpt = False,
+    overwrite: OverwriteOpt = False,
+    progress: ProgressOpt = True,
 ) -> None:
     """Fine-tune a cross-encoder reranker (binary cross-entropy over positives and mined negatives)."""
     from ..runner.config import build_arms, parse_arm_spec
-    from ..train.finetune import train_reranker
+    from ..train.finetune import finetune
     from ..train.reranker import RerankerParams
 
     params = RerankerParams(batch_size=batch_size, epochs=epochs, learning_rate=lr, warmup_ratio=warmup, seed=seed,
                             max_length=max_length, val_fraction=val_fraction, evals=evals, max_steps=max_steps,
                             bf16=bf16)
-    rec = train_reranker(train, out=out, params=params, base=base, tests=test, corpus=corpus, negatives=negatives,
-                         miner=build_arms([parse_arm_spec(miner)])[0], miner_spec=miner, mine_depth=mine_depth,
-                         n_negatives=n_negatives, drop_leaks=drop_leaks, overwrite=overwrite, progress=progress)
+    rec = finetune("reranker", train, out=out, params=params, base=base, tests=test, corpus=corpus,
+                   negatives=negatives, n_negatives=n_negatives, miner=build_arms([parse_arm_spec(miner)])[0],
+                   miner_spec=miner, mine_depth=mine_depth, drop_leaks=drop_leaks, overwrite=overwrite,
+                   progress=progress)
     _summary(rec)
     typer.echo(f"wrote {out} (use it as --arm rerank:model={out},base=...)")
 

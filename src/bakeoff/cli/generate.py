@@ -47,7 +47,7 @@ def generate(
 
     from ..data.loaders import FieldMap
     from ..errors import ConfigError
-    from ..truth.generate import generate as generate_from
+    from ..truth.generate import generate_truth
     from ..truth.repair import GradeMap
     from ..truth.synthetic import ClusterOptions, DescribeOptions
 
@@ -71,9 +71,10 @@ def generate(
         from ..runner.embed import embed_corpus
 
         embed = partial(embed_corpus, model=encoder, cache=cache_obj, progress=progress)
-    done = generate_from(corpus, options=opts, out=out, llm=llm, cache=cache_obj, concurrency=concurrency, price=price,
-                         fields=FieldMap(id=id_field, text=(text_field,), title=title_field), embed=embed,
-                         batch_in=batch_in, batch_out=batch_out, progress=progress)
+    fields = FieldMap(id=id_field, text=(text_field,), title=title_field)
+    done = generate_truth(corpus, options=opts, out=out, fields=fields, llm=llm, cache=cache_obj,
+                          concurrency=concurrency, price=price, embed=embed, batch_in=batch_in, batch_out=batch_out,
+                          progress=progress)
     if done.ingested is not None:
         c = done.ingested
         typer.echo(f"batch results: {c['ingested']} ingested, {c['invalid']} invalid, {c['unknown']} unknown")

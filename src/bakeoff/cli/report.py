@@ -22,10 +22,10 @@ def report_cmd(
     progress: ProgressOpt = True,
 ) -> None:
     """Report a bake-off: table with CIs and significance, diagnostics, report.json/.html/.tex, per-query matrix."""
-    from ..report.write import report_results
+    from ..report.write import ReportOptions, report_results
 
-    show_report(report_results(results_dir, out=out, data=data, n_resamples=resamples, seed=seed, alpha=alpha,
-                               deltas=delta, html=html, progress=progress))
+    options = ReportOptions(n_resamples=resamples, seed=seed, alpha=alpha, deltas=delta, html=html, progress=progress)
+    show_report(report_results(results_dir, out=out, data=data, options=options))
 
 
 def register(app: typer.Typer) -> None:

@@ -41,19 +41,8 @@ import numpy as np
 
 from ..errors import ConfigError, InputError
 from .clean import CleanOptions
-from .loaders import (
-    FieldMap,
-    LoadReport,
-    attach,
-    beir_qrels_path,
-    load_beir,
-    load_ir_datasets,
-    read_beir_corpus,
-    read_beir_queries,
-    read_folder,
-    read_qrels,
-    read_records,
-)
+from .loaders import (FieldMap, LoadReport, attach, beir_qrels_path, load_beir, load_ir_datasets, read_beir_corpus,
+                      read_beir_queries, read_folder, read_qrels, read_records)
 from .model import Corpus, Dataset, Qrels, label_kind_of
 from .versions import Versions, as_of_masks
 
@@ -93,8 +82,8 @@ class DatasetSpec:
 
     def as_dict(self) -> dict[str, Any]:
         """The source as recorded in ``results.json`` (``dataset.source``); unset keys omitted."""
-        out: dict[str, Any] = {k: getattr(self, k) for k in ("beir", "irds", "corpus", "queries", "qrels", "split", "name")}
-        return {k: v for k, v in out.items() if v is not None}
+        keys = ("beir", "irds", "corpus", "queries", "qrels", "split", "name")
+        return {k: getattr(self, k) for k in keys if getattr(self, k) is not None}
 
 
 # corpus ----------------------------------------------------------------------------------------

@@ -25,9 +25,26 @@ from ..stats import DEFAULT_RESAMPLES
 from .inputs import load_dataset, load_runs, merge_results, results_path
 from ..runner.results import read_results
 
-__all__ = ["ReportOutput", "compare_results", "parse_deltas", "report_results", "write_report"]
+__all__ = ["ReportOptions", "ReportOutput", "compare_results", "parse_deltas", "report_results", "write_report"]
 
 log = logging.getLogger("bakeoff")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReportOptions:
+    """How the statistics are computed and what is written.
+
+    ``n_resamples`` bootstrap resamples and permutations (seeded by ``seed``), significance
+    at ``alpha`` after Holm correction, ``deltas`` (``A..B`` arm pairs) whose mean difference
+    is decomposed by buckets, ``html`` whether ``report.html`` is written, ``progress`` bars.
+    """
+
+    n_resamples: int = DEFAULT_RESAMPLES
+    seed: int = 0
+    alpha: float = 0.05
+    deltas: Sequence[str] = ()
+    html: bool = True
+    progress: bool = True
 
 
 @dataclass
@@ -60,30 +77,25 @@ def write_report(
     sources: Sequence[str],
     dataset: Dataset | None,
     runs: Mapping[str, Run] | None,
-    n_resamples: int = DEFAULT_RESAMPLES,
-    seed: int = 0,
-    alpha: float = 0.05,
-    deltas: Sequence[str] = (),
-    html: bool = True,
-    progress: bool = True,
+    options: ReportOptions = ReportOptions(),
 ) -> ReportOutput:
     """Build the report of ``results`` and, with ``out``, write every file into it.
 
-    ``deltas`` are ``A..B`` arm pairs whose mean difference is decomposed by buckets.
-    With ``html`` and ``out``, a missing ``report`` extra fails before anything is written.
+    With ``options.html`` and ``out``, a missing ``report`` extra fails before anything is written.
     """
     from ..diagnose import write_matrix
     from .model import build_report
 
+    o = options
     arms = [a["name"] for a in results["arms"]]
     if len(arms) < 1:
         raise ConfigError("the results have no arms")
-    if html and out is not None:
+    if o.html and out is not None:
         from .html import plotly_js
 
         plotly_js()  # fail (MissingDependencyError) before anything is written
-    rep = build_report(results, dataset=dataset, runs=runs, n_resamples=n_resamples, seed=seed, alpha=alpha,
-                       deltas=parse_deltas(deltas, arms), sources=sources, progress=progress)
+    rep = build_report(results, dataset=dataset, runs=runs, n_resamples=o.n_resamples, seed=o.seed, alpha=o.alpha,
+                       deltas=parse_deltas(o.deltas, arms), sources=sources, progress=o.progress)
     if out is None:
         return ReportOutput(rep)
     out.mkdir(parents=True, exist_ok=True)
@@ -97,29 +109,19 @@ def write_report(
     from .latex import write_latex
 
     write_latex(out / "report.tex", rep)
-    if html:
+    if o.html:
         from .html import explorer_data, write_html
 
         exp = explorer_data(rep, dataset=dataset, runs=runs, per_query=per_query, query_ids=qids)
         write_html(out / "report.html", rep, explorer=exp)
     atomic_write_json(out / "report.json", rep)
-    written = ["report.json", *(["report.html"] if html else []), "report.tex", "per_query.csv",
+    written = ["report.json", *(["report.html"] if o.html else []), "report.tex", "per_query.csv",
                *(["per_query.parquet"] if (out / "per_query.parquet").exists() else [])]
     return ReportOutput(rep, out, written)
 
 
-def report_results(
-    results_dir: str | Path,
-    *,
-    out: Path | None = None,
-    data: str | Path | None = None,
-    n_resamples: int = DEFAULT_RESAMPLES,
-    seed: int = 0,
-    alpha: float = 0.05,
-    deltas: Sequence[str] = (),
-    html: bool = True,
-    progress: bool = True,
-) -> ReportOutput:
+def report_results(results_dir: str | Path, *, out: Path | None = None, data: str | Path | None = None,
+                   options: ReportOptions = ReportOptions()) -> ReportOutput:
     """``bakeoff report``: the report of the ``results.json`` in ``results_dir`` (or that file),
     written into ``out`` (default: the results folder). ``data`` replaces the BEIR folder
     recorded in the results (the dataset moved); its fingerprints must still match."""
@@ -128,22 +130,11 @@ def report_results(
     dataset = load_dataset(results, path=path, data=data)
     runs = load_runs(results, folder=path.parent)
     return write_report(results, out=out or path.parent, sources=[str(path)], dataset=dataset, runs=runs,
-                        n_resamples=n_resamples, seed=seed, alpha=alpha, deltas=deltas, html=html, progress=progress)
+                        options=options)
 
 
-def compare_results(
-    first: str | Path,
-    second: str | Path,
-    *,
-    out: Path | None = None,
-    data: str | Path | None = None,
-    n_resamples: int = DEFAULT_RESAMPLES,
-    seed: int = 0,
-    alpha: float = 0.05,
-    deltas: Sequence[str] = (),
-    html: bool = True,
-    progress: bool = True,
-) -> ReportOutput:
+def compare_results(first: str | Path, second: str | Path, *, out: Path | None = None,
+                    data: str | Path | None = None, options: ReportOptions = ReportOptions()) -> ReportOutput:
     """``bakeoff compare``: one report over the arms of two result sets of the same dataset
     (:func:`bakeoff.report.inputs.merge_results`: fingerprints checked, clashing arm names
     prefixed with their folder's name, or ``A/`` and ``B/``). Written only with ``out``."""
@@ -155,5 +146,4 @@ def compare_results(
     merged = merge_results(ra, rb, labels=(la, lb), paths=(pa, pb))
     dataset = load_dataset(ra, path=pa, data=data)
     runs = load_runs(merged, folder=pa.parent)
-    return write_report(merged, out=out, sources=[str(pa), str(pb)], dataset=dataset, runs=runs,
-                        n_resamples=n_resamples, seed=seed, alpha=alpha, deltas=deltas, html=html, progress=progress)
+    return write_report(merged, out=out, sources=[str(pa), str(pb)], dataset=dataset, runs=runs, options=options)

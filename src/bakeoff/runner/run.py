@@ -9,17 +9,18 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..arms.base import Arm, DocMask
 from ..cache import Cache
-from ..data.datasets import open_dataset
 from ..data.model import Dataset
 from ..metrics import Measure, default_measures, evaluate, measures_for
-from .config import BakeoffConfig, build_arms
 from .context import Context
 from .costs import DEFAULT_HOURLY_RATE, arm_cost, arm_timing
 from .results import ArmResult, Results
+
+if TYPE_CHECKING:
+    from .config import BakeoffConfig
 
 __all__ = ["default_measures", "run_bakeoff", "run_config"]
 
@@ -158,7 +159,9 @@ def run_config(
     table, default ``cfg.extra["engine"]``) encodes corpora through
     :func:`bakeoff.engine.make_engine`. ``dataset.source`` in the results is ``cfg.dataset``.
     """
+    from ..data.datasets import open_dataset
     from ..engine import make_engine
+    from .config import build_arms
 
     k_ = k if k is not None else cfg.k
     depth_ = max(k_, depth if depth is not None else max(cfg.depth, k_))

@@ -35,7 +35,7 @@ from ..errors import ConfigError
 from .llm import LLMClient, Usage
 from .synthetic import ClusterOptions, DescribeOptions, SyntheticTruth, cluster_truth, describe_truth
 
-__all__ = ["Embed", "GenerateOutcome", "generate", "generate_truth", "open_llm"]
+__all__ = ["Embed", "GenerateOutcome", "generate_truth", "open_llm"]
 
 #: ``embed(corpus) -> ((len(corpus), dim) vectors, encoder identity)`` for cluster mode.
 Embed = Callable[[Corpus], tuple[np.ndarray, str]]
@@ -96,8 +96,32 @@ def _ingest(client: LLMClient, path: Path, corpus: Corpus, options: DescribeOpti
     return ingest_batch(client, reqs, path)
 
 
-def _check(options: DescribeOptions | ClusterOptions, *, llm: str, cache: Cache | None, embed: Embed | None,
-           batch_in: Path | None, batch_out: Path | None) -> None:
+def generate_truth(
+    corpus: Corpus | str | os.PathLike[str],
+    *,
+    options: DescribeOptions | ClusterOptions,
+    out: str | os.PathLike[str] | None,
+    source: str | None = None,
+    fields: FieldMap = FieldMap(),
+    llm: str = "local",
+    cache: Cache | None = None,
+    concurrency: int | None = None,
+    price: str | None = None,
+    embed: Embed | None = None,
+    batch_in: Path | None = None,
+    batch_out: Path | None = None,
+    progress: bool = True,
+) -> GenerateOutcome:
+    """``bakeoff generate``: ground truth for ``corpus`` (describe mode for :class:`DescribeOptions`,
+    cluster mode for :class:`ClusterOptions`), written with ``out`` as a BEIR folder whose
+    provenance names ``source`` (default: the corpus path) as the corpus.
+
+    ``corpus`` is a :class:`~bakeoff.data.model.Corpus` or a path opened by
+    :func:`bakeoff.data.datasets.open_corpus` (records mapped by ``fields``), after the options
+    are checked. Cluster mode needs ``embed``; ``batch_in`` applies to describe mode.
+    Refused (:class:`~bakeoff.errors.ConfigError`): ``n < 1``, a test fraction outside [0, 1],
+    batch files without a cache or with the local LLM.
+    """
     if options.n < 1:
         raise ConfigError("-n must be >= 1")
     if not 0.0 <= options.test_fraction <= 1.0:
@@ -108,32 +132,9 @@ def _check(options: DescribeOptions | ClusterOptions, *, llm: str, cache: Cache 
         raise ConfigError("batch files are for remote APIs; use --llm openai:<model>")
     if isinstance(options, ClusterOptions) and embed is None:
         raise ConfigError("cluster mode needs document vectors (an embed function)")
-
-
-def generate_truth(
-    corpus: Corpus,
-    *,
-    options: DescribeOptions | ClusterOptions,
-    out: str | os.PathLike[str] | None,
-    source: str,
-    llm: str = "local",
-    cache: Cache | None = None,
-    concurrency: int | None = None,
-    price: str | None = None,
-    embed: Embed | None = None,
-    batch_in: Path | None = None,
-    batch_out: Path | None = None,
-    progress: bool = True,
-) -> GenerateOutcome:
-    """Generate ground truth for ``corpus`` (describe mode for :class:`DescribeOptions`, cluster
-    mode for :class:`ClusterOptions`) and, with ``out``, write it as a BEIR folder whose
-    provenance names ``source`` as the corpus. Cluster mode needs ``embed``; ``batch_in``
-    applies to describe mode.
-
-    Refused (:class:`~bakeoff.errors.ConfigError`): ``n < 1``, a test fraction outside [0, 1],
-    batch files without a cache or with the local LLM.
-    """
-    _check(options, llm=llm, cache=cache, embed=embed, batch_in=batch_in, batch_out=batch_out)
+    if not isinstance(corpus, Corpus):
+        source = source or str(corpus)
+        corpus = open_corpus(corpus, fields=fields)
     ingested = None
     t0 = time.perf_counter()
     with open_llm(llm, cache=cache, concurrency=concurrency, price=price) as client:
@@ -155,32 +156,6 @@ def generate_truth(
 
             n_req = write_batch(client, client.collect, batch_out)  # type: ignore[arg-type]
             return GenerateOutcome(usage, batch_requests=n_req, ingested=ingested, llm_startup_s=started)
-    truth.provenance["corpus"] = {"source": source}
+    truth.provenance["corpus"] = {"source": source or "corpus"}
     folder = truth.write(out, corpus=corpus) if out is not None else None
     return GenerateOutcome(usage, truth=truth, folder=folder, ingested=ingested, llm_startup_s=started)
-
-
-def generate(
-    corpus: str | os.PathLike[str],
-    *,
-    options: DescribeOptions | ClusterOptions,
-    out: str | os.PathLike[str],
-    fields: FieldMap = FieldMap(),
-    llm: str = "local",
-    cache: Cache | None = None,
-    concurrency: int | None = None,
-    price: str | None = None,
-    embed: Embed | None = None,
-    batch_in: Path | None = None,
-    batch_out: Path | None = None,
-    progress: bool = True,
-) -> GenerateOutcome:
-    """``bakeoff generate``: open the corpus at ``corpus`` (a BEIR folder or ``corpus.jsonl``,
-    records mapped by ``fields``, or a folder of text files; see
-    :func:`bakeoff.data.datasets.open_corpus`) and run :func:`generate_truth` on it, the
-    path being the recorded source. Options are checked before the corpus is read."""
-    _check(options, llm=llm, cache=cache, embed=embed, batch_in=batch_in, batch_out=batch_out)
-    docs = open_corpus(corpus, fields=fields)
-    return generate_truth(docs, options=options, out=out, source=str(corpus), llm=llm, cache=cache,
-                          concurrency=concurrency, price=price, embed=embed, batch_in=batch_in,
-                          batch_out=batch_out, progress=progress)
