@@ -11,7 +11,7 @@ is written; ``batch_in`` ingests a batch results file into the cache first (ever
 describe mode could make, all rounds), so the next call finds the answers there.
 
 Cluster mode needs document vectors: the caller passes ``embed(corpus) -> (vectors,
-encoder identity)`` (the CLI and the demo use :func:`bakeoff.runner.embed.embed_corpus`,
+encoder identity)`` (``bakeoff generate clusters`` uses :func:`bakeoff.runner.embed.embed_corpus`,
 which shares the dense arm's cache entries), so this package imports no arm.
 """
 
