@@ -44,7 +44,8 @@ def main() -> None:
     from bakeoff.cache import Cache
     from bakeoff.runner.config import build_arms, parse_arm_spec
     from bakeoff.truth.citations import MineOptions
-    from bakeoff.truth.mined import load_mined, mine_citations, write_mined
+    from bakeoff.data.datasets import load_mined
+    from bakeoff.truth.mined import mine_citations, write_mined
     from bakeoff.truth.patterns import load_patterns
     from bakeoff.truth.sources import read_sources
     from bakeoff.data.versions import read_targets

@@ -46,14 +46,13 @@ class DemoReport:
 def run_demo(*, out: Path, n: int = 100, seed: int = 0, cache: Cache | None = None, progress: bool = True,
              arms: tuple[str, ...] = DEMO_ARMS, echo: Any = print) -> DemoReport:
     """Run the three stages; write ``out/truth`` (BEIR) and ``out/results.json``."""
-    from .runner.run import run_bakeoff
-    from .runner.config import build_arms, parse_arm_spec
     from .data.model import Dataset
     from .report.terminal import print_table
+    from .runner.config import build_arms, parse_arm_spec
+    from .runner.run import run_bakeoff
     from .stdlib_corpus import stdlib_corpus
-    from .truth.llm import LLMClient
-    from .truth.local_llm import LocalLLMServer
-    from .truth.synthetic import DescribeOptions, describe_truth
+    from .truth.generate import generate_truth
+    from .truth.synthetic import DescribeOptions
 
     report = DemoReport()
     t_all = time.perf_counter()
@@ -65,12 +64,11 @@ def run_demo(*, out: Path, n: int = 100, seed: int = 0, cache: Cache | None = No
 
     t0 = time.perf_counter()
     opts = DescribeOptions(n=n, seed=seed, max_regenerations=2, max_doc_chars=500, test_fraction=1.0)
-    with LocalLLMServer() as server, LLMClient(server.config(), cache=cache) as client:
-        report.stages["llm_startup"] = time.perf_counter() - t0
-        truth = describe_truth(corpus, client, options=opts, progress=progress)
-        usage = client.usage
-    truth.provenance["corpus"] = {"source": "python-stdlib-docstrings"}
-    truth.write(out / "truth", corpus=corpus)
+    done = generate_truth(corpus, options=opts, llm="local", out=out / "truth", source="python-stdlib-docstrings",
+                          cache=cache, progress=progress)
+    truth, usage = done.truth, done.usage
+    assert truth is not None  # no batch file: the truth is generated
+    report.stages["llm_startup"] = done.llm_startup_s
     report.stages["truth"] = time.perf_counter() - t0
     prov = truth.provenance
     report.truth = {"kept": prov["counts"]["kept"], "sampled": prov["counts"]["sampled"],

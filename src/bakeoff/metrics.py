@@ -40,8 +40,12 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from .data.model import Qrels, Run
+from .errors import ConfigError
 
-__all__ = ["DEFAULT_MEASURES", "Evaluation", "Measure", "evaluate", "parse_measure", "parse_measures"]
+__all__ = [
+    "DEFAULT_MEASURES", "LOWER_BOUND_MEASURES", "Evaluation", "Measure", "default_measures", "evaluate",
+    "measures_for", "parse_measure", "parse_measures",
+]
 
 MeasureName = Literal["recall", "precision", "mrr", "ndcg", "ndcg_exp", "hit", "map"]
 _ALIASES: Mapping[str, MeasureName] = {
@@ -105,6 +109,42 @@ def parse_measures(texts: Iterable[str | Measure]) -> tuple[Measure, ...]:
 DEFAULT_MEASURES: tuple[Measure, ...] = parse_measures(
     ["ndcg@10", "recall@10", "mrr@10", "precision@10", "hit@10", "map@10", "recall@100"]
 )
+
+#: Measures that stay meaningful when only *some* relevant documents are known and the rest
+#: are unknown rather than wrong (citation-mined labels): they become lower bounds. Precision,
+#: MAP and NDCG read unjudged documents as non-relevant, so they are undefined there.
+LOWER_BOUND_MEASURES: tuple[MeasureName, ...] = ("recall", "mrr", "hit")
+
+
+def default_measures(k: int, depth: int) -> tuple[Measure, ...]:
+    """NDCG, Recall, MRR, Precision, Hit and MAP at ``k``, plus Recall at ``depth`` (when deeper)."""
+    names = [f"ndcg@{k}", f"recall@{k}", f"mrr@{k}", f"precision@{k}", f"hit@{k}", f"map@{k}"]
+    if depth > k:
+        names.append(f"recall@{depth}")
+    return parse_measures(names)
+
+
+def measures_for(label_kind: str, *, k: int, depth: int,
+                 requested: Iterable[str | Measure] | None = None) -> tuple[Measure, ...]:
+    """The measure policy: which measures a dataset whose labels are of ``label_kind``
+    (:attr:`bakeoff.data.model.Dataset.label_kind`) may report.
+
+    * ``"judged"`` (complete judgments): ``requested``, else :func:`default_measures`.
+    * ``"citation"`` (lower-bound labels): ``requested`` if every one is in
+      :data:`LOWER_BOUND_MEASURES`, else :class:`~bakeoff.errors.ConfigError`; by default
+      Recall@k and MRR@k, plus Recall@depth when deeper.
+    """
+    if label_kind != "citation":
+        return parse_measures(requested) if requested is not None else default_measures(k, depth)
+    if requested is None:
+        return parse_measures([f"recall@{k}", f"mrr@{k}"] + ([f"recall@{depth}"] if depth > k else []))
+    ms = parse_measures(requested)
+    bad = [str(m) for m in ms if m.name not in LOWER_BOUND_MEASURES]
+    if bad:
+        raise ConfigError(
+            f"{', '.join(bad)} cannot be computed on citation-mined labels: only cited targets are known "
+            "relevant and everything else is unknown, not wrong; use recall@k, mrr@k or hit@k (lower bounds)")
+    return ms
 
 
 @dataclass(frozen=True)

@@ -148,3 +148,32 @@ def test_random_order_ndcg_by_hand() -> None:
 
     orders = list(permutations([1, 1, 0, 0]))
     assert math.isclose(random_order_ndcg([2], [4]), sum(ndcg(o) for o in orders) / len(orders))
+
+
+def test_held_out_policy_defaults_to_the_training_folders_test_split(tmp_path: Path) -> None:
+    """No --test: the training folder's test split is checked; a leak refuses, or is dropped on request."""
+    from bakeoff.train.hygiene import RULE, check_held_out, held_out_splits
+
+    folder = make_tiny_beir(tmp_path)
+    assert held_out_splits([], train_path=folder, corpus=None) == [(folder, "test")]
+    assert held_out_splits([f"{folder}:train"], train_path=folder, corpus=None) == [(folder, "train")]
+    data = load_training_data(folder, "train")
+    rec, drop = check_held_out(dict(data.queries), train_path=folder, corpus=None, tests=[], drop=False)
+    assert rec == {"checked_against": ["tiny:test"], "n_test_queries": 6, "dropped_leaks": [], "rule": RULE}
+    assert drop == set()
+    test_text = json.loads((folder / "queries.jsonl").read_text().splitlines()[24])
+    leaky = {**data.queries, "copy": test_text["text"].upper() + "!"}
+    with pytest.raises(SplitLeakError, match=f"training query 'copy' ~ test query '{test_text['_id']}'"):
+        check_held_out(leaky, train_path=folder, corpus=None, tests=[], drop=False)
+    rec, drop = check_held_out(leaky, train_path=folder, corpus=None, tests=[], drop=True)
+    assert drop == {"copy"} and rec["dropped_leaks"] == [["copy", "tiny:test", test_text["_id"]]]
+
+
+def test_no_held_out_split_warns(tmp_path: Path, caplog) -> None:
+    from bakeoff.train.hygiene import check_held_out
+
+    folder = make_tiny_beir(tmp_path)
+    (folder / "qrels" / "test.tsv").unlink()
+    with caplog.at_level("WARNING", logger="bakeoff"):
+        rec, _ = check_held_out({"q": "anything"}, train_path=folder, corpus=None, tests=[], drop=False)
+    assert rec["checked_against"] == [] and "no held-out split found" in caplog.text

@@ -20,7 +20,8 @@ from bakeoff.cli import main
 from bakeoff.data.model import Queries, Query
 from bakeoff.errors import ConfigError
 from bakeoff.report.terminal import table_rows
-from bakeoff.truth.mined import load_mined, mine_citations, targets_corpus, write_mined
+from bakeoff.data.datasets import load_mined
+from bakeoff.truth.mined import mine_citations, targets_corpus, write_mined
 from bakeoff.truth.patterns import load_patterns
 from bakeoff.truth.sources import read_sources
 from bakeoff.data.versions import Versions, as_of_masks, read_targets
@@ -157,6 +158,12 @@ def test_cli_end_to_end(tmp_path, capsys):
     assert results[("--only-single",)]["queries"]["evaluated"] == 21
     m, u = results[()]["arms"][0]["metrics"], results[("--unmasked",)]["arms"][0]["metrics"]
     assert u["mrr@5"] >= m["mrr@5"]  # giving the article number away cannot hurt BM25 here
+    # the report reopens each run's dataset in the run's search mode: fingerprints match for every variant
+    for flags in results:
+        rdir = tmp_path / ("r" + "".join(flags))
+        code, so, se = _run_cli(["report", str(rdir), "--no-html", "--resamples", "200", "--no-progress"], capsys)
+        assert code == 0, (flags, se)
+        assert json.loads((rdir / "report.json").read_text())["n_queries"] == results[flags]["queries"]["evaluated"]
     code, so, se = _run_cli(["run", "--beir", str(out), "--arm", "bm25", "--measure", "precision@10", "--cache", "off",
                              "--no-progress"], capsys)
     assert code == 2 and se.startswith("error: precision@10 cannot be computed on citation-mined labels")

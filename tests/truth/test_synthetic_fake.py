@@ -144,6 +144,46 @@ def test_generate_cli_describe_then_run(tmp_path: Path, capsys) -> None:
     assert (tmp_path / "gen2" / "queries.jsonl").read_text() == (out / "queries.jsonl").read_text()
 
 
+@pytest.mark.slow
+def test_generate_cli_clusters_embeds_with_the_dense_arm(tmp_path: Path, capsys) -> None:
+    """`bakeoff generate clusters`: vectors from the offline MiniLM through the dense arm's cache, then the LLM."""
+    src = tmp_path / "corpus.jsonl"
+    texts = (DOCS["a"], DOCS["b"], DOCS["c"], "Volcanoes erupt molten rock.")
+    src.write_text("".join(json.dumps({"_id": f"g{i}", "text": t}) + "\n" for i, t in enumerate(texts, 1)))
+    args = ["generate", "clusters", "--corpus", str(src), "--out", str(tmp_path / "out"), "-n", "3",
+            "--cluster-size", "4", "--questions-per-cluster", "3", "--test-fraction", "1.0",
+            "--cache-dir", str(tmp_path / "cache"), "--no-progress"]
+    with FakeOpenAI(_cluster_answer) as srv:
+        assert main([*args, "--llm", f"{srv.base_url}|fake"]) == 0
+    printed = capsys.readouterr().out
+    assert "kept 1 questions from 1 clusters; repairs: empty_question 1, hallucinated_id 1, duplicate_rank 1" in printed
+    prov = json.loads((tmp_path / "out" / "provenance.json").read_text())
+    assert "sentence-transformers" in prov["encoder"] and prov["counts"]["kept"] == 1
+    assert list((tmp_path / "cache").rglob("*dense-doc*")), "corpus vectors are cached as the dense arm's"
+
+
+def test_generate_truth_is_the_public_entry(tmp_path: Path) -> None:
+    """The function behind `bakeoff generate` (and the demo): describe mode, written with its source."""
+    from bakeoff.errors import ConfigError
+    from bakeoff.truth.generate import generate_truth
+
+    with FakeOpenAI(describe_responder) as srv:
+        done = generate_truth(_corpus(), options=DescribeOptions(n=3, test_fraction=1.0), out=tmp_path / "t",
+                              source="three docs", llm=f"{srv.base_url}|fake", progress=False)
+    assert done.folder == tmp_path / "t" and done.batch_requests == 0 and done.ingested is None
+    prov = json.loads((tmp_path / "t" / "provenance.json").read_text())
+    assert prov["corpus"]["source"] == "three docs" and prov["counts"]["kept"] == 3
+    assert done.usage.requests == 4  # three documents, one regenerated (the leaky first answer)
+    assert load_beir(tmp_path / "t").queries.ids == done.truth.queries.ids
+    # refused before any server is contacted or started
+    for kwargs, msg in ((dict(options=DescribeOptions(n=0)), "-n must be >= 1"),
+                        (dict(options=DescribeOptions(test_fraction=2.0)), "--test-fraction"),
+                        (dict(options=DescribeOptions(), batch_out=tmp_path / "b.jsonl"), "need the cache"),
+                        (dict(options=ClusterOptions()), "cluster mode needs document vectors")):
+        with pytest.raises(ConfigError, match=msg):
+            generate_truth(_corpus(), out=None, source="x", llm="local", **kwargs)
+
+
 def test_generate_cli_bad_input_exits_2(tmp_path: Path, capsys) -> None:
     assert main(["generate", "sideways", "--corpus", str(tmp_path), "--out", str(tmp_path / "o")]) == 2
     assert main(["generate", "describe", "--corpus", str(tmp_path / "missing.jsonl"), "--out", str(tmp_path / "o"),

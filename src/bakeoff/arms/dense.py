@@ -43,6 +43,7 @@ from ..errors import ConfigError
 from ..versions import version_of
 from .base import Arm, ArmContext, DocMask, group_by_mask, register_arm
 from ..models.encoders import Encoder, TextKind, length_order, make_encoder
+from ..models.training_record import training_mark
 
 __all__ = ["DenseArm", "EncodeEngine", "encode_checkpointed", "exact_search"]
 
@@ -222,6 +223,12 @@ class DenseArm(Arm):
     # identity ---------------------------------------------------------------
     def config(self) -> dict[str, Any]:
         return {"encoder": self.encoder.identity(), "batch_size": self.batch_size}
+
+    def provenance(self) -> dict[str, Any] | None:
+        """Where the encoder's model comes from when bakeoff fine-tuned it: its folder's
+        ``bakeoff_training.json`` (see :func:`bakeoff.models.training_record.training_mark`),
+        recorded as ``fine_tuned`` in results.json; ``None`` for any other model."""
+        return training_mark(self.config())
 
     def versions(self) -> dict[str, str]:
         return {lib: version_of(lib) for lib in _VERSIONED}

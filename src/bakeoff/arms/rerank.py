@@ -49,6 +49,7 @@ from ..errors import ConfigError
 from ..versions import version_of
 from .base import Arm, ArmContext, DocMask, register_arm
 from ..models.cross_encoders import BACKENDS, PRECISIONS, CrossEncoderScorer, model_identity
+from ..models.training_record import training_mark
 
 __all__ = ["RerankArm", "pair_order"]
 
@@ -131,6 +132,12 @@ class RerankArm(Arm):
 
             out["cpu_capability"] = cpu_capability()
         return out
+
+    def provenance(self) -> dict[str, Any] | None:
+        """Where the model comes from when bakeoff fine-tuned it: its folder's
+        ``bakeoff_training.json`` (see :func:`bakeoff.models.training_record.training_mark`),
+        recorded as ``fine_tuned`` in results.json; ``None`` for any other model."""
+        return training_mark(self.config())
 
     def versions(self) -> dict[str, str]:
         out = {lib: version_of(lib) for lib in ("sentence-transformers", "transformers", "torch")}

@@ -8,10 +8,6 @@ from typing import Annotated
 
 import typer
 
-from ..data.loaders import read_qrels, read_trec_run
-from ..errors import ConfigError
-from ..metrics import evaluate, parse_measures
-
 
 def eval_cmd(
     qrels: Annotated[Path, typer.Argument(help="Judgments: TREC qrels or BEIR TSV.")],
@@ -21,6 +17,10 @@ def eval_cmd(
     per_query: Annotated[bool, typer.Option("--per-query", "-q", help="Also print per-query values.")] = False,
 ) -> None:
     """Evaluate a TREC run against judgments (ties broken as trec_eval does)."""
+    from ..data.loaders import read_qrels, read_trec_run
+    from ..errors import ConfigError
+    from ..metrics import evaluate, parse_measures
+
     try:
         measures = parse_measures(metric or ["ndcg@10", "recall@10", "mrr@10", "precision@10", "map@10"])
     except ValueError as exc:

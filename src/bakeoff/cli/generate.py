@@ -2,59 +2,12 @@
 
 from __future__ import annotations
 
-import contextlib
-import logging
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
-from ..data.loaders import FieldMap, read_beir_corpus, read_folder, read_records
-from ..data.model import Corpus
-from ..errors import ConfigError, InputError
 from ._common import make_cache
-
-log = logging.getLogger("bakeoff")
-
-
-def load_corpus(path: Path, *, id_field: str = "id", text_field: str = "text", title_field: str | None = "title") -> Corpus:
-    """A BEIR folder (its ``corpus.jsonl``), a BEIR ``corpus.jsonl``, records (JSONL/CSV/Parquet) or a
-    folder of text files."""
-    if not path.exists():
-        raise InputError("no such file or folder", path=path)
-    if path.is_dir():
-        return read_beir_corpus(path / "corpus.jsonl") if (path / "corpus.jsonl").exists() else read_folder(path)
-    if path.suffix == ".jsonl":
-        with path.open(encoding="utf-8") as fh:
-            first = fh.readline()
-        if '"_id"' in first:
-            return read_beir_corpus(path)
-    return read_records(path, fields=FieldMap(id=id_field, text=(text_field,), title=title_field))
-
-
-@contextlib.contextmanager
-def open_llm(spec: str, *, cache, concurrency: int | None = None, price: str | None = None) -> Iterator:  # type: ignore[no-untyped-def]
-    """An :class:`~bakeoff.truth.llm.LLMClient` for ``--llm`` (``local`` starts and stops the server)."""
-    from ..truth.llm import LLMClient, Price, parse_llm_spec
-
-    overrides = {}
-    if price:
-        try:
-            p, c = (float(x) for x in price.split(","))
-        except ValueError:
-            raise ConfigError(f"--price must be PROMPT_USD_PER_1M,COMPLETION_USD_PER_1M, got {price!r}") from None
-        overrides["price"] = Price(p, c)
-    if concurrency:
-        overrides["concurrency"] = concurrency
-    if spec == "local":
-        from ..truth.local_llm import LocalLLMServer
-
-        with LocalLLMServer() as server, LLMClient(server.config(**overrides), cache=cache) as client:
-            yield client
-    else:
-        with LLMClient(parse_llm_spec(spec, **overrides), cache=cache) as client:
-            yield client
 
 
 def generate(
@@ -90,54 +43,47 @@ def generate(
     Batch path (cheap, slow): `--batch-out req.jsonl` writes the requests of the next round and stops;
     submit it to the OpenAI Batch API; re-run with `--batch-in results.jsonl` (and `--batch-out` again while
     describe mode still has documents to regenerate)."""
+    from functools import partial
+
+    from ..data.loaders import FieldMap
+    from ..errors import ConfigError
+    from ..truth.generate import generate_truth
     from ..truth.repair import GradeMap
-    from ..truth.synthetic import ClusterOptions, DescribeOptions, cluster_truth, describe_truth
+    from ..truth.synthetic import ClusterOptions, DescribeOptions
 
     if mode not in ("describe", "clusters"):
         raise ConfigError(f"mode must be describe or clusters, got {mode!r}")
-    if n < 1:
-        raise ConfigError("-n must be >= 1")
-    if not 0.0 <= test_fraction <= 1.0:
-        raise ConfigError("--test-fraction must be in [0, 1]")
-    docs = load_corpus(corpus, id_field=id_field, text_field=text_field, title_field=title_field)
+    doc_chars = {"max_doc_chars": max_doc_chars} if max_doc_chars else {}
+    if mode == "describe":
+        opts: DescribeOptions | ClusterOptions = DescribeOptions(
+            n=n, seed=seed, leak_threshold=leak_threshold, max_regenerations=regenerations, stratify_by=stratify_by,
+            lang=lang, test_fraction=test_fraction, **doc_chars)
+    else:
+        try:
+            gm = GradeMap.parse(grades)
+        except ValueError:
+            raise ConfigError(f"--grades must look like '3,2,2;1', got {grades!r}") from None
+        opts = ClusterOptions(n=n, seed=seed, cluster_size=cluster_size, questions_per_cluster=questions_per_cluster,
+                              grade_map=gm, test_fraction=test_fraction, **doc_chars)
     cache_obj = make_cache(cache, cache_dir)
-    if (batch_in or batch_out) and cache_obj is None:
-        raise ConfigError("--batch-in/--batch-out need the cache (--cache use)")
-    if (batch_in or batch_out) and llm == "local":
-        raise ConfigError("batch files are for remote APIs; use --llm openai:<model>")
-    with open_llm(llm, cache=cache_obj, concurrency=concurrency, price=price) as client:
-        if batch_out is not None:
-            client.collect = []
-        if mode == "describe":
-            opts = DescribeOptions(n=n, seed=seed, leak_threshold=leak_threshold, max_regenerations=regenerations,
-                                   stratify_by=stratify_by, lang=lang, test_fraction=test_fraction,
-                                   **({"max_doc_chars": max_doc_chars} if max_doc_chars else {}))
-            if batch_in is not None:
-                _ingest(client, batch_in, docs, opts)
-            truth = describe_truth(docs, client, options=opts, progress=progress)
-        else:
-            try:
-                gm = GradeMap.parse(grades)
-            except ValueError:
-                raise ConfigError(f"--grades must look like '3,2,2;1', got {grades!r}") from None
-            copts = ClusterOptions(n=n, seed=seed, cluster_size=cluster_size,
-                                   questions_per_cluster=questions_per_cluster, grade_map=gm,
-                                   test_fraction=test_fraction,
-                                   **({"max_doc_chars": max_doc_chars} if max_doc_chars else {}))
-            vectors, name = embed_corpus(docs, model=encoder, cache=cache_obj, progress=progress)
-            truth = cluster_truth(docs, client, vectors=vectors, options=copts, progress=progress, encoder_name=name)
-        usage = client.usage
-        if client.collect:
-            from ..truth.llm import write_batch
+    embed = None
+    if mode == "clusters":
+        from ..runner.embed import embed_corpus
 
-            n_req = write_batch(client, client.collect, batch_out)  # type: ignore[arg-type]
-            typer.echo(f"wrote {n_req} requests to {batch_out}; submit it to the Batch API, then re-run with "
-                       f"--batch-in RESULTS.jsonl")
-            return
-    truth.provenance["corpus"] = {"source": str(corpus)}
-    truth.write(out, corpus=docs)
-    prov = truth.provenance
-    typer.echo(f"llm: {usage.summary()}")
+        embed = partial(embed_corpus, model=encoder, cache=cache_obj, progress=progress)
+    fields = FieldMap(id=id_field, text=(text_field,), title=title_field)
+    done = generate_truth(corpus, options=opts, out=out, fields=fields, llm=llm, cache=cache_obj,
+                          concurrency=concurrency, price=price, embed=embed, batch_in=batch_in, batch_out=batch_out,
+                          progress=progress)
+    if done.ingested is not None:
+        c = done.ingested
+        typer.echo(f"batch results: {c['ingested']} ingested, {c['invalid']} invalid, {c['unknown']} unknown")
+    if done.truth is None:
+        typer.echo(f"wrote {done.batch_requests} requests to {batch_out}; submit it to the Batch API, then re-run "
+                   f"with --batch-in RESULTS.jsonl")
+        return
+    prov = done.truth.provenance
+    typer.echo(f"llm: {done.usage.summary()}")
     if mode == "describe":
         lk = prov["leak"]
         typer.echo(f"kept {prov['counts']['kept']} of {prov['counts']['sampled']} sampled documents; "
@@ -147,30 +93,6 @@ def generate(
         typer.echo(f"kept {prov['counts']['kept']} questions from {prov['counts'].get('clusters', 0)} clusters; "
                    f"repairs: {rep or 'none'}; hard negatives {prov['n_hard_negatives']}")
     typer.echo(f"wrote {out} (run it: bakeoff run --beir {out} --arm bm25 ...)")
-
-
-def _ingest(client, path: Path, docs: Corpus, opts) -> None:  # type: ignore[no-untyped-def]
-    """Ingest batch results for every request describe mode could have made (all rounds)."""
-    from dataclasses import replace
-
-    from ..truth.llm import ingest_batch
-    from ..truth.synthetic import describe_requests
-
-    reqs = [r for attempt in range(opts.max_regenerations + 1)
-            for r in describe_requests(docs, client, replace(opts), attempt=attempt)]
-    counts = ingest_batch(client, reqs, path)
-    typer.echo(f"batch results: {counts['ingested']} ingested, {counts['invalid']} invalid, "
-               f"{counts['unknown']} unknown")
-
-
-def embed_corpus(corpus: Corpus, *, model: str | None, cache, progress: bool):  # type: ignore[no-untyped-def]
-    """Document vectors from the dense arm (``model`` None = offline MiniLM) and the encoder identity."""
-    from ..runner.context import Context
-    from ..arms.dense import DenseArm
-
-    arm = DenseArm(model=model)
-    ctx = Context(corpus=corpus, cache=cache, progress=progress)
-    return arm.embed_corpus(corpus, ctx=ctx), str(arm.encoder.identity())
 
 
 def register(app: typer.Typer) -> None:

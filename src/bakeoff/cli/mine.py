@@ -27,20 +27,13 @@ def citations(
 ) -> None:
     """One query per citing source; cited target versions are the (lower-bound) positives."""
     from ..truth.citations import MineOptions
-    from ..truth.mined import mine_citations, write_mined
-    from ..truth.patterns import load_patterns
-    from ..truth.sources import read_sources
-    from ..data.versions import read_targets
+    from ..truth.mined import mine_folder
 
-    pset = load_patterns(patterns)
-    tv = read_targets(targets)
-    srcs = read_sources(sources)
     opts = MineOptions(window=window, cap=cap, verbatim_threshold=verbatim_threshold, ngram=ngram)
-    mined = mine_citations(tv, srcs, pset, options=opts, progress=progress)
+    mined, path = mine_folder(targets=targets, sources=sources, patterns=patterns, out=out, options=opts,
+                              progress=progress)
     for p in mined.problems:
         log.warning(p)
-    path = write_mined(out, mined, inputs={"targets": str(targets), "sources": str(sources),
-                                           "patterns": str(patterns)})
     c = mined.counts
     typer.echo(
         f"mined {c['queries']} queries from {c['sources']} sources over {len(mined.corpus)} target versions; "

@@ -2,24 +2,12 @@
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
-from ..runner.context import Context
-from ..runner.run import run_bakeoff
-from ..runner.costs import DEFAULT_HOURLY_RATE
-from ..runner.config import BakeoffConfig, DatasetSpec, build_arms, load_config, parse_arm_spec
-from ..data.clean import CleanOptions
-from ..data.loaders import FieldMap
-from ..engine import make_engine
-from ..errors import ConfigError
-from ..report.terminal import print_table
-from ._common import make_cache, warn_all
-
-log = logging.getLogger("bakeoff")
+from ._common import make_cache
 
 
 def run(
@@ -60,6 +48,14 @@ def run(
     ray_address: Annotated[Optional[str], typer.Option(help="Ray cluster for --engine ray: auto, ADDRESS or local.")] = None,
 ) -> None:
     """Run a bake-off and print one table; with --out, write results.json and TREC runs."""
+    from ..data.clean import CleanOptions
+    from ..data.datasets import DatasetSpec
+    from ..data.loaders import FieldMap
+    from ..errors import ConfigError
+    from ..report.terminal import print_table
+    from ..runner.config import BakeoffConfig, load_config, parse_arm_spec
+    from ..runner.run import run_config
+
     if config is not None:
         cfg = load_config(config)
         if arm:
@@ -79,32 +75,14 @@ def run(
             clean=clean,
         )
         cfg = BakeoffConfig(dataset=dspec, arms=tuple(parse_arm_spec(a) for a in arm))
-    k_ = k if k is not None else cfg.k
-    depth_ = max(k_, depth if depth is not None else max(cfg.depth, k_))
-    arms = build_arms(cfg.arms)
-    cache_obj = make_cache(cache or cfg.cache, cache_dir)
-    from ..truth.mined import prepare_dataset
-
-    dataset, mask = prepare_dataset(cfg.dataset, as_of=as_of, only_single=only_single, unmasked=unmasked)
-    warn_all(list(dataset.info.get("warnings", [])))
-    for note in dataset.info.get("notes", []):
-        log.info(note)
-    rate = hourly_rate if hourly_rate is not None else cfg.hourly_rate
-    eng = make_engine(engine if engine is not None else cfg.extra.get("engine"), address=ray_address)
-    ctx = None if eng is None else Context(corpus=dataset.corpus, cache=cache_obj, progress=progress,
-                                           extras={"encode_engine": eng})
-    results = run_bakeoff(dataset, arms, k=k_, depth=depth_, measures=measure or cfg.measures, cache=cache_obj,
-                          progress=progress, mask=mask, ctx=ctx,
-                          latency_sample=latency_sample if latency_sample is not None else cfg.latency_sample,
-                          latency_seed=latency_seed if latency_seed is not None else cfg.latency_seed,
-                          hourly_rate=rate if rate is not None else DEFAULT_HOURLY_RATE)
-    results.dataset = {**results.dataset, "source": cfg.dataset.as_dict()}
-    as_dict = results.to_dict()
-    print_table(as_dict)
+    results = run_config(cfg, k=k, depth=depth, measures=measure, cache=make_cache(cache or cfg.cache, cache_dir),
+                         progress=progress, as_of=as_of, only_single=only_single, unmasked=unmasked, engine=engine,
+                         ray_address=ray_address, hourly_rate=hourly_rate, latency_sample=latency_sample,
+                         latency_seed=latency_seed)
+    print_table(results.to_dict())
     out_dir = out or (Path(cfg.out) if cfg.out else None)
     if out_dir is not None:
-        path = results.write(out_dir)
-        typer.echo(f"wrote {path}")
+        typer.echo(f"wrote {results.write(out_dir)}")
 
 
 def register(app: typer.Typer) -> None:

@@ -6,6 +6,9 @@ field. Conditions where continuing is right (duplicates when deduplicating,
 short documents dropped, judgments for documents missing from the corpus,
 queries without judgments) are counted in :class:`LoadReport` and logged as
 warnings by the caller.
+
+Commands and modules open datasets through :func:`bakeoff.data.datasets.open_dataset`
+(and corpora through :func:`bakeoff.data.datasets.open_corpus`), which compose these readers.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ __all__ = [
     "FieldMap",
     "LoadReport",
     "attach",
+    "beir_qrels_path",
     "load_beir",
     "load_ir_datasets",
     "read_beir_corpus",
@@ -450,6 +454,17 @@ def attach(
     return Dataset(corpus, queries.subset(judged), qrels, name=name, split=split, info=info)
 
 
+def beir_qrels_path(root: Path, split: str) -> Path:
+    """``root/qrels/<split>.tsv``; an InputError naming the splits present when it is missing."""
+    if not root.is_dir():
+        raise InputError("not a BEIR folder (expected corpus.jsonl, queries.jsonl, qrels/)", path=root)
+    qrels_path = root / "qrels" / f"{split}.tsv"
+    if not qrels_path.exists():
+        have = sorted(p.stem for p in (root / "qrels").glob("*.tsv")) if (root / "qrels").is_dir() else []
+        raise InputError(f"no qrels for split {split!r} (have: {', '.join(have) or 'none'})", path=qrels_path)
+    return qrels_path
+
+
 def load_beir(
     path: PathLike,
     *,
@@ -459,12 +474,7 @@ def load_beir(
 ) -> Dataset:
     """Load a BEIR folder: ``corpus.jsonl``, ``queries.jsonl`` and ``qrels/<split>.tsv``."""
     root = Path(path)
-    if not root.is_dir():
-        raise InputError("not a BEIR folder (expected corpus.jsonl, queries.jsonl, qrels/)", path=root)
-    qrels_path = root / "qrels" / f"{split}.tsv"
-    if not qrels_path.exists():
-        have = sorted(p.stem for p in (root / "qrels").glob("*.tsv")) if (root / "qrels").is_dir() else []
-        raise InputError(f"no qrels for split {split!r} (have: {', '.join(have) or 'none'})", path=qrels_path)
+    qrels_path = beir_qrels_path(root, split)
     report = report if report is not None else LoadReport()
     qrels = read_qrels(qrels_path)
     queries = read_beir_queries(root / "queries.jsonl")

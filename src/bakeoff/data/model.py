@@ -18,7 +18,7 @@ from typing import Any
 
 from .ranking import rank
 
-__all__ = ["Corpus", "Dataset", "Document", "Qrels", "Queries", "Query", "Run"]
+__all__ = ["Corpus", "Dataset", "Document", "Qrels", "Queries", "Query", "Run", "label_kind_of"]
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
@@ -300,6 +300,15 @@ class Run:
         return h.hexdigest()
 
 
+def label_kind_of(info: Mapping[str, Any] | None) -> str:
+    """What a dataset's judgments mean, from its ``info`` (or a results file's ``dataset``):
+    ``"citation"`` when ``info["provenance"]["label_kind"]`` says they are citation-mined (only
+    cited documents are known relevant, every other one is *unknown*, not wrong: measures that
+    need judged negatives are undefined, Recall and MRR are lower bounds), else ``"judged"``."""
+    prov = (info or {}).get("provenance") or {}
+    return "citation" if isinstance(prov, Mapping) and prov.get("label_kind") == "citation" else "judged"
+
+
 @dataclass(frozen=True, eq=False)
 class Dataset:
     """A corpus, the queries to evaluate and their judgments, with a display name."""
@@ -310,6 +319,11 @@ class Dataset:
     name: str = "dataset"
     split: str = "test"
     info: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
+
+    @property
+    def label_kind(self) -> str:
+        """What the judgments mean (:func:`label_kind_of` its ``info``)."""
+        return label_kind_of(self.info)
 
     def fingerprint(self) -> str:
         h = _Hasher("dataset")

@@ -1,8 +1,10 @@
 """Loading what a report needs: ``results.json``, its TREC runs, and the dataset it was run on.
 
-The dataset is reloaded from ``dataset.source`` in ``results.json`` (the specification
-``bakeoff run`` used) unless ``data=`` overrides the BEIR folder; its fingerprints must match
-the ones recorded, so a report never pairs results with a dataset that changed.
+The dataset is reopened (:func:`bakeoff.data.datasets.open_dataset`) from ``dataset.source``
+in ``results.json`` (the specification ``bakeoff run`` used), with the search mode the run
+recorded (``search_mode``, ``only_single``, ``queries_variant``), unless ``data=`` overrides
+the BEIR folder; its fingerprints must match the ones recorded, so a report never pairs
+results with a dataset that changed.
 """
 
 from __future__ import annotations
@@ -12,10 +14,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..data.datasets import DatasetSpec, open_dataset
 from ..data.loaders import read_trec_run
 from ..data.model import Dataset, Run
 from ..errors import InputError
-from ..runner.results import read_results
+from ..runner.results import StoredResults
 
 __all__ = ["results_path", "load_dataset", "load_runs", "merge_results"]
 
@@ -27,13 +30,16 @@ def results_path(path: str | Path) -> Path:
     return p / "results.json" if p.is_dir() else p
 
 
-def load_dataset(results: Mapping[str, Any], *, path: Path, data: str | Path | None = None) -> Dataset:
-    """Reload the dataset of ``results`` (read from ``path``) and check its fingerprints."""
-    from ..runner.config import DatasetSpec
+def _stored(results: Mapping[str, Any]) -> StoredResults:
+    return results if isinstance(results, StoredResults) else StoredResults.from_dict(results)
 
-    src = dict(results["dataset"].get("source") or {})
+
+def load_dataset(results: Mapping[str, Any], *, path: Path, data: str | Path | None = None) -> Dataset:
+    """Reopen the dataset of ``results`` (read from ``path``) and check its fingerprints."""
+    res = _stored(results)
+    src = dict(res.source)
     if data is not None:
-        src = {"beir": str(data), "split": src.get("split", results["dataset"].get("split", "test"))}
+        src = {"beir": str(data), "split": src.get("split", res.dataset.get("split", "test"))}
     if not src:
         raise InputError("results.json records no dataset source; pass --data BEIR_FOLDER", path=path,
                          field="dataset.source")
@@ -43,10 +49,12 @@ def load_dataset(results: Mapping[str, Any], *, path: Path, data: str | Path | N
                              "pass --data BEIR_FOLDER", path=path, field=f"dataset.source.{key}")
     spec = DatasetSpec(**{k: v for k, v in src.items()
                           if k in ("beir", "irds", "corpus", "queries", "qrels", "split", "name")})
-    ds = spec.load()
-    want = results["dataset"].get("fingerprints") or {}
+    mode = res.dataset.get("search_mode")
+    ds, _ = open_dataset(spec, as_of={"as_of": True, "latest": False}.get(mode) if mode else None,
+                         only_single=bool(res.dataset.get("only_single", False)),
+                         unmasked=res.dataset.get("queries_variant") == "unmasked")
     have = {"corpus": ds.corpus.fingerprint(), "queries": ds.queries.fingerprint(), "qrels": ds.qrels.fingerprint()}
-    for key, fp in want.items():
+    for key, fp in res.fingerprints.items():
         if key in have and fp != have[key]:
             raise InputError(f"the dataset's {key} changed since the run (fingerprint differs; or the run used "
                              "other field/cleaning options); report on the data the results were computed on",
@@ -71,7 +79,7 @@ def load_runs(results: Mapping[str, Any], *, folder: Path) -> dict[str, Run]:
 
 
 def merge_results(first: Mapping[str, Any], second: Mapping[str, Any], *, labels: Sequence[str],
-                  paths: Sequence[Path]) -> dict[str, Any]:
+                  paths: Sequence[Path]) -> StoredResults:
     """One results dict holding the arms of two result sets of the same dataset.
 
     Fingerprints of corpus, queries and judgments must be equal, and the evaluated queries
@@ -110,4 +118,4 @@ def merge_results(first: Mapping[str, Any], second: Mapping[str, Any], *, labels
                 rf = Path(b["run_file"])
                 b["run_file"] = str(rf if rf.is_absolute() else (path.parent / rf).resolve())
             arms.append(b)
-    return {**dict(first), "measures": measures, "arms": arms}
+    return StoredResults.from_dict({**dict(first), "measures": measures, "arms": arms})

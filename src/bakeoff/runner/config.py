@@ -1,4 +1,5 @@
-"""Configuration: ``--arm`` specifications, TOML bake-off files, dataset sources.
+"""Configuration: ``--arm`` specifications, TOML bake-off files (the dataset source is a
+:class:`bakeoff.data.datasets.DatasetSpec`).
 
 Arm specification grammar (CLI ``--arm`` and TOML ``[[arms]]`` tables)::
 
@@ -22,11 +23,11 @@ from typing import Any
 from ..arms.base import Arm
 from ..arms.registry import arm_types
 from ..data.clean import CleanOptions
-from ..data.loaders import FieldMap, LoadReport, attach, load_beir, load_ir_datasets, read_beir_queries, read_folder, read_qrels, read_records
-from ..data.model import Dataset
+from ..data.datasets import DatasetSpec
+from ..data.loaders import FieldMap
 from ..errors import BakeoffError, ConfigError
 
-__all__ = ["ArmSpec", "BakeoffConfig", "DatasetSpec", "build_arms", "load_config", "parse_arm_spec", "parse_value"]
+__all__ = ["ArmSpec", "BakeoffConfig", "build_arms", "load_config", "parse_arm_spec", "parse_value"]
 
 
 def parse_value(text: str) -> Any:
@@ -103,44 +104,6 @@ def build_arms(specs: Sequence[ArmSpec]) -> list[Arm]:
             raise ConfigError(f"arm {spec.name!r} ({spec.type}): {exc}") from None
         built[spec.name] = arm
     return list(built.values())
-
-
-@dataclass(frozen=True)
-class DatasetSpec:
-    """Where a dataset comes from. Exactly one of ``beir``, ``irds``, ``corpus`` is set."""
-
-    beir: str | None = None
-    irds: str | None = None
-    corpus: str | None = None
-    queries: str | None = None
-    qrels: str | None = None
-    split: str = "test"
-    fields: FieldMap = FieldMap()
-    clean: CleanOptions = CleanOptions()
-    name: str | None = None
-
-    def load(self) -> Dataset:
-        """Read the dataset, raising :class:`~bakeoff.errors.InputError` on bad input."""
-        if self.beir:
-            ds = load_beir(self.beir, split=self.split, clean=self.clean)
-        elif self.irds:
-            ds = load_ir_datasets(self.irds, clean=self.clean)
-        elif self.corpus and self.queries and self.qrels:
-            report = LoadReport()
-            src = Path(self.corpus)
-            corpus = (read_folder(src, clean=self.clean, report=report) if src.is_dir()
-                      else read_records(src, fields=self.fields, clean=self.clean, report=report))
-            ds = attach(corpus, read_beir_queries(self.queries), read_qrels(self.qrels),
-                        name=self.name or src.stem, split=self.split, report=report, qrels_path=self.qrels)
-        else:
-            raise ConfigError("dataset: give beir=PATH, irds=NAME, or corpus=, queries= and qrels=")
-        if self.name:
-            ds = Dataset(ds.corpus, ds.queries, ds.qrels, name=self.name, split=ds.split, info=ds.info)
-        return ds
-
-    def as_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {k: getattr(self, k) for k in ("beir", "irds", "corpus", "queries", "qrels", "split", "name")}
-        return {k: v for k, v in out.items() if v is not None}
 
 
 @dataclass(frozen=True)

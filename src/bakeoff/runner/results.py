@@ -32,6 +32,12 @@ own batch throughput) and cost keys in :mod:`bakeoff.runner.costs`. ``latency`` 
 ``cost`` may be absent (older files, ``--latency-sample 0``).
 
 Readers must ignore unknown keys; a breaking change bumps ``schema_version``.
+
+Typed both ways: a bake-off produces :class:`Results` (with :class:`ArmResult` per arm,
+holding the Run and the Evaluation) and writes it; :func:`read_results` gives back a
+:class:`StoredResults` (with :class:`StoredArm` per arm): the JSON object itself (a
+``dict``, so ``results["arms"]`` and ``json.dumps`` work unchanged) with typed accessors
+of the same names (``k``, ``measures``, ``arms``, ``arm.metrics`` ...).
 """
 
 from __future__ import annotations
@@ -45,12 +51,12 @@ from pathlib import Path
 from typing import Any
 
 from .._io import atomic_write_json
-from ..data.model import Run
+from ..data.model import Run, label_kind_of
 from ..errors import InputError
 from ..metrics import Evaluation
 from ..versions import bakeoff_version
 
-__all__ = ["SCHEMA_VERSION", "ArmResult", "Results", "read_results", "safe_filename"]
+__all__ = ["SCHEMA_VERSION", "ArmResult", "Results", "StoredArm", "StoredResults", "read_results", "safe_filename"]
 
 SCHEMA_VERSION = 1
 
@@ -156,7 +162,165 @@ class Results:
         return path
 
 
-def read_results(path: str | Path) -> dict[str, Any]:
+class StoredArm(dict[str, Any]):
+    """One arm of a ``results.json`` as read: the JSON object with typed accessors.
+
+    Optional keys (absent in older files or for some arms) read as ``None`` / empty.
+    """
+
+    @property
+    def name(self) -> str:
+        return str(self["name"])
+
+    @property
+    def type(self) -> str:
+        return str(self.get("type", ""))
+
+    @property
+    def config(self) -> Mapping[str, Any]:
+        return self.get("config") or {}
+
+    @property
+    def fingerprint(self) -> str:
+        return str(self.get("fingerprint", ""))
+
+    @property
+    def cached(self) -> bool:
+        return bool(self.get("cached", False))
+
+    @property
+    def metrics(self) -> Mapping[str, float]:
+        """Measure -> mean over the evaluated queries."""
+        return self.get("metrics") or {}
+
+    @property
+    def per_query(self) -> Mapping[str, Mapping[str, float]]:
+        """Measure -> query id -> value."""
+        return self.get("per_query") or {}
+
+    @property
+    def missing_from_run(self) -> tuple[str, ...]:
+        return tuple(self.get("missing_from_run") or ())
+
+    @property
+    def timing(self) -> Mapping[str, Any]:
+        return self.get("timing") or {}
+
+    @property
+    def cost(self) -> Mapping[str, Any] | None:
+        return self.get("cost")
+
+    @property
+    def run_file(self) -> str | None:
+        """The TREC run, relative to the results folder (or absolute)."""
+        return self.get("run_file") or None
+
+    @property
+    def children(self) -> tuple[str, ...]:
+        """Names of the arms this one is built from (fusion inputs, reranked base)."""
+        return tuple(self.get("children") or ())
+
+    @property
+    def fine_tuned(self) -> Mapping[str, Any] | None:
+        """The arm's declared provenance (model fine-tuned by bakeoff), if any."""
+        return self.get("fine_tuned")
+
+    @property
+    def extra_metrics(self) -> Mapping[str, float]:
+        return self.get("extra_metrics") or {}
+
+
+class StoredResults(dict[str, Any]):
+    """A ``results.json`` as read: the JSON object (plain ``dict`` semantics, written back
+    unchanged by ``json.dumps``) with typed accessors named as on :class:`Results`."""
+
+    @classmethod
+    def from_dict(cls, obj: Mapping[str, Any]) -> StoredResults:
+        """Wrap a results mapping (arms become :class:`StoredArm`); the content is not changed."""
+        out = cls(obj)
+        out["arms"] = [a if isinstance(a, StoredArm) else StoredArm(a) for a in obj.get("arms") or []]
+        return out
+
+    @property
+    def schema_version(self) -> int:
+        return int(self.get("schema_version", 0))
+
+    @property
+    def bakeoff_version(self) -> str | None:
+        return self.get("bakeoff_version")
+
+    @property
+    def created(self) -> str | None:
+        return self.get("created")
+
+    @property
+    def dataset(self) -> Mapping[str, Any]:
+        """``name``, ``split``, ``source``, ``n_docs``, ``n_queries``, ``fingerprints``, loader notes ..."""
+        return self.get("dataset") or {}
+
+    @property
+    def source(self) -> Mapping[str, Any]:
+        """The dataset specification the run used (``dataset.source``), empty if not recorded."""
+        return self.dataset.get("source") or {}
+
+    @property
+    def fingerprints(self) -> Mapping[str, str]:
+        """sha256 of the corpus, queries and qrels the run was computed on."""
+        return self.dataset.get("fingerprints") or {}
+
+    @property
+    def label_kind(self) -> str:
+        """``"citation"`` for citation-mined labels (lower bounds), else ``"judged"`` (:func:`label_kind_of`)."""
+        return label_kind_of(self.dataset)
+
+    @property
+    def k(self) -> int:
+        return int(self["k"])
+
+    @property
+    def depth(self) -> int:
+        return int(self.get("depth", self["k"]))
+
+    @property
+    def measures(self) -> tuple[str, ...]:
+        return tuple(self.get("measures") or ())
+
+    @property
+    def n_evaluated(self) -> int:
+        return int((self.get("queries") or {}).get("evaluated", 0))
+
+    @property
+    def excluded(self) -> Mapping[str, Sequence[str]]:
+        return (self.get("queries") or {}).get("excluded") or {}
+
+    @property
+    def arms(self) -> list[StoredArm]:
+        return self["arms"]
+
+    @property
+    def arm_names(self) -> list[str]:
+        return [a.name for a in self.arms]
+
+    def arm(self, name: str) -> StoredArm:
+        """The arm called ``name`` (KeyError if none)."""
+        for a in self.arms:
+            if a.name == name:
+                return a
+        raise KeyError(name)
+
+    @property
+    def query_ids(self) -> list[str]:
+        """The evaluated query ids, in evaluation order (from the first arm's per-query values)."""
+        if not self.arms or not self.measures:
+            return []
+        return list(self.arms[0].per_query.get(self.measures[0], {}))
+
+    def to_dict(self) -> dict[str, Any]:
+        """A plain, deep copy (``dict`` and ``list`` only), as in the file."""
+        return json.loads(json.dumps(self))
+
+
+def read_results(path: str | Path) -> StoredResults:
     """Load a ``results.json`` (file or folder), checking the schema name and version."""
     p = Path(path)
     if p.is_dir():
@@ -167,8 +331,10 @@ def read_results(path: str | Path) -> dict[str, Any]:
         raise InputError("no such file", path=p) from None
     except json.JSONDecodeError as exc:
         raise InputError(f"invalid JSON: {exc.msg}", path=p, line=exc.lineno) from None
-    if obj.get("schema") != "bakeoff.results":
+    if not isinstance(obj, dict) or obj.get("schema") != "bakeoff.results":
         raise InputError("not a bakeoff results file", path=p, field="schema")
     if int(obj.get("schema_version", 0)) > SCHEMA_VERSION:
         raise InputError(f"written by a newer bakeoff (schema {obj['schema_version']})", path=p, field="schema_version")
-    return obj
+    if not isinstance(obj.get("arms", []), list) or not all(isinstance(a, dict) for a in obj.get("arms", [])):
+        raise InputError("expected a list of arm objects", path=p, field="arms")
+    return StoredResults.from_dict(obj)

@@ -1,30 +1,30 @@
-"""Orchestration: dataset x arms -> Results. No metric math lives here."""
+"""Orchestration: dataset x arms -> Results. No metric math lives here.
+
+:func:`run_bakeoff` runs arms on an opened dataset; :func:`run_config` is ``bakeoff run``:
+it opens the dataset of a :class:`~bakeoff.runner.config.BakeoffConfig` (with its search
+mode), builds the arms and runs them.
+"""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from ..arms.base import Arm, DocMask
-from .context import Context
 from ..cache import Cache
-from .costs import DEFAULT_HOURLY_RATE, arm_cost, arm_timing
 from ..data.model import Dataset
-from ..metrics import Measure, evaluate, parse_measures
+from ..metrics import Measure, default_measures, evaluate, measures_for
+from .context import Context
+from .costs import DEFAULT_HOURLY_RATE, arm_cost, arm_timing
 from .results import ArmResult, Results
-from ..train.common import fine_tuned_mark
 
-__all__ = ["default_measures", "run_bakeoff"]
+if TYPE_CHECKING:
+    from .config import BakeoffConfig
+
+__all__ = ["default_measures", "run_bakeoff", "run_config"]
 
 log = logging.getLogger("bakeoff")
-
-
-def default_measures(k: int, depth: int) -> tuple[Measure, ...]:
-    """NDCG, Recall, MRR, Precision, Hit and MAP at ``k``, plus Recall at ``depth``."""
-    names = [f"ndcg@{k}", f"recall@{k}", f"mrr@{k}", f"precision@{k}", f"hit@{k}", f"map@{k}"]
-    if depth > k:
-        names.append(f"recall@{depth}")
-    return parse_measures(names)
 
 
 def _order(arms: Sequence[Arm]) -> list[Arm]:
@@ -69,16 +69,16 @@ def run_bakeoff(
 
     ``mask`` (qid -> bool row vector) restricts each query to some corpus rows,
     e.g. the target versions in force on the query's date (as-of search).
-    Citation-mined datasets (``info["provenance"]["label_kind"] == "citation"``)
-    default to Recall/MRR and refuse measures that need judged negatives.
+    Which measures the dataset's labels allow is asked of the dataset
+    (:attr:`~bakeoff.data.model.Dataset.label_kind`) and the measure policy
+    (:func:`bakeoff.metrics.measures_for`): citation-mined datasets default to
+    Recall/MRR and refuse measures that need judged negatives.
+
+    An arm that declares its provenance (``arm.provenance()``, e.g. a dense or
+    rerank arm whose model folder bakeoff fine-tuned) gets it as ``fine_tuned``.
     """
     depth = max(k, depth if depth is not None else 100)
-    if (dataset.info.get("provenance") or {}).get("label_kind") == "citation":
-        from ..truth.mined import citation_measures
-
-        ms = citation_measures(k, depth, measures)
-    else:
-        ms = parse_measures(measures) if measures is not None else default_measures(k, depth)
+    ms = measures_for(dataset.label_kind, k=k, depth=depth, requested=measures)
     ctx = ctx or Context(corpus=dataset.corpus, cache=cache, progress=progress)
     for arm in _order(arms):
         ctx.search(arm, dataset.queries, k=depth, mask=mask)
@@ -89,7 +89,9 @@ def run_bakeoff(
         ctx.measure_latency(arm, dataset.queries, k=depth, sample=latency_sample, seed=latency_seed)
         evaluation = evaluate(run, dataset.qrels, ms, query_ids=dataset.queries.ids)
         fp = arm.fingerprint()
-        mark = fine_tuned_mark(arm.config())
+        # Optional hook (dense, rerank): what the arm's model was fine-tuned on.
+        provenance_fn = getattr(arm, "provenance", None)
+        mark = provenance_fn() if provenance_fn else None
         # Arms may add their own figures (e.g. ann: recall of the exact top-k); they land in results.json.
         extra_fn = getattr(arm, "extra_metrics", None)
         extra = dict(extra_fn(ctx=ctx, run=run, queries=dataset.queries, k=k, depth=depth)) if extra_fn else {}
@@ -131,3 +133,53 @@ def run_bakeoff(
         excluded=excluded,
         n_evaluated=len(evaluation.query_ids) if evaluation else 0,
     )
+
+
+def run_config(
+    cfg: BakeoffConfig,
+    *,
+    k: int | None = None,
+    depth: int | None = None,
+    measures: Sequence[str] | None = None,
+    cache: Cache | None = None,
+    progress: bool = True,
+    as_of: bool | None = None,
+    only_single: bool = False,
+    unmasked: bool = False,
+    engine: Any = None,
+    ray_address: str | None = None,
+    hourly_rate: float | None = None,
+    latency_sample: int | None = None,
+    latency_seed: int | None = None,
+) -> Results:
+    """``bakeoff run``: build the arms of ``cfg``, open its dataset (search mode ``as_of`` /
+    ``only_single`` / ``unmasked``, see :func:`bakeoff.data.datasets.open_dataset`), log the
+    loader's warnings, and run. Keyword values that are not ``None`` (or empty) override the
+    file's; ``depth`` is at least ``k``. ``engine`` (``local``/``ray`` or a TOML ``[engine]``
+    table, default ``cfg.extra["engine"]``) encodes corpora through
+    :func:`bakeoff.engine.make_engine`. ``dataset.source`` in the results is ``cfg.dataset``.
+    """
+    from ..data.datasets import open_dataset
+    from ..engine import make_engine
+    from .config import build_arms
+
+    k_ = k if k is not None else cfg.k
+    depth_ = max(k_, depth if depth is not None else max(cfg.depth, k_))
+    arms = build_arms(cfg.arms)
+    dataset, mask = open_dataset(cfg.dataset, as_of=as_of, only_single=only_single, unmasked=unmasked)
+    for line in dataset.info.get("warnings", []):
+        log.warning(line)
+    for note in dataset.info.get("notes", []):
+        log.info(note)
+    rate = hourly_rate if hourly_rate is not None else cfg.hourly_rate
+    eng = make_engine(engine if engine is not None else cfg.extra.get("engine"), address=ray_address)
+    ctx = None if eng is None else Context(corpus=dataset.corpus, cache=cache, progress=progress,
+                                           extras={"encode_engine": eng})
+    results = run_bakeoff(dataset, arms, k=k_, depth=depth_, measures=measures or cfg.measures, cache=cache,
+                          progress=progress, mask=mask, ctx=ctx,
+                          latency_sample=latency_sample if latency_sample is not None else cfg.latency_sample,
+                          latency_seed=latency_seed if latency_seed is not None else cfg.latency_seed,
+                          hourly_rate=rate if rate is not None else DEFAULT_HOURLY_RATE)
+    results.dataset = {**results.dataset, "source": cfg.dataset.as_dict()}
+    return results
+

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ..data.loaders import attach, load_beir, read_beir_corpus, read_beir_queries, read_qrels
+from ..data.datasets import DatasetSpec, open_dataset
 from ..data.model import Corpus, Dataset, Qrels, Queries
 from ..errors import ConfigError, InputError
 
@@ -94,35 +94,18 @@ def parse_dataset_spec(spec: str, *, default_split: str) -> tuple[Path, str]:
 
 
 def load_split(path: Path, split: str, *, corpus: Path | None = None) -> Dataset:
-    """A BEIR folder's split; a folder without ``corpus.jsonl`` (e.g. a synthetic set)
-    takes the corpus from ``corpus`` (a BEIR folder or a ``corpus.jsonl``).
+    """A BEIR folder's split as stored (:func:`bakeoff.data.datasets.open_dataset`, ``plain``);
+    a folder without ``corpus.jsonl`` (e.g. a synthetic set) takes the corpus from ``corpus``
+    (a BEIR folder or a ``corpus.jsonl``).
 
     ``split`` may join splits with ``+`` (``train+test``): their judgments are merged
     (a query judged in two splits keeps the higher grade per document)."""
-    if "+" in split:
-        parts = [load_split(path, s, corpus=corpus) for s in split.split("+") if s]
-        merged: dict[str, dict[str, int]] = {}
-        for ds in parts:
-            for q in ds.qrels:
-                for d, g in ds.qrels[q].items():
-                    merged.setdefault(q, {})[d] = max(g, merged.get(q, {}).get(d, g))
-        first = parts[0]
-        allq = read_beir_queries(path / "queries.jsonl")
-        queries = allq.subset([q for q in sorted(merged) if q in allq])
-        return Dataset(first.corpus, queries, Qrels(merged), name=first.name, split=split, info=first.info)
     if not path.is_dir():
         raise InputError("not a folder (expected a BEIR folder: queries.jsonl, qrels/<split>.tsv)", path=path)
-    if (path / "corpus.jsonl").exists() and corpus is None:
-        return load_beir(path, split=split)
-    if corpus is None:
+    if corpus is None and not (path / "corpus.jsonl").exists():
         raise ConfigError(f"{path} has no corpus.jsonl; pass --corpus (a BEIR folder or corpus.jsonl)")
-    corpus_file = corpus / "corpus.jsonl" if corpus.is_dir() else corpus
-    qrels_path = path / "qrels" / f"{split}.tsv"
-    if not qrels_path.exists():
-        have = sorted(p.stem for p in (path / "qrels").glob("*.tsv")) if (path / "qrels").is_dir() else []
-        raise InputError(f"no qrels for split {split!r} (have: {', '.join(have) or 'none'})", path=qrels_path)
-    return attach(read_beir_corpus(corpus_file), read_beir_queries(path / "queries.jsonl"), read_qrels(qrels_path),
-                  name=path.name, split=split, qrels_path=qrels_path)
+    spec = DatasetSpec(beir=str(path), split=split, corpus=None if corpus is None else str(corpus))
+    return open_dataset(spec, plain=True)[0]
 
 
 def _judged(qrels: Qrels) -> tuple[dict[str, tuple[str, ...]], dict[str, tuple[str, ...]]]:

@@ -4,16 +4,29 @@ Near-duplicate means equal after :func:`normalise`: Unicode NFKC, casefold,
 punctuation removed (every character whose Unicode category starts with ``P``
 or ``S``), whitespace runs collapsed to one space, ends stripped. So
 ``"Does  ACE2 bind?"`` and ``"does ace2 bind"`` collide; ``"ACE2 binds"`` does not.
+
+The policy of ``bakeoff finetune`` (:func:`check_held_out`): training queries are checked
+against every held-out split named (``FOLDER[:split]``, default split ``test``), or, when
+none is named, against the ``test`` split of the training folder and of the ``--corpus``
+folder where they exist. A leak refuses the training unless leaks are dropped.
 """
 
 from __future__ import annotations
 
+import logging
 import unicodedata
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
 
 from ..errors import ConfigError
 
-__all__ = ["normalise", "find_leaks", "check_hygiene", "SplitLeakError"]
+__all__ = ["normalise", "find_leaks", "check_hygiene", "check_held_out", "SplitLeakError"]
+
+log = logging.getLogger("bakeoff")
+
+#: The rule as recorded in ``bakeoff_training.json``.
+RULE = "NFKC, casefold, punctuation/symbols removed, whitespace collapsed; equal texts leak"
 
 
 class SplitLeakError(ConfigError):
@@ -67,3 +80,42 @@ def check_hygiene(
             )
         found += [(q, label, t) for q, t in leaks]
     return n, found
+
+
+def held_out_splits(tests: Sequence[str], *, train_path: Path, corpus: Path | None) -> list[tuple[Path, str]]:
+    """The held-out ``(folder, split)`` pairs: each ``FOLDER[:split]`` of ``tests`` (default split
+    ``test``), else the ``test`` split of the training folder and of the corpus folder, where present."""
+    from .data import parse_dataset_spec
+
+    specs = [parse_dataset_spec(t, default_split="test") for t in tests]
+    if not specs:
+        for folder in (train_path, corpus):
+            if folder is not None and folder.is_dir() and (folder / "qrels" / "test.tsv").exists():
+                specs.append((folder, "test"))
+    return specs
+
+
+def check_held_out(train: Mapping[str, str], *, train_path: Path, corpus: Path | None, tests: Sequence[str],
+                   drop: bool) -> tuple[dict[str, Any], set[str]]:
+    """Check the training query texts ``train`` against the held-out splits (:func:`held_out_splits`;
+    a folder without ``corpus.jsonl`` reads ``corpus``). Returns the record written into the model
+    folder and the training query ids to drop (leaks, with ``drop``; else a leak raises
+    :class:`SplitLeakError`)."""
+    from .data import load_split
+
+    checked = []
+    sets = []
+    for folder, sp in held_out_splits(tests, train_path=train_path, corpus=corpus):
+        ds = load_split(folder, sp, corpus=corpus if not (folder / "corpus.jsonl").exists() else None)
+        sets.append((f"{folder.name}:{sp}", {q.id: q.text for q in ds.queries}))
+        checked.append(f"{folder.name}:{sp}")
+    if not sets:
+        log.warning("no held-out split found to check training queries against (pass --test FOLDER:split)")
+    n, leaks = check_hygiene(train, sets, drop=drop)
+    dropped = sorted({q for q, _, _ in leaks})
+    if dropped:
+        log.warning("dropped %d training queries equal to held-out queries: %s", len(dropped),
+                    ", ".join(f"{q}~{lab}/{t}" for q, lab, t in leaks))
+    rec = {"checked_against": checked, "n_test_queries": n, "dropped_leaks": [list(x) for x in leaks],
+           "rule": RULE}
+    return rec, set(dropped)

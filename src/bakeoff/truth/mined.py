@@ -11,13 +11,15 @@ Folder layout written by :func:`write_mined` (``bakeoff mine citations``)::
                             dropped paragraphs (with overlap ratio), problems
     provenance.json         {"label_kind": "citation", counts, options, input fingerprints, ...}
 
-``label_kind = "citation"`` tells the runner that labels are lower bounds:
-Recall@k and MRR (and Hit@k) only; precision, MAP and NDCG — which read
-unjudged documents as wrong — are refused (:func:`citation_measures`).
+``label_kind = "citation"`` makes the dataset say its labels are lower bounds
+(:attr:`bakeoff.data.model.Dataset.label_kind`): Recall@k and MRR (and Hit@k)
+only; precision, MAP and NDCG — which read unjudged documents as wrong — are
+refused by the measure policy (:func:`bakeoff.metrics.measures_for`).
 
-:func:`load_mined` reads the folder back with a search mode: ``as_of``
-(each query sees the versions in force on its date(s)) or ``latest`` (every
-query sees each unit's latest version; positives move to that version).
+Reading the folder back (with a search mode: ``as_of``, each query sees the
+versions in force on its date(s), or ``latest``) is opening a dataset:
+:func:`bakeoff.data.datasets.open_dataset` / :func:`bakeoff.data.datasets.load_mined`.
+This module holds the mining only.
 """
 
 from __future__ import annotations
@@ -32,37 +34,18 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from .._io import atomic_open, atomic_write_json
-from ..data.loaders import load_beir, read_beir_queries
-from ..data.model import Corpus, Dataset, Qrels, Queries, Query
+from ..data.datasets import is_citation
+from ..data.model import Corpus, Qrels, Queries, Query
+from ..data.versions import TargetVersion, Versions, read_targets
 from ..data.writers import write_beir
-from ..errors import ConfigError, InputError
-from ..metrics import Measure, parse_measures
+from ..errors import InputError
 from ..progress import progress_bar
 from .citations import MinedQuery, MineOptions, NgramIndex, mine_source
-from .patterns import PatternSet
-from .sources import Source
-from ..data.versions import TargetVersion, Versions, as_of_masks
+from .patterns import PatternSet, load_patterns
+from .sources import Source, read_sources
 
-__all__ = [
-    "LOWER_BOUND_MEASURES",
-    "SEARCH_MODES",
-    "MinedSet",
-    "citation_measures",
-    "is_citation",
-    "load_mined",
-    "mine_citations",
-    "prepare_dataset",
-    "read_provenance",
-    "targets_corpus",
-    "write_mined",
-]
-
-LOWER_BOUND_MEASURES = ("recall", "mrr", "hit")
-SEARCH_MODES = ("as_of", "latest")
-
+__all__ = ["MinedSet", "mine_citations", "mine_folder", "targets_corpus", "write_mined"]
 
 @dataclass
 class MinedSet:
@@ -177,111 +160,14 @@ def write_mined(out: str | os.PathLike[str], mined: MinedSet, *, inputs: dict[st
     return out
 
 
-def read_provenance(path: str | os.PathLike[str]) -> dict[str, Any] | None:
-    p = Path(path) / "provenance.json"
-    if not p.is_file():
-        return None
-    try:
-        obj = json.loads(p.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"invalid JSON ({exc})", path=p) from None
-    return obj if isinstance(obj, dict) else None
-
-
-def is_citation(path_or_info: Any) -> bool:
-    """True for a mined folder (path) or a dataset info / results dataset dict marked citation."""
-    if isinstance(path_or_info, (str, os.PathLike)):
-        prov = read_provenance(path_or_info)
-    else:
-        prov = (path_or_info or {}).get("provenance")
-    return isinstance(prov, dict) and prov.get("label_kind") == "citation"
-
-
-def citation_measures(k: int, depth: int, requested: Iterable[str | Measure] | None) -> tuple[Measure, ...]:
-    """Measures allowed on citation-mined labels: Recall@k, MRR@k (+ Recall@depth) by default;
-    any measure needing judged negatives raises :class:`ConfigError`."""
-    if requested is None:
-        names = [f"recall@{k}", f"mrr@{k}"] + ([f"recall@{depth}"] if depth > k else [])
-        return parse_measures(names)
-    ms = parse_measures(requested)
-    bad = [str(m) for m in ms if m.name not in LOWER_BOUND_MEASURES]
-    if bad:
-        raise ConfigError(
-            f"{', '.join(bad)} cannot be computed on citation-mined labels: only cited targets are known "
-            "relevant and everything else is unknown, not wrong; use recall@k, mrr@k or hit@k (lower bounds)")
-    return ms
-
-
-def load_mined(path: str | os.PathLike[str], *, mode: str = "as_of", only_single: bool = False,
-               unmasked: bool = False) -> tuple[Dataset, dict[str, np.ndarray]]:
-    """Read a mined folder as a dataset plus the per-query row masks of ``mode``.
-
-    ``as_of``: mask = versions in force on the query's dates; qrels as mined.
-    ``latest``: mask = each unit's latest version; positives mapped to it.
-    ``only_single`` keeps queries with exactly one positive; ``unmasked`` swaps
-    in the control queries.
-    """
-    if mode not in SEARCH_MODES:
-        raise ConfigError(f"search mode must be one of {', '.join(SEARCH_MODES)}, got {mode!r}")
-    root = Path(path)
-    prov = read_provenance(root)
-    ds = load_beir(root, split="test")
-    queries = ds.queries
-    if unmasked:
-        qpath = root / "queries.unmasked.jsonl"
-        if not qpath.is_file():
-            raise InputError("no unmasked control queries in this folder", path=qpath)
-        queries = read_beir_queries(qpath).subset(set(queries.ids))
-    if only_single:
-        queries = queries.subset({q.id for q in queries if int(q.metadata.get("n_targets", 0)) == 1})
-        if not len(queries):
-            raise InputError("no query cites exactly one target", path=root)
-    versions = Versions.from_corpus(ds.corpus)
-    qrels = ds.qrels
-    if mode == "as_of":
-        masks = as_of_masks(versions, queries)
-    else:
-        latest = versions.latest()
-        masks = {q: latest for q in queries.ids}
-        qrels = versions.to_latest(qrels)
-    compact = {k: v for k, v in (prov or {}).items() if k in ("label_kind", "note", "counts")}
-    info = {**dict(ds.info), "provenance": compact, "search_mode": mode, "only_single": only_single,
-            "queries_variant": "unmasked" if unmasked else "masked"}
-    name = root.name + ("/unmasked" if unmasked else "") + ("/single" if only_single else "")
-    return Dataset(ds.corpus, queries, qrels, name=name, split=mode, info=info), masks
-
-
-def prepare_dataset(spec: Any, *, as_of: bool | None = None, only_single: bool = False,
-                    unmasked: bool = False) -> tuple[Dataset, dict[str, np.ndarray] | None]:
-    """Load a :class:`~bakeoff.runner.config.DatasetSpec` for ``bakeoff run`` with its search mode.
-
-    A mined citation folder (``provenance.json`` with ``label_kind = "citation"``)
-    goes through :func:`load_mined` (``as_of`` defaults to True). Any other
-    versioned corpus (metadata ``valid_from``) gets as-of masks from the
-    queries' dates when ``as_of`` is not False, the latest versions otherwise.
-    Unversioned data with ``--as-of/--latest``, ``--only-single`` or
-    ``--unmasked`` is a :class:`ConfigError`.
-    """
-    beir = getattr(spec, "beir", None)
-    if beir and is_citation(beir):
-        mode = "latest" if as_of is False else "as_of"
-        ds, masks = load_mined(beir, mode=mode, only_single=only_single, unmasked=unmasked)
-        if getattr(spec, "name", None):
-            ds = Dataset(ds.corpus, ds.queries, ds.qrels, name=spec.name, split=ds.split, info=ds.info)
-        return ds, masks
-    if only_single or unmasked:
-        raise ConfigError("--only-single and --unmasked apply to citation-mined folders (bakeoff mine citations)")
-    ds = spec.load()
-    if not Versions.is_versioned(ds.corpus):
-        if as_of is not None:
-            raise ConfigError("--as-of/--latest need a versioned corpus (document metadata valid_from/valid_to)")
-        return ds, None
-    versions = Versions.from_corpus(ds.corpus)
-    if as_of is False:
-        latest = versions.latest()
-        info = {**dict(ds.info), "search_mode": "latest"}
-        return Dataset(ds.corpus, ds.queries, versions.to_latest(ds.qrels), name=ds.name, split=ds.split,
-                       info=info), {q: latest for q in ds.queries.ids}
-    info = {**dict(ds.info), "search_mode": "as_of"}
-    return (Dataset(ds.corpus, ds.queries, ds.qrels, name=ds.name, split=ds.split, info=info),
-            as_of_masks(versions, ds.queries))
+def mine_folder(*, targets: str | os.PathLike[str], sources: str | os.PathLike[str],
+                patterns: str | os.PathLike[str], out: str | os.PathLike[str], options: MineOptions | None = None,
+                progress: bool = True) -> tuple[MinedSet, Path]:
+    """``bakeoff mine citations``: read the target versions, the sources and the pattern file,
+    mine, and write the folder ``out`` (recording the inputs' paths and sha256).
+    Returns the mined set (counts, problems) and the folder written."""
+    pset = load_patterns(patterns)
+    mined = mine_citations(read_targets(targets), read_sources(sources), pset, options=options, progress=progress)
+    path = write_mined(out, mined, inputs={"targets": str(targets), "sources": str(sources),
+                                           "patterns": str(patterns)})
+    return mined, path

@@ -1,0 +1,149 @@
+"""The report pipeline: results -> statistics and diagnostics -> report files.
+
+:func:`write_report` builds the report of a results set (means with bootstrap CIs, paired
+tests with Holm correction, diagnostics; :func:`bakeoff.report.model.build_report`) and,
+given a folder, writes ``report.json``, ``report.html`` (optional), ``report.tex``,
+``per_query.csv`` and ``per_query.parquet`` (when pyarrow is installed) into it, each
+atomically. :func:`report_results` (``bakeoff report``) and :func:`compare_results`
+(``bakeoff compare``) first load the results, their runs and the dataset they were
+computed on (:mod:`bakeoff.report.inputs`). Nothing here prints: the caller shows
+:attr:`ReportOutput.report` (e.g. :func:`bakeoff.report.terminal.print_report`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .._io import atomic_write_json
+from ..data.model import Dataset, Run
+from ..errors import ConfigError
+from ..stats import DEFAULT_RESAMPLES
+from .inputs import load_dataset, load_runs, merge_results, results_path
+from ..runner.results import read_results
+
+__all__ = ["ReportOptions", "ReportOutput", "compare_results", "parse_deltas", "report_results", "write_report"]
+
+log = logging.getLogger("bakeoff")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReportOptions:
+    """How the statistics are computed and what is written.
+
+    ``n_resamples`` bootstrap resamples and permutations (seeded by ``seed``), significance
+    at ``alpha`` after Holm correction, ``deltas`` (``A..B`` arm pairs) whose mean difference
+    is decomposed by buckets, ``html`` whether ``report.html`` is written, ``progress`` bars.
+    """
+
+    n_resamples: int = DEFAULT_RESAMPLES
+    seed: int = 0
+    alpha: float = 0.05
+    deltas: Sequence[str] = ()
+    html: bool = True
+    progress: bool = True
+
+
+@dataclass
+class ReportOutput:
+    """The report (the ``report.json`` content), the folder written and the files in it."""
+
+    report: dict[str, Any]
+    folder: Path | None = None
+    written: list[str] = field(default_factory=list)
+
+
+def parse_deltas(specs: Sequence[str], arms: Sequence[str]) -> list[tuple[str, str]]:
+    """``["A..B", ...]`` -> ``[("A", "B"), ...]``; both names must be arms of the results."""
+    out = []
+    for s in specs:
+        a, sep, b = s.partition("..")
+        if not sep:
+            raise ConfigError(f"--delta {s!r}: expected A..B (two arm names)")
+        for n in (a, b):
+            if n not in arms:
+                raise ConfigError(f"--delta {s!r}: unknown arm {n!r}; arms: {', '.join(arms)}")
+        out.append((a, b))
+    return out
+
+
+def write_report(
+    results: Mapping[str, Any],
+    *,
+    out: Path | None,
+    sources: Sequence[str],
+    dataset: Dataset | None,
+    runs: Mapping[str, Run] | None,
+    options: ReportOptions = ReportOptions(),
+) -> ReportOutput:
+    """Build the report of ``results`` and, with ``out``, write every file into it.
+
+    With ``options.html`` and ``out``, a missing ``report`` extra fails before anything is written.
+    """
+    from ..diagnose import write_matrix
+    from .model import build_report
+
+    o = options
+    arms = [a["name"] for a in results["arms"]]
+    if len(arms) < 1:
+        raise ConfigError("the results have no arms")
+    if o.html and out is not None:
+        from .html import plotly_js
+
+        plotly_js()  # fail (MissingDependencyError) before anything is written
+    rep = build_report(results, dataset=dataset, runs=runs, n_resamples=o.n_resamples, seed=o.seed, alpha=o.alpha,
+                       deltas=parse_deltas(o.deltas, arms), sources=sources, progress=o.progress)
+    if out is None:
+        return ReportOutput(rep)
+    out.mkdir(parents=True, exist_ok=True)
+    per_query = {a["name"]: a["per_query"] for a in results["arms"]}
+    qids = list(results["arms"][0]["per_query"][rep["measures"][0]])
+    write_matrix(out / "per_query.csv", per_query, query_ids=qids, measures=rep["measures"], arms=arms)
+    try:
+        write_matrix(out / "per_query.parquet", per_query, query_ids=qids, measures=rep["measures"], arms=arms)
+    except Exception as exc:  # noqa: BLE001 - pyarrow is optional; CSV is always written
+        log.warning(f"per_query.parquet not written: {exc}")
+    from .latex import write_latex
+
+    write_latex(out / "report.tex", rep)
+    if o.html:
+        from .html import explorer_data, write_html
+
+        exp = explorer_data(rep, dataset=dataset, runs=runs, per_query=per_query, query_ids=qids)
+        write_html(out / "report.html", rep, explorer=exp)
+    atomic_write_json(out / "report.json", rep)
+    written = ["report.json", *(["report.html"] if o.html else []), "report.tex", "per_query.csv",
+               *(["per_query.parquet"] if (out / "per_query.parquet").exists() else [])]
+    return ReportOutput(rep, out, written)
+
+
+def report_results(results_dir: str | Path, *, out: Path | None = None, data: str | Path | None = None,
+                   options: ReportOptions = ReportOptions()) -> ReportOutput:
+    """``bakeoff report``: the report of the ``results.json`` in ``results_dir`` (or that file),
+    written into ``out`` (default: the results folder). ``data`` replaces the BEIR folder
+    recorded in the results (the dataset moved); its fingerprints must still match."""
+    path = results_path(results_dir)
+    results = read_results(path)
+    dataset = load_dataset(results, path=path, data=data)
+    runs = load_runs(results, folder=path.parent)
+    return write_report(results, out=out or path.parent, sources=[str(path)], dataset=dataset, runs=runs,
+                        options=options)
+
+
+def compare_results(first: str | Path, second: str | Path, *, out: Path | None = None,
+                    data: str | Path | None = None, options: ReportOptions = ReportOptions()) -> ReportOutput:
+    """``bakeoff compare``: one report over the arms of two result sets of the same dataset
+    (:func:`bakeoff.report.inputs.merge_results`: fingerprints checked, clashing arm names
+    prefixed with their folder's name, or ``A/`` and ``B/``). Written only with ``out``."""
+    pa, pb = results_path(first), results_path(second)
+    ra, rb = read_results(pa), read_results(pb)
+    la, lb = pa.parent.name or "A", pb.parent.name or "B"
+    if la == lb:
+        la, lb = "A", "B"
+    merged = merge_results(ra, rb, labels=(la, lb), paths=(pa, pb))
+    dataset = load_dataset(ra, path=pa, data=data)
+    runs = load_runs(merged, folder=pa.parent)
+    return write_report(merged, out=out, sources=[str(pa), str(pb)], dataset=dataset, runs=runs, options=options)

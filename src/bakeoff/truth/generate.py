@@ -1,0 +1,161 @@
+"""``bakeoff generate``: LLM-written ground truth for a corpus, end to end.
+
+corpus (:func:`bakeoff.data.datasets.open_corpus`) -> an LLM client (:func:`open_llm`:
+``local`` starts and stops the bundled llama.cpp server) -> describe or cluster mode
+(:mod:`bakeoff.truth.synthetic`, chosen by the options' type) -> a BEIR folder with
+``provenance.json``.
+
+**Batch path** (remote APIs, cheap and slow): with ``batch_out`` the uncached requests of
+the next round are written as an OpenAI batch file instead of being asked, and nothing else
+is written; ``batch_in`` ingests a batch results file into the cache first (every request
+describe mode could make, all rounds), so the next call finds the answers there.
+
+Cluster mode needs document vectors: the caller passes ``embed(corpus) -> (vectors,
+encoder identity)`` (``bakeoff generate clusters`` uses :func:`bakeoff.runner.embed.embed_corpus`,
+which shares the dense arm's cache entries), so this package imports no arm.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..cache import Cache
+from ..data.datasets import open_corpus
+from ..data.loaders import FieldMap
+from ..data.model import Corpus
+from ..errors import ConfigError
+from .llm import LLMClient, Usage
+from .synthetic import ClusterOptions, DescribeOptions, SyntheticTruth, cluster_truth, describe_truth
+
+__all__ = ["Embed", "GenerateOutcome", "generate_truth", "open_llm"]
+
+#: ``embed(corpus) -> ((len(corpus), dim) vectors, encoder identity)`` for cluster mode.
+Embed = Callable[[Corpus], tuple[np.ndarray, str]]
+
+
+@contextlib.contextmanager
+def open_llm(spec: str, *, cache: Cache | None, concurrency: int | None = None,
+             price: str | None = None) -> Iterator[LLMClient]:
+    """An :class:`~bakeoff.truth.llm.LLMClient` for ``--llm`` (``local`` starts and stops the
+    bundled llama.cpp server; see :func:`bakeoff.truth.llm.parse_llm_spec` for the others).
+    ``price`` is ``"PROMPT_USD_PER_1M,COMPLETION_USD_PER_1M"`` (overrides the price table)."""
+    from .llm import Price, parse_llm_spec
+
+    overrides: dict[str, Any] = {}
+    if price:
+        try:
+            p, c = (float(x) for x in price.split(","))
+        except ValueError:
+            raise ConfigError(f"--price must be PROMPT_USD_PER_1M,COMPLETION_USD_PER_1M, got {price!r}") from None
+        overrides["price"] = Price(p, c)
+    if concurrency:
+        overrides["concurrency"] = concurrency
+    if spec == "local":
+        from .local_llm import LocalLLMServer
+
+        with LocalLLMServer() as server, LLMClient(server.config(**overrides), cache=cache) as client:
+            yield client
+    else:
+        with LLMClient(parse_llm_spec(spec, **overrides), cache=cache) as client:
+            yield client
+
+
+@dataclass
+class GenerateOutcome:
+    """What :func:`generate_truth` did.
+
+    ``truth`` and ``folder`` are ``None`` when the requests went to a batch file
+    (``batch_requests`` of them); ``ingested`` holds the counts of a ``batch_in`` file
+    (``ingested``, ``invalid``, ``unknown``); ``llm_startup_s`` is the time until the
+    client was ready (the local server's start-up).
+    """
+
+    usage: Usage
+    truth: SyntheticTruth | None = None
+    folder: Path | None = None
+    batch_requests: int = 0
+    ingested: dict[str, int] | None = None
+    llm_startup_s: float = 0.0
+
+
+def _ingest(client: LLMClient, path: Path, corpus: Corpus, options: DescribeOptions) -> dict[str, int]:
+    """Ingest batch results for every request describe mode could have made (all rounds)."""
+    from .llm import ingest_batch
+    from .synthetic import describe_requests
+
+    reqs = [r for attempt in range(options.max_regenerations + 1)
+            for r in describe_requests(corpus, client, replace(options), attempt=attempt)]
+    return ingest_batch(client, reqs, path)
+
+
+def generate_truth(
+    corpus: Corpus | str | os.PathLike[str],
+    *,
+    options: DescribeOptions | ClusterOptions,
+    out: str | os.PathLike[str] | None,
+    source: str | None = None,
+    fields: FieldMap = FieldMap(),
+    llm: str = "local",
+    cache: Cache | None = None,
+    concurrency: int | None = None,
+    price: str | None = None,
+    embed: Embed | None = None,
+    batch_in: Path | None = None,
+    batch_out: Path | None = None,
+    progress: bool = True,
+) -> GenerateOutcome:
+    """``bakeoff generate``: ground truth for ``corpus`` (describe mode for :class:`DescribeOptions`,
+    cluster mode for :class:`ClusterOptions`), written with ``out`` as a BEIR folder whose
+    provenance names ``source`` (default: the corpus path) as the corpus.
+
+    ``corpus`` is a :class:`~bakeoff.data.model.Corpus` or a path opened by
+    :func:`bakeoff.data.datasets.open_corpus` (records mapped by ``fields``), after the options
+    are checked. Cluster mode needs ``embed``; ``batch_in`` applies to describe mode.
+    Refused (:class:`~bakeoff.errors.ConfigError`): ``n < 1``, a test fraction outside [0, 1],
+    batch files without a cache or with the local LLM.
+    """
+    if options.n < 1:
+        raise ConfigError("-n must be >= 1")
+    if not 0.0 <= options.test_fraction <= 1.0:
+        raise ConfigError("--test-fraction must be in [0, 1]")
+    if (batch_in or batch_out) and cache is None:
+        raise ConfigError("--batch-in/--batch-out need the cache (--cache use)")
+    if (batch_in or batch_out) and llm == "local":
+        raise ConfigError("batch files are for remote APIs; use --llm openai:<model>")
+    if isinstance(options, ClusterOptions) and embed is None:
+        raise ConfigError("cluster mode needs document vectors (an embed function)")
+    if not isinstance(corpus, Corpus):
+        source = source or str(corpus)
+        corpus = open_corpus(corpus, fields=fields)
+    ingested = None
+    t0 = time.perf_counter()
+    with open_llm(llm, cache=cache, concurrency=concurrency, price=price) as client:
+        started = time.perf_counter() - t0
+        if batch_out is not None:
+            client.collect = []
+        if isinstance(options, DescribeOptions):
+            if batch_in is not None:
+                ingested = _ingest(client, batch_in, corpus, options)
+            truth = describe_truth(corpus, client, options=options, progress=progress)
+        else:
+            assert embed is not None
+            vectors, name = embed(corpus)
+            truth = cluster_truth(corpus, client, vectors=vectors, options=options, progress=progress,
+                                  encoder_name=name)
+        usage = client.usage
+        if client.collect:
+            from .llm import write_batch
+
+            n_req = write_batch(client, client.collect, batch_out)  # type: ignore[arg-type]
+            return GenerateOutcome(usage, batch_requests=n_req, ingested=ingested, llm_startup_s=started)
+    truth.provenance["corpus"] = {"source": source or "corpus"}
+    folder = truth.write(out, corpus=corpus) if out is not None else None
+    return GenerateOutcome(usage, truth=truth, folder=folder, ingested=ingested, llm_startup_s=started)
