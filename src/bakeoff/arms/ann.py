@@ -69,6 +69,7 @@ def recall_of_exact(approx: Run, exact: Run, *, k: int, query_ids: list[str] | t
 @register_arm("ann")
 class AnnArm(Arm):
     """FAISS flat/HNSW/IVF-PQ search over the ``base`` dense arm's embeddings (see module docstring)."""
+    code_version = "1"  # bump when this arm's output changes (see Arm.code_version)
 
     def __init__(
         self,
@@ -164,7 +165,8 @@ class AnnArm(Arm):
     def index(self, corpus: Corpus, *, ctx: ArmContext) -> None:
         faiss = _faiss()
         key = cache_key({"kind": "ann-index", "corpus": corpus.fingerprint(), "base": self.base.fingerprint(),
-                         "options": self._build_options(), "versions": self.versions()})
+                         "options": self._build_options(), "versions": self.versions(),
+                         "code": self.code_versions()})
         blob = None if ctx.cache is None else ctx.cache.get_array("ann-index", key)
         if blob is not None:
             self._index = faiss.deserialize_index(np.asarray(blob, dtype=np.uint8))

@@ -179,6 +179,7 @@ def _unquote(value: str | None) -> str:
 @register_arm("dense")
 class DenseArm(Arm):
     """Bi-encoder retrieval with exact search (see module docstring for options)."""
+    code_version = "1"  # bump when this arm's output changes (see Arm.code_version)
 
     def __init__(
         self,
@@ -229,7 +230,7 @@ class DenseArm(Arm):
     def _key(self, kind: TextKind, data_fingerprint: str) -> str:
         return cache_key({"kind": f"dense-{kind}", "data": data_fingerprint,
                           "encoder": self.encoder.identity(kind=kind), "batch_size": self.batch_size,
-                          "versions": self.versions()})
+                          "versions": self.versions(), "code": self.code_versions()})
 
     # embeddings -------------------------------------------------------------
     def embed_corpus(self, corpus: Corpus, *, ctx: ArmContext) -> np.ndarray:

@@ -158,6 +158,7 @@ class RRFArm(_FusionArm):
     ``k_rrf``, default 60 — not the cutoff), ``depth`` (candidates taken from
     each input, default 100).
     """
+    code_version = "1"  # bump when this arm's output changes (see Arm.code_version)
 
     def __init__(self, *, name: str | None = None, arms: Any = None, k: float = 60, depth: int = 100) -> None:
         super().__init__(name=name, arms=arms, depth=depth)
@@ -210,6 +211,7 @@ class ConvexArm(_FusionArm):
     ``1 - weight``; default 0.5) or ``weights`` (one per arm, summing to 1),
     ``norm`` (``minmax`` or ``zscore``), ``depth`` (candidates per input).
     """
+    code_version = "1"  # bump when this arm's output changes (see Arm.code_version)
 
     def __init__(
         self,

@@ -51,6 +51,7 @@ class BM25Arm(Arm):
     robertson, atire, bm25l, bm25+ (``delta`` for the last two).
     ``stopwords="auto"`` uses the stemmer's language (English without a stemmer).
     """
+    code_version = "1"  # bump when this arm's output changes (see Arm.code_version)
 
     def __init__(
         self,
@@ -145,6 +146,7 @@ class TfidfArm(Arm):
     ``tf`` raw or ``1 + ln(tf)`` when ``sublinear_tf``; rows L2-normalised, so
     the score is the cosine of query and document vectors.
     """
+    code_version = "1"  # bump when this arm's output changes (see Arm.code_version)
 
     def __init__(
         self,

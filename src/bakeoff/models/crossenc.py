@@ -218,6 +218,7 @@ class CrossEncoderScorer:
     ``score(pairs)`` returns float32 logits in input order; pairs are scored in
     batches of ``batch_size`` in the order given (the caller sorts by length).
     """
+    code_version = "1"  # bump when the scores change (rerank keys and the ONNX export key include it)
 
     def __init__(
         self,
@@ -402,4 +403,5 @@ class CrossEncoderScorer:
             from .encoders.st import cpu_capability
 
             ident["cpu_capability"] = cpu_capability()
+        ident["code_version"] = self.code_version
         return ident

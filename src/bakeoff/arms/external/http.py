@@ -65,6 +65,7 @@ class _Retryable(Exception):
 @register_arm("http")
 class HttpArm(Arm):
     """POST (or ``method``) each query to ``url``; read ids/scores with JSONPath-like selectors."""
+    code_version = "1"  # bump when this arm's output changes (see Arm.code_version)
 
     def __init__(
         self,

@@ -112,6 +112,7 @@ class _PgArm(Arm):
 @register_arm("pgfts")
 class PgFtsArm(_PgArm):
     """PostgreSQL full-text search ranked by ``ts_rank_cd`` (see module docstring)."""
+    code_version = "1"  # bump when this arm's output changes (see Arm.code_version)
 
     def __init__(
         self,
@@ -224,6 +225,7 @@ class PgFtsArm(_PgArm):
 @register_arm("pgvector")
 class PgVectorArm(_PgArm):
     """pgvector exact or HNSW search over the ``base`` dense arm's embeddings (see module docstring)."""
+    code_version = "1"  # bump when this arm's output changes (see Arm.code_version)
 
     def __init__(
         self,

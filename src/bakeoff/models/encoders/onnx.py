@@ -48,6 +48,7 @@ def find_int8_onnx(name: str, folder: Path | None) -> Path | None:
 
 class OnnxEncoder:
     """int8 ONNX Runtime encoder with the same contract as the sentence-transformers one."""
+    code_version = "1"  # bump when this encoder's vectors change (part of identity(), so of cache keys)
 
     def __init__(
         self,
@@ -94,6 +95,7 @@ class OnnxEncoder:
             ident["prefix_query"] = self.prefix_query
         if kind in (None, "doc"):
             ident["prefix_doc"] = self.prefix_doc
+        ident["code_version"] = self.code_version
         return ident
 
     def _load(self) -> None:

@@ -46,6 +46,7 @@ class EmbeddingAPIError(BakeoffError):
 
 class OpenAIEncoder:
     """Embeddings from an OpenAI-compatible HTTP endpoint (see module docstring)."""
+    code_version = "1"  # bump when this encoder's vectors change (part of identity(), so of cache keys)
 
     def __init__(
         self,
@@ -90,6 +91,7 @@ class OpenAIEncoder:
             ident["prefix_query"] = self.prefix_query
         if kind in (None, "doc"):
             ident["prefix_doc"] = self.prefix_doc
+        ident["code_version"] = self.code_version
         return ident
 
     # HTTP -------------------------------------------------------------------

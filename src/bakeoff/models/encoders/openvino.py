@@ -44,6 +44,7 @@ _PURPOSE = "dense backend=openvino"
 
 class OpenVinoEncoder:
     """Documents through OpenVINO, queries through the exact fp32 sentence-transformers path."""
+    code_version = "1"  # bump when this encoder's vectors change (part of identity(), so of cache keys)
 
     def __init__(
         self,
@@ -90,7 +91,9 @@ class OpenVinoEncoder:
                                  "precision": self.precision, "openvino": version_of("openvino"),
                                  "cpu_capability": cpu_capability(), "prefix_doc": self.prefix_doc}
         if kind is None:
-            ident.update(query_precision="fp32", prefix_query=self.prefix_query)
+            ident.update(query_precision="fp32", prefix_query=self.prefix_query,
+                         query_code_version=self._st.code_version)
+        ident["code_version"] = self.code_version
         return ident
 
     @property

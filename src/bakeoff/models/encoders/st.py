@@ -66,6 +66,7 @@ class SentenceTransformerEncoder:
     ``prefix_query``/``prefix_doc`` are prepended to queries/documents (e5:
     ``"query: "``/``"passage: "``). ``max_seq_length`` overrides the model's.
     """
+    code_version = "1"  # bump when this encoder's vectors change (part of identity(), so of cache keys)
 
     def __init__(
         self,
@@ -113,6 +114,7 @@ class SentenceTransformerEncoder:
             ident["prefix_query"] = self.prefix_query
         if kind in (None, "doc"):
             ident["prefix_doc"] = self.prefix_doc
+        ident["code_version"] = self.code_version
         return ident
 
     # encoding ---------------------------------------------------------------

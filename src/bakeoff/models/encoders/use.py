@@ -29,6 +29,7 @@ class USEEncoder:
     number tokens to a placeholder before embedding (changes vectors, part of
     :meth:`identity`).
     """
+    code_version = "1"  # bump when this encoder's vectors change (part of identity(), so of cache keys)
 
     def __init__(self, *, prefix_query: str = "", prefix_doc: str = "", threads: int = 2,
                  denoise: bool = False) -> None:
@@ -57,6 +58,7 @@ class USEEncoder:
             ident["prefix_query"] = self.prefix_query
         if kind in (None, "doc"):
             ident["prefix_doc"] = self.prefix_doc
+        ident["code_version"] = self.code_version
         return ident
 
     def _load(self) -> Any:
