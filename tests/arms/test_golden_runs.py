@@ -290,7 +290,8 @@ def test_goldens_cover_every_builtin_type() -> None:
 
     builtin = {t for t, cls in arm_types().items() if getattr(cls, "__module__", "") in BUILTIN_MODULES}
     covered = {g["type"] for g in _load_goldens().values()}
-    assert len(builtin) == 11 and builtin <= covered, f"arm types without a golden run: {sorted(builtin - covered)}"
+    assert {"bm25", "dense", "rrf", "command"} <= builtin  # the listing works (the check below is not vacuous)
+    assert builtin <= covered, f"arm types without a golden run: {sorted(builtin - covered)}"
 
 
 # --- regeneration (deliberate) ----------------------------------------------------------------
