@@ -66,10 +66,9 @@ def recall_of_exact(approx: Run, exact: Run, *, k: int, query_ids: list[str] | t
     return float(np.mean(vals)) if vals else float("nan")
 
 
-@register_arm("ann")
+@register_arm("ann", code_version="1")
 class AnnArm(Arm):
     """FAISS flat/HNSW/IVF-PQ search over the ``base`` dense arm's embeddings (see module docstring)."""
-    code_version = "1"  # bump when this arm's output changes (see Arm.code_version)
 
     def __init__(
         self,

@@ -152,8 +152,10 @@ ArmFactory = Callable[..., Arm]
 ARM_TYPES: dict[str, ArmFactory] = {}
 
 
-def register_arm(type_name: str) -> Callable[[type[Arm]], type[Arm]]:
-    """Class decorator: make an arm available to ``--arm TYPE:...`` and TOML configs.
+def register_arm(type_name: str, *, code_version: str | None = None) -> Callable[[type[Arm]], type[Arm]]:
+    """Class decorator: make an arm available to ``--arm TYPE:...`` and TOML configs, and set its
+    :attr:`Arm.code_version` when given (``@register_arm("rrf", code_version="2")``: **bump it when the
+    arm's output changes**).
 
     Registration happens when the defining module is imported by
     :func:`bakeoff.arms.registry.arm_types` (never at package import).
@@ -161,6 +163,8 @@ def register_arm(type_name: str) -> Callable[[type[Arm]], type[Arm]]:
 
     def deco(cls: type[Arm]) -> type[Arm]:
         cls.type = type_name
+        if code_version is not None:
+            cls.code_version = str(code_version)
         ARM_TYPES[type_name] = cls
         return cls
 

@@ -176,10 +176,9 @@ def _unquote(value: str | None) -> str:
     return text
 
 
-@register_arm("dense")
+@register_arm("dense", code_version="1")
 class DenseArm(Arm):
     """Bi-encoder retrieval with exact search (see module docstring for options)."""
-    code_version = "1"  # bump when this arm's output changes (see Arm.code_version)
 
     def __init__(
         self,

@@ -150,7 +150,7 @@ class _FusionArm(Arm):
         return Run.from_ranked(self.name, out)
 
 
-@register_arm("rrf")
+@register_arm("rrf", code_version="1")
 class RRFArm(_FusionArm):
     """Reciprocal rank fusion of two or more arms (formula in the module docstring).
 
@@ -158,7 +158,6 @@ class RRFArm(_FusionArm):
     ``k_rrf``, default 60 — not the cutoff), ``depth`` (candidates taken from
     each input, default 100).
     """
-    code_version = "1"  # bump when this arm's output changes (see Arm.code_version)
 
     def __init__(self, *, name: str | None = None, arms: Any = None, k: float = 60, depth: int = 100) -> None:
         super().__init__(name=name, arms=arms, depth=depth)
@@ -202,7 +201,7 @@ def _parse_weights(weight: Any, weights: Any, n: int) -> tuple[float, ...]:
     return ws
 
 
-@register_arm("convex")
+@register_arm("convex", code_version="1")
 class ConvexArm(_FusionArm):
     """Convex combination of per-query normalised scores (formula and the
     missing-document convention in the module docstring).
@@ -211,7 +210,6 @@ class ConvexArm(_FusionArm):
     ``1 - weight``; default 0.5) or ``weights`` (one per arm, summing to 1),
     ``norm`` (``minmax`` or ``zscore``), ``depth`` (candidates per input).
     """
-    code_version = "1"  # bump when this arm's output changes (see Arm.code_version)
 
     def __init__(
         self,

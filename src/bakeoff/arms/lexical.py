@@ -40,7 +40,7 @@ def _auto_stopwords(stopwords: str | None, stemmer: str | None) -> str | None:
     return stopwords
 
 
-@register_arm("bm25")
+@register_arm("bm25", code_version="1")
 class BM25Arm(Arm):
     """Okapi BM25 via bm25s.
 
@@ -51,7 +51,6 @@ class BM25Arm(Arm):
     robertson, atire, bm25l, bm25+ (``delta`` for the last two).
     ``stopwords="auto"`` uses the stemmer's language (English without a stemmer).
     """
-    code_version = "1"  # bump when this arm's output changes (see Arm.code_version)
 
     def __init__(
         self,
@@ -138,7 +137,7 @@ class _StemAdapter:
         return self.stemWords(words)
 
 
-@register_arm("tfidf")
+@register_arm("tfidf", code_version="1")
 class TfidfArm(Arm):
     """TF-IDF cosine similarity via scikit-learn's ``TfidfVectorizer``.
 
@@ -146,7 +145,6 @@ class TfidfArm(Arm):
     ``tf`` raw or ``1 + ln(tf)`` when ``sublinear_tf``; rows L2-normalised, so
     the score is the cosine of query and document vectors.
     """
-    code_version = "1"  # bump when this arm's output changes (see Arm.code_version)
 
     def __init__(
         self,

@@ -76,10 +76,9 @@ def _int_option(value: Any, key: str, *, minimum: int = 1) -> int:
     return out
 
 
-@register_arm("rerank")
+@register_arm("rerank", code_version="1")
 class RerankArm(Arm):
     """Cross-encoder reranking of another arm's top ``top`` (see module docstring)."""
-    code_version = "1"  # bump when this arm's output changes (see Arm.code_version)
     code_components = (CrossEncoderScorer,)
 
     def __init__(

@@ -58,10 +58,9 @@ def parse_trec_stdout(text: str, *, known: set[str], who: str) -> dict[str, list
     return hits
 
 
-@register_arm("command")
+@register_arm("command", code_version="1")
 class CommandArm(Arm):
     """Run ``command`` with queries as JSONL on stdin; read a TREC run from stdout."""
-    code_version = "1"  # bump when this arm's output changes (see Arm.code_version)
 
     def __init__(
         self,

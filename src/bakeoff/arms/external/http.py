@@ -62,10 +62,9 @@ class _Retryable(Exception):
     pass
 
 
-@register_arm("http")
+@register_arm("http", code_version="1")
 class HttpArm(Arm):
     """POST (or ``method``) each query to ``url``; read ids/scores with JSONPath-like selectors."""
-    code_version = "1"  # bump when this arm's output changes (see Arm.code_version)
 
     def __init__(
         self,

@@ -90,12 +90,11 @@ class OnnxEncoder:
                            "onnx_sha256": files_sha256([self.onnx_file]),
                            "tokenizer": files_sha256(tok_files, root=self.local_dir),
                            "max_seq_length": self.max_seq_length, "pooling": "mean", "normalize": True}
-        ident = dict(self._ident)
+        ident = dict(self._ident, code_version=self.code_version)
         if kind in (None, "query"):
             ident["prefix_query"] = self.prefix_query
         if kind in (None, "doc"):
             ident["prefix_doc"] = self.prefix_doc
-        ident["code_version"] = self.code_version
         return ident
 
     def _load(self) -> None:

@@ -86,12 +86,11 @@ class OpenAIEncoder:
 
     def identity(self, *, kind: TextKind | None = None) -> dict[str, Any]:
         ident: dict[str, Any] = {"encoder": "openai-compatible", "base_url": self.base_url, "model": self.model,
-                                 "dimensions": self.dimensions, "normalize": True}
+                                 "dimensions": self.dimensions, "normalize": True, "code_version": self.code_version}
         if kind in (None, "query"):
             ident["prefix_query"] = self.prefix_query
         if kind in (None, "doc"):
             ident["prefix_doc"] = self.prefix_doc
-        ident["code_version"] = self.code_version
         return ident
 
     # HTTP -------------------------------------------------------------------

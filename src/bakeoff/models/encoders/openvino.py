@@ -90,10 +90,10 @@ class OpenVinoEncoder:
                                  "max_seq_length": self.max_seq_length, "normalize": True,
                                  "precision": self.precision, "openvino": version_of("openvino"),
                                  "cpu_capability": cpu_capability(), "prefix_doc": self.prefix_doc}
+        ident["code_version"] = self.code_version
         if kind is None:
             ident.update(query_precision="fp32", prefix_query=self.prefix_query,
                          query_code_version=self._st.code_version)
-        ident["code_version"] = self.code_version
         return ident
 
     @property

