@@ -9,8 +9,9 @@ a small fixed corpus and compares the sha256 of the TREC run file with
 ``golden_runs.json``, which records, per arm, the code versions of every
 component that computed it and the sha256.
 
-* run changed, code versions unchanged -> **fails**: bump ``code_version`` of the
-  arm (or encoder / cross-encoder) whose output changed, then regenerate;
+* run changed, code versions unchanged -> **fails**: bump the code version of the
+  arm (``@register_arm(TYPE, code_version=...)``) or encoder / cross-encoder
+  (``code_version``) whose output changed, then regenerate;
 * code versions changed -> fails until the goldens are regenerated (deliberately):
 
       PYTHONPATH=src python -m tests.arms.test_golden_runs --update
@@ -281,7 +282,8 @@ def test_run_changes_only_with_code_version(name: str, runner: GoldenRunner, req
                     "(`PYTHONPATH=src python -m tests.arms.test_golden_runs --update`) and commit them")
     assert now["sha256"] == golden["sha256"], (
         f"the run of arm {name!r} ({now['type']}) changed but no code version did ({now['code']}): "
-        f"bump `code_version` of the arm class (or of the encoder / cross-encoder) whose output changed, "
+        f"bump the code version of what changed it (the arm's `@register_arm(TYPE, code_version=...)`, or an "
+        f"encoder's / the cross-encoder's `code_version`), "
         f"then regenerate the goldens (`PYTHONPATH=src python -m tests.arms.test_golden_runs --update`)")
 
 
