@@ -21,7 +21,9 @@ $(STAMP): pyproject.toml Makefile
 demo: install
 	HF_HUB_OFFLINE=1 $(VENV)/bin/bakeoff demo --out results/demo
 
+# Layer contracts first (import-linter, [tool.importlinter] in pyproject.toml): a broken one fails the target.
 test: install
+	$(VENV)/bin/lint-imports --no-cache --no-logo
 	HF_HUB_OFFLINE=1 $(VENV)/bin/python -m pytest -q
 
 clean:

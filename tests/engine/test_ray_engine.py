@@ -115,3 +115,33 @@ def test_make_engine_specs() -> None:
     assert eng.address == "ray://head:10001" and eng.actors == 3
     with pytest.raises(ConfigError, match=r"\[engine\]"):
         make_engine({"ray": "auto", "bogus": 1})
+
+
+def test_ray_engine_resumes_from_the_local_checkpoint_parts(ray_local: Any, tmp_path: Any) -> None:
+    """Ray and the local path share one checkpoint protocol (bakeoff.cache.RowCheckpoint): parts left by
+    an interrupted local run are read by Ray, which computes only the missing chunks, and the entry Ray
+    assembles is the one the local path serves next."""
+    from bakeoff.arms.dense import DenseArm
+    from bakeoff.cache import Cache, RowCheckpoint, checkpointed_rows
+
+    texts = _corpus(60).full_texts()
+    encoder = DenseArm(name="d", batch_size=8).encoder
+
+    def compute(s: int, e: int) -> np.ndarray:
+        return np.asarray(encoder.encode(texts[s:e], kind="doc", batch_size=8), dtype=np.float32)
+
+    reference, _ = checkpointed_rows(None, "t", "k", len(texts), compute, batch_size=24, progress=False)
+    cache = Cache(tmp_path / "c")
+    # an interrupted local run left chunk 0-24; a marker value shows whether Ray reads it or recomputes it
+    ckpt = RowCheckpoint(cache, "t", "k", len(texts), 24)
+    ckpt.save_part(0, 24, np.full((24, 384), 7.0, dtype=np.float32))
+    assert ckpt.pending() == [(24, 48), (48, 60)]
+    engine = make_engine({"ray": "auto", "actors": 2})
+    got, hit = engine.encode_rows(cache=cache, kind="t", key="k", texts=texts, encoder=encoder, batch_size=8,
+                                  chunk_rows=24, progress=False)
+    assert not hit and got.shape == (60, 384)
+    assert np.all(got[:24] == 7.0)  # the local part, not recomputed
+    assert got[24:].tobytes() == reference[24:].tobytes()  # the rest bit-identical to the local path
+    assert ckpt.parts_dir is not None and not ckpt.parts_dir.exists() and cache.path("t", "k", "npy").exists()
+    again, hit = checkpointed_rows(cache, "t", "k", len(texts), lambda s, e: 1 / 0, batch_size=24, progress=False)
+    assert hit and again.tobytes() == got.tobytes()

@@ -63,6 +63,45 @@ def test_latency_fields_sane_for_plain_and_composite_arms(tmp_path):
     assert header[-4:] == ["p50 ms", "p95 ms", "$/1k q", "cached"] and all(r[-1] == "yes" for r in rows)
 
 
+def test_composite_latency_is_re_measured_when_an_input_is(tmp_path):
+    """A fusion's end-to-end latency includes its inputs': when an input is measured again (here its
+    cached run was lost, as after a crash or a refresh), the fusion's stored latency is stale and is
+    measured again too, while an untouched input keeps its measurement."""
+    specs = ["bm25", "s=bm25:stemmer=english", "h=rrf:arms=bm25+s"]
+    ds, cache = dataset(), Cache(tmp_path / "c")
+
+    def bakeoff():
+        arms = build_arms([parse_arm_spec(x) for x in specs])
+        ctx = Context(corpus=ds.corpus, cache=cache, progress=False)
+        res = run_bakeoff(ds, arms, cache=cache, ctx=ctx, progress=False, latency_sample=3, latency_seed=7)
+        stamps = {a.name: ctx.latency_stamps[a.fingerprint()] for a in arms}
+        return {a.name: a.fingerprint() for a in arms}, ctx, res, stamps
+
+    fps, ctx1, res1, first = bakeoff()
+    assert len({first[n]["id"] for n in first}) == 3
+    assert first["h"]["inputs"] == {fps["bm25"]: first["bm25"]["id"], fps["s"]: first["s"]["id"]}
+    assert first["bm25"]["inputs"] == {} and first["s"]["inputs"] == {}
+    # warm re-run: every latency restored from the cache with its stamp, nothing measured again
+    _, _, res2, warm = bakeoff()
+    assert warm == first
+    assert [a.timing["latency"] for a in res2.arms] == [a.timing["latency"] for a in res1.arms]
+    # the input's cached run is lost: it is searched and measured again, and so is the fusion
+    s_arm = build_arms([parse_arm_spec(x) for x in specs])[1]
+    cache.path("run", ctx1.run_key(s_arm, ds.queries, k=res1.depth), "json").unlink()
+    _, _, res3, third = bakeoff()
+    assert not res3.arms[1].cached and res3.arms[0].cached and res3.arms[2].cached
+    lat1, lat3 = ([a.timing["latency"] for a in r.arms] for r in (res1, res3))
+    assert lat3[0] == lat1[0] and lat3[1] != lat1[1]
+    assert lat3[2] != lat1[2]  # before the fix: the fusion kept its old figures (which include the old input's)
+    assert third["bm25"] == first["bm25"]
+    assert third["s"]["id"] != first["s"]["id"]
+    assert third["h"]["id"] != first["h"]["id"]
+    assert third["h"]["inputs"] == {fps["bm25"]: first["bm25"]["id"], fps["s"]: third["s"]["id"]}
+    # and the new measurement is what the cached fusion run now carries
+    _, _, res4, fourth = bakeoff()
+    assert fourth == third and res4.arms[2].timing["latency"] == res3.arms[2].timing["latency"]
+
+
 def test_latency_sample_is_seeded_and_can_be_skipped():
     ds = dataset()
     (arm,) = build_arms([parse_arm_spec("bm25")])

@@ -66,7 +66,7 @@ def recall_of_exact(approx: Run, exact: Run, *, k: int, query_ids: list[str] | t
     return float(np.mean(vals)) if vals else float("nan")
 
 
-@register_arm("ann")
+@register_arm("ann", code_version="1")
 class AnnArm(Arm):
     """FAISS flat/HNSW/IVF-PQ search over the ``base`` dense arm's embeddings (see module docstring)."""
 
@@ -164,7 +164,8 @@ class AnnArm(Arm):
     def index(self, corpus: Corpus, *, ctx: ArmContext) -> None:
         faiss = _faiss()
         key = cache_key({"kind": "ann-index", "corpus": corpus.fingerprint(), "base": self.base.fingerprint(),
-                         "options": self._build_options(), "versions": self.versions()})
+                         "options": self._build_options(), "versions": self.versions(),
+                         "code": self.code_versions()})
         blob = None if ctx.cache is None else ctx.cache.get_array("ann-index", key)
         if blob is not None:
             self._index = faiss.deserialize_index(np.asarray(blob, dtype=np.uint8))

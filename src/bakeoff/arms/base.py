@@ -2,8 +2,10 @@
 
 An arm is configured by keyword options, indexes a corpus once, then searches
 a batch of queries. Its :meth:`Arm.config` holds every option that changes its
-output and :meth:`Arm.versions` the versions of the libraries that do; both
-feed :meth:`Arm.fingerprint`, the cache identity of the arm. Composite arms
+output, :meth:`Arm.versions` the versions of the libraries that do and
+:attr:`Arm.code_version` the version of its own scoring code (bumped by the
+developer whenever the code's output changes); all three feed
+:meth:`Arm.fingerprint`, the cache identity of the arm. Composite arms
 (fusion, reranking) hold other arms in :meth:`Arm.children`, whose
 fingerprints are part of theirs, so caching and timing apply to every node.
 
@@ -68,6 +70,17 @@ class Arm(ABC):
     #: ``"batch"``: the arm cannot (or should not, e.g. a paid API) be probed per query,
     #: so latency is the batch mean. See :meth:`bakeoff.runner.context.Context.measure_latency`.
     latency_mode: ClassVar[str] = "single"
+    #: Version of the code that computes this arm's output (its *scoring code*). **Bump it in the
+    #: same commit as any change that changes the arm's runs** (a scoring fix, a new tie handling,
+    #: a different tokenisation ...): it is part of :meth:`fingerprint` and of the arm's other
+    #: cache keys, so results cached by older code are never served. ``tests/arms/test_golden_runs.py``
+    #: fails when a run changes while the version stays (regenerate its goldens after bumping).
+    #: Keep it unchanged for refactors that leave every output bit-identical.
+    code_version: ClassVar[str] = "1"
+    #: Classes (not config) whose code computes part of the output, each with its own
+    #: ``code_version`` (e.g. the rerank arm's cross-encoder scorer); see :meth:`code_versions`.
+    #: Components that appear in :meth:`config` (an encoder's identity) carry theirs there.
+    code_components: ClassVar[tuple[type, ...]] = ()
 
     def __init__(self, *, name: str | None = None) -> None:
         self.name = name or self.type
@@ -94,13 +107,24 @@ class Arm(ABC):
         """
         return {}
 
+    def code_versions(self) -> dict[str, str]:
+        """Scoring-code versions behind this arm's own output: ``{type: code_version}`` plus
+        ``{class name: code_version}`` of each of :attr:`code_components` (children carry theirs
+        in their own fingerprints)."""
+        out = {self.type: str(self.code_version)}
+        for comp in self.code_components:
+            out[comp.__name__] = str(getattr(comp, "code_version"))
+        return out
+
     def fingerprint(self) -> str:
-        """sha256 over type, config, versions and the children's fingerprints."""
+        """sha256 over type, config, library versions, scoring-code versions and the children's
+        fingerprints: the cache identity of the arm's runs."""
         blob = json.dumps(
             {
                 "type": self.type,
                 "config": self.config(),
                 "versions": self.versions(),
+                "code": self.code_versions(),
                 "children": [c.fingerprint() for c in self.children()],
             },
             sort_keys=True,
@@ -128,8 +152,10 @@ ArmFactory = Callable[..., Arm]
 ARM_TYPES: dict[str, ArmFactory] = {}
 
 
-def register_arm(type_name: str) -> Callable[[type[Arm]], type[Arm]]:
-    """Class decorator: make an arm available to ``--arm TYPE:...`` and TOML configs.
+def register_arm(type_name: str, *, code_version: str | None = None) -> Callable[[type[Arm]], type[Arm]]:
+    """Class decorator: make an arm available to ``--arm TYPE:...`` and TOML configs, and set its
+    :attr:`Arm.code_version` when given (``@register_arm("rrf", code_version="2")``: **bump it when the
+    arm's output changes**).
 
     Registration happens when the defining module is imported by
     :func:`bakeoff.arms.registry.arm_types` (never at package import).
@@ -137,6 +163,8 @@ def register_arm(type_name: str) -> Callable[[type[Arm]], type[Arm]]:
 
     def deco(cls: type[Arm]) -> type[Arm]:
         cls.type = type_name
+        if code_version is not None:
+            cls.code_version = str(code_version)
         ARM_TYPES[type_name] = cls
         return cls
 

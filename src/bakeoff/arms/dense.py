@@ -177,7 +177,7 @@ def _unquote(value: str | None) -> str:
     return text
 
 
-@register_arm("dense")
+@register_arm("dense", code_version="1")
 class DenseArm(Arm):
     """Bi-encoder retrieval with exact search (see module docstring for options)."""
 
@@ -236,7 +236,7 @@ class DenseArm(Arm):
     def _key(self, kind: TextKind, data_fingerprint: str) -> str:
         return cache_key({"kind": f"dense-{kind}", "data": data_fingerprint,
                           "encoder": self.encoder.identity(kind=kind), "batch_size": self.batch_size,
-                          "versions": self.versions()})
+                          "versions": self.versions(), "code": self.code_versions()})
 
     # embeddings -------------------------------------------------------------
     def embed_corpus(self, corpus: Corpus, *, ctx: ArmContext) -> np.ndarray:

@@ -150,7 +150,7 @@ class _FusionArm(Arm):
         return Run.from_ranked(self.name, out)
 
 
-@register_arm("rrf")
+@register_arm("rrf", code_version="1")
 class RRFArm(_FusionArm):
     """Reciprocal rank fusion of two or more arms (formula in the module docstring).
 
@@ -201,7 +201,7 @@ def _parse_weights(weight: Any, weights: Any, n: int) -> tuple[float, ...]:
     return ws
 
 
-@register_arm("convex")
+@register_arm("convex", code_version="1")
 class ConvexArm(_FusionArm):
     """Convex combination of per-query normalised scores (formula and the
     missing-document convention in the module docstring).

@@ -41,7 +41,7 @@ def _auto_stopwords(stopwords: str | None, stemmer: str | None) -> str | None:
     return stopwords
 
 
-@register_arm("bm25")
+@register_arm("bm25", code_version="1")
 class BM25Arm(Arm):
     """Okapi BM25 via bm25s.
 
@@ -138,7 +138,7 @@ class _StemAdapter:
         return self.stemWords(words)
 
 
-@register_arm("tfidf")
+@register_arm("tfidf", code_version="1")
 class TfidfArm(Arm):
     """TF-IDF cosine similarity via scikit-learn's ``TfidfVectorizer``.
 

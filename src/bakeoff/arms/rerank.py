@@ -77,9 +77,10 @@ def _int_option(value: Any, key: str, *, minimum: int = 1) -> int:
     return out
 
 
-@register_arm("rerank")
+@register_arm("rerank", code_version="1")
 class RerankArm(Arm):
     """Cross-encoder reranking of another arm's top ``top`` (see module docstring)."""
+    code_components = (CrossEncoderScorer,)
 
     def __init__(
         self,
@@ -178,7 +179,8 @@ class RerankArm(Arm):
         ordered = [pairs[i] for i in order]
         scorer = self._scorer
         key = cache_key({"kind": "rerank", "scorer": {**self.config(), "top": None}, "versions": self.versions(),
-                         "pairs": _pairs_digest(pairs), "n": len(pairs), "order": "length-desc-stable"})
+                         "pairs": _pairs_digest(pairs), "n": len(pairs), "order": "length-desc-stable",
+                         "code": self.code_versions()})
         t0 = time.perf_counter()
         engine = ctx.extras.get("encode_engine")
         if hasattr(engine, "score_pairs"):  # distributed (Ray): the same chunks, scored in parallel actors

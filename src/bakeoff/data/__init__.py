@@ -1,25 +1,41 @@
-"""Data model, loaders and writers."""
+"""Data model, loaders and writers.
 
-from .clean import CleanOptions
-from .loaders import (
-    FieldMap,
-    LoadReport,
-    load_beir,
-    load_ir_datasets,
-    read_beir_corpus,
-    read_beir_queries,
-    read_folder,
-    read_qrels,
-    read_records,
-    read_trec_run,
-)
-from .model import Corpus, Dataset, Document, Qrels, Queries, Query, Run
-from .ranking import rank, top_k, top_k_indices
-from .writers import write_beir, write_beir_qrels, write_trec_qrels, write_trec_run
+Names are re-exported lazily (PEP 562, :mod:`bakeoff._lazy`): ``from bakeoff.data
+import Corpus`` imports :mod:`.model` only.
+"""
 
-__all__ = [
-    "CleanOptions", "Corpus", "Dataset", "Document", "FieldMap", "LoadReport", "Qrels", "Queries",
-    "Query", "Run", "load_beir", "load_ir_datasets", "rank", "read_beir_corpus", "read_beir_queries",
-    "read_folder", "read_qrels", "read_records", "read_trec_run", "top_k", "top_k_indices",
-    "write_beir", "write_beir_qrels", "write_trec_qrels", "write_trec_run",
-]
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_exports
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from .clean import CleanOptions
+    from .loaders import (
+        FieldMap,
+        LoadReport,
+        load_beir,
+        load_ir_datasets,
+        read_beir_corpus,
+        read_beir_queries,
+        read_folder,
+        read_qrels,
+        read_records,
+        read_trec_run,
+    )
+    from .model import Corpus, Dataset, Document, Qrels, Queries, Query, Run
+    from .ranking import rank, top_k, top_k_indices
+    from .writers import write_beir, write_beir_qrels, write_trec_qrels, write_trec_run
+
+_EXPORTS = {
+    "CleanOptions": ".clean",
+    **dict.fromkeys(("FieldMap", "LoadReport", "load_beir", "load_ir_datasets", "read_beir_corpus",
+                     "read_beir_queries", "read_folder", "read_qrels", "read_records", "read_trec_run"), ".loaders"),
+    **dict.fromkeys(("Corpus", "Dataset", "Document", "Qrels", "Queries", "Query", "Run"), ".model"),
+    **dict.fromkeys(("rank", "top_k", "top_k_indices"), ".ranking"),
+    **dict.fromkeys(("write_beir", "write_beir_qrels", "write_trec_qrels", "write_trec_run"), ".writers"),
+}
+
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

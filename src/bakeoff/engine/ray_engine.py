@@ -1,15 +1,15 @@
 """Distributed corpus encoding and pair reranking on Ray Data, bit-identical to the local path.
 
 The local path encodes rows ``[start, end)`` in fixed chunks (the boundaries of
-:func:`bakeoff.cache.checkpointed_rows`: multiples of ``checkpoint_rows``), one
+:class:`bakeoff.cache.RowCheckpoint`: multiples of ``checkpoint_rows``), one
 ``encoder.encode(texts[start:end], batch_size=...)`` call per chunk. :class:`RayEngine` keeps exactly
 that composition: it makes a Ray dataset with **one row per chunk** (start,
 end, texts) and runs ``map_batches(batch_size=1)`` over an actor pool
 (``ActorPoolStrategy(size=actors)``) whose actors hold the model, built once per
 actor by the picklable ``encoder_factory``. Each chunk's rows come back as raw
-float bytes; the driver writes them as the checkpoint shards
-``<kind>/<key>.parts/<start>-<end>.npy`` as they arrive and lets
-:func:`~bakeoff.cache.checkpointed_rows` assemble the final entry. Because
+float bytes; the driver saves them as they arrive and assembles the final entry
+through :class:`bakeoff.cache.RowCheckpoint`, the one checkpoint protocol the
+local path uses too (parts ``<kind>/<key>.parts/<start>-<end>.npy``). Because
 every chunk is encoded by the same function on the same texts, the result is
 bit-identical to the local path (same model, library versions and thread
 count — see the test and the report); a crashed run resumes with only its
@@ -30,14 +30,12 @@ Addresses: ``"local"`` starts an in-process local cluster (``num_cpus``),
 from __future__ import annotations
 
 import copy
-import io
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-from .._io import atomic_write_bytes
-from ..cache import Cache, checkpointed_rows
+from ..cache import Cache, RowCheckpoint
 from ..errors import BakeoffError, MissingDependencyError
 from ..progress import progress_bar
 
@@ -188,19 +186,12 @@ class RayEngine:
             if encoder is None:
                 raise ValueError("give encoder= or encoder_factory=")
             encoder_factory = _EncodeWith(encoder, text_kind, batch_size, _driver_torch_threads())
-        step = int(chunk_rows)
-        n = len(texts)
-        if cache is not None:
-            done = cache.get_array(kind, key)
-            if done is not None:
-                return done, True
-        parts_dir = None if cache is None or cache.policy == "off" else cache.path(kind, key, "parts")
-        if parts_dir is not None and cache is not None and cache.policy == "refresh" and parts_dir.exists():
-            import shutil
-
-            shutil.rmtree(parts_dir, ignore_errors=True)
-        chunks = [(s, min(n, s + step)) for s in range(0, n, step)]
-        todo = [(s, e) for s, e in chunks if parts_dir is None or not (parts_dir / f"{s}-{e}.npy").exists()]
+        ckpt = RowCheckpoint(cache, kind, key, len(texts), int(chunk_rows))
+        done = ckpt.cached()
+        if done is not None:
+            return done, True
+        ckpt.begin()
+        todo = ckpt.pending()
         got: dict[int, np.ndarray] = {}
         if todo:
             ray = self._init()
@@ -211,7 +202,7 @@ class RayEngine:
             dctx.enable_progress_bars = False
             dctx.enable_operator_progress_bars = False
 
-            pairs = n > 0 and isinstance(texts[0], tuple)
+            pairs = len(texts) > 0 and isinstance(texts[0], tuple)
             rows = [{"start": s, "end": e, "texts": [t[0] for t in texts[s:e]], "seconds": [t[1] for t in texts[s:e]]}
                     if pairs else {"start": s, "end": e, "texts": list(texts[s:e])} for s, e in todo]
             ds = ray.data.from_items(rows, override_num_blocks=min(len(todo), max(1, self.actors * 4)))
@@ -224,20 +215,17 @@ class RayEngine:
                 s, e = int(row["start"]), int(row["end"])
                 shape = tuple(int(x) for x in str(row["shape"]).split(","))
                 arr = np.frombuffer(row["data"], dtype=np.dtype(str(row["dtype"]))).reshape(shape)
-                if parts_dir is not None:
-                    buf = io.BytesIO()
-                    np.save(buf, arr, allow_pickle=False)
-                    atomic_write_bytes(parts_dir / f"{s}-{e}.npy", buf.getvalue())  # crash-safe shard
+                ckpt.save_part(s, e, arr)  # crash-safe shard, as it arrives
                 got[s] = arr
                 bar.update(e - s)
             bar.close()
-
-        def from_shards(start: int, end: int) -> np.ndarray:
-            if start in got:
-                return got[start]
-            raise BakeoffError(f"ray engine: chunk {start}-{end} of {kind}/{key} is missing")  # pragma: no cover
-
-        return checkpointed_rows(cache, kind, key, n, from_shards, batch_size=step, progress=False)
+        chunks: list[np.ndarray] = []
+        for s, e in ckpt.chunks():
+            arr = got[s] if s in got else ckpt.load_part(s, e)
+            if arr is None:  # pragma: no cover - a part vanished while we ran
+                raise BakeoffError(f"ray engine: chunk {s}-{e} of {kind}/{key} is missing")
+            chunks.append(arr)
+        return ckpt.finish(chunks), False
 
     def score_pairs(
         self,

@@ -18,7 +18,12 @@ from ``time.perf_counter``):
   ``1000 * own_search_s / n_queries`` (batch throughput, not latency);
 * ``latency`` (from :meth:`Context.measure_latency`): per-query p50/p95/mean ms
   of single-query searches on a seeded sample, end to end (``*_ms``, children
-  searched for real, nothing cached) and own (``own_*_ms``).
+  searched for real, nothing cached) and own (``own_*_ms``). A composite's
+  end-to-end latency includes its inputs', so it is valid only together with
+  the measurements of its inputs: each measurement gets an id
+  (:attr:`Context.latency_stamps`), a composite records the ids of its
+  subtree's measurements, and it is re-measured whenever any of them changed
+  (an input re-measured in this run, or restored from a different cached run).
 
 **Usage** (API arms): :meth:`Arm.usage` returns cumulative counters such as
 ``tokens``, ``requests`` and ``cost_usd``; the context records their increase
@@ -30,6 +35,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -63,6 +69,9 @@ class Context:
     timings: dict[str, dict[str, Any]] = field(default_factory=dict)
     from_cache: dict[str, bool] = field(default_factory=dict)
     usage: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
+    #: fingerprint -> ``{"id": measurement id, "inputs": {fingerprint: id}}`` of the arm's latency in
+    #: ``timings[fp]["latency"]`` and of the subtree measurements it was taken with (stored with cached runs).
+    latency_stamps: dict[str, dict[str, Any]] = field(default_factory=dict)
     _memo: dict[str, Run] = field(default_factory=dict, repr=False)
     _indexed: set[str] = field(default_factory=set, repr=False)
     _frames: list[float] = field(default_factory=list, repr=False)
@@ -129,7 +138,10 @@ class Context:
             hit = self.cache.get_run(key, name=arm.name)
             if hit is not None:
                 run, meta = hit
-                self.timings[fp] = {**meta.get("timing", {}), **self.timings.get(fp, {})}
+                mine = self.timings.get(fp, {})
+                if "latency" not in mine and "latency_stamp" in meta:  # the latency comes from this entry
+                    self.latency_stamps[fp] = meta["latency_stamp"]
+                self.timings[fp] = {**meta.get("timing", {}), **mine}
                 if meta.get("usage"):
                     self.usage[fp] = {**meta["usage"], **self.usage.get(fp, {})}
                 self.from_cache[fp] = True
@@ -158,6 +170,8 @@ class Context:
         meta: dict[str, Any] = {"timing": dict(self.timings.get(fp, {}))}
         if self.usage.get(fp):
             meta["usage"] = self.usage[fp]
+        if fp in self.latency_stamps:
+            meta["latency_stamp"] = self.latency_stamps[fp]
         self.cache.put_run(self.run_key(arm, queries, k=k, mask=mask), run, meta)
 
     def measure_latency(
@@ -181,17 +195,28 @@ class Context:
         are end to end (numpy's linear-interpolation percentiles); ``own_*_ms`` exclude
         time spent in the inputs. Arms with ``latency_mode = "batch"`` (e.g. remote APIs
         billed per call) report the batch mean instead (method ``batch-mean``).
-        A previous measurement with the same ``k``, ``sample`` and ``seed`` is reused.
+
+        The arm's inputs are measured first (the same way). A previous measurement (this run's,
+        or one restored with a cached run) is reused when it has the same ``k``, ``sample`` and
+        ``seed`` **and** was taken with the current measurements of every arm below it (their
+        ids in :attr:`latency_stamps`); otherwise it is measured again, so a composite's
+        latency never mixes with a re-measured input's.
         """
         fp = arm.fingerprint()
         timing = self.timings.setdefault(fp, {})
-        prev = timing.get("latency")
-        want = {"k": k, "sample": sample, "seed": seed}
-        if isinstance(prev, dict) and all(prev.get(key) == v for key, v in want.items()):
-            return prev
         n = len(queries)
         if sample <= 0 or n == 0:
             return {}
+        for child in arm.children():
+            self.measure_latency(child, queries, k=k, sample=sample, seed=seed, mask=mask)
+        inputs = {node.fingerprint(): self.latency_stamps.get(node.fingerprint(), {}).get("id")
+                  for node in subtree(arm) if node.fingerprint() != fp}
+        prev = timing.get("latency")
+        want = {"k": k, "sample": sample, "seed": seed}
+        stamp = self.latency_stamps.get(fp)
+        if (isinstance(prev, dict) and all(prev.get(key) == v for key, v in want.items())
+                and stamp is not None and stamp.get("inputs") == inputs):
+            return prev
         if getattr(arm, "latency_mode", "single") == "batch" or not _all_single(arm):
             ms = 1000.0 * subtree_sum(arm, self.timings, "own_search_s") / max(1.0, float(timing.get("n_queries", n)))
             own = float(timing.get("ms_per_query", ms))
@@ -223,6 +248,7 @@ class Context:
                    "own_p50_ms": float(np.percentile(b, 50)), "own_p95_ms": float(np.percentile(b, 95)),
                    "own_mean_ms": float(b.mean())}
         timing["latency"] = lat
+        self.latency_stamps[fp] = {"id": uuid.uuid4().hex, "inputs": inputs}
         key = self.run_key(arm, queries, k=k, mask=mask)
         if key in self._memo:
             self._store(arm, queries, k=k, mask=mask, run=self._memo[key])

@@ -1,7 +1,20 @@
 """Fine-tuning: embedders (in-batch negatives) and cross-encoder rerankers, trained on one
-split with test-query leak checks. Heavy dependencies load inside the functions."""
+split with test-query leak checks. Heavy dependencies load inside the functions.
 
-from .common import TRAINING_FILE, read_training_record
-from .hygiene import check_hygiene, find_leaks, normalise
+Names are re-exported lazily (PEP 562, :mod:`bakeoff._lazy`)."""
 
-__all__ = ["TRAINING_FILE", "read_training_record", "check_hygiene", "find_leaks", "normalise"]
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_exports
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from .common import TRAINING_FILE, read_training_record
+    from .hygiene import check_hygiene, find_leaks, normalise
+
+_EXPORTS = {"TRAINING_FILE": ".common", "read_training_record": ".common",
+            "check_hygiene": ".hygiene", "find_leaks": ".hygiene", "normalise": ".hygiene"}
+
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

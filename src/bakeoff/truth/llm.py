@@ -244,6 +244,7 @@ class LLMClient:
 
     ``sleep`` is injectable so tests can observe backoff without waiting.
     """
+    code_version = "1"  # bump when parsing/validation of answers changes (part of request_key)
 
     def __init__(self, config: LLMConfig, *, cache: Cache | None = None,
                  sleep: Callable[[float], None] = time.sleep) -> None:
@@ -271,6 +272,7 @@ class LLMClient:
             "schema": req.json_schema(),
             "params": dict(req.params),
             "response_format": self.config.response_format,
+            "code_version": self.code_version,
         })
 
     @staticmethod

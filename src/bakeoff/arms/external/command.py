@@ -58,7 +58,7 @@ def parse_trec_stdout(text: str, *, known: set[str], who: str) -> dict[str, list
     return hits
 
 
-@register_arm("command")
+@register_arm("command", code_version="1")
 class CommandArm(Arm):
     """Run ``command`` with queries as JSONL on stdin; read a TREC run from stdout."""
 

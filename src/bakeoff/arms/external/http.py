@@ -57,7 +57,7 @@ def fill_template(template: str, *, query: str, qid: str, k: int) -> str:
             .replace("{k}", str(int(k))))
 
 
-@register_arm("http")
+@register_arm("http", code_version="1")
 class HttpArm(Arm):
     """POST (or ``method``) each query to ``url``; read ids/scores with JSONPath-like selectors."""
 

@@ -109,7 +109,7 @@ class _PgArm(Arm):
             self._conn = None
 
 
-@register_arm("pgfts")
+@register_arm("pgfts", code_version="1")
 class PgFtsArm(_PgArm):
     """PostgreSQL full-text search ranked by ``ts_rank_cd`` (see module docstring)."""
 
@@ -221,7 +221,7 @@ class PgFtsArm(_PgArm):
         return Run.from_ranked(self.name, {q: out[q] for q in queries.ids})
 
 
-@register_arm("pgvector")
+@register_arm("pgvector", code_version="1")
 class PgVectorArm(_PgArm):
     """pgvector exact or HNSW search over the ``base`` dense arm's embeddings (see module docstring)."""
 

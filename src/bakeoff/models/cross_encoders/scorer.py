@@ -96,6 +96,8 @@ class CrossEncoderScorer:
     the OpenVINO backend re-sorts by token count within the call).
     """
 
+    code_version = "1"  # bump when the scores change (rerank keys and the ONNX export key include it)
+
     def __init__(
         self,
         *,
@@ -170,4 +172,5 @@ class CrossEncoderScorer:
             ident.update(backend=self.backend, openvino=version_of("openvino"))
         if self.precision == "bf16" or self.backend != "torch":  # AMX vs emulated kernels round differently
             ident["cpu_capability"] = cpu_capability()
+        ident["code_version"] = self.code_version
         return ident

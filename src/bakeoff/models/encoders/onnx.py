@@ -48,6 +48,7 @@ def find_int8_onnx(name: str, folder: Path | None) -> Path | None:
 
 class OnnxEncoder(PrefixedEncoder):
     """int8 ONNX Runtime encoder with the same contract as the sentence-transformers one."""
+    code_version = "1"  # bump when this encoder's vectors change (part of identity(), so of cache keys)
 
     def __init__(
         self,
@@ -89,7 +90,7 @@ class OnnxEncoder(PrefixedEncoder):
                            "onnx_sha256": files_sha256([self.onnx_file]),
                            "tokenizer": files_sha256(tok_files, root=self.local_dir),
                            "max_seq_length": self.max_seq_length, "pooling": "mean", "normalize": True}
-        return self.with_prefixes(dict(self._ident), kind)
+        return self.with_prefixes(dict(self._ident, code_version=self.code_version), kind)
 
     def _load(self) -> None:
         if self._session is not None:

@@ -43,6 +43,7 @@ class EmbeddingAPIError(HttpError):
 
 class OpenAIEncoder(PrefixedEncoder):
     """Embeddings from an OpenAI-compatible HTTP endpoint (see module docstring)."""
+    code_version = "1"  # bump when this encoder's vectors change (part of identity(), so of cache keys)
 
     def __init__(
         self,
@@ -90,7 +91,7 @@ class OpenAIEncoder(PrefixedEncoder):
 
     def identity(self, *, kind: TextKind | None = None) -> dict[str, Any]:
         ident: dict[str, Any] = {"encoder": "openai-compatible", "base_url": self.base_url, "model": self.model,
-                                 "dimensions": self.dimensions, "normalize": True}
+                                 "dimensions": self.dimensions, "normalize": True, "code_version": self.code_version}
         return self.with_prefixes(ident, kind)
 
     # HTTP -------------------------------------------------------------------

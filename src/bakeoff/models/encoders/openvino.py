@@ -45,6 +45,7 @@ _PURPOSE = "dense backend=openvino"
 
 class OpenVinoEncoder:
     """Documents through OpenVINO, queries through the exact fp32 sentence-transformers path."""
+    code_version = "1"  # bump when this encoder's vectors change (part of identity(), so of cache keys)
 
     def __init__(
         self,
@@ -90,8 +91,10 @@ class OpenVinoEncoder:
                                  "max_seq_length": self.max_seq_length, "normalize": True,
                                  "precision": self.precision, "openvino": version_of("openvino"),
                                  "cpu_capability": cpu_capability(), "prefix_doc": self.prefix_doc}
+        ident["code_version"] = self.code_version
         if kind is None:
-            ident.update(query_precision="fp32", prefix_query=self.prefix_query)
+            ident.update(query_precision="fp32", prefix_query=self.prefix_query,
+                         query_code_version=self._st.code_version)
         return ident
 
     @property

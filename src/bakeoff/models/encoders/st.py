@@ -42,6 +42,7 @@ class SentenceTransformerEncoder(PrefixedEncoder):
     ``prefix_query``/``prefix_doc`` are prepended to queries/documents (e5:
     ``"query: "``/``"passage: "``). ``max_seq_length`` overrides the model's.
     """
+    code_version = "1"  # bump when this encoder's vectors change (part of identity(), so of cache keys)
 
     def __init__(
         self,
@@ -80,6 +81,7 @@ class SentenceTransformerEncoder(PrefixedEncoder):
         precision = "fp32" if kind == "query" else self.precision  # queries are always fp32
         ident: dict[str, Any] = {"encoder": "sentence-transformers", "model": self.name, "weights": self.weights(),
                                  "max_seq_length": self.max_seq_length, "normalize": True, "precision": precision}
+        ident["code_version"] = self.code_version
         if precision == "bf16":  # kernels (AMX vs emulation) round differently: part of the identity
             ident["cpu_capability"] = cpu_capability()
             if kind is None:

