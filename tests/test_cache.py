@@ -96,7 +96,7 @@ def test_encoder_and_cross_encoder_versions_reach_the_keys(monkeypatch: pytest.M
     from bakeoff.arms.dense import DenseArm
     from bakeoff.arms.lexical import BM25Arm
     from bakeoff.arms.rerank import RerankArm
-    from bakeoff.models.crossenc import CrossEncoderScorer
+    from bakeoff.models.cross_encoders import CrossEncoderScorer
     from bakeoff.models.encoders.st import SentenceTransformerEncoder
 
     dense = DenseArm(name="d")

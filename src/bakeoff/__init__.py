@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .arms.rerank import RerankArm
     from .cache import Cache
     from .data.clean import CleanOptions
+    from .data.datasets import DatasetSpec, open_corpus, open_dataset
     from .data.loaders import FieldMap, load_beir, read_qrels, read_trec_run
     from .data.model import Corpus, Dataset, Document, Qrels, Queries, Query, Run
     from .data.ranking import rank
@@ -27,7 +28,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .metrics import Evaluation, Measure, evaluate, parse_measure
     from .report.model import build_report
     from .runner.context import Context
-    from .runner.results import Results, read_results
+    from .runner.results import Results, StoredResults, read_results
     from .runner.run import run_bakeoff
     from .stats import compare as compare_arms
 
@@ -37,6 +38,7 @@ _EXPORTS = {
     "ConvexArm": ".arms.fusion", "RRFArm": ".arms.fusion", "RerankArm": ".arms.rerank",
     "Cache": ".cache",
     "CleanOptions": ".data.clean",
+    "DatasetSpec": ".data.datasets", "open_corpus": ".data.datasets", "open_dataset": ".data.datasets",
     "FieldMap": ".data.loaders", "load_beir": ".data.loaders", "read_qrels": ".data.loaders",
     "read_trec_run": ".data.loaders",
     "Corpus": ".data.model", "Dataset": ".data.model", "Document": ".data.model", "Qrels": ".data.model",
@@ -46,7 +48,7 @@ _EXPORTS = {
     "Evaluation": ".metrics", "Measure": ".metrics", "evaluate": ".metrics", "parse_measure": ".metrics",
     "build_report": ".report.model",
     "Context": ".runner.context",
-    "Results": ".runner.results", "read_results": ".runner.results",
+    "Results": ".runner.results", "StoredResults": ".runner.results", "read_results": ".runner.results",
     "run_bakeoff": ".runner.run",
     "compare_arms": ".stats:compare",
 }

@@ -107,6 +107,12 @@ class Arm(ABC):
         """
         return {}
 
+    def provenance(self) -> dict[str, Any] | None:
+        """Where this arm's model came from, when that matters to a reader of the results
+        (e.g. ``{"trained_on": ..., "split": ...}`` for a model fine-tuned by bakeoff, stored
+        as ``fine_tuned`` in results.json); ``None`` for arms with nothing to declare."""
+        return None
+
     def code_versions(self) -> dict[str, str]:
         """Scoring-code versions behind this arm's own output: ``{type: code_version}`` plus
         ``{class name: code_version}`` of each of :attr:`code_components` (children carry theirs

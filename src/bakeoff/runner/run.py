@@ -90,8 +90,7 @@ def run_bakeoff(
         evaluation = evaluate(run, dataset.qrels, ms, query_ids=dataset.queries.ids)
         fp = arm.fingerprint()
         # Optional hook (dense, rerank): what the arm's model was fine-tuned on.
-        provenance_fn = getattr(arm, "provenance", None)
-        mark = provenance_fn() if provenance_fn else None
+        mark = arm.provenance()
         # Arms may add their own figures (e.g. ann: recall of the exact top-k); they land in results.json.
         extra_fn = getattr(arm, "extra_metrics", None)
         extra = dict(extra_fn(ctx=ctx, run=run, queries=dataset.queries, k=k, depth=depth)) if extra_fn else {}
