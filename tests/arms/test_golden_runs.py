@@ -27,15 +27,15 @@ import hashlib
 import json
 import sys
 import tempfile
-import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.support.fake_http import FakeServer, Reply
 
 from bakeoff.arms.base import Arm, subtree
 from bakeoff.data.model import Corpus, Document, Queries
@@ -141,31 +141,17 @@ def queries() -> Queries:
     return Queries.from_dict(QUERIES)
 
 
-@contextmanager
-def http_service() -> Iterator[str]:
+class _SearchService(FakeServer):
     """A search service on 127.0.0.1 answering ``{"query": ...}`` with ``{"hits": [{"id", "score"}]}``."""
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802
-            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
-            data = json.dumps({"hits": [{"id": d, "score": s} for d, s in _external_hits(body["query"])]}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+    def handle(self, request: dict[str, Any]) -> Reply:
+        return Reply(body={"hits": [{"id": d, "score": s} for d, s in _external_hits(request["body"]["query"])]})
 
-        def log_message(self, *args: Any) -> None:
-            pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/search"
-    finally:
-        server.shutdown()
-        server.server_close()
+@contextmanager
+def http_service() -> Iterator[str]:
+    with _SearchService() as srv:
+        yield srv.url("/search")
 
 
 def _pkg(name: str) -> str | None:

@@ -17,7 +17,7 @@ pytest.importorskip("openvino", reason="the [fast] extra (openvino) is not insta
 
 from bakeoff.runner.context import Context
 from bakeoff.models.cross_encoders import CrossEncoderScorer
-from bakeoff.arms.dense import DenseArm, exact_search
+from bakeoff.arms.dense import DenseArm
 from bakeoff.models.encoders import make_encoder
 from bakeoff.arms.lexical import BM25Arm
 from bakeoff.arms.rerank import RerankArm

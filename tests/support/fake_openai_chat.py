@@ -9,7 +9,6 @@ Every request (path, headers, JSON body) is recorded for assertions.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any

@@ -11,7 +11,7 @@ import pytest
 
 from bakeoff.cli import main
 from bakeoff.models.resolve import model_path
-from bakeoff.train.common import TRAINING_FILE, fine_tuned_mark, read_training_record
+from bakeoff.models.training_record import TRAINING_FILE, read_training_record, training_mark
 from bakeoff.train.data import load_training_data
 from tests.support.finetune_fixtures import make_tiny_beir
 
@@ -74,8 +74,8 @@ def test_embedder_loads_changes_and_is_deterministic(embedder_pair: tuple[Path, 
     assert on_disk["best_validation_ndcg@10"] == pytest.approx(best["eval_val_cosine_ndcg@10"])
     assert rec["data_fingerprint"] == on_disk["data_fingerprint"]
     assert not any(p.name.startswith(".a.") for p in a.parent.iterdir()), "staging/checkpoint folders left behind"
-    assert fine_tuned_mark({"model": str(a), "k": 3})["trained_on"] == "tiny:train"
-    assert fine_tuned_mark({"model": "minilm"}) is None
+    assert training_mark({"model": str(a), "k": 3})["trained_on"] == "tiny:train"
+    assert training_mark({"model": "minilm"}) is None
 
 
 def test_reranker_trains_loads_and_is_deterministic(tiny: Path, tmp_path: Path) -> None:

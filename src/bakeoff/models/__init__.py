@@ -1,2 +1,5 @@
-"""Models: resolution of model names (bundled aliases, local folders, hub ids), weight hashing,
-version lookup, and the bi-encoder and cross-encoder backends (torch, OpenVINO, ONNX, API)."""
+"""Models: resolution of model names (bundled aliases, local folders, hub ids) and weight hashing
+(:mod:`.resolve`), the precision/backend rule (:mod:`.precision`), CPU capability (:mod:`.cpu`), the
+training record of fine-tuned folders (:mod:`.training_record`), and the bi-encoder (:mod:`.encoders`)
+and cross-encoder (:mod:`.cross_encoders`) backends side by side (torch, OpenVINO, ONNX, API).
+Library versions are looked up in :mod:`bakeoff.versions`."""

@@ -1,5 +1,5 @@
-"""Shared pieces of the trainers: scoped global RNG, atomic model folders, the
-``bakeoff_training.json`` record and the fine-tuned mark read from it. (The training
+"""Shared pieces of the trainers: scoped global RNG, atomic model folders, writing
+the ``bakeoff_training.json`` record (read by :mod:`bakeoff.models.training_record`). (The training
 skeleton itself is :mod:`.trainer`; model names resolve in :mod:`bakeoff.models.resolve`.)
 
 **Seeding.** Hugging Face's ``Trainer`` (which sentence-transformers' trainers
@@ -15,7 +15,6 @@ the caller's random state untouched. No other code seeds anything globally.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import random
 import shutil
@@ -27,10 +26,10 @@ import numpy as np
 
 from .._io import atomic_write_json
 from ..errors import ConfigError, MissingDependencyError
+from ..models.training_record import TRAINING_FILE, read_training_record
 
 __all__ = [
     "TRAINING_FILE",
-    "fine_tuned_mark",
     "require_training_deps",
     "scoped_global_rng",
     "prepare_out",
@@ -38,10 +37,6 @@ __all__ = [
     "write_training_record",
     "read_training_record",
 ]
-
-#: Written into every fine-tuned model folder.
-TRAINING_FILE = "bakeoff_training.json"
-
 
 def require_training_deps() -> None:
     """Raise :class:`MissingDependencyError` unless sentence-transformers, datasets and accelerate import."""
@@ -101,39 +96,3 @@ def publish(staging: Path, out: Path, scratch: Path) -> None:
 
 def write_training_record(folder: Path, record: Mapping[str, Any]) -> None:
     atomic_write_json(Path(folder) / TRAINING_FILE, dict(record))
-
-
-def read_training_record(model: str | os.PathLike[str]) -> dict[str, Any] | None:
-    """The ``bakeoff_training.json`` of a model folder, or ``None`` (not a folder, no file, unreadable)."""
-    try:
-        path = Path(model).expanduser() / TRAINING_FILE
-        if not path.is_file():
-            return None
-        obj = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, TypeError):
-        return None
-    return obj if isinstance(obj, dict) else None
-
-
-def _strings(obj: Any, path: str = "") -> Iterator[tuple[str, str]]:
-    if isinstance(obj, Mapping):
-        for k in sorted(obj, key=str):
-            yield from _strings(obj[k], f"{path}.{k}" if path else str(k))
-    elif isinstance(obj, str) and obj and len(obj) <= 4096:
-        yield path, obj
-
-
-def fine_tuned_mark(config: Mapping[str, Any]) -> dict[str, Any] | None:
-    """For an arm config naming a model folder (any string option, nested dicts
-    included) that holds ``bakeoff_training.json``: ``{"trained_on", "split", "kind",
-    "base_model", "data_fingerprint", "model", "option"}``; else ``None``. The runner
-    uses it so results mark fine-tuned arms with the split they were trained on."""
-    for key, value in _strings(config):
-        if "/" not in value and "\\" not in value and not Path(value).is_dir():
-            continue
-        rec = read_training_record(value)
-        if rec is not None:
-            return {"model": value, "option": key, "trained_on": rec.get("trained_on"), "split": rec.get("split"),
-                    "kind": rec.get("kind"), "base_model": rec.get("base_model"),
-                    "data_fingerprint": rec.get("data_fingerprint")}
-    return None
