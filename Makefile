@@ -8,9 +8,11 @@ STAMP  := $(VENV)/.installed
 
 install: $(STAMP)
 
+# System packages first (compiler for llama.cpp, Debian chromium for the browser tests; scripts/system-deps.sh).
 # torch is pinned to the CPU wheel on disk (any other spec pulls a multi-GB CUDA build);
 # sentence-transformers comes after it, through the [all] extra.
-$(STAMP): pyproject.toml Makefile
+$(STAMP): pyproject.toml Makefile scripts/system-deps.sh
+	bash scripts/system-deps.sh
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet torch==2.13.0
@@ -22,9 +24,10 @@ demo: install
 	HF_HUB_OFFLINE=1 $(VENV)/bin/bakeoff demo --out results/demo
 
 # Layer contracts first (import-linter, [tool.importlinter] in pyproject.toml): a broken one fails the target.
+# BAKEOFF_REQUIRE_BROWSER=1: the browser tests fail (never skip) when chromium or Playwright is missing.
 test: install
 	$(VENV)/bin/lint-imports --no-cache --no-logo
-	HF_HUB_OFFLINE=1 $(VENV)/bin/python -m pytest -q
+	BAKEOFF_REQUIRE_BROWSER=1 HF_HUB_OFFLINE=1 $(VENV)/bin/python -m pytest -q
 
 clean:
 	rm -rf $(VENV) results .pytest_cache
