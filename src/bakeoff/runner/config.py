@@ -122,7 +122,8 @@ class DatasetSpec:
     def load(self) -> Dataset:
         """Read the dataset, raising :class:`~bakeoff.errors.InputError` on bad input."""
         if self.beir:
-            ds = load_beir(self.beir, split=self.split, clean=self.clean)
+            ds = load_beir(self.beir, split=self.split, clean=self.clean, queries_file=self.queries,
+                           qrels_file=self.qrels)
         elif self.irds:
             ds = load_ir_datasets(self.irds, clean=self.clean)
         elif self.corpus and self.queries and self.qrels:
