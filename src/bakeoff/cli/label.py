@@ -10,6 +10,8 @@ import click
 import typer
 from typer.core import TyperGroup
 
+from ..errors import MissingDependencyError
+
 
 class _DefaultServe(TyperGroup):
     """``bakeoff label DATASET ...`` means ``bakeoff label serve DATASET ...``."""
@@ -49,7 +51,10 @@ def serve_cmd(
     progress: Annotated[bool, typer.Option(help="Show progress bars while pooling.")] = True,
 ) -> None:
     """Start the labelling app on 127.0.0.1 and print its URL (Ctrl-C stops it; nothing is lost)."""
-    from ..label.session import LabelOptions, serve_labelling
+    try:
+        from ..label.session import LabelOptions, serve_labelling
+    except ImportError as exc:
+        raise MissingDependencyError(exc.name or "starlette", "label", "the labelling app") from None
 
     opts = LabelOptions(dataset=dataset, db=db, pool=tuple(pool), depth=depth, split=split, annotator=annotator,
                         host=host, port=port, review=review, log=log, sample=sample, weighted=weighted, seed=seed,

@@ -39,8 +39,11 @@ from .store import Refused, Store
 
 __all__ = ["CSP", "make_app", "valid_annotator"]
 
-CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
-       "form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
+_CSP_PAGE = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
+             "form-action 'self'; base-uri 'none'")
+#: The Content-Security-Policy header (the page's <meta> copy omits frame-ancestors, which
+#: only a header can carry).
+CSP = _CSP_PAGE + "; frame-ancestors 'none'"
 _HEADERS = [(b"content-security-policy", CSP.encode()), (b"x-content-type-options", b"nosniff"),
             (b"referrer-policy", b"no-referrer"), (b"x-frame-options", b"DENY"),
             (b"cache-control", b"no-store")]
@@ -83,7 +86,7 @@ def make_app(*, store: Store, corpus: Corpus, title: str, allowed_hosts: list[st
     env = Environment(loader=PackageLoader("bakeoff.label", "templates"), autoescape=True,
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     review_mode = store.has_review()
-    base_ctx = {"title": title, "grades": GRADES, "csp": CSP, "review_mode": review_mode}
+    base_ctx = {"title": title, "grades": GRADES, "csp": _CSP_PAGE, "review_mode": review_mode}
 
     def render(name: str, **ctx: Any) -> str:
         return env.get_template(name).render(**base_ctx, **ctx)

@@ -164,7 +164,9 @@ class Session:
     def url(self) -> str:
         host, port = self.sock.getsockname()[:2]
         shown = f"[{host}]" if ":" in host else host
-        path = f"/label/{self.options.annotator}" if self.options.annotator else "/"
+        a = self.options.annotator
+        page = "review" if a and self.store.has_review() and self.store.review_view(a).pending else "label"
+        path = f"/{page}/{a}" if a else "/"
         return f"http://{shown}:{port}{path}"
 
     def app(self) -> Starlette:
