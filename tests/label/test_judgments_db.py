@@ -33,7 +33,7 @@ def test_run_and_eval_take_the_database(tmp_path, tiny, make_db):
     v = s.view("alice")
     q, docs = v.qid, [it.doc_id for it in v.items]
     alice = dict(zip(docs, [2, 0, 3, 1, 0, 1][:len(docs)]))
-    bob = dict(zip(docs, [2, 1, 1, 1, 0, 3][:len(docs)]))
+    bob = dict(zip(docs, [1, 1, 1, 1, 0, 3][:len(docs)]))
     for d, g in alice.items():
         s.judge("alice", q, d, g)
     assert s.view("bob").qid == q  # routed to two annotators (overlap 1.0)

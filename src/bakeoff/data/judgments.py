@@ -14,7 +14,7 @@ Tables:
 * ``queries``: one row per query to judge: ``text`` (possibly edited), ``original_text``,
   ``status`` (``ready`` for given queries; ``pending``/``accepted``/``edited``/``rejected``
   for reviewed synthetic ones), ``required`` annotators (1, or 2 when routed to a second
-  annotator), reviewer and time, ``pooled_at``.
+  annotator), reviewer and time, ``pooled_at`` and ``pool_size`` (documents in its pool).
 * ``pool(qid, doc_id, position, arms)``: the pooled documents, in their shuffled order;
   ``arms`` records which arm retrieved each at which rank (hidden from annotators).
 * ``judgments(qid, doc_id, annotator, grade 0-3, note, judged_at)``: the current grade of
@@ -80,6 +80,7 @@ CREATE TABLE queries (
     reviewed_by TEXT,
     reviewed_at TEXT,
     pooled_at TEXT,
+    pool_size INTEGER NOT NULL DEFAULT 0,
     metadata TEXT NOT NULL DEFAULT '{}'
 );
 CREATE TABLE pool (

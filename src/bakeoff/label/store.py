@@ -49,8 +49,7 @@ __all__ = ["CLAIM_MINUTES", "ItemRow", "LabelView", "Refused", "ReviewView", "St
 #: Minutes after which a claim without any judgment no longer keeps others off a query.
 CLAIM_MINUTES = 30
 
-_USABLE = ("q.status IN ('ready', 'accepted', 'edited') AND q.pooled_at IS NOT NULL "
-           "AND EXISTS (SELECT 1 FROM pool pp WHERE pp.qid = q.qid)")
+_USABLE = "q.status IN ('ready', 'accepted', 'edited') AND q.pool_size > 0"
 _MINE = "EXISTS (SELECT 1 FROM judgments j WHERE j.qid = p.qid AND j.doc_id = p.doc_id AND j.annotator = :a)"
 _SKIPPED = "EXISTS (SELECT 1 FROM skips s WHERE s.qid = p.qid AND s.doc_id = p.doc_id AND s.annotator = :a)"
 _VISIBLE = f"""{_USABLE} AND (
@@ -289,10 +288,9 @@ class Store:
 
     def _build_view(self, c: sqlite3.Connection, a: str, qid: str | None, doc: str | None, message: str) -> LabelView:
         p = self._params(a)
-        pairs_total = c.execute(f"SELECT count(*) FROM pool p JOIN queries q ON q.qid = p.qid WHERE {_USABLE}").fetchone()[0]
-        pairs_judged = c.execute(
-            f"SELECT count(*) FROM pool p JOIN queries q ON q.qid = p.qid WHERE {_USABLE} AND EXISTS "
-            "(SELECT 1 FROM judgments j WHERE j.qid = p.qid AND j.doc_id = p.doc_id)").fetchone()[0]
+        pairs_total = c.execute(f"SELECT coalesce(sum(q.pool_size), 0) FROM queries q WHERE {_USABLE}").fetchone()[0]
+        pairs_judged = c.execute(f"SELECT count(*) FROM (SELECT DISTINCT qid, doc_id FROM judgments) j "
+                                 f"JOIN queries q ON q.qid = j.qid WHERE {_USABLE}").fetchone()[0]
         my = c.execute(f"SELECT count(*) FROM judgments j JOIN queries q ON q.qid = j.qid WHERE j.annotator = :a "
                        f"AND {_USABLE}", p).fetchone()[0]
         skipped_left = c.execute(f"SELECT count(*) FROM skips p WHERE p.annotator = :a AND NOT {_MINE}", p).fetchone()[0]
@@ -477,7 +475,7 @@ class Store:
             raise Refused(f"query {qid} already has {n} judgment(s); its text and acceptance can no longer change")
         if new_text != cur_text:
             c.execute("DELETE FROM pool WHERE qid = ?", (qid,))
-            c.execute("UPDATE queries SET pooled_at = NULL WHERE qid = ?", (qid,))
+            c.execute("UPDATE queries SET pooled_at = NULL, pool_size = 0 WHERE qid = ?", (qid,))
         c.execute("UPDATE queries SET text = ?, status = ?, reviewed_by = ?, reviewed_at = ? WHERE qid = ?",
                   (new_text, new_status, who, at, qid))
 
@@ -495,7 +493,7 @@ class Store:
                                prev.get("reviewed_at"))
             if prev["status"] not in USABLE_STATUSES:
                 c.execute("DELETE FROM pool WHERE qid = ?", (qid,))
-                c.execute("UPDATE queries SET pooled_at = NULL WHERE qid = ?", (qid,))
+                c.execute("UPDATE queries SET pooled_at = NULL, pool_size = 0 WHERE qid = ?", (qid,))
             c.execute("UPDATE events SET undone = 1 WHERE id = ?", (eid,))
             c.execute("INSERT INTO events (at, annotator, kind, qid, note) VALUES (?, ?, 'undo', ?, ?)",
                       (now(), a, qid, str(eid)))
@@ -524,4 +522,4 @@ class Store:
 def _insert_pool(c: sqlite3.Connection, qid: str, docs: Sequence[PooledDoc], stamp: str) -> None:
     c.executemany("INSERT INTO pool VALUES (?, ?, ?, ?)",
                   [(qid, d.doc_id, i, json.dumps(dict(d.ranks), sort_keys=True)) for i, d in enumerate(docs)])
-    c.execute("UPDATE queries SET pooled_at = ? WHERE qid = ?", (stamp, qid))
+    c.execute("UPDATE queries SET pooled_at = ?, pool_size = ? WHERE qid = ?", (stamp, len(docs), qid))
