@@ -174,7 +174,11 @@ class Session:
     def app(self) -> Starlette:
         host = self.sock.getsockname()[0]
         shown = f"[{host}]" if ":" in host else host
-        hosts = sorted({host, shown, "localhost", "127.0.0.1"} if host in ("127.0.0.1", "::1") else {host, shown})
+        if host in ("127.0.0.1", "::1"):  # loopback: accept only loopback names (no DNS rebinding)
+            hosts = sorted({host, shown, "localhost", "127.0.0.1"})
+        else:  # asked for another interface: any name may reach it
+            log.warning("listening on %s: anyone who can reach this address can judge (no authentication)", host)
+            hosts = ["*"]
         ds = self.dataset
         return make_app(store=self.store, corpus=ds.corpus, title=f"{ds.name} ({ds.split})", allowed_hosts=hosts,
                         default_annotator=self.options.annotator, pool_one=self.pool_one)
