@@ -213,7 +213,8 @@ def test_two_browsers_two_annotators_one_database(tmp_path, scifact_path, shared
               "--overlap", "0.25", "--cache-dir", str(shared_cache.root)]
     s1 = Server([*common, "--annotator", "alice"], log=tmp_path / "s1.log")
     s2 = Server([*common, "--annotator", "bob"], log=tmp_path / "s2.log")  # a second process, same database
-    typed = {"alice": [1, 2, 0, 3, 1, 2, 0, 3, 1, 2, 0, 3, 1, 2, 0], "bob": [3, 0, 2, 1, 3, 0, 2, 1, 3, 0, 2, 1, 3, 0, 2]}
+    typed = {"alice": [1, 2, 0, 3, 1, 2, 0, 3, 1, 2, 0, 3, 1, 2, 0],
+             "bob": [3, 0, 2, 1, 3, 0, 2, 1, 3, 0, 2, 1, 3, 0, 2]}
     try:
         pa = playwright_browser.new_context().new_page()
         pb = playwright_browser.new_context().new_page()

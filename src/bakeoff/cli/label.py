@@ -42,7 +42,8 @@ def serve_cmd(
     log: Annotated[Optional[Path], typer.Option("--log", help="Query log: one query per line, or JSONL "
                                                 '{"query": ..., "count": N}.')] = None,
     sample: Annotated[Optional[int], typer.Option(help="Judge a seeded sample of this many queries.")] = None,
-    weighted: Annotated[bool, typer.Option("--weighted", help="Query logs: sample by frequency (else uniform).")] = False,
+    weighted: Annotated[bool, typer.Option("--weighted",
+                                           help="Query logs: sample by frequency (else uniform).")] = False,
     seed: Annotated[Optional[int], typer.Option(help="Seed of sampling, pool order and routing (default 0).")] = None,
     overlap: Annotated[Optional[float], typer.Option(help="Share of queries routed to a second annotator "
                                                      "(default 0.1).")] = None,

@@ -115,13 +115,14 @@ def make_app(*, store: Store, corpus: Corpus, title: str, allowed_hosts: list[st
         if default_annotator:
             page = "review" if review_mode and store.review_view(default_annotator).pending else "label"
             return RedirectResponse(f"/{page}/{default_annotator}", status_code=303)
-        return HTMLResponse(render("start.html", annotator="", error=""))
+        return HTMLResponse(render("start.html", annotator="", page="start", error=""))
 
     async def start(request: Request) -> Response:
         a = (request.query_params.get("annotator") or "").strip()
         page = "review" if request.query_params.get("page") == "review" and review_mode else "label"
         if not valid_annotator(a):
-            return HTMLResponse(render("start.html", annotator="", error="Give a name: letters, digits, _ . @ - "
+            return HTMLResponse(render("start.html", annotator="", page="start",
+                                       error="Give a name: letters, digits, _ . @ - "
                                        "(at most 40 characters)."), status_code=400)
         return RedirectResponse(f"/{page}/{a}", status_code=303)
 

@@ -208,7 +208,8 @@ def open_session(o: LabelOptions) -> Iterator[Session]:
     qset = _queries(settings, ds, o) if meta is None else None
     sock = _bind(o.host, o.port)
     try:
-        cache = None if o.cache == "off" else Cache(o.cache_dir or default_cache_dir(), policy=o.cache)  # type: ignore[arg-type]
+        cache = (None if o.cache == "off"
+                 else Cache(o.cache_dir or default_cache_dir(), policy=o.cache))  # type: ignore[arg-type]
         ctx = Context(corpus=ds.corpus, cache=cache, progress=o.progress)
         depth, seed = int(settings["depth"]), int(settings["seed"])
 
@@ -235,6 +236,12 @@ def open_session(o: LabelOptions) -> Iterator[Session]:
             }
             Store.create(o.db, meta=new_meta, queries=qset.queries, required=required, pools=pool(ready))
             log.info("created %s: %d queries from %s", o.db, len(qset.queries), qset.info.get("kind"))
+            c = qset.info.get("counts", {})
+            if qset.info.get("kind") == "log":
+                log.info("query log: %d rows (total count %d), %d distinct texts, %d unique after normalisation "
+                         "(%d merged, %d empty), %d sampled (%s)", c["rows"], c["total_count"], c["distinct_texts"],
+                         c["unique_after_normalisation"], c["merged_by_normalisation"],
+                         c["empty_after_normalisation"], c["sampled"], qset.info["sampling"])
         store = Store(o.db)
         try:
             pending = store.unpooled()

@@ -256,7 +256,8 @@ class Store:
                         {"a": a, "q": qid, "pos": after}).fetchone()
         return None if row is None else row[0]
 
-    def _next_work(self, c: sqlite3.Connection, a: str, qid: str | None, doc: str | None) -> tuple[str | None, str | None]:
+    def _next_work(self, c: sqlite3.Connection, a: str, qid: str | None,
+                   doc: str | None) -> tuple[str | None, str | None]:
         if qid is not None:
             d = self._first_work(c, a, qid, after=self._ppos(c, qid, doc))
             if d is not None:
@@ -293,13 +294,15 @@ class Store:
                                  f"JOIN queries q ON q.qid = j.qid WHERE {_USABLE}").fetchone()[0]
         my = c.execute(f"SELECT count(*) FROM judgments j JOIN queries q ON q.qid = j.qid WHERE j.annotator = :a "
                        f"AND {_USABLE}", p).fetchone()[0]
-        skipped_left = c.execute(f"SELECT count(*) FROM skips p WHERE p.annotator = :a AND NOT {_MINE}", p).fetchone()[0]
+        skipped_left = c.execute(f"SELECT count(*) FROM skips p WHERE p.annotator = :a AND NOT {_MINE}",
+                                 p).fetchone()[0]
         n_queries = c.execute(f"SELECT count(*) FROM queries q WHERE {_USABLE}").fetchone()[0]
         common = {"annotator": a, "pairs_total": pairs_total, "pairs_judged": pairs_judged, "my_judged": my,
                   "skipped_left": skipped_left, "n_queries": n_queries, "message": message}
         if qid is None:
             return LabelView(done=True, **common)
-        qtext, qpos, required = c.execute("SELECT text, position, required FROM queries WHERE qid = ?", (qid,)).fetchone()
+        qtext, qpos, required = c.execute("SELECT text, position, required FROM queries WHERE qid = ?",
+                                          (qid,)).fetchone()
         index = c.execute(f"SELECT count(*) FROM queries q WHERE {_USABLE} AND q.position <= ?", (qpos,)).fetchone()[0]
         rows = c.execute(
             "SELECT p.doc_id, p.position, j.grade, j.note, s.at IS NOT NULL FROM pool p "
@@ -326,14 +329,14 @@ class Store:
             raise Refused(f"grade must be 0, 1, 2 or 3, got {grade!r}")
         with self._tx() as c:
             self._check_item(c, a, qid, doc)
-            prev = c.execute("SELECT grade, note, judged_at FROM judgments WHERE qid = ? AND doc_id = ? AND annotator = ?",
-                             (qid, doc, a)).fetchone()
+            prev = c.execute("SELECT grade, note, judged_at FROM judgments "
+                             "WHERE qid = ? AND doc_id = ? AND annotator = ?", (qid, doc, a)).fetchone()
             stamp = now()
             c.execute("INSERT INTO judgments VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (qid, doc_id, annotator) DO UPDATE "
                       "SET grade = excluded.grade, note = excluded.note, judged_at = excluded.judged_at",
                       (qid, doc, a, grade, note, stamp))
-            c.execute("INSERT INTO events (at, annotator, kind, qid, doc_id, grade, note, prev_grade, prev_note, prev_at)"
-                      " VALUES (?, ?, 'judge', ?, ?, ?, ?, ?, ?, ?)",
+            c.execute("INSERT INTO events (at, annotator, kind, qid, doc_id, grade, note, prev_grade, prev_note, "
+                      "prev_at) VALUES (?, ?, 'judge', ?, ?, ?, ?, ?, ?, ?)",
                       (stamp, a, qid, doc, grade, note, *(prev if prev is not None else (None, None, None))))
             c.execute("DELETE FROM skips WHERE qid = ? AND doc_id = ? AND annotator = ?", (qid, doc, a))
             self._set_cursor(c, a, "label", *self._next_work(c, a, qid, doc))
@@ -400,7 +403,8 @@ class Store:
             if to in ("next_query", "prev_query"):
                 op, order = (">", "ASC") if to == "next_query" else ("<", "DESC")
                 row = c.execute(f"SELECT q.qid FROM queries q WHERE {_VISIBLE} AND q.position {op} :pos "
-                                f"ORDER BY q.position {order} LIMIT 1", self._params(a, pos=self._qpos(c, cq))).fetchone()
+                                f"ORDER BY q.position {order} LIMIT 1",
+                                self._params(a, pos=self._qpos(c, cq))).fetchone()
                 if row is not None:
                     first = self._first_work(c, a, row[0]) or c.execute(
                         "SELECT doc_id FROM pool WHERE qid = ? ORDER BY position LIMIT 1", (row[0],)).fetchone()[0]
@@ -482,7 +486,8 @@ class Store:
     def review_undo(self, a: str) -> str:
         """Revert ``a``'s latest review decision (refused once the query has judgments)."""
         with self._tx() as c:
-            ev = c.execute("SELECT id, qid, prev_note FROM events WHERE annotator = ? AND kind = 'review' AND undone = 0 "
+            ev = c.execute("SELECT id, qid, prev_note FROM events "
+                           "WHERE annotator = ? AND kind = 'review' AND undone = 0 "
                            "ORDER BY id DESC LIMIT 1", (a,)).fetchone()
             if ev is None:
                 return "nothing to undo"
