@@ -71,6 +71,18 @@ def press(page, key: str) -> None:
     settle(page)
 
 
+def goto_doc(page, doc: str) -> None:
+    """Move to ``doc`` of the current query by keyboard only (k to the first, then j)."""
+    n = page.locator("#items .chip").count()
+    for _ in range(n):
+        press(page, "k")
+    for _ in range(n):
+        if current_item(page)[1] == doc:
+            return
+        press(page, "j")
+    assert current_item(page)[1] == doc, f"{doc} is not in this query's pool"
+
+
 def read(db: Path, sql: str, *args):
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
@@ -277,12 +289,7 @@ def test_injected_script_is_text_offline_contrast_narrow(tmp_path, playwright_br
         assert current_item(page)[0] == "q2"
         qtext = page.inner_text("#qtext")
         assert qtext.endswith('<script>window.__pwned = 1;</script><img src=x onerror="window.__pwned = 2">')
-        # to document d3 (injection in title and text) by keyboard
-        for _ in range(page.locator("#items .chip").count()):
-            if current_item(page)[1] == "d3":
-                break
-            press(page, "j")
-        assert current_item(page)[1] == "d3"
+        goto_doc(page, "d3")  # injection in title and text
         assert page.inner_text("#dtitle") == "Evil <script>alert(1)</script> title"
         assert "<script>window.__pwned = 1;</script>" in page.inner_text("#dtext")
         press(page, "3")
@@ -291,9 +298,16 @@ def test_injected_script_is_text_offline_contrast_narrow(tmp_path, playwright_br
         for sel in ("#qtext", "#dtext", ".query .meta", ".grade.g1", ".grade.g0", ".chip"):
             assert _contrast(page, sel) >= 4.5, sel
         page.screenshot(path=str(ARTIFACTS / "label-xss.png"))
+        # a note on a judged document: c, type, Enter saves it with the same grade
+        goto_doc(page, "d3")
+        assert page.locator(".grade.g3.chosen").count() == 1
+        press(page, "c")
+        page.keyboard.type("has a <script> & an img")
+        press(page, "Enter")
+        goto_doc(page, "d3")
+        assert page.input_value("#note") == "has a <script> & an img"
         # narrow window: no horizontal scrolling, the grade buttons on screen
         page.set_viewport_size({"width": 390, "height": 800})
-        press(page, "u")
         assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
         for g in range(4):
             box = page.locator(f".grade.g{g}").bounding_box()
@@ -302,7 +316,7 @@ def test_injected_script_is_text_offline_contrast_narrow(tmp_path, playwright_br
         watch.check(server.base)
     finally:
         server.stop()
-    assert read(db, "SELECT count(*) FROM judgments") == [(0,)]  # the grade was undone
+    assert read(db, "SELECT qid, doc_id, grade, note FROM judgments") == [("q2", "d3", 3, "has a <script> & an img")]
 
 
 def test_review_page_accept_edit_reject(tmp_path, playwright_browser):
