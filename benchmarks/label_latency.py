@@ -115,6 +115,7 @@ def main() -> None:
     print(f"fetch (browser view)         {stats([r[0] for r in res])}")
     print(f"server app time (incl. commit) {stats([r[1] for r in res if r[1] is not None])}")
     print(f"reference: fetch of a 204    {stats(ref)}")
+    print("first keys (dom / server ms): " + ", ".join(f"{r['dom_ms']:.0f}/{r['server_ms'] or 0:.0f}" for r in rec[:5]))
     print(f"ratio keypress->DOM / reference round trip (medians): "
           f"{statistics.median(dom) / statistics.median(ref):.1f}x; under 50 ms: "
           f"{sum(d < 50 for d in dom)}/{len(dom)} keys")

@@ -13,7 +13,8 @@
   if (!annotator || !work || (page !== "label" && page !== "review")) return;
 
   // Instrumentation read by the browser tests: pending actions, and per action the time from
-  // the key event to the updated DOM (dom_ms) and to the next animation frame (frame_ms).
+  // the key event to the updated DOM (dom_ms) and to the next animation frame (frame_ms), and
+  // the server's own time for it (server_ms, from its Server-Timing header).
   window.__bakeoffPending = 0;
   window.__bakeoffLatency = [];
   let chain = Promise.resolve();
@@ -42,7 +43,8 @@
       say(r.status === 409 ? "Not recorded (see message)" : "", r.status === 409);
       const dom = performance.now();
       if (t0 !== undefined) {
-        const rec = { action, dom_ms: dom - t0, frame_ms: null };
+        const st = /dur=([0-9.]+)/.exec(r.headers.get("server-timing") || "");
+        const rec = { action, dom_ms: dom - t0, frame_ms: null, server_ms: st ? Number(st[1]) : null };
         window.__bakeoffLatency.push(rec);
         requestAnimationFrame(() => { rec.frame_ms = performance.now() - t0; });
       }
