@@ -257,6 +257,7 @@ def open_session(o: LabelOptions) -> Iterator[Session]:
                     docs = pool_queries(arms, Queries.from_dict({qid: text}), ctx=ctx, depth=depth, seed=seed)
                     store.add_pool(qid, text, docs[qid])
 
+            store.mark_served()
             yield Session(o, store, ds, sock, pool_one)
         finally:
             store.close()

@@ -161,6 +161,10 @@
     }
   });
 
+  // Refresh the work area once on load (untimed): it also warms the page's request path, so the
+  // first key is answered as fast as the others.
+  send("view", {});
+
   document.addEventListener("submit", (ev) => {
     if (ev.target.id === "editform") {
       ev.preventDefault();
