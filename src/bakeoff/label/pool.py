@@ -17,12 +17,15 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..arms.base import Arm
 from ..data.model import Queries
-from ..runner.context import Context
+
+if TYPE_CHECKING:
+    from ..arms.base import Arm
+    from ..runner.context import Context
 
 __all__ = ["PooledDoc", "pool_queries", "shuffle_seed"]
 
