@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import socket
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -253,8 +254,11 @@ def open_session(o: LabelOptions) -> Iterator[Session]:
                 for arm in arms:
                     ctx.ensure_indexed(arm)
 
+                ctx_lock = threading.Lock()  # the run context is not thread-safe; accepts pool one at a time
+
                 def pool_one(qid: str, text: str) -> None:
-                    docs = pool_queries(arms, Queries.from_dict({qid: text}), ctx=ctx, depth=depth, seed=seed)
+                    with ctx_lock:
+                        docs = pool_queries(arms, Queries.from_dict({qid: text}), ctx=ctx, depth=depth, seed=seed)
                     store.add_pool(qid, text, docs[qid])
 
             store.mark_served()
