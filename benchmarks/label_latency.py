@@ -91,6 +91,7 @@ def main() -> None:
                 browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
                 page = browser.new_page(viewport={"width": 1280, "height": 800})
                 page.goto(url, wait_until="load")
+                wait_idle(page)  # the page refreshes its work area once on load
                 pool_size = page.locator("#items .chip").count()
                 for g in grades:
                     page.keyboard.press(str(int(g)))

@@ -125,6 +125,7 @@ def test_scifact_judge_undo_kill_restart_second_annotator(tmp_path, scifact_path
         page = playwright_browser.new_page(viewport={"width": 1280, "height": 800})
         watch = Watch(page)
         page.goto(server.url, wait_until="load")
+        settle(page)  # the page refreshes its work area once on load
         qtext = page.inner_text("#qtext")
         pool_size = page.locator("#items .chip").count()
         assert 20 <= pool_size <= 40  # union of two top-20 lists
@@ -160,6 +161,7 @@ def test_scifact_judge_undo_kill_restart_second_annotator(tmp_path, scifact_path
         page = playwright_browser.new_page(viewport={"width": 1280, "height": 800})
         watch = Watch(page)
         page.goto(server.url, wait_until="load")
+        settle(page)  # the page refreshes its work area once on load
         assert current_item(page) == seen[9]  # the next unjudged item, where the page stood
         assert page.inner_text("#qtext") == qtext
         assert page.inner_text("#p-mine") == "9" and page.inner_text("#p-query") == f"9/{pool_size}"
@@ -173,6 +175,7 @@ def test_scifact_judge_undo_kill_restart_second_annotator(tmp_path, scifact_path
         page = playwright_browser.new_page(viewport={"width": 1280, "height": 800})
         watch = Watch(page)
         page.goto(f"{server.base}/label/bob", wait_until="load")
+        settle(page)  # the page refreshes its work area once on load
         assert page.inner_text("#p-mine") == "0" and "also judged by alice" in page.inner_text(".query .meta")
         for i, g in enumerate(bob_grades):
             assert current_item(page) == seen[i]
@@ -232,7 +235,9 @@ def test_two_browsers_two_annotators_one_database(tmp_path, scifact_path, shared
         pb = playwright_browser.new_context().new_page()
         wa, wb = Watch(pa), Watch(pb)
         pa.goto(s1.url, wait_until="load")
+        settle(pa)  # the page refreshes its work area once on load
         pb.goto(s2.url, wait_until="load")
+        settle(pb)
         for ga, gb in zip(typed["alice"], typed["bob"]):  # interleaved, without waiting for answers
             pa.keyboard.press(str(ga))
             pb.keyboard.press(str(gb))
@@ -284,6 +289,7 @@ def test_injected_script_is_text_offline_contrast_narrow(tmp_path, playwright_br
         page = playwright_browser.new_page(viewport={"width": 1280, "height": 800})
         watch = Watch(page)
         response = page.goto(server.url, wait_until="load")
+        settle(page)  # the page refreshes its work area once on load
         assert "script-src 'self'" in response.headers["content-security-policy"]
         press(page, "n")  # to q2, whose text carries the injection
         assert current_item(page)[0] == "q2"
@@ -328,6 +334,7 @@ def test_review_page_accept_edit_reject(tmp_path, playwright_browser):
         page = playwright_browser.new_page(viewport={"width": 1280, "height": 800})
         watch = Watch(page)
         page.goto(server.url, wait_until="load")
+        settle(page)  # the page refreshes its work area once on load
         assert page.url.endswith("/review/rita")  # pending queries: the review page first
         assert page.locator("#state").get_attribute("data-qid") == "describe-00000"
         assert "Vitamin D and bone" in page.inner_text(".sources")  # the document it was written from
@@ -347,6 +354,7 @@ def test_review_page_accept_edit_reject(tmp_path, playwright_browser):
         page.screenshot(path=str(ARTIFACTS / "review-page.png"))
         # accepted and edited queries were pooled at once: they are on the judging page
         page.goto(f"{server.base}/label/rita", wait_until="load")
+        settle(page)  # the page refreshes its work area once on load
         assert page.inner_text("#qtext") == "why are my bones weak without sunshine vitamin"
         press(page, "2")
         press(page, "n")
