@@ -2,7 +2,7 @@
 over HTTP on 127.0.0.1. Checks the plots rendered, the query explorer works, and a document's
 injected <script> did not run. A screenshot goes to test-artifacts/.
 
-Needs the Debian packages ``chromium`` (+ ``chromium-driver``; `.ci/run` installs them) and the
+Needs Debian's ``chromium`` (`make install` installs it: scripts/system-deps.sh) and the
 ``playwright`` Python package; never ``playwright install`` (no browser download)."""
 
 from __future__ import annotations
@@ -19,10 +19,8 @@ import pytest
 
 from tests.support.report_fixture import run_tiny
 
-CHROMIUM = Path("/usr/bin/chromium")
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--no-first-run", "--disable-sync"]
+from tests.support.browser import ARTIFACTS, CHROMIUM, require_browser
+from tests.support.browser import BROWSER_ARGS as ARGS
 
 
 class _Quiet(SimpleHTTPRequestHandler):
@@ -32,9 +30,7 @@ class _Quiet(SimpleHTTPRequestHandler):
 
 @pytest.fixture()
 def served_report(tmp_path):
-    if not CHROMIUM.exists():
-        pytest.skip("/usr/bin/chromium not installed (apt-get install chromium chromium-driver)")
-    pytest.importorskip("playwright.sync_api", reason="playwright Python package not installed")
+    require_browser()
     pytest.importorskip("plotly")
     from bakeoff.cli import main
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import unicodedata
 import re
 from dataclasses import dataclass
 from html.parser import HTMLParser
@@ -80,3 +81,11 @@ def normalize_space(text: str) -> str:
     text = "\n".join(line.strip() for line in text.split("\n"))
     text = _NEWLINES.sub("\n\n", text)
     return text.strip()
+
+
+def normalise_query(text: str) -> str:
+    """The comparison key of a query text: NFKC, casefold, punctuation/symbols/controls replaced by
+    spaces, whitespace collapsed (two queries are "the same" when their keys are equal)."""
+    t = unicodedata.normalize("NFKC", text).casefold()
+    t = "".join(" " if unicodedata.category(c)[0] in "PSZC" and not c.isspace() else c for c in t)
+    return " ".join(t.split())

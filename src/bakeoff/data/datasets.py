@@ -194,8 +194,14 @@ def load_mined(path: PathLike, *, mode: str = "as_of", only_single: bool = False
 # datasets ---------------------------------------------------------------------------------------
 
 
-def _open_beir(root: Path, *, split: str, corpus: str | None, clean: CleanOptions) -> Dataset:
-    """A BEIR folder's split (``a+b`` merges splits), optionally with a corpus from elsewhere."""
+def _open_beir(root: Path, *, split: str, corpus: str | None, clean: CleanOptions,
+               queries: str | None = None, qrels: str | None = None) -> Dataset:
+    """A BEIR folder's split (``a+b`` merges splits), optionally with a corpus from elsewhere, or with
+    ``queries``/``qrels`` files replacing the folder's (e.g. a ``bakeoff label`` judgments database)."""
+    if queries or qrels:
+        if corpus is not None or "+" in split:
+            raise ConfigError("dataset: a BEIR folder with queries=/qrels= takes neither corpus= nor a split a+b")
+        return load_beir(root, split=split, clean=clean, queries_file=queries, qrels_file=qrels)
     if "+" in split:
         parts = [_open_beir(root, split=s, corpus=corpus, clean=clean) for s in split.split("+") if s]
         merged: dict[str, dict[str, int]] = {}
@@ -217,7 +223,8 @@ def _open_beir(root: Path, *, split: str, corpus: str | None, clean: CleanOption
 
 def _open_source(spec: DatasetSpec) -> Dataset:
     if spec.beir:
-        ds = _open_beir(Path(spec.beir), split=spec.split, corpus=spec.corpus, clean=spec.clean)
+        ds = _open_beir(Path(spec.beir), split=spec.split, corpus=spec.corpus, clean=spec.clean,
+                        queries=spec.queries, qrels=spec.qrels)
     elif spec.irds:
         ds = load_ir_datasets(spec.irds, clean=spec.clean)
     elif spec.corpus and spec.queries and spec.qrels:

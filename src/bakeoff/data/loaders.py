@@ -24,6 +24,7 @@ from typing import Any
 
 from ..errors import InputError, MissingDependencyError
 from .clean import CleanOptions, html_to_text
+from .judgments import is_sqlite, read_judgments
 from .model import Corpus, Dataset, Qrels, Queries, Query, Run
 
 __all__ = [
@@ -228,8 +229,11 @@ def read_beir_queries(path: PathLike) -> Queries:
 
 def read_qrels(path: PathLike) -> Qrels:
     """Read judgments: BEIR TSV (``query-id corpus-id score`` with a header) or TREC
-    (``qid iter docid grade``). The format is detected per file from the first row."""
+    (``qid iter docid grade``). The format is detected per file from the first row. A
+    ``bakeoff label`` SQLite database (detected by its header) gives its resolved human judgments."""
     path = Path(path)
+    if is_sqlite(path):
+        return read_judgments(path).qrels
     out: dict[str, dict[str, int]] = {}
     fmt: str | None = None
     n = 0
@@ -435,6 +439,10 @@ def attach(
     documents, are counted in ``report``.
     """
     report = report if report is not None else LoadReport()
+    human = None
+    if qrels_path is not None and is_sqlite(qrels_path):  # human judgments: their queries, corpus checked
+        human = read_judgments(qrels_path, corpus_fingerprint=corpus.fingerprint())
+        queries, qrels = human.queries, human.qrels
     judged = [q for q in queries.ids if q in qrels]
     report.judged_queries_missing = sum(1 for q in qrels if q not in queries)
     report.queries_without_judgments = sum(
@@ -451,6 +459,8 @@ def attach(
     info = {"load_report": report.as_dict(), "warnings": report.warnings(), "notes": list(report.notes)}
     if qrels_path is not None:
         info["qrels_path"] = str(qrels_path)
+    if human is not None:
+        info["provenance"] = dict(human.provenance)
     return Dataset(corpus, queries.subset(judged), qrels, name=name, split=split, info=info)
 
 
@@ -471,13 +481,21 @@ def load_beir(
     split: str = "test",
     clean: CleanOptions = CleanOptions(),
     report: LoadReport | None = None,
+    queries_file: PathLike | None = None,
+    qrels_file: PathLike | None = None,
 ) -> Dataset:
-    """Load a BEIR folder: ``corpus.jsonl``, ``queries.jsonl`` and ``qrels/<split>.tsv``."""
+    """Load a BEIR folder: ``corpus.jsonl``, ``queries.jsonl`` and ``qrels/<split>.tsv``
+    (``queries_file``/``qrels_file`` replace the folder's, e.g. a judgments database)."""
     root = Path(path)
-    qrels_path = beir_qrels_path(root, split)
+    if qrels_file:
+        qrels_path = Path(qrels_file)
+        if not qrels_path.exists():
+            raise InputError("no such file", path=qrels_path)
+    else:
+        qrels_path = beir_qrels_path(root, split)
     report = report if report is not None else LoadReport()
     qrels = read_qrels(qrels_path)
-    queries = read_beir_queries(root / "queries.jsonl")
+    queries = read_beir_queries(queries_file or root / "queries.jsonl")
     corpus = read_beir_corpus(root / "corpus.jsonl", clean=clean, report=report)
     return attach(corpus, queries, qrels, name=root.name, split=split, report=report, qrels_path=qrels_path)
 

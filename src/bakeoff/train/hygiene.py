@@ -14,11 +14,11 @@ folder where they exist. A leak refuses the training unless leaks are dropped.
 from __future__ import annotations
 
 import logging
-import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..data.clean import normalise_query
 from ..errors import ConfigError
 
 __all__ = ["normalise", "find_leaks", "check_hygiene", "check_held_out", "SplitLeakError"]
@@ -33,11 +33,7 @@ class SplitLeakError(ConfigError):
     """Training data contains test queries (exit 2, one line)."""
 
 
-def normalise(text: str) -> str:
-    """NFKC, casefold, drop punctuation/symbols, collapse whitespace."""
-    t = unicodedata.normalize("NFKC", text).casefold()
-    t = "".join(" " if unicodedata.category(c)[0] in "PSZC" and not c.isspace() else c for c in t)
-    return " ".join(t.split())
+normalise = normalise_query  # the one query-normalisation rule (bakeoff.data.clean)
 
 
 def find_leaks(train: Mapping[str, str], test: Mapping[str, str]) -> list[tuple[str, str]]:

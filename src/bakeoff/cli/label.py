@@ -1,0 +1,113 @@
+"""``bakeoff label``: judge pooled documents in the browser; ``label agreement``; ``label export``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import click
+import typer
+from typer.core import TyperGroup
+
+from ..errors import MissingDependencyError
+
+
+class _DefaultServe(TyperGroup):
+    """``bakeoff label DATASET ...`` means ``bakeoff label serve DATASET ...``."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
+            args = ["serve", *args]
+        return super().parse_args(ctx, args)
+
+
+label_app = typer.Typer(cls=_DefaultServe, no_args_is_help=True, add_completion=False,
+                        help="Human judgments in the browser: bakeoff label DATASET --pool ARM ... --db FILE; "
+                             "bakeoff label agreement --db FILE; bakeoff label export --db FILE --out DIR.")
+
+
+@label_app.command("serve")
+def serve_cmd(
+    dataset: Annotated[Path, typer.Argument(help="BEIR folder (a synthetic set with --review).")],
+    db: Annotated[Path, typer.Option("--db", help="Judgments database (SQLite; created if absent).")],
+    pool: Annotated[list[str], typer.Option("--pool", help="Pool arm, [NAME=]TYPE[:key=value,...]; repeatable.")] = [],
+    depth: Annotated[Optional[int], typer.Option(help="Top documents pooled per arm (default 20).")] = None,
+    annotator: Annotated[Optional[str], typer.Option(help="Your name (else the page asks).")] = None,
+    port: Annotated[int, typer.Option(help="Port; 0 picks a free one.")] = 8765,
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    split: Annotated[str, typer.Option(help="qrels split whose queries are judged.")] = "test",
+    review: Annotated[bool, typer.Option("--review", help="Review the synthetic set's queries (accept/edit/reject) "
+                                         "before judging them.")] = False,
+    log: Annotated[Optional[Path], typer.Option("--log", help="Query log: one query per line, or JSONL "
+                                                '{"query": ..., "count": N}.')] = None,
+    sample: Annotated[Optional[int], typer.Option(help="Judge a seeded sample of this many queries.")] = None,
+    weighted: Annotated[bool, typer.Option("--weighted",
+                                           help="Query logs: sample by frequency (else uniform).")] = False,
+    seed: Annotated[Optional[int], typer.Option(help="Seed of sampling, pool order and routing (default 0).")] = None,
+    overlap: Annotated[Optional[float], typer.Option(help="Share of queries routed to a second annotator "
+                                                     "(default 0.1).")] = None,
+    cache: Annotated[str, typer.Option(help="Run cache policy: use, refresh or off.")] = "use",
+    cache_dir: Annotated[Optional[Path], typer.Option(help="Cache folder (default $BAKEOFF_CACHE_DIR).")] = None,
+    progress: Annotated[bool, typer.Option(help="Show progress bars while pooling.")] = True,
+) -> None:
+    """Start the labelling app on 127.0.0.1 and print its URL (Ctrl-C stops it; nothing is lost)."""
+    try:
+        from ..label.session import LabelOptions, serve_labelling
+    except ImportError as exc:
+        raise MissingDependencyError(exc.name or "starlette", "label", "the labelling app") from None
+
+    opts = LabelOptions(dataset=dataset, db=db, pool=tuple(pool), depth=depth, split=split, annotator=annotator,
+                        host=host, port=port, review=review, log=log, sample=sample, weighted=weighted, seed=seed,
+                        overlap=overlap, cache=cache, cache_dir=cache_dir, progress=progress)
+    serve_labelling(opts, announce=lambda url: typer.echo(f"labelling at {url}  (Ctrl-C to stop)"))
+
+
+def _fmt(x: float | None) -> str:
+    return "undefined" if x is None else f"{x:.4f}"
+
+
+@label_app.command("agreement")
+def agreement_cmd(
+    db: Annotated[Path, typer.Option("--db", help="Judgments database.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the figures as JSON.")] = False,
+) -> None:
+    """Cohen's kappa (unweighted) per pair of annotators and Krippendorff's alpha (ordinal)."""
+    from ..label.agreement import agreement_of_db
+
+    ag = agreement_of_db(db)
+    if as_json:
+        typer.echo(json.dumps(ag.as_dict(), indent=2))
+        return
+    typer.echo("annotators: " + (", ".join(f"{a} ({n} judgments)" for a, n in ag.annotators.items()) or "none"))
+    typer.echo(f"items: {ag.items} judged, {ag.items_multi} by two or more annotators")
+    typer.echo("Cohen's kappa (unweighted), each pair of annotators on the items both judged:")
+    for p in ag.pairs:
+        obs = "-" if p.observed is None else f"{p.observed:.4f}"
+        typer.echo(f"  {p.a} / {p.b}: items {p.items}, observed agreement {obs}, kappa {_fmt(p.kappa)}")
+    if not ag.pairs:
+        typer.echo("  (one annotator only)")
+    typer.echo(f"Krippendorff's alpha (ordinal): {_fmt(ag.alpha)} over {ag.alpha_items} items, "
+               f"{ag.alpha_judgments} judgments, {len(ag.annotators)} annotators")
+    for note in ag.notes:
+        typer.echo(f"note: {note}", err=True)
+
+
+@label_app.command("export")
+def export_cmd(
+    db: Annotated[Path, typer.Option("--db", help="Judgments database.")],
+    out: Annotated[Path, typer.Option("--out", help="Folder to write (qrels, queries, provenance).")],
+    split: Annotated[str, typer.Option(help="Name of the BEIR qrels split written.")] = "test",
+) -> None:
+    """Write TREC and BEIR qrels, the reviewed queries and provenance (conflicts: majority, then the lower grade)."""
+    from ..label.export import export_judgments
+
+    summary = export_judgments(db, out, split=split)
+    c: dict[str, Any] = summary.provenance["counts"]
+    typer.echo(f"wrote {summary.out}: {c['queries']} queries, {c['pairs']} judged pairs, {c['judgments']} judgments "
+               f"by {len(summary.provenance['annotators'])} annotator(s); {c['conflicts']} conflicts "
+               f"({c['resolved_by_majority']} by majority, {c['resolved_by_lower_grade']} by the lower grade)")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(label_app, name="label")

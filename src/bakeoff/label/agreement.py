@@ -1,0 +1,141 @@
+"""Inter-annotator agreement on a judgments database.
+
+* **Cohen's kappa, unweighted** (scikit-learn's ``cohen_kappa_score``), for every pair of
+  annotators on the items (query, document pairs) both judged:
+  ``kappa = (p_o - p_e) / (1 - p_e)`` with ``p_o`` the share of items given the same grade
+  and ``p_e = sum_g p_A(g) * p_B(g)`` the agreement expected from the two annotators' own
+  grade frequencies. Every disagreement counts the same (a 0-vs-3 is no worse than a
+  0-vs-1); undefined (reported as such) when ``p_e = 1``, i.e. both used one same grade only.
+* **Krippendorff's alpha, ordinal metric** (the ``krippendorff`` package), over all items
+  judged by at least two annotators, any number of annotators, missing judgments allowed:
+  ``alpha = 1 - D_o / D_e`` where the ordinal distance between grades ``c < k`` is
+  ``(sum_{g=c..k} n_g - (n_c + n_k) / 2) ** 2`` with ``n_g`` the number of pairable values
+  equal to ``g`` — so a 0-vs-3 disagreement weighs more than a 0-vs-1. Undefined when all
+  pairable values are equal.
+
+Counts go with every figure: items, judgments, annotators.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import combinations
+from typing import Any
+
+import numpy as np
+
+from ..data.judgments import GRADES, read_judgments
+from ..errors import MissingDependencyError
+
+__all__ = ["Agreement", "PairAgreement", "agreement", "agreement_of_db", "cohen_kappa", "ordinal_alpha"]
+
+_LABELS = [g for g, _ in GRADES]
+
+
+@dataclass(frozen=True)
+class PairAgreement:
+    """Two annotators on the items both judged."""
+
+    a: str
+    b: str
+    items: int
+    observed: float | None
+    kappa: float | None
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """Pairwise kappas, the overall ordinal alpha, and counts."""
+
+    annotators: Mapping[str, int]
+    pairs: tuple[PairAgreement, ...]
+    alpha: float | None
+    alpha_items: int
+    alpha_judgments: int
+    items: int
+    items_multi: int
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "annotators": dict(self.annotators),
+            "items": self.items,
+            "items_judged_by_two_or_more": self.items_multi,
+            "cohen_kappa_unweighted": [
+                {"a": p.a, "b": p.b, "items": p.items, "observed_agreement": p.observed, "kappa": p.kappa}
+                for p in self.pairs],
+            "krippendorff_alpha_ordinal": {"alpha": self.alpha, "items": self.alpha_items,
+                                           "judgments": self.alpha_judgments},
+            "notes": list(self.notes),
+        }
+
+
+def cohen_kappa(a: Sequence[int], b: Sequence[int]) -> float | None:
+    """Unweighted Cohen's kappa of two equally long grade lists (None when undefined)."""
+    from sklearn.metrics import cohen_kappa_score
+
+    if not a:
+        return None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        k = float(cohen_kappa_score(list(a), list(b), labels=_LABELS, weights=None))
+    return None if math.isnan(k) else k
+
+
+def ordinal_alpha(matrix: np.ndarray) -> float | None:
+    """Krippendorff's alpha (ordinal) of an annotators x items matrix (NaN = not judged)."""
+    try:
+        import krippendorff
+    except ImportError:
+        raise MissingDependencyError("krippendorff", "label", "Krippendorff's alpha") from None
+    if matrix.size == 0 or int((~np.isnan(matrix)).sum(axis=0).max(initial=0)) < 2:
+        return None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            alpha = float(krippendorff.alpha(reliability_data=matrix, level_of_measurement="ordinal",
+                                             value_domain=_LABELS))
+        except ValueError:
+            return None
+    return None if math.isnan(alpha) else alpha
+
+
+def agreement(judgments: Sequence[tuple[str, str, str, int]]) -> Agreement:
+    """Agreement from ``(qid, doc_id, annotator, grade)`` rows (one per annotator and item)."""
+    by_item: dict[tuple[str, str], dict[str, int]] = {}
+    counts: dict[str, int] = {}
+    for qid, doc, who, grade in judgments:
+        by_item.setdefault((qid, doc), {})[who] = int(grade)
+        counts[who] = counts.get(who, 0) + 1
+    names = sorted(counts)
+    pairs = []
+    notes = []
+    for x, y in combinations(names, 2):
+        both = [(g[x], g[y]) for g in by_item.values() if x in g and y in g]
+        ga, gb = [p[0] for p in both], [p[1] for p in both]
+        k = cohen_kappa(ga, gb)
+        obs = sum(1 for p, q in both if p == q) / len(both) if both else None
+        if both and k is None:
+            notes.append(f"kappa {x}/{y} undefined: both gave every shared item the same single grade")
+        pairs.append(PairAgreement(x, y, len(both), obs, k))
+    multi = [item for item, g in by_item.items() if len(g) >= 2]
+    matrix = np.full((len(names), len(multi)), np.nan)
+    for j, item in enumerate(multi):
+        for i, who in enumerate(names):
+            if who in by_item[item]:
+                matrix[i, j] = by_item[item][who]
+    alpha = ordinal_alpha(matrix)
+    if multi and alpha is None:
+        notes.append("alpha undefined: every pairable judgment has the same grade")
+    return Agreement(dict(counts), tuple(pairs), alpha, len(multi), int((~np.isnan(matrix)).sum()), len(by_item),
+                     len(multi), tuple(notes))
+
+
+def agreement_of_db(db: str | os.PathLike[str]) -> Agreement:
+    """:func:`agreement` over the judgments of a database (queries that count only)."""
+    human = read_judgments(db)
+    return agreement([(q, d, who, g) for q, d, who, g, _n, _t in human.raw])

@@ -1,0 +1,233 @@
+"""The labelling web app: Starlette routes, Jinja2 templates and static files served from
+this package (``bakeoff/label/templates``, ``bakeoff/label/static``).
+
+Pages: ``/label/{annotator}`` (grade pooled documents) and ``/review/{annotator}`` (accept,
+edit or reject synthetic queries). Every action is a ``POST /api/{annotator}/{page}/{action}``
+with a JSON body; the answer is the re-rendered work area (an HTML fragment), sent only
+after the action committed to SQLite (:class:`~bakeoff.label.store.Store`).
+
+Safety: Jinja2 autoescapes every value (document and query text are shown as text); a
+Content-Security-Policy allows scripts, styles and requests from this origin only (no
+inline script or style, nothing from another host); ``TrustedHostMiddleware`` accepts only
+the address the server listens on (no DNS rebinding); actions need a JSON content type (a
+cross-site form cannot send one), and annotator names are restricted to
+``[A-Za-z0-9][A-Za-z0-9_.@-]{0,39}``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, StrictUndefined
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from ..data.judgments import GRADES
+from ..data.model import Corpus
+from .store import Refused, Store
+
+__all__ = ["CSP", "make_app", "valid_annotator"]
+
+_CSP_PAGE = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
+             "form-action 'self'; base-uri 'none'")
+#: The Content-Security-Policy header (the page's <meta> copy omits frame-ancestors, which
+#: only a header can carry).
+CSP = _CSP_PAGE + "; frame-ancestors 'none'"
+_HEADERS = [(b"content-security-policy", CSP.encode()), (b"x-content-type-options", b"nosniff"),
+            (b"referrer-policy", b"no-referrer"), (b"x-frame-options", b"DENY"),
+            (b"cache-control", b"no-store")]
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@-]{0,39}")
+
+
+def valid_annotator(name: str) -> bool:
+    """Whether ``name`` is an acceptable annotator name."""
+    return bool(_NAME.fullmatch(name))
+
+
+class _SecurityHeaders:
+    """ASGI middleware adding the CSP and hardening headers to every response, and a
+    ``Server-Timing: app;dur=MS`` header (time in the app, readable by the page's
+    Resource Timing entries, so latency can be split into server and browser)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        t0 = time.perf_counter()
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                dur = f"app;dur={1000 * (time.perf_counter() - t0):.2f}".encode()
+                message["headers"] = [*message.get("headers", []), *_HEADERS, (b"server-timing", dur)]
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+def make_app(*, store: Store, corpus: Corpus, title: str, allowed_hosts: list[str],
+             default_annotator: str | None = None,
+             pool_one: Callable[[str, str], None] | None = None) -> Starlette:
+    """The ASGI app. ``pool_one(qid, text)`` pools a query accepted in review (None when
+    the database has no synthetic queries)."""
+    env = Environment(loader=PackageLoader("bakeoff.label", "templates"), autoescape=True,
+                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    review_mode = store.has_review()
+    base_ctx = {"title": title, "grades": GRADES, "csp": _CSP_PAGE, "review_mode": review_mode}
+
+    def render(name: str, **ctx: Any) -> str:
+        return env.get_template(name).render(**base_ctx, **ctx)
+
+    def doc_of(doc_id: str | None) -> Mapping[str, str]:
+        if doc_id is None or doc_id not in corpus:
+            return {"id": doc_id or "", "title": "", "text": "(this document is not in the loaded corpus)"}
+        d = corpus[doc_id]
+        return {"id": d.id, "title": d.title, "text": d.text}
+
+    def label_fragment(a: str, message: str = "") -> str:
+        view = store.view(a, message=message)
+        return render("_work.html", view=view, doc=doc_of(view.doc_id))
+
+    def review_fragment(a: str, message: str = "") -> str:
+        view = store.review_view(a, message=message)
+        return render("_review.html", view=view, sources=[doc_of(d) for d in view.written_from])
+
+    def annotator_of(request: Request) -> str:
+        a = request.path_params["annotator"]
+        if not valid_annotator(a):
+            raise _BadRequest(f"bad annotator name {a!r}: letters, digits, _ . @ - (at most 40)")
+        return a
+
+    async def index(request: Request) -> Response:
+        if default_annotator:
+            page = "review" if review_mode and store.review_view(default_annotator).pending else "label"
+            return RedirectResponse(f"/{page}/{default_annotator}", status_code=303)
+        return HTMLResponse(render("start.html", annotator="", page="start", error=""))
+
+    async def start(request: Request) -> Response:
+        a = (request.query_params.get("annotator") or "").strip()
+        page = "review" if request.query_params.get("page") == "review" and review_mode else "label"
+        if not valid_annotator(a):
+            return HTMLResponse(render("start.html", annotator="", page="start",
+                                       error="Give a name: letters, digits, _ . @ - "
+                                       "(at most 40 characters)."), status_code=400)
+        return RedirectResponse(f"/{page}/{a}", status_code=303)
+
+    async def label_page(request: Request) -> Response:
+        a = annotator_of(request)
+        return HTMLResponse(render("label.html", annotator=a, page="label", work=label_fragment(a)))
+
+    async def review_page(request: Request) -> Response:
+        a = annotator_of(request)
+        if not review_mode:
+            return RedirectResponse(f"/label/{a}", status_code=303)
+        return HTMLResponse(render("review.html", annotator=a, page="review", work=review_fragment(a)))
+
+    async def body_of(request: Request) -> dict[str, Any]:
+        if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
+            raise _BadRequest("actions take a JSON body (Content-Type: application/json)", status=415)
+        try:
+            data = json.loads(await request.body() or b"{}")
+        except ValueError:
+            raise _BadRequest("the body is not valid JSON") from None
+        if not isinstance(data, dict):
+            raise _BadRequest("the body must be a JSON object")
+        return data
+
+    async def label_api(request: Request) -> Response:
+        a = annotator_of(request)
+        data = await body_of(request)
+        action = request.path_params["action"]
+        message = ""
+        try:
+            if action == "judge":
+                store.judge(a, str(data.get("qid")), str(data.get("doc")), _int(data.get("grade")),
+                            str(data.get("note") or "")[:2000])
+            elif action == "skip":
+                store.skip(a, str(data.get("qid")), str(data.get("doc")))
+            elif action == "undo":
+                message = store.undo(a)
+            elif action == "move":
+                store.move(a, str(data.get("to")), qid=data.get("qid"), doc=data.get("doc"))
+            elif action != "view":
+                raise _BadRequest(f"unknown action {action!r}", status=404)
+        except Refused as exc:
+            return HTMLResponse(label_fragment(a, message=f"Not done: {exc}"), status_code=409)
+        return HTMLResponse(label_fragment(a, message=message))
+
+    async def review_api(request: Request) -> Response:
+        a = annotator_of(request)
+        data = await body_of(request)
+        action = request.path_params["action"]
+        message = ""
+        try:
+            if action == "decide":
+                qid = str(data.get("qid"))
+                to_pool = store.review(a, qid, str(data.get("decision")), data.get("text"))
+                if to_pool is not None and pool_one is not None:
+                    await run_in_threadpool(pool_one, qid, to_pool)
+            elif action == "undo":
+                message = store.review_undo(a)
+            elif action == "move":
+                store.review_move(a, str(data.get("to")), qid=data.get("qid"))
+            elif action != "view":
+                raise _BadRequest(f"unknown action {action!r}", status=404)
+        except Refused as exc:
+            return HTMLResponse(review_fragment(a, message=f"Not done: {exc}"), status_code=409)
+        return HTMLResponse(review_fragment(a, message=message))
+
+    async def no_favicon(request: Request) -> Response:
+        return Response(status_code=204)
+
+    async def bad_request(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, _BadRequest)
+        return HTMLResponse(f"<p class=\"message error\">{_escape(str(exc))}</p>", status_code=exc.status)
+
+    routes = [
+        Route("/", index),
+        Route("/start", start),
+        Route("/favicon.ico", no_favicon),
+        Route("/label/{annotator}", label_page),
+        Route("/review/{annotator}", review_page),
+        Route("/api/{annotator}/label/{action}", label_api, methods=["POST"]),
+        Route("/api/{annotator}/review/{action}", review_api, methods=["POST"]),
+        Mount("/static", StaticFiles(packages=[("bakeoff.label", "static")]), name="static"),
+    ]
+    return Starlette(routes=routes,
+                     middleware=[Middleware(_SecurityHeaders),
+                                 Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts)],
+                     exception_handlers={_BadRequest: bad_request})
+
+
+class _BadRequest(Exception):
+    def __init__(self, message: str, *, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def _int(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise Refused(f"grade must be 0, 1, 2 or 3, got {value!r}")
+    try:
+        return int(value)
+    except ValueError:
+        raise Refused(f"grade must be 0, 1, 2 or 3, got {value!r}") from None
+
+
+def _escape(text: str) -> str:
+    import html
+
+    return html.escape(text, quote=True)

@@ -1,0 +1,278 @@
+"""Starting a labelling session: check every input, pool, then serve the app.
+
+Order (so that bad input fails fast and leaves the database untouched): the options; the
+pool arm specifications (unknown arm -> exit 2); an existing database, opened read-only
+(corrupt file, other dataset or other settings -> exit 2); the dataset and the query
+source; the listening socket (port in use -> exit 2); only then is the database written:
+a new one is created whole (queries and pools, :meth:`Store.create`), an existing one gets
+the pools it lacks. The server listens on 127.0.0.1 unless another host is asked for.
+
+Defaults for a new database: depth 20, seed 0, overlap 0.1 (a tenth of the queries are
+routed to a second annotator). Restarting with no ``--pool``/``--depth``/... reuses the
+database's settings; giving different ones is an error (a database holds one pool design).
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from starlette.applications import Starlette
+
+from ..cache import Cache, default_cache_dir
+from ..data.judgments import connect_readonly, read_meta
+from ..data.model import Dataset, Queries
+from ..errors import ConfigError, InputError
+from ..data.datasets import DatasetSpec, open_dataset
+from ..runner.config import build_arms, parse_arm_spec
+from ..runner.context import Context
+from .app import make_app, valid_annotator
+from .pool import pool_queries
+from .sources import QuerySet, dataset_queries, log_queries, routed_twice, synthetic_queries
+from .store import Store, now
+
+__all__ = ["LabelOptions", "Session", "open_session", "serve_labelling"]
+
+log = logging.getLogger("bakeoff")
+
+DEFAULT_DEPTH = 20
+DEFAULT_OVERLAP = 0.1
+DEFAULT_PORT = 8765
+
+
+@dataclass(frozen=True, kw_only=True)
+class LabelOptions:
+    """``bakeoff label`` options; ``None`` means "the database's setting, else the default"."""
+
+    dataset: Path
+    db: Path
+    pool: tuple[str, ...] = ()
+    depth: int | None = None
+    split: str = "test"
+    annotator: str | None = None
+    host: str = "127.0.0.1"
+    port: int = DEFAULT_PORT
+    review: bool = False
+    log: Path | None = None
+    sample: int | None = None
+    weighted: bool = False
+    seed: int | None = None
+    overlap: float | None = None
+    cache: str = "use"
+    cache_dir: Path | None = None
+    progress: bool = True
+
+
+def _check_options(o: LabelOptions) -> None:
+    if o.depth is not None and o.depth < 1:
+        raise ConfigError(f"--depth must be at least 1, got {o.depth}")
+    if o.overlap is not None and not 0.0 <= o.overlap <= 1.0:
+        raise ConfigError(f"--overlap must be between 0 and 1, got {o.overlap}")
+    if o.annotator is not None and not valid_annotator(o.annotator):
+        raise ConfigError(f"--annotator {o.annotator!r}: use letters, digits, _ . @ - (at most 40 characters)")
+    if o.review and o.log is not None:
+        raise ConfigError("--review (a synthetic set) and --log (a query log) are two query sources; give one")
+    if o.sample is not None and o.sample < 1:
+        raise ConfigError(f"--sample must be at least 1, got {o.sample}")
+    if not 0 <= o.port <= 65535:
+        raise ConfigError(f"--port must be 0-65535, got {o.port}")
+    if o.cache not in ("use", "refresh", "off"):
+        raise ConfigError(f"--cache must be use, refresh or off, got {o.cache!r}")
+
+
+def _source_kind(o: LabelOptions) -> str | None:
+    return "synthetic" if o.review else "log" if o.log is not None else None
+
+
+def _settle(o: LabelOptions, meta: dict[str, Any] | None) -> dict[str, Any]:
+    """The effective settings: the database's, checked against the options given."""
+    want = {"pool": [s.strip() for s in o.pool] or None, "depth": o.depth, "seed": o.seed, "overlap": o.overlap,
+            "kind": _source_kind(o), "log": str(o.log.resolve()) if o.log is not None else None,
+            "sample": o.sample, "weighted": o.weighted or None, "split": o.split}
+    if meta is None:
+        if not want["pool"]:
+            raise ConfigError("a new judgments database needs at least one --pool ARM (e.g. --pool bm25 --pool dense)")
+        return {"pool": want["pool"], "depth": o.depth or DEFAULT_DEPTH, "seed": o.seed or 0,
+                "overlap": DEFAULT_OVERLAP if o.overlap is None else o.overlap, "kind": want["kind"] or "dataset",
+                "log": want["log"], "sample": o.sample, "weighted": o.weighted, "split": o.split}
+    pool, src, routing = meta.get("pool", {}), meta.get("source", {}), meta.get("routing", {})
+    have = {"pool": pool.get("arms"), "depth": pool.get("depth"), "seed": pool.get("seed"),
+            "overlap": routing.get("overlap"), "kind": src.get("kind"), "log": src.get("path"),
+            "sample": src.get("sample"), "weighted": src.get("sampling") == "frequency-weighted" or None,
+            "split": (meta.get("dataset") or {}).get("split")}
+    flags = {"pool": "--pool", "depth": "--depth", "seed": "--seed", "overlap": "--overlap", "kind": "query source",
+             "log": "--log", "sample": "--sample", "weighted": "--weighted", "split": "--split"}
+    for key, given in want.items():
+        if given is not None and key != "split" and given != have[key]:
+            raise ConfigError(f"{o.db}: this database was made with {flags[key]} {have[key]!r}, not {given!r}; "
+                              "restart without it (the database keeps its settings) or use another --db")
+    if o.split != "test" and o.split != have["split"]:
+        raise ConfigError(f"{o.db}: this database was made with --split {have['split']!r}, not {o.split!r}")
+    return {**have, "weighted": bool(have["weighted"]), "split": have["split"] or o.split}
+
+
+def _read_existing(db: Path) -> dict[str, Any] | None:
+    if not db.exists():
+        return None
+    conn = connect_readonly(db)
+    try:
+        return read_meta(conn)
+    finally:
+        conn.close()
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY on accepted connections only when the
+    # listening socket says TCP (proto 0 would leave Nagle on: +40 ms per response on loopback)
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        why = "is already in use" if exc.errno == 98 else f"cannot be bound ({exc.strerror})"
+        raise ConfigError(f"--port {port}: {host}:{port} {why}; pick another port or --port 0 for a free one") from None
+    sock.listen(128)
+    sock.set_inheritable(True)
+    return sock
+
+
+def _queries(settings: dict[str, Any], ds: Dataset, o: LabelOptions) -> QuerySet:
+    rng = np.random.default_rng(settings["seed"])
+    if settings["kind"] == "synthetic":
+        return synthetic_queries(ds, sample=settings["sample"], rng=rng)
+    if settings["kind"] == "log":
+        return log_queries(settings["log"], sample=settings["sample"], weighted=settings["weighted"], rng=rng)
+    return dataset_queries(ds, sample=settings["sample"], rng=rng)
+
+
+@dataclass
+class Session:
+    """A checked, pooled labelling session: the open store, the dataset, the bound socket."""
+
+    options: LabelOptions
+    store: Store
+    dataset: Dataset
+    sock: socket.socket
+    pool_one: Callable[[str, str], None] | None
+
+    @property
+    def url(self) -> str:
+        host, port = self.sock.getsockname()[:2]
+        shown = f"[{host}]" if ":" in host else host
+        a = self.options.annotator
+        page = "review" if a and self.store.has_review() and self.store.review_view(a).pending else "label"
+        path = f"/{page}/{a}" if a else "/"
+        return f"http://{shown}:{port}{path}"
+
+    def app(self) -> Starlette:
+        host = self.sock.getsockname()[0]
+        shown = f"[{host}]" if ":" in host else host
+        if host in ("127.0.0.1", "::1"):  # loopback: accept only loopback names (no DNS rebinding)
+            hosts = sorted({host, shown, "localhost", "127.0.0.1"})
+        else:  # asked for another interface: any name may reach it
+            log.warning("listening on %s: anyone who can reach this address can judge (no authentication)", host)
+            hosts = ["*"]
+        ds = self.dataset
+        return make_app(store=self.store, corpus=ds.corpus, title=f"{ds.name} ({ds.split})", allowed_hosts=hosts,
+                        default_annotator=self.options.annotator, pool_one=self.pool_one)
+
+    def serve(self) -> None:
+        """Serve until interrupted (uvicorn on the bound socket)."""
+        import uvicorn
+
+        server = uvicorn.Server(uvicorn.Config(self.app(), log_level="warning", access_log=False, lifespan="off"))
+        server.run(sockets=[self.sock])
+
+
+@contextmanager
+def open_session(o: LabelOptions) -> Iterator[Session]:
+    """Check every input, bind the socket, create or complete the database (module docstring)."""
+    _check_options(o)
+    meta = _read_existing(o.db)  # corrupt / foreign database -> InputError before anything else
+    settings = _settle(o, meta)
+    arms = build_arms([parse_arm_spec(s) for s in settings["pool"]])  # unknown arm -> ConfigError
+    ds, _ = open_dataset(DatasetSpec(beir=str(o.dataset), split=settings["split"]), plain=True)
+    fp = ds.corpus.fingerprint()
+    if meta is not None and (meta.get("dataset") or {}).get("corpus_fingerprint") != fp:
+        made = meta.get("dataset") or {}
+        raise InputError(f"this database was made for dataset {made.get('name')!r} (corpus fingerprint "
+                         f"{str(made.get('corpus_fingerprint'))[:12]}), but {o.dataset} has corpus fingerprint "
+                         f"{fp[:12]}; use the same dataset or another --db", path=o.db, field="dataset")
+    qset = _queries(settings, ds, o) if meta is None else None
+    sock = _bind(o.host, o.port)
+    try:
+        cache = (None if o.cache == "off"
+                 else Cache(o.cache_dir or default_cache_dir(), policy=o.cache))  # type: ignore[arg-type]
+        ctx = Context(corpus=ds.corpus, cache=cache, progress=o.progress)
+        depth, seed = int(settings["depth"]), int(settings["seed"])
+
+        def pool(pairs: list[tuple[str, str]]) -> dict[str, Any]:
+            if not pairs:
+                return {}
+            log.info("pooling %d queries: top %d of %s", len(pairs), depth, ", ".join(a.name for a in arms))
+            return pool_queries(arms, Queries.from_dict(dict(pairs)), ctx=ctx, depth=depth, seed=seed)
+
+        if meta is None:
+            assert qset is not None
+            ready = [(q.qid, q.text) for q in qset.queries if q.status == "ready"]
+            required = {q.qid: 2 if routed_twice(q.qid, overlap=settings["overlap"], seed=seed) else 1
+                        for q in qset.queries}
+            new_meta = {
+                "dataset": {"name": ds.name, "split": ds.split, "path": str(o.dataset.resolve()),
+                            "corpus_fingerprint": fp, "n_docs": len(ds.corpus)},
+                "pool": {"arms": settings["pool"], "depth": depth, "seed": seed,
+                         "arm_types": {a.name: a.type for a in arms}},
+                "source": dict(qset.info),
+                "routing": {"overlap": settings["overlap"], "seed": seed,
+                            "routed_twice": sum(1 for v in required.values() if v == 2)},
+                "created_at": now(),
+            }
+            Store.create(o.db, meta=new_meta, queries=qset.queries, required=required, pools=pool(ready))
+            log.info("created %s: %d queries from %s", o.db, len(qset.queries), qset.info.get("kind"))
+            c = qset.info.get("counts", {})
+            if qset.info.get("kind") == "log":
+                log.info("query log: %d rows (total count %d), %d distinct texts, %d unique after normalisation "
+                         "(%d merged, %d empty), %d sampled (%s)", c["rows"], c["total_count"], c["distinct_texts"],
+                         c["unique_after_normalisation"], c["merged_by_normalisation"],
+                         c["empty_after_normalisation"], c["sampled"], qset.info["sampling"])
+        store = Store(o.db)
+        try:
+            pending = store.unpooled()
+            texts = dict(pending)
+            for qid, docs in pool(pending).items():
+                store.add_pool(qid, texts[qid], docs)
+            pool_one = None
+            if store.has_review():
+                for arm in arms:
+                    ctx.ensure_indexed(arm)
+
+                ctx_lock = threading.Lock()  # the run context is not thread-safe; accepts pool one at a time
+
+                def pool_one(qid: str, text: str) -> None:
+                    with ctx_lock:
+                        docs = pool_queries(arms, Queries.from_dict({qid: text}), ctx=ctx, depth=depth, seed=seed)
+                    store.add_pool(qid, text, docs[qid])
+
+            store.mark_served()
+            yield Session(o, store, ds, sock, pool_one)
+        finally:
+            store.close()
+    finally:
+        sock.close()
+
+
+def serve_labelling(o: LabelOptions, *, announce: Callable[[str], None]) -> None:
+    """Check, pool and serve until interrupted (module docstring). ``announce(url)`` is
+    called once the socket accepts connections."""
+    with open_session(o) as session:
+        announce(session.url)
+        session.serve()

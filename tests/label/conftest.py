@@ -1,0 +1,29 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.label.fixtures import write_beir
+
+
+@pytest.fixture()
+def tiny(tmp_path: Path) -> Path:
+    return write_beir(tmp_path / "tiny")
+
+
+@pytest.fixture()
+def make_db(tmp_path: Path, tiny: Path):
+    """Create a judgments database over the tiny set with the real pooling code (bm25 + tfidf,
+    depth 3) through :func:`open_session`; returns (db path, store-opening function)."""
+    from bakeoff.label.session import LabelOptions, open_session
+
+    def make(name: str = "j.sqlite", **kw) -> Path:
+        db = tmp_path / name
+        opts = {"dataset": tiny, "db": db, "pool": ("bm25", "tfidf"), "depth": 3, "port": 0, "cache": "off",
+                "progress": False, **kw}
+        with open_session(LabelOptions(**opts)):
+            pass
+        return db
+
+    return make
