@@ -14,8 +14,9 @@ from bakeoff.cli._common import DEFAULT_RESAMPLES
 from bakeoff.stats import DEFAULT_RESAMPLES as STATS_RESAMPLES
 
 CLI = Path(bakeoff.cli.__file__).parent
-#: What a command module may import at top level: the standard library bits it needs, typer, and _common.
-ALLOWED = {"__future__", "collections", "json", "logging", "pathlib", "typing", "typer", "_common"}
+#: What a command module may import at top level: the standard library bits it needs, typer (and click,
+#: which typer is built on), _common and the error types.
+ALLOWED = {"__future__", "collections", "json", "logging", "pathlib", "typing", "click", "typer", "_common", "errors"}
 
 
 def _top_level_imports(path: Path) -> set[str]:

@@ -152,9 +152,9 @@ def test_database_for_another_corpus_is_refused_by_run(tmp_path, tiny, make_db):
     s.close()
     other = write_beir(tmp_path / "other", docs=DOCS[:-1])
     with pytest.raises(InputError, match="not on this corpus"):
-        from bakeoff.runner.config import DatasetSpec
+        from bakeoff.data.datasets import DatasetSpec, open_dataset
 
-        DatasetSpec(beir=str(other), qrels=str(db)).load()
+        open_dataset(DatasetSpec(beir=str(other), qrels=str(db)))
     assert main(["run", "--beir", str(other), "--qrels", str(db), "--arm", "bm25", "--cache", "off",
                  "--no-progress"]) == 2
 
