@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from pathlib import Path
 from typing import Annotated, Optional
@@ -58,6 +59,10 @@ def run(
                         "queries (measures how much masking matters).")] = False,
     engine: Annotated[Optional[str], typer.Option(help="Corpus-encoding engine: local (default) or ray.")] = None,
     ray_address: Annotated[Optional[str], typer.Option(help="Ray cluster for --engine ray: auto, ADDRESS or local.")] = None,
+    chunk: Annotated[Optional[str], typer.Option(help="Split documents into passages, e.g. tokens=128,overlap=32 "
+                     "(MiniLM tokens), sentences=4,overlap=1 or paragraphs=1; arms index passages.")] = None,
+    aggregate: Annotated[Optional[str], typer.Option(help="With --chunk: document score from passages, maxp "
+                         "(best passage, default) or firstp (first passage).")] = None,
 ) -> None:
     """Run a bake-off and print one table; with --out, write results.json and TREC runs."""
     if config is not None:
@@ -79,6 +84,17 @@ def run(
             clean=clean,
         )
         cfg = BakeoffConfig(dataset=dspec, arms=tuple(parse_arm_spec(a) for a in arm))
+    # --- chunking (bakeoff.ingest.chunking): --chunk / --aggregate override [dataset.chunk] ---
+    chunk_spec = cfg.dataset.chunk
+    if chunk is not None or aggregate is not None:
+        from ..ingest.chunking import ChunkSpec
+
+        if chunk is None and chunk_spec is None:
+            raise ConfigError("--aggregate needs --chunk (or a [dataset.chunk] table)")
+        chunk_spec = (ChunkSpec.parse(chunk, aggregate=aggregate) if chunk is not None
+                      else dataclasses.replace(chunk_spec, aggregate=aggregate))
+        cfg = BakeoffConfig(**{**cfg.__dict__, "dataset": DatasetSpec(**{**cfg.dataset.__dict__, "chunk": chunk_spec})})
+    # --- end chunking ---
     k_ = k if k is not None else cfg.k
     depth_ = max(k_, depth if depth is not None else max(cfg.depth, k_))
     arms = build_arms(cfg.arms)
@@ -97,7 +113,7 @@ def run(
                           progress=progress, mask=mask, ctx=ctx,
                           latency_sample=latency_sample if latency_sample is not None else cfg.latency_sample,
                           latency_seed=latency_seed if latency_seed is not None else cfg.latency_seed,
-                          hourly_rate=rate if rate is not None else DEFAULT_HOURLY_RATE)
+                          hourly_rate=rate if rate is not None else DEFAULT_HOURLY_RATE, chunk=chunk_spec)
     results.dataset = {**results.dataset, "source": cfg.dataset.as_dict()}
     as_dict = results.to_dict()
     print_table(as_dict)

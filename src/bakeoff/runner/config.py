@@ -118,6 +118,8 @@ class DatasetSpec:
     fields: FieldMap = FieldMap()
     clean: CleanOptions = CleanOptions()
     name: str | None = None
+    #: Passage chunking (a :class:`bakeoff.ingest.chunking.ChunkSpec`), applied by ``run_bakeoff``.
+    chunk: Any = None
 
     def load(self) -> Dataset:
         """Read the dataset, raising :class:`~bakeoff.errors.InputError` on bad input."""
@@ -140,6 +142,8 @@ class DatasetSpec:
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {k: getattr(self, k) for k in ("beir", "irds", "corpus", "queries", "qrels", "split", "name")}
+        if self.chunk is not None:
+            out["chunk"] = self.chunk.as_dict()
         return {k: v for k, v in out.items() if v is not None}
 
 
@@ -176,6 +180,7 @@ def load_config(path: str | Path) -> BakeoffConfig:
         split = "test"
         [dataset.fields]        # for JSONL/CSV/Parquet corpora: id, text (list), title, metadata
         [dataset.clean]         # strip_html, normalize_space, dedupe, min_chars
+        [dataset.chunk]         # tokens|sentences|paragraphs = N, overlap, tokenizer, aggregate (maxp|firstp)
         [run]                   # k, depth, measures, out, cache, hourly_rate, latency_sample, latency_seed
         [[arms]]                # name, type, then the arm's options
     """
@@ -198,6 +203,10 @@ def load_config(path: str | Path) -> BakeoffConfig:
             fields_raw["text"] = [fields_raw["text"]]
         fields = FieldMap(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in fields_raw.items()})  # type: ignore[arg-type]
         clean = CleanOptions(**(ds.pop("clean", {}) or {}))
+        if ds.get("chunk") is not None:  # [dataset.chunk]: passages (bakeoff.ingest.chunking)
+            from ..ingest.chunking import ChunkSpec
+
+            ds["chunk"] = ChunkSpec.from_mapping(ds["chunk"], where=f"{path}: [dataset.chunk]")
         for key in ("beir", "corpus", "queries", "qrels"):
             if key in ds:
                 ds[key] = _resolve(base, ds[key])

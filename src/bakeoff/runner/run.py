@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from ..arms.base import Arm, DocMask
 from .context import Context
 from ..cache import Cache
 from .costs import DEFAULT_HOURLY_RATE, arm_cost, arm_timing
-from ..data.model import Dataset
+from ..data.model import Dataset, Run
 from ..metrics import Measure, evaluate, parse_measures
 from .results import ArmResult, Results
 from ..train.common import fine_tuned_mark
@@ -55,6 +56,7 @@ def run_bakeoff(
     latency_seed: int = 0,
     hourly_rate: float = DEFAULT_HOURLY_RATE,
     mask: DocMask | None = None,
+    chunk: Any = None,
 ) -> Results:
     """Index, search and evaluate every arm on ``dataset``.
 
@@ -71,6 +73,12 @@ def run_bakeoff(
     e.g. the target versions in force on the query's date (as-of search).
     Citation-mined datasets (``info["provenance"]["label_kind"] == "citation"``)
     default to Recall/MRR and refuse measures that need judged negatives.
+
+    ``chunk`` (a :class:`bakeoff.ingest.chunking.ChunkSpec`) chunks the corpus into
+    passages: every arm indexes and searches passages, and each run is aggregated to
+    documents (MaxP / FirstP) before evaluation, with enough passages retrieved that
+    ``depth`` documents remain (see :mod:`bakeoff.ingest.chunking`). The chunking
+    parameters and the passages' fingerprint go to ``dataset.chunk`` in results.json.
     """
     depth = max(k, depth if depth is not None else 100)
     if (dataset.info.get("provenance") or {}).get("label_kind") == "citation":
@@ -79,20 +87,38 @@ def run_bakeoff(
         ms = citation_measures(k, depth, measures)
     else:
         ms = parse_measures(measures) if measures is not None else default_measures(k, depth)
+    # --- chunking (bakeoff.ingest.chunking): arms see passages; runs are aggregated to documents ---
+    chunked = None
+    if chunk is not None:
+        from ..ingest.chunking import chunk_corpus
+
+        chunked = chunk_corpus(dataset.corpus, chunk)
+        ctx = Context(corpus=chunked.passages, cache=cache, progress=progress,
+                      extras=dict(ctx.extras) if ctx is not None else {})
+
+    def search(arm: Arm) -> tuple[Run, Run, int]:
+        """(document run, the run the arm produced, the depth asked of the arm)."""
+        if chunked is None:
+            r = ctx.search(arm, dataset.queries, k=depth, mask=mask)
+            return r, r, depth
+        return chunked.search(ctx, arm, dataset.queries, depth=depth, mask=mask)
+    # --- end chunking ---
+
     ctx = ctx or Context(corpus=dataset.corpus, cache=cache, progress=progress)
     for arm in _order(arms):
-        ctx.search(arm, dataset.queries, k=depth, mask=mask)
+        search(arm)
     results: list[ArmResult] = []
     evaluation = None
     for arm in arms:
-        run = ctx.search(arm, dataset.queries, k=depth, mask=mask)
-        ctx.measure_latency(arm, dataset.queries, k=depth, sample=latency_sample, seed=latency_seed)
+        run, arm_run, arm_k = search(arm)
+        ctx.measure_latency(arm, dataset.queries, k=arm_k, sample=latency_sample, seed=latency_seed,
+                            mask=None if chunked is None else chunked.expand_mask(mask))
         evaluation = evaluate(run, dataset.qrels, ms, query_ids=dataset.queries.ids)
         fp = arm.fingerprint()
         mark = fine_tuned_mark(arm.config())
         # Arms may add their own figures (e.g. ann: recall of the exact top-k); they land in results.json.
         extra_fn = getattr(arm, "extra_metrics", None)
-        extra = dict(extra_fn(ctx=ctx, run=run, queries=dataset.queries, k=k, depth=depth)) if extra_fn else {}
+        extra = dict(extra_fn(ctx=ctx, run=arm_run, queries=dataset.queries, k=k, depth=arm_k)) if extra_fn else {}
         results.append(
             ArmResult(
                 name=arm.name,
@@ -102,11 +128,13 @@ def run_bakeoff(
                 run=run,
                 evaluation=evaluation,
                 timing=arm_timing(arm, ctx),
-                cached=ctx.was_cached(arm, dataset.queries, k=depth),
+                cached=ctx.was_cached(arm, dataset.queries, k=arm_k,
+                                      mask=None if chunked is None else chunked.expand_mask(mask)),
                 extra={"cost": arm_cost(arm, ctx, hourly_rate=hourly_rate, n_queries=len(dataset.queries)),
                        **({"children": [c.name for c in arm.children()]} if arm.children() else {}),
                        **({"fine_tuned": mark} if mark else {}),
-                       **({"extra_metrics": extra} if extra else {})},
+                       **({"extra_metrics": extra} if extra else {}),
+                       **({"passage_depth": arm_k} if chunked is not None else {})},
             )
         )
     info = {
@@ -120,7 +148,10 @@ def run_bakeoff(
             "qrels": dataset.qrels.fingerprint(),
         },
         **dict(dataset.info),
+        **({"chunk": chunked.info()} if chunked is not None else {}),
     }
+    if chunked is not None:
+        info["fingerprints"]["passages"] = chunked.passages.fingerprint()
     excluded = dict(evaluation.excluded) if evaluation else {}
     return Results(
         dataset=info,
