@@ -2,7 +2,7 @@
 
 Routes (``base_url`` = ``http://127.0.0.1:PORT``):
 
-* ``GET /robots.txt``: ``User-agent: *`` / ``Disallow: /cases/sealed/``.
+* ``GET /robots.txt``: ``robots`` (default ``User-agent: *`` / ``Disallow: /cases/sealed/``).
 * ``GET /cases?page=P&per_page=N`` (P from 0, N default 30): a listing whose pages
   **overlap**: page P holds items ``[P*(N - N//2), P*(N - N//2) + N)``, so about every item
   appears on two pages (Oyez: 8,412 rows for 3,746 cases). Past the end: ``[]``; the
@@ -49,6 +49,12 @@ class Entry:
     if_none_match: str | None = None
     in_flight: int = 0
     done: float = 0.0
+    action: str = "ok"
+
+    @property
+    def served(self) -> bool:
+        """A whole, normal answer (status 200, no fault injected)."""
+        return self.status == 200 and self.action == "ok"
 
     @property
     def route(self) -> str:
@@ -75,13 +81,15 @@ class OyezServer:
     """The server (see module docstring). Use as a context manager."""
 
     def __init__(self, cases: Sequence[dict[str, str]], *, sealed: int | None = 3, retry_after: str = "1",
-                 timeout_sleep: float = 1.5, detail_delay: float = 0.0, no_id: Sequence[int] = ()) -> None:
+                 timeout_sleep: float = 1.5, detail_delay: float = 0.0, no_id: Sequence[int] = (),
+                 robots: str = "User-agent: *\nDisallow: /cases/sealed/\n") -> None:
         self.cases = list(cases)
         self.sealed = sealed
         self.retry_after = retry_after
         self.timeout_sleep = timeout_sleep
         self.detail_delay = detail_delay
         self.no_id = set(no_id)
+        self.robots = robots
         self.faults: dict[str, list[str]] = {}
         self.log: list[Entry] = []
         self.run = 0
@@ -122,6 +130,7 @@ class OyezServer:
                     srv.log.append(entry)
                     queue = srv.faults.get(self.path)
                     action = queue.pop(0) if queue else "ok"
+                    entry.action = action
                 try:
                     entry.status = self._answer(route, action, is_detail)
                 finally:
@@ -146,7 +155,7 @@ class OyezServer:
                     self._send(200, page, "text/html; charset=utf-8")
                     return 200
                 if route == "/robots.txt":
-                    self._send(200, b"User-agent: *\nDisallow: /cases/sealed/\n", "text/plain")
+                    self._send(200, srv.robots.encode(), "text/plain")
                     return 200
                 query = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(self.path).query))
                 obj, extra = srv._route(route, query, self.headers.get("Host", ""))
@@ -168,7 +177,7 @@ class OyezServer:
                 self._send(200, body, headers=headers)
                 return 200
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = _QuietServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
@@ -260,6 +269,11 @@ class OyezServer:
 
 
 _MISSING = object()
+
+
+class _QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that went away (killed, timed out) is part of these tests, not an error."""
 
 
 def _html(text: str) -> str:

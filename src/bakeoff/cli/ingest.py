@@ -84,9 +84,10 @@ def api(
     c = res.counts
     typer.echo(f"listing: {c['pages']} pages, {c['listing_rows']} rows, {c['unique_items']} unique items "
                f"({c['duplicates_in_listing']} repeated rows dropped before fetching)")
-    typer.echo(f"details: {c['details_fetched']} fetched, {c['not_modified']} not modified, {c['failures']} failed, "
-               f"{c['robots_disallowed']} disallowed by robots.txt; this run: {c['requests_this_run']} requests, "
-               f"{c['retries_this_run']} retries")
+    if detail_field or detail_template:
+        typer.echo(f"details: {c['details_fetched']} fetched, {c['not_modified']} not modified, {c['failures']} "
+                   f"failed, {c['robots_disallowed']} disallowed by robots.txt")
+    typer.echo(f"this run: {c['requests_this_run']} requests, {c['retries_this_run']} retries")
     typer.echo(f"wrote {c['documents']} documents to {res.out} (duplicates dropped: {c['duplicates_dropped']}; "
                f"provenance: {res.provenance})")
 

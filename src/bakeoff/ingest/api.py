@@ -250,8 +250,6 @@ class _Walker:
                     raise InputError("robots.txt disallows this listing page; pass --ignore-robots only with the "
                                      "site's permission", path=next_url)
                 page = self._fetch(next_url)
-                if page.outcome == "not_modified":
-                    st.add("not_modified")
                 rows = self._items_of(page)
                 items = []
                 for rec in rows:
@@ -274,7 +272,8 @@ class _Walker:
                 st.record_page(url=next_url, items=items, n_rows=len(rows), next_url=nxt,
                                next_pos=pag.position_after(int(pos or 0), len(rows)) if nxt else None,
                                response=(next_url, page.raw, page.etag, page.last_modified, page.content_type),
-                               item_status="done" if no_detail else "pending", note=note)
+                               item_status="done" if no_detail else "pending", note=note,
+                               not_modified=page.outcome == "not_modified")
                 visited.add(next_url)
                 bar.update(1)
                 next_url, pos = nxt, (pag.position_after(int(pos or 0), len(rows)) if nxt else None)
@@ -441,6 +440,7 @@ def ingest_api(
         rep: LoadReport = info["report"]
         counts_out = {
             "pages": counts.get("pages", 0),
+            "pages_not_modified": counts.get("pages_not_modified", 0),
             "listing_rows": listing_rows,
             "unique_items": n_items,
             "duplicates_in_listing": listing_rows - n_items,

@@ -184,7 +184,7 @@ class IngestState:
 
     def record_page(self, *, url: str, items: list[tuple[str, str | None, Any]], n_rows: int,
                     next_url: str | None, next_pos: int | None, response: Response,
-                    item_status: str = "pending", note: str | None = None) -> int:
+                    item_status: str = "pending", note: str | None = None, not_modified: bool = False) -> int:
         """Store one listing page of the current pass in one transaction: its ``response``,
         its new unique items ``(key, detail_url, listing record)`` with ``item_status``
         (already-known keys are duplicates), and the cursor to the next page (``None``:
@@ -206,6 +206,8 @@ class IngestState:
             self.put(f"page_keys:{g}:{seq}", json.dumps([k for k, _, _ in items]))
             self.add("listing_rows", n_rows)
             self.add("pages", 1)
+            if not_modified:
+                self.add("pages_not_modified", 1)
             if note:
                 self.put(f"note:{g}:{seq}", note)
             if next_url is None:
