@@ -20,6 +20,8 @@ apart). Extraction, by suffix, with maintained libraries:
   title from the first heading.
 * ``.txt`` — as is (UTF-8).
 
+Document metadata is ``path``, ``format`` and ``pages`` (PDF page count, else
+``null``): the same fields for every file, so JSONL and Parquet read back alike.
 Other files are *skipped* and listed. A file whose text is empty after cleaning
 (a scanned PDF without a text layer, an empty page) is *empty*: counted, listed
 and left out. Nothing is dropped silently: failed, empty and skipped files are
@@ -187,7 +189,7 @@ def extract(path: str | os.PathLike[str]) -> Extracted:
     p = Path(path)
     fmt = SUFFIXES[p.suffix.lower()]
     got = _EXTRACTORS[fmt](p)
-    return Extracted(got.title, got.text, {"format": fmt, **got.metadata})
+    return Extracted(got.title, got.text, {"format": fmt, "pages": None, **got.metadata})
 
 
 def ingest_files(
