@@ -21,7 +21,8 @@ at least one passage (an empty text gives one empty passage, so its title stays
 searchable). A passage's text is the original substring from its first unit's
 start to its last unit's end (original casing, spacing and punctuation); its
 title is the document's title (BEIR indexing prepends it). Passage ids are
-``<doc id>#<n>``, ``n`` from 0; metadata ``{"doc", "passage", "start", "end"}``
+``<doc id>#<n>``, ``n`` from 0 (unique even for ids containing ``#``: the text after
+the last ``#`` is the number); metadata ``{"doc", "passage", "start", "end"}``
 (character offsets into the document text).
 
 **Aggregation** (:func:`aggregate_run`) turns a passage run into a document run,
@@ -329,12 +330,6 @@ def chunk_corpus(corpus: Corpus, spec: ChunkSpec, *, tokenizer: Tokenizer | None
             metas.append(MappingProxyType({"doc": doc_id, "passage": n, "start": start, "end": end}))
             doc_of.append(doc_id)
             doc_row.append(row)
-    seen: set[str] = set()
-    for pid in ids:
-        if pid in seen:
-            raise ConfigError(f"chunk: passage id {pid!r} occurs twice (a document id already ends in '#<n>'); "
-                              "rename those documents")
-        seen.add(pid)
     passages = Corpus(tuple(ids), tuple(texts), tuple(titles), tuple(metas))
     return ChunkedCorpus(spec, corpus, passages, tuple(doc_of), tuple(doc_row),
                          tokenizer_identity=tok.identity if tok is not None else None)
