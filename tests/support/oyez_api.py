@@ -282,3 +282,17 @@ def _html(text: str) -> str:
     if len(words) > 3:
         words[1] = f"<em>{words[1]}</em>"
     return " ".join(words)
+
+
+if __name__ == "__main__":  # serve the hand-written cases for a manual run: python -m tests.support.oyez_api
+    import sys
+
+    from tests.support.oyez_cases import CASES
+
+    with OyezServer(CASES) as _srv:
+        print(_srv.base_url, flush=True)
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            sys.exit(0)
