@@ -94,8 +94,11 @@ def test_sigkill_at_random_moments_resumes_to_the_same_corpus(tmp_path: Path) ->
             last_detail[e.run] = e.route
     twice = {r: runs for r, runs in served.items() if len(runs) > 1}
     for route, runs in twice.items():
-        assert len(runs) == 2 and runs[0] < N_KILLS and last_detail[runs[0]] == route, (route, runs)
-    assert len(twice) <= N_KILLS
+        # every serving but the last was the detail in flight when that run was killed (a run killed
+        # right after restarting can lose the same item again)
+        for r in runs[:-1]:
+            assert r < N_KILLS and last_detail[r] == route, (route, runs)
+    assert sum(len(runs) - 1 for runs in twice.values()) <= N_KILLS
     assert set(served) == {srv.detail_path(i) for i in range(60) if i != 11}
     assert not [e for e in log if e.route.startswith("/cases/sealed/")]
     prov = json.loads((out.parent / "corpus.jsonl.provenance.json").read_text())

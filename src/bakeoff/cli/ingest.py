@@ -54,8 +54,9 @@ def api(
     retry_failed: Annotated[bool, typer.Option("--retry-failed", help="Fetch again the items that failed.")] = False,
     progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
 ) -> None:
-    """Read every item of a paginated JSON API (with per-item detail fetches) into a corpus file,
-    politely and resumably; provenance goes to OUT.provenance.json."""
+    """Read a paginated JSON API (and each item's detail) into a corpus file, politely and resumably.
+
+    Provenance goes to OUT.provenance.json, the resume state to OUT.state.sqlite."""
     from ..data.clean import CleanOptions
     from ..ingest.api import ApiSource, Manners, ingest_api
     from ..ingest.mapping import FieldSpec, parse_field_assignment
@@ -101,8 +102,10 @@ def files(
     strict: Annotated[bool, typer.Option("--strict", help="A file that fails or yields no text is an error (exit 2).")] = False,
     progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
 ) -> None:
-    """One document per file (id = relative path, title from metadata or the first heading); files that
-    fail or yield no text are counted and listed; provenance goes to OUT.provenance.json."""
+    """Turn a folder of PDF, DOCX, HTML, Markdown and text files into a corpus file.
+
+    One document per file (id = relative path, title from metadata or the first heading); files that fail
+    or yield no text are counted and listed; provenance goes to OUT.provenance.json."""
     from ..data.clean import CleanOptions
     from ..ingest.documents import ingest_files
 

@@ -235,7 +235,7 @@ class _Walker:
             return
         if next_url is None:
             next_url, pos = pag.first_url(src.url), pag.first
-        visited = {u for (u,) in st.db.execute("SELECT url FROM pages WHERE gen = ?", (st.gen,)).fetchall()}
+        visited = st.page_urls()
         bar = progress_bar(desc="listing pages", enabled=self.progress, unit="page")
         bar.update(st.n_pages())
         no_detail = self._detail_expr is None and self._template is None
@@ -415,7 +415,7 @@ def ingest_api(
         if st.pass_finished() and refresh:
             st.start_next_pass()
         elif st.pass_finished() and retry_failed and st.retry_failed():
-            st.db.execute("DELETE FROM meta WHERE key = ?", (f"finished:{st.gen}",))
+            st.reopen_pass()
         elif retry_failed:
             st.retry_failed()
         walker = _Walker(source, manners, st, progress=progress)

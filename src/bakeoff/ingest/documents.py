@@ -31,7 +31,6 @@ any failed or empty file into an error (exit 2, nothing written).
 
 from __future__ import annotations
 
-import logging
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,7 +45,6 @@ from .provenance import iso, write_provenance
 
 __all__ = ["SUFFIXES", "ExtractionError", "Extracted", "FilesResult", "extract", "ingest_files"]
 
-log = logging.getLogger("bakeoff")
 
 SUFFIXES = {".pdf": "pdf", ".docx": "docx", ".html": "html", ".htm": "html", ".md": "markdown",
             ".markdown": "markdown", ".txt": "text"}

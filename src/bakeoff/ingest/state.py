@@ -175,6 +175,16 @@ class IngestState:
         pos = self.get(f"next_pos:{g}")
         return url, (int(pos) if pos is not None else None), self.get(f"listing_done:{g}") is not None
 
+    def page_urls(self) -> set[str]:
+        """URLs of the listing pages read in the current pass."""
+        rows = self.db.execute("SELECT url FROM pages WHERE gen = ?", (self.gen,)).fetchall()
+        return {u for (u,) in rows}
+
+    def reopen_pass(self) -> None:
+        """Mark the current pass unfinished (to fetch items set back to pending)."""
+        with self.tx():
+            self.db.execute("DELETE FROM meta WHERE key = ?", (f"finished:{self.gen}",))
+
     def n_pages(self) -> int:
         return int(self.db.execute("SELECT COUNT(*) FROM pages WHERE gen = ?", (self.gen,)).fetchone()[0])
 
