@@ -9,7 +9,9 @@ Runs the real CLI in subprocesses, each result set in its own folder:
 
 then ``bakeoff compare whole maxp`` and ``bakeoff compare whole firstp`` (paired randomization test and
 t-test, Holm-corrected, bootstrap CI of the difference) and prints NDCG@10 / Recall@10 side by side with
-the wall time and the arm's encode time (``index_s``). Tokens are those of the bundled all-MiniLM-L6-v2
+the wall time and the arm's encode time (``index_s``). The sequential runs are exposed to the machine's
+drift, so a probe also times, in one process, the encode of ``--probe-docs`` sampled documents whole
+and as passages, alternating (ABABAB), and reports the median ratio. Tokens are those of the bundled all-MiniLM-L6-v2
 tokenizer (the dense model's own), the title is kept on every passage.
 
     python benchmarks/chunking_scifact.py [--data ../shared/data/scifact] [--out /tmp/chunk-bench]
@@ -37,6 +39,36 @@ def _run(cmd: list[str], env: dict[str, str]) -> float:
     return time.perf_counter() - t0
 
 
+def probe(data: str, chunk: str, n: int, rounds: int = 3) -> None:
+    """Encode ``n`` sampled documents whole and as passages, alternating, in this process."""
+    sys.path.insert(0, str(ROOT / "src"))
+    import numpy as np
+
+    from bakeoff.data.loaders import read_beir_corpus
+    from bakeoff.data.model import Corpus
+    from bakeoff.ingest.chunking import ChunkSpec, chunk_corpus
+    from bakeoff.models.encoders import make_encoder
+
+    corpus = read_beir_corpus(Path(data) / "corpus.jsonl")
+    rows = sorted(np.random.default_rng(0).choice(len(corpus), size=min(n, len(corpus)), replace=False).tolist())
+    sub = Corpus(tuple(corpus.ids[i] for i in rows), tuple(corpus.texts[i] for i in rows),
+                 tuple(corpus.titles[i] for i in rows), tuple({} for _ in rows))
+    passages = chunk_corpus(sub, ChunkSpec.parse(chunk)).passages
+    enc = make_encoder(None)
+    texts = {"whole": sub.full_texts(), "passages": passages.full_texts()}
+    enc.encode(texts["whole"][:32], kind="doc", batch_size=32)  # warm-up
+    times: dict[str, list[float]] = {"whole": [], "passages": []}
+    for _ in range(rounds):
+        for name in ("whole", "passages"):
+            t0 = time.perf_counter()
+            enc.encode(texts[name], kind="doc", batch_size=32)
+            times[name].append(time.perf_counter() - t0)
+    med = {k: float(np.median(v)) for k, v in times.items()}
+    print(f"\nencode probe ({len(sub)} documents -> {len(passages)} passages, {rounds} alternating rounds): "
+          f"whole {med['whole']:.1f} s, passages {med['passages']:.1f} s, ratio {med['passages'] / med['whole']:.2f}x "
+          f"(rounds: whole {[round(t, 1) for t in times['whole']]}, passages {[round(t, 1) for t in times['passages']]})")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "scifact"))
@@ -44,6 +76,7 @@ def main() -> int:
     ap.add_argument("--chunk", default="tokens=128,overlap=32")
     ap.add_argument("--arm", default="dense", help="arm type and options (default: the dense MiniLM arm)")
     ap.add_argument("--resamples", type=int, default=10000)
+    ap.add_argument("--probe-docs", type=int, default=100, help="documents in the encode-time probe (0: skip)")
     args = ap.parse_args()
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
@@ -89,6 +122,8 @@ def main() -> int:
                       f"[{min(sign * p['diff_ci_low'], sign * p['diff_ci_high']):+.4f}, "
                       f"{max(sign * p['diff_ci_low'], sign * p['diff_ci_high']):+.4f}]  "
                       f"p_perm {p['p_perm']:.4g}  p_ttest {p['p_ttest']:.4g}  significant {p['significant']}")
+    if args.probe_docs:
+        probe(args.data, args.chunk, args.probe_docs)
     if "whole" in wall and "maxp" in wall:
         print(f"\ntime cost: maxp / whole wall = {wall['maxp'] / wall['whole']:.2f}x "
               f"({wall['maxp']:.0f} s vs {wall['whole']:.0f} s, same machine, same run)")

@@ -255,8 +255,8 @@ class _Walker:
                 for rec in rows:
                     durl = self._detail_url(rec, next_url)
                     items.append((self._key(rec, durl), durl, rec))
-                nxt = pag.next_url(base=src.url, current=next_url, body=page.body, headers=page.headers, n_items=len(rows),
-                                   position=int(pos or 0))
+                nxt = pag.next_url(base=src.url, current=next_url, body=page.body, headers=page.headers,
+                                   n_items=len(rows), position=int(pos or 0))
                 note = None
                 keys = [k for k, _, _ in items]
                 prev = st.page_keys(st.n_pages() - 1) if st.n_pages() else None
@@ -296,7 +296,6 @@ class _Walker:
             for key, url, _rec in queue:
                 if url is None:
                     st.set_status(key, "failed", error="no detail URL in the listing item")
-                    st.add("no_detail_url")
                     bar.update(1)
                     continue
                 if not self.robots.allowed(url):
@@ -324,7 +323,6 @@ class _Walker:
                             got = fut.result()
                         except (HttpError, NotJson) as exc:
                             st.set_status(key, "failed", error=str(exc))
-                            st.add("failures")
                             log.warning("item %s: %s", key.partition(":")[2], exc)
                         else:
                             st.store_response(url, got.raw, etag=got.etag, last_modified=got.last_modified,
@@ -463,7 +461,8 @@ def ingest_api(
         warnings.append(f"dropped {counts_out['duplicates_dropped']} duplicates ({counts_out['duplicates_in_listing']} "
                         f"repeated listing rows, {counts_out['duplicate_ids']} repeated ids); kept the first of each")
     if counts_out["failures"]:
-        warnings.append(f"{counts_out['failures']} items failed (listed in the provenance; --retry-failed retries them)")
+        warnings.append(f"{counts_out['failures']} items failed (listed in the provenance; "
+                        "--retry-failed retries them)")
     if counts_out["robots_disallowed"]:
         warnings.append(f"{counts_out['robots_disallowed']} items not fetched: robots.txt disallows them")
     if counts_out["missing_id"]:

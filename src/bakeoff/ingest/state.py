@@ -208,7 +208,8 @@ class IngestState:
             new = 0
             for key, detail_url, record in items:
                 cur = db.execute(
-                    "INSERT OR IGNORE INTO items (gen, ord, key, detail_url, listing, status) VALUES (?, ?, ?, ?, ?, ?)",
+                    "INSERT OR IGNORE INTO items (gen, ord, key, detail_url, listing, status) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
                     (g, nxt, key, detail_url, json.dumps(record, ensure_ascii=False, sort_keys=True), item_status))
                 if cur.rowcount:
                     nxt += 1
@@ -275,7 +276,9 @@ class IngestState:
     def response(self, url: str) -> Stored | None:
         row = self.db.execute("SELECT url, body, etag, last_modified, content_type, fetched_at, gen FROM responses "
                               "WHERE url = ?", (url,)).fetchone()
-        return None if row is None else Stored(row[0], bytes(row[1]), row[2], row[3], row[4], float(row[5]), int(row[6]))
+        if row is None:
+            return None
+        return Stored(row[0], bytes(row[1]), row[2], row[3], row[4], float(row[5]), int(row[6]))
 
     def store_response(self, url: str, body: bytes, *, etag: str | None, last_modified: str | None,
                        content_type: str | None, item_key: str | None = None, counter: str | None = None) -> None:
