@@ -14,7 +14,8 @@ from ..errors import BakeoffError
 __all__ = ["COMMAND_MODULES", "build_app", "main"]
 
 #: Command modules under ``bakeoff.cli``; each defines ``register(app: typer.Typer)``.
-COMMAND_MODULES: tuple[str, ...] = ("run", "eval", "report", "compare", "mine", "generate", "demo", "finetune", "label")
+COMMAND_MODULES: tuple[str, ...] = ("run", "eval", "report", "compare", "mine", "generate", "demo", "finetune", "label",
+                                   "ingest")
 
 
 def build_app() -> typer.Typer:

@@ -46,6 +46,10 @@ def run(
                         "queries (measures how much masking matters).")] = False,
     engine: Annotated[Optional[str], typer.Option(help="Corpus-encoding engine: local (default) or ray.")] = None,
     ray_address: Annotated[Optional[str], typer.Option(help="Ray cluster for --engine ray: auto, ADDRESS or local.")] = None,
+    chunk: Annotated[Optional[str], typer.Option(help="Split documents into passages, e.g. tokens=128,overlap=32 "
+                     "(MiniLM tokens), sentences=4,overlap=1 or paragraphs=1; arms index passages.")] = None,
+    aggregate: Annotated[Optional[str], typer.Option(help="With --chunk: document score from passages, maxp "
+                         "(best passage, default) or firstp (first passage).")] = None,
 ) -> None:
     """Run a bake-off and print one table; with --out, write results.json and TREC runs."""
     from ..data.clean import CleanOptions
@@ -78,7 +82,7 @@ def run(
     results = run_config(cfg, k=k, depth=depth, measures=measure, cache=make_cache(cache or cfg.cache, cache_dir),
                          progress=progress, as_of=as_of, only_single=only_single, unmasked=unmasked, engine=engine,
                          ray_address=ray_address, hourly_rate=hourly_rate, latency_sample=latency_sample,
-                         latency_seed=latency_seed)
+                         latency_seed=latency_seed, chunk=chunk, aggregate=aggregate)
     print_table(results.to_dict())
     out_dir = out or (Path(cfg.out) if cfg.out else None)
     if out_dir is not None:

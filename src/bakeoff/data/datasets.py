@@ -79,11 +79,17 @@ class DatasetSpec:
     fields: FieldMap = FieldMap()
     clean: CleanOptions = CleanOptions()
     name: str | None = None
+    #: Passage chunking (a :class:`bakeoff.ingest.chunking.ChunkSpec`), applied by the runner, not here:
+    #: the dataset stays document-level so its qrels keep their meaning.
+    chunk: Any = None
 
     def as_dict(self) -> dict[str, Any]:
         """The source as recorded in ``results.json`` (``dataset.source``); unset keys omitted."""
         keys = ("beir", "irds", "corpus", "queries", "qrels", "split", "name")
-        return {k: getattr(self, k) for k in keys if getattr(self, k) is not None}
+        out = {k: getattr(self, k) for k in keys if getattr(self, k) is not None}
+        if self.chunk is not None:
+            out["chunk"] = self.chunk.as_dict()
+        return out
 
 
 # corpus ----------------------------------------------------------------------------------------

@@ -139,6 +139,7 @@ def load_config(path: str | Path) -> BakeoffConfig:
         split = "test"
         [dataset.fields]        # for JSONL/CSV/Parquet corpora: id, text (list), title, metadata
         [dataset.clean]         # strip_html, normalize_space, dedupe, min_chars
+        [dataset.chunk]         # tokens|sentences|paragraphs = N, overlap, tokenizer, aggregate (maxp|firstp)
         [run]                   # k, depth, measures, out, cache, hourly_rate, latency_sample, latency_seed
         [[arms]]                # name, type, then the arm's options
     """
@@ -161,6 +162,10 @@ def load_config(path: str | Path) -> BakeoffConfig:
             fields_raw["text"] = [fields_raw["text"]]
         fields = FieldMap(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in fields_raw.items()})  # type: ignore[arg-type]
         clean = CleanOptions(**(ds.pop("clean", {}) or {}))
+        if ds.get("chunk") is not None:  # [dataset.chunk]: passages (bakeoff.ingest.chunking)
+            from ..ingest.chunking import ChunkSpec
+
+            ds["chunk"] = ChunkSpec.from_mapping(ds["chunk"], where=f"{path}: [dataset.chunk]")
         for key in ("beir", "corpus", "queries", "qrels"):
             if key in ds:
                 ds[key] = _resolve(base, ds[key])

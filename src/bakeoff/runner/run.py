@@ -7,13 +7,15 @@ mode), builds the arms and runs them.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..arms.base import Arm, DocMask
 from ..cache import Cache
-from ..data.model import Dataset
+from ..errors import ConfigError
+from ..data.model import Dataset, Run
 from ..metrics import Measure, default_measures, evaluate, measures_for
 from .context import Context
 from .costs import DEFAULT_HOURLY_RATE, arm_cost, arm_timing
@@ -55,6 +57,7 @@ def run_bakeoff(
     latency_seed: int = 0,
     hourly_rate: float = DEFAULT_HOURLY_RATE,
     mask: DocMask | None = None,
+    chunk: Any = None,
 ) -> Results:
     """Index, search and evaluate every arm on ``dataset``.
 
@@ -76,24 +79,48 @@ def run_bakeoff(
 
     An arm that declares its provenance (``arm.provenance()``, e.g. a dense or
     rerank arm whose model folder bakeoff fine-tuned) gets it as ``fine_tuned``.
+
+    ``chunk`` (a :class:`bakeoff.ingest.chunking.ChunkSpec`) chunks the corpus into
+    passages: every arm indexes and searches passages, and each run is aggregated to
+    documents (MaxP / FirstP) before evaluation, with enough passages retrieved that
+    ``depth`` documents remain (see :mod:`bakeoff.ingest.chunking`). The chunking
+    parameters and the passages' fingerprint go to ``dataset.chunk`` in results.json.
     """
     depth = max(k, depth if depth is not None else 100)
     ms = measures_for(dataset.label_kind, k=k, depth=depth, requested=measures)
+    # --- chunking (bakeoff.ingest.chunking): arms see passages; runs are aggregated to documents ---
+    chunked = None
+    if chunk is not None:
+        from ..ingest.chunking import chunk_corpus
+
+        chunked = chunk_corpus(dataset.corpus, chunk)
+        ctx = Context(corpus=chunked.passages, cache=cache, progress=progress,
+                      extras=dict(ctx.extras) if ctx is not None else {})
+
+    def search(arm: Arm) -> tuple[Run, Run, int]:
+        """(document run, the run the arm produced, the depth asked of the arm)."""
+        if chunked is None:
+            r = ctx.search(arm, dataset.queries, k=depth, mask=mask)
+            return r, r, depth
+        return chunked.search(ctx, arm, dataset.queries, depth=depth, mask=mask)
+    # --- end chunking ---
+
     ctx = ctx or Context(corpus=dataset.corpus, cache=cache, progress=progress)
     for arm in _order(arms):
-        ctx.search(arm, dataset.queries, k=depth, mask=mask)
+        search(arm)
     results: list[ArmResult] = []
     evaluation = None
     for arm in arms:
-        run = ctx.search(arm, dataset.queries, k=depth, mask=mask)
-        ctx.measure_latency(arm, dataset.queries, k=depth, sample=latency_sample, seed=latency_seed)
+        run, arm_run, arm_k = search(arm)
+        ctx.measure_latency(arm, dataset.queries, k=arm_k, sample=latency_sample, seed=latency_seed,
+                            mask=None if chunked is None else chunked.expand_mask(mask))
         evaluation = evaluate(run, dataset.qrels, ms, query_ids=dataset.queries.ids)
         fp = arm.fingerprint()
         # Optional hook (dense, rerank): what the arm's model was fine-tuned on.
         mark = arm.provenance()
         # Arms may add their own figures (e.g. ann: recall of the exact top-k); they land in results.json.
         extra_fn = getattr(arm, "extra_metrics", None)
-        extra = dict(extra_fn(ctx=ctx, run=run, queries=dataset.queries, k=k, depth=depth)) if extra_fn else {}
+        extra = dict(extra_fn(ctx=ctx, run=arm_run, queries=dataset.queries, k=k, depth=arm_k)) if extra_fn else {}
         results.append(
             ArmResult(
                 name=arm.name,
@@ -103,11 +130,13 @@ def run_bakeoff(
                 run=run,
                 evaluation=evaluation,
                 timing=arm_timing(arm, ctx),
-                cached=ctx.was_cached(arm, dataset.queries, k=depth),
+                cached=ctx.was_cached(arm, dataset.queries, k=arm_k,
+                                      mask=None if chunked is None else chunked.expand_mask(mask)),
                 extra={"cost": arm_cost(arm, ctx, hourly_rate=hourly_rate, n_queries=len(dataset.queries)),
                        **({"children": [c.name for c in arm.children()]} if arm.children() else {}),
                        **({"fine_tuned": mark} if mark else {}),
-                       **({"extra_metrics": extra} if extra else {})},
+                       **({"extra_metrics": extra} if extra else {}),
+                       **({"passage_depth": arm_k} if chunked is not None else {})},
             )
         )
     info = {
@@ -121,7 +150,10 @@ def run_bakeoff(
             "qrels": dataset.qrels.fingerprint(),
         },
         **dict(dataset.info),
+        **({"chunk": chunked.info()} if chunked is not None else {}),
     }
+    if chunked is not None:
+        info["fingerprints"]["passages"] = chunked.passages.fingerprint()
     excluded = dict(evaluation.excluded) if evaluation else {}
     return Results(
         dataset=info,
@@ -150,6 +182,8 @@ def run_config(
     hourly_rate: float | None = None,
     latency_sample: int | None = None,
     latency_seed: int | None = None,
+    chunk: str | None = None,
+    aggregate: str | None = None,
 ) -> Results:
     """``bakeoff run``: build the arms of ``cfg``, open its dataset (search mode ``as_of`` /
     ``only_single`` / ``unmasked``, see :func:`bakeoff.data.datasets.open_dataset`), log the
@@ -157,11 +191,22 @@ def run_config(
     file's; ``depth`` is at least ``k``. ``engine`` (``local``/``ray`` or a TOML ``[engine]``
     table, default ``cfg.extra["engine"]``) encodes corpora through
     :func:`bakeoff.engine.make_engine`. ``dataset.source`` in the results is ``cfg.dataset``.
+    ``chunk`` (``tokens=128,overlap=32`` ...) and ``aggregate`` (``maxp``/``firstp``) override the
+    file's ``[dataset.chunk]`` (see :mod:`bakeoff.ingest.chunking`).
     """
     from ..data.datasets import open_dataset
     from ..engine import make_engine
     from .config import build_arms
 
+    chunk_spec = cfg.dataset.chunk
+    if chunk is not None or aggregate is not None:
+        from ..ingest.chunking import ChunkSpec
+
+        if chunk is None and chunk_spec is None:
+            raise ConfigError("--aggregate needs --chunk (or a [dataset.chunk] table)")
+        chunk_spec = (ChunkSpec.parse(chunk, aggregate=aggregate) if chunk is not None
+                      else dataclasses.replace(chunk_spec, aggregate=aggregate))
+        cfg = dataclasses.replace(cfg, dataset=dataclasses.replace(cfg.dataset, chunk=chunk_spec))
     k_ = k if k is not None else cfg.k
     depth_ = max(k_, depth if depth is not None else max(cfg.depth, k_))
     arms = build_arms(cfg.arms)
@@ -178,7 +223,7 @@ def run_config(
                           progress=progress, mask=mask, ctx=ctx,
                           latency_sample=latency_sample if latency_sample is not None else cfg.latency_sample,
                           latency_seed=latency_seed if latency_seed is not None else cfg.latency_seed,
-                          hourly_rate=rate if rate is not None else DEFAULT_HOURLY_RATE)
+                          hourly_rate=rate if rate is not None else DEFAULT_HOURLY_RATE, chunk=chunk_spec)
     results.dataset = {**results.dataset, "source": cfg.dataset.as_dict()}
     return results
 

@@ -1,0 +1,230 @@
+"""Chunking: windows and unit splitting (golden cases), MiniLM token counts checked against the
+pure-Python WordPiece tokenizer of transformers, MaxP / FirstP aggregation by hand (tie rule,
+input order), the passage-depth rule, and ``bakeoff run --chunk`` end to end (fingerprints,
+cache, results.json, report/compare across chunked and whole-document results)."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from bakeoff.arms import BM25Arm
+from bakeoff.cli import main
+from bakeoff.data.model import Corpus, Dataset, Qrels, Queries, Run
+from bakeoff.errors import ConfigError
+from bakeoff.ingest.chunking import (ChunkSpec, aggregate_run, chunk_corpus, load_tokenizer, split_units,
+                                     windows)
+from bakeoff.metrics import evaluate
+from bakeoff.runner.context import Context
+from bakeoff.runner.run import run_bakeoff
+
+
+def test_windows_golden() -> None:
+    assert windows(10, 4, 2) == [(0, 4), (2, 6), (4, 8), (6, 10)]
+    assert windows(9, 4, 2) == [(0, 4), (2, 6), (4, 8), (6, 9)]
+    assert windows(4, 4, 2) == [(0, 4)]
+    assert windows(5, 4, 2) == [(0, 4), (2, 5)]
+    assert windows(5, 3, 0) == [(0, 3), (3, 5)]
+    assert windows(1, 128, 32) == [(0, 1)]
+    assert windows(0, 4, 1) == [(0, 0)]
+    assert windows(300, 128, 32) == [(0, 128), (96, 224), (192, 300)]
+
+
+def test_sentence_and_paragraph_units_golden() -> None:
+    text = 'Dr. Smith arrived. He said "stop." Then 3 cats left!\n\n  Next para?  \n \nLast one.'
+    sents = split_units([text], ChunkSpec(unit="sentences", size=1))[0]
+    assert [text[a:b] for a, b in sents] == ["Dr.", "Smith arrived.", 'He said "stop."', "Then 3 cats left!",
+                                             "Next para?", "Last one."]
+    paras = split_units([text], ChunkSpec(unit="paragraphs", size=1))[0]
+    assert [text[a:b] for a, b in paras] == ['Dr. Smith arrived. He said "stop." Then 3 cats left!', "Next para?",
+                                             "Last one."]
+
+
+def test_chunk_ids_text_titles_and_metadata() -> None:
+    c = Corpus(("a", "b", "c"), ("p1.\n\np2.\n\np3.", "", "solo"), ("Title A", "Title B", ""), ({"x": 1}, {}, {}))
+    cc = chunk_corpus(c, ChunkSpec.parse("paragraphs=2,overlap=1"))
+    assert cc.passages.ids == ("a#0", "a#1", "b#0", "c#0")
+    assert cc.passages.texts == ("p1.\n\np2.", "p2.\n\np3.", "", "solo")
+    assert cc.passages.titles == ("Title A", "Title A", "Title B", "")
+    assert dict(cc.passages.metadata[1]) == {"doc": "a", "passage": 1, "start": 5, "end": 13}
+    assert cc.doc_of == ("a", "a", "b", "c") and cc.doc_row == (0, 0, 1, 2)
+    other = chunk_corpus(c, ChunkSpec.parse("paragraphs=1"))
+    assert other.passages.fingerprint() != cc.passages.fingerprint() != c.fingerprint()
+    # ids stay unique even when document ids contain '#': the text after the last '#' is the number
+    odd = chunk_corpus(Corpus(("a", "a#1"), ("x\n\ny", "z"), ("", ""), ({}, {})), ChunkSpec.parse("paragraphs=1"))
+    assert odd.passages.ids == ("a#0", "a#1", "a#1#0")
+
+
+def test_minilm_token_windows_match_the_python_wordpiece_count(scifact: Dataset) -> None:
+    """tokens=128,overlap=32 counts the tokens all-MiniLM-L6-v2 sees: the number of tokens per
+    document agrees with transformers' pure-Python BertTokenizer (an independent WordPiece), and
+    the passages are exactly the windows over them."""
+    transformers = pytest.importorskip("transformers")
+    tok = load_tokenizer("minilm")
+    from bakeoff.models.resolve import bundled_minilm_dir
+
+    slow = transformers.BertTokenizer(str(bundled_minilm_dir() / "vocab.txt"), do_lower_case=True)
+    rng = random.Random(7)
+    rows = rng.sample(range(len(scifact.corpus)), 40)
+    sub = Corpus(tuple(scifact.corpus.ids[i] for i in rows), tuple(scifact.corpus.texts[i] for i in rows),
+                 tuple(scifact.corpus.titles[i] for i in rows), tuple({} for _ in rows))
+    spec = ChunkSpec.parse("tokens=128,overlap=32")
+    cc = chunk_corpus(sub, spec, tokenizer=tok)
+    spans = tok.spans(sub.texts)
+    n_long = 0
+    for doc_id, text, sp in zip(sub.ids, sub.texts, spans, strict=True):
+        assert len(sp) == len(slow.tokenize(text))
+        wins = windows(len(sp), 128, 32)
+        n_long += len(wins) > 1
+        got = [p for p in cc.passages if p.metadata["doc"] == doc_id]
+        assert [p.id for p in got] == [f"{doc_id}#{n}" for n in range(len(wins))]
+        for p, (a, b) in zip(got, wins, strict=True):
+            assert p.text == text[sp[a][0]:sp[b - 1][1]]
+            inside = [s for s in sp if s[0] >= p.metadata["start"] and s[1] <= p.metadata["end"]]
+            assert len(inside) == b - a <= 128
+    assert n_long >= 10  # SciFact abstracts are often longer than 128 tokens
+    assert cc.tokenizer_identity.startswith("sentence-transformers/all-MiniLM-L6-v2@sha256:")
+
+
+def test_aggregate_maxp_firstp_by_hand_with_the_tie_rule() -> None:
+    pd = {"a#0": ("a", 0), "a#1": ("a", 1), "b#0": ("b", 0), "b#1": ("b", 1), "c#0": ("c", 0), "c#2": ("c", 2)}
+    run = Run.from_scores("x", {"q": {"a#1": 3.0, "a#0": 1.0, "b#1": 2.0, "b#0": 2.5, "c#2": 3.0, "c#0": 0.5}})
+    maxp = aggregate_run(run, pd, how="maxp")
+    assert maxp["q"] == (("c", 3.0), ("a", 3.0), ("b", 2.5))  # a and c tie at 3.0: doc id descending
+    firstp = aggregate_run(run, pd, how="firstp")
+    assert firstp["q"] == (("b", 2.5), ("a", 1.0), ("c", 0.5))
+    assert aggregate_run(run, pd, how="maxp", k=2)["q"] == (("c", 3.0), ("a", 3.0))
+    # input order does not matter, the input run is not modified
+    shuffled = Run.from_ranked("x", {"q": tuple(reversed(run["q"]))})
+    assert aggregate_run(shuffled, pd, how="maxp")["q"] == maxp["q"]
+    assert run["q"][0] == ("c#2", 3.0)
+    with pytest.raises(ValueError, match="not in the chunked corpus"):
+        aggregate_run(Run.from_scores("x", {"q": {"zz#0": 1.0}}), pd)
+
+
+def _dataset() -> Dataset:
+    """Documents whose relevant part is a later paragraph, so MaxP and FirstP differ."""
+    topics = ["apples orchard harvest", "rocket engine fuel", "violin concerto orchestra", "glacier ice melting",
+              "bread yeast dough", "chess opening gambit", "volcano lava eruption", "coral reef fish"]
+    ids, texts = [], []
+    for i in range(24):
+        first = topics[i % 8]
+        second = topics[(i * 3 + 1) % 8]
+        ids.append(f"d{i:02d}")
+        texts.append(f"This report covers {first} in detail number {i}.\n\n"
+                     f"An appendix mentions {second} and also {second.split()[0]} once more.\n\n"
+                     f"Closing words {i}.")
+    corpus = Corpus(tuple(ids), tuple(texts), tuple(f"Report {i}" for i in range(24)), tuple({} for _ in ids))
+    queries = Queries.from_dict({f"q{t}": topics[t] for t in range(8)})
+    qrels = Qrels({f"q{t}": {d: 1 for d, x in zip(ids, texts, strict=True) if topics[t] in x} for t in range(8)})
+    return Dataset(corpus, queries, qrels, name="reports")
+
+
+def test_run_bakeoff_chunked_equals_maxp_over_a_passage_index(tmp_path: Path) -> None:
+    from bakeoff.cache import Cache
+
+    ds = _dataset()
+    spec = ChunkSpec.parse("paragraphs=1")
+    cache = Cache(tmp_path / "cache")
+    res = run_bakeoff(ds, [BM25Arm(name="bm25")], k=5, depth=10, chunk=spec, cache=cache, progress=False,
+                      latency_sample=0)
+    # independent: BM25 over the passages, every passage retrieved, MaxP by hand, cut at depth
+    cc = chunk_corpus(ds.corpus, spec)
+    ctx = Context(corpus=cc.passages, progress=False)
+    arm = BM25Arm()
+    arm.index(cc.passages, ctx=ctx)
+    full = arm.search(ds.queries, k=len(cc.passages), ctx=ctx)
+    for q in ds.queries.ids:
+        best: dict[str, float] = {}
+        for pid, s in full[q]:
+            d = pid.split("#")[0]
+            best[d] = max(best.get(d, float("-inf")), s)
+        want = sorted(best.items(), key=lambda x: (x[1], x[0]), reverse=True)[:10]
+        assert list(res.arms[0].run[q]) == want
+    ev = evaluate(res.arms[0].run, ds.qrels, res.measures, query_ids=ds.queries.ids)
+    assert dict(ev.means) == dict(res.arms[0].evaluation.means)
+    info = res.dataset["chunk"]
+    assert info["unit"] == "paragraphs" and info["n_passages"] == 72 and info["aggregate"] == "maxp"
+    assert res.dataset["fingerprints"]["corpus"] == ds.corpus.fingerprint()
+    assert res.dataset["fingerprints"]["passages"] == cc.passages.fingerprint() != ds.corpus.fingerprint()
+    assert res.arms[0].extra["passage_depth"] == 30  # depth 10 x ceil(72 / 24) passages: enough here
+    # cached on the passages' fingerprint: a second run is a cache hit, an unchunked run is not
+    again = run_bakeoff(ds, [BM25Arm(name="bm25")], k=5, depth=10, chunk=spec, cache=cache, progress=False,
+                        latency_sample=0)
+    assert again.arms[0].cached and again.arms[0].run.ranked == res.arms[0].run.ranked
+    whole = run_bakeoff(ds, [BM25Arm(name="bm25")], k=5, depth=10, cache=cache, progress=False, latency_sample=0)
+    assert not whole.arms[0].cached and "chunk" not in whole.dataset
+    # MaxP finds the appendix topic; whole documents dilute it: here MaxP must not be worse
+    assert res.arms[0].evaluation.means["recall@5"] >= whole.arms[0].evaluation.means["recall@5"]
+
+
+def test_passage_depth_doubles_until_depth_documents_remain() -> None:
+    """One document with 30 passages matching best, 30 others matching once: 5 documents need more
+    than the first 5 x ceil(90 / 31) = 15 passages, and more than 30: the depth doubles twice."""
+    texts = ["\n\n".join(["zebra stripes"] * 30)] + [f"zebra number {i}\n\nother words" for i in range(30)]
+    ids = [f"d{i:02d}" for i in range(31)]
+    ds = Dataset(Corpus(tuple(ids), tuple(texts), tuple("" for _ in ids), tuple({} for _ in ids)),
+                 Queries.from_dict({"q": "zebra stripes"}), Qrels({"q": {"d3": 1}}))
+    res = run_bakeoff(ds, [BM25Arm(name="bm25")], k=5, depth=5, chunk=ChunkSpec.parse("paragraphs=1"),
+                      progress=False, latency_sample=0)
+    assert res.arms[0].extra["passage_depth"] == 60  # 15 -> 30 (all d00) -> 60
+    assert len(res.arms[0].run["q"]) == 5 and res.arms[0].run["q"][0][0] == "d00"
+
+
+def test_chunk_spec_parsing_and_errors() -> None:
+    assert ChunkSpec.parse("tokens=128,overlap=32").as_dict() == {
+        "unit": "tokens", "size": 128, "overlap": 32, "aggregate": "maxp", "tokenizer": "minilm"}
+    assert ChunkSpec.parse("sentences=3", aggregate="firstp").aggregate == "firstp"
+    for bad, msg in [("tokens=128,overlap=128", "overlap must be"), ("words=3", "unknown keys"),
+                     ("tokens=0", ">= 1"), ("tokens=12,paragraphs=1", "exactly one"),
+                     ("sentences=2,tokenizer=words", "tokens=N only"), ("tokens", "not key=value"),
+                     ("tokens=x", "must be an integer")]:
+        with pytest.raises(ConfigError, match=msg):
+            ChunkSpec.parse(bad)
+    with pytest.raises(ConfigError, match="maxp or firstp"):
+        ChunkSpec.parse("tokens=5", aggregate="mean")
+
+
+def _write_beir(ds: Dataset, root: Path) -> None:
+    from bakeoff.data.writers import write_beir
+
+    write_beir(root, corpus=ds.corpus, queries=ds.queries, qrels={"test": ds.qrels})
+
+
+def test_cli_run_chunk_report_and_compare(tmp_path: Path, capsys) -> None:
+    ds = _dataset()
+    data = tmp_path / "data"
+    _write_beir(ds, data)
+    env = ["--cache-dir", str(tmp_path / "cache"), "--no-progress", "--latency-sample", "0", "--k", "5"]
+    assert main(["run", "--beir", str(data), "--arm", "bm25", *env, "--out", str(tmp_path / "whole")]) == 0
+    assert main(["run", "--beir", str(data), "--arm", "bm25", *env, "--chunk", "paragraphs=1",
+                 "--aggregate", "firstp", "--out", str(tmp_path / "firstp")]) == 0
+    toml = tmp_path / "maxp.toml"
+    toml.write_text(f'[dataset]\nbeir = "{data}"\n[dataset.chunk]\nparagraphs = 1\naggregate = "maxp"\n'
+                    f'[run]\nk = 5\nout = "{tmp_path / "maxp"}"\n[[arms]]\ntype = "bm25"\n', encoding="utf-8")
+    assert main(["run", str(toml), "--cache-dir", str(tmp_path / "cache"), "--no-progress",
+                 "--latency-sample", "0"]) == 0
+    capsys.readouterr()
+    firstp = json.loads((tmp_path / "firstp" / "results.json").read_text())
+    maxp = json.loads((tmp_path / "maxp" / "results.json").read_text())
+    whole = json.loads((tmp_path / "whole" / "results.json").read_text())
+    assert firstp["dataset"]["chunk"]["aggregate"] == "firstp" and maxp["dataset"]["chunk"]["aggregate"] == "maxp"
+    assert firstp["dataset"]["source"]["chunk"] == {"unit": "paragraphs", "size": 1, "overlap": 0,
+                                                    "aggregate": "firstp"}
+    assert firstp["dataset"]["fingerprints"]["corpus"] == whole["dataset"]["fingerprints"]["corpus"]
+    assert "passages" in firstp["dataset"]["fingerprints"] and "passages" not in whole["dataset"]["fingerprints"]
+    # FirstP only sees each report's first paragraph: the appendix topics are lost
+    assert firstp["arms"][0]["metrics"]["recall@5"] < maxp["arms"][0]["metrics"]["recall@5"]
+    # report reloads the document corpus and its fingerprint matches; compare pairs the two sets
+    assert main(["report", str(tmp_path / "maxp"), "--no-html", "--resamples", "200", "--no-progress"]) == 0
+    assert main(["compare", str(tmp_path / "whole"), str(tmp_path / "maxp"), "--resamples", "200"]) == 0
+    out = capsys.readouterr().out
+    assert "bm25" in out
+    assert main(["run", "--beir", str(data), "--arm", "bm25", *env, "--chunk", "tokens=4,overlap=4"]) == 2
+    assert "overlap must be an integer in [0, 4)" in capsys.readouterr().err
+    assert main(["run", "--beir", str(data), "--arm", "bm25", *env, "--aggregate", "maxp"]) == 2
+    assert "--aggregate needs --chunk" in capsys.readouterr().err
+
