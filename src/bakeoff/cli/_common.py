@@ -45,3 +45,12 @@ def show_report(done: ReportOutput) -> None:
     print_report(done.report)
     if done.written:
         typer.echo(f"wrote {', '.join(done.written)} in {done.folder}")
+
+
+def warn_all(lines: list[str]) -> None:
+    """Each line as a ``warning:`` on stderr (through the ``bakeoff`` logger)."""
+    import logging
+
+    log = logging.getLogger("bakeoff")
+    for line in lines:
+        log.warning(line)
