@@ -1,13 +1,17 @@
 """``python -m bakeoff.truth.llama_server ARGS``: ``python -m llama_cpp.server ARGS`` with
 llama.cpp's *extra buffer types* (CPU weight repacking, AMX kernels) switched off.
 
-Why: with llama-cpp-python 0.3.36 built on this class of CPU (AVX-512 + AMX
-advertised), the first ``llama_decode`` with repacked Q4_K weights crashes the
-process with SIGSEGV; ``use_extra_bufts=False`` (llama.cpp's ``--no-repack``) is
-the documented switch that avoids those kernels and costs only some speed.
+Why: with llama-cpp-python 0.3.36 built on a CPU advertising AVX-512 + AMX, the
+first ``llama_decode`` with repacked Q4_K weights crashed the process with SIGSEGV;
+``use_extra_bufts=False`` (llama.cpp's ``--no-repack``) is the documented switch that
+avoids those kernels. Re-tested on 0.3.36 on an AVX-512 CPU *without* AMX (AMD EPYC,
+avx512_bf16/vnni): no crash, but no faster either (17.6 s vs 18.6 s for 20 describe
+requests on one thread) and *different* tokens (1 of 20 generations equal): repacked
+kernels are another numeric path, so repacking stays off (outputs stay those of every
+earlier run and cache entry; the cache identity says ``+norepack``).
 llama-cpp-python exposes no server flag for it, so this launcher changes the
 model-parameter defaults before handing over to the real server ``main``.
-Set ``BAKEOFF_LLAMA_REPACK=1`` to keep repacking on.
+Set ``BAKEOFF_LLAMA_REPACK=1`` to turn repacking on.
 """
 
 from __future__ import annotations

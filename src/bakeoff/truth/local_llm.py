@@ -6,7 +6,12 @@
 :mod:`bakeoff.truth.llama_server`, which turns weight repacking off to avoid a
 llama.cpp crash on AMX CPUs) on a free loopback
 port, waits until ``GET /v1/models`` answers, and kills the process on exit.
-Gemma 3 270M is a *base* model: prompts are few-shot completions (``prompt_style
+The server's default ``logits_all=True`` is switched off: it ran the 262k-token
+output layer (the larger half of this model) for every *prompt* token and copied
+each row into a Python array, doubling the time of a request; only the last
+token's logits are ever sampled, and they are bit-identical either way (same
+text for the same requests; measured in ``benchmarks/truth_speed.py``). The
+client asks for no logprobs. Gemma 3 270M is a *base* model: prompts are few-shot completions (``prompt_style
 = "completion"``); measured here it gives on-topic queries in 1-2 s each that
 way, while chat-template prompts mostly echo the examples. Its server accepts
 ``response_format={"type": "json_object", "schema": ...}`` (grammar-constrained
@@ -106,7 +111,8 @@ class LocalLLMServer:
         self.port = free_port()
         cmd = [sys.executable, "-m", "bakeoff.truth.llama_server", "--model", str(path), "--host", "127.0.0.1",
                "--port", str(self.port), "--chat_format", self.chat_format, "--n_ctx", str(self.n_ctx),
-               "--n_threads", str(self.n_threads), "--n_threads_batch", str(self.n_threads)]
+               "--n_threads", str(self.n_threads), "--n_threads_batch", str(self.n_threads),
+               "--logits_all", "false"]
         self._log = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         self._wait_ready()
