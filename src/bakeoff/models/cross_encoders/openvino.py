@@ -1,6 +1,7 @@
 """The OpenVINO cross-encoder backend: the transformer + head traced and compiled (bf16 on AMX CPUs).
 
-Pairs are re-sorted by token count within each call, cut into batches of
+The traced model is cached across processes (:mod:`bakeoff.models._openvino`), keyed by
+:func:`state_digest` of the weights. Pairs are re-sorted by token count within each call, cut into batches of
 ``batch_size`` and run on all streams (:mod:`bakeoff.models._openvino`); the
 logits come back in fp32 and are returned in input order. A batch's result
 depends only on its own pairs.
@@ -8,6 +9,7 @@ depends only on its own pairs.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -15,9 +17,22 @@ import numpy as np
 
 from .._openvino import compile_module, import_openvino, infer_batches, output_module, token_count_order
 
-__all__ = ["OpenVinoCrossEncoder"]
+__all__ = ["OpenVinoCrossEncoder", "state_digest"]
 
 Features = Callable[[Sequence[tuple[str, str]]], dict[str, np.ndarray]]
+
+
+def state_digest(module: Any) -> str:
+    """sha256 over a PyTorch module's parameters and buffers (names, dtypes, shapes, bytes), so the
+    cached OpenVINO model is keyed by the exact weights, including a freshly seeded head."""
+    import torch
+
+    h = hashlib.sha256()
+    for name, tensor in sorted(module.state_dict().items()):
+        t = tensor.detach().cpu().contiguous()
+        h.update(f"{name}|{t.dtype}|{tuple(t.shape)}\n".encode())
+        h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes())
+    return h.hexdigest()
 
 
 class OpenVinoCrossEncoder:
@@ -32,7 +47,8 @@ class OpenVinoCrossEncoder:
         self._inputs = tuple(n for n in ("input_ids", "attention_mask", "token_type_ids") if n in enc)
         self._compiled = compile_module(output_module(hf, self._inputs, "logits"),
                                         {n: torch.as_tensor(enc[n]) for n in self._inputs},
-                                        precision=precision, purpose="rerank backend=openvino")
+                                        precision=precision, purpose="rerank backend=openvino",
+                                        cache_key={"kind": "cross-encoder-logits", "state": state_digest(hf)})
 
     def score(self, pairs: Sequence[tuple[str, str]], batch_size: int) -> np.ndarray:
         tok = self._ce.tokenizer

@@ -2,7 +2,8 @@
 
 ``backend="openvino"`` converts the sentence-transformers model's first module
 (the Hugging Face transformer that outputs token states) to an OpenVINO model
-once per process (a trace; ~3 s for MiniLM) and compiles it for the CPU in
+once per machine (a trace, ~3 s for MiniLM; the IR is cached across processes under the
+bakeoff cache folder, keyed by the weights' sha256 and the OpenVINO version) and compiles it for the CPU in
 bfloat16 (or fp32) with one single-threaded stream per core
 (:mod:`bakeoff.models._openvino`). OpenVINO falls back to fp32 on CPUs without
 bf16 units, so the identity records the CPU capability.
@@ -119,9 +120,10 @@ class OpenVinoEncoder:
             self._inputs = tuple(n for n in ("input_ids", "attention_mask", "token_type_ids") if n in example)
             if self._inputs[:2] != ("input_ids", "attention_mask"):
                 raise ConfigError(f"backend=openvino: {self.name!r} does not take input_ids/attention_mask")
+            key = {"kind": "encoder-last-hidden-state", "model": self.name, "weights": self._st.weights()}
             self._compiled = compile_module(output_module(hf_model, self._inputs, "last_hidden_state"),
                                             {n: example[n] for n in self._inputs}, precision=self.precision,
-                                            streams=self.streams, purpose=_PURPOSE)
+                                            streams=self.streams, purpose=_PURPOSE, cache_key=key)
         return self._compiled
 
     # encoding ---------------------------------------------------------------
