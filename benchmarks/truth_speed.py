@@ -4,8 +4,11 @@
     flock /tmp/bakeoff-bench.lock env HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/truth_speed.py \\
         --base /tmp/base --rounds 2
 
-Runs ``python -m bakeoff demo --cache off --no-progress`` (100 stdlib documents, seed 0:
-the local Gemma 3 270M writes the queries, then the five demo arms run) with
+``--stage truth`` (default) runs the demo's truth stage alone, exactly as
+:func:`bakeoff.demo.run_demo` calls it (100 stdlib documents, seed 0, two regeneration
+rounds, 500 characters per document, no cache: the local Gemma 3 270M writes every query);
+``--stage demo`` runs the whole ``python -m bakeoff demo --cache off --no-progress`` (truth,
+then the five demo arms). Either runs with
 ``PYTHONPATH`` pointing at ``<base>/src`` (before) and at this tree's ``src`` (after),
 interleaved before/after/before/after (``--rounds`` pairs) so load drift on a shared
 machine hits both sides alike. Each run writes to its own temporary folder and cache
@@ -36,6 +39,48 @@ HERE = Path(__file__).resolve().parents[1]
 STAGES = re.compile(r"wall time per stage: (.*)")
 
 
+TRUTH = r"""
+import json, sys, time
+from pathlib import Path
+t0 = time.perf_counter()
+from bakeoff.stdlib_corpus import stdlib_corpus
+from bakeoff.truth.generate import generate_truth
+from bakeoff.truth.synthetic import DescribeOptions
+corpus = stdlib_corpus()
+t1 = time.perf_counter()
+opts = DescribeOptions(n=int(sys.argv[2]), seed=int(sys.argv[3]), max_regenerations=2, max_doc_chars=500,
+                       test_fraction=1.0)  # as bakeoff.demo.run_demo
+done = generate_truth(corpus, options=opts, llm="local", out=Path(sys.argv[1]) / "truth",
+                      source="python-stdlib-docstrings", cache=None, progress=False)
+t2 = time.perf_counter()
+print(json.dumps({"corpus": t1 - t0, "llm_startup": done.llm_startup_s, "truth": t2 - t1, "total": t2 - t0,
+                  "usage": done.usage.as_dict()}))
+"""
+
+
+def run_truth(src: Path, *, n: int, seed: int) -> dict[str, object]:
+    """The demo's truth stage alone in a subprocess with ``src`` first on the path."""
+    with tempfile.TemporaryDirectory(prefix="truth-speed-") as tmp:
+        out = Path(tmp) / "demo"
+        env = {**os.environ, "PYTHONPATH": str(src), "HF_HUB_OFFLINE": "1"}
+        t0 = time.perf_counter()
+        proc = subprocess.run([sys.executable, "-c", TRUTH, str(out), str(n), str(seed)], env=env, cwd=tmp,
+                              capture_output=True, text=True, check=False)
+        wall = time.perf_counter() - t0
+        if proc.returncode != 0:
+            raise SystemExit(f"truth stage failed with {src}:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
+        stages = json.loads(proc.stdout.strip().splitlines()[-1])
+        return {"stages": {**stages, "arms": 0.0}, "wall": wall, **_digests(out)}
+
+
+def _digests(out: Path) -> dict[str, object]:
+    queries = (out / "truth" / "queries.jsonl").read_bytes()
+    qrels = b"".join(p.read_bytes() for p in sorted((out / "truth" / "qrels").glob("*.tsv")))
+    texts = [json.loads(line)["text"] for line in queries.decode().splitlines() if line.strip()]
+    return {"n_queries": len(texts), "queries_sha256": hashlib.sha256(queries).hexdigest(),
+            "qrels_sha256": hashlib.sha256(qrels).hexdigest(), "texts": texts}
+
+
 def run_demo(src: Path, *, n: int, seed: int) -> dict[str, object]:
     """One ``bakeoff demo`` in a subprocess with ``src`` first on the path; stage times + output digests."""
     with tempfile.TemporaryDirectory(prefix="truth-speed-") as tmp:
@@ -52,12 +97,7 @@ def run_demo(src: Path, *, n: int, seed: int) -> dict[str, object]:
         if found is None:
             raise SystemExit(f"no stage times in the demo output of {src}:\n{proc.stdout[-2000:]}")
         stages = {k: float(v.split()[0]) for k, v in (part.rsplit(" ", 2)[0:2] for part in found.group(1).split(", "))}
-        queries = (out / "truth" / "queries.jsonl").read_bytes()
-        qrels = b"".join(p.read_bytes() for p in sorted((out / "truth" / "qrels").glob("*.tsv")))
-        texts = [json.loads(line)["text"] for line in queries.decode().splitlines() if line.strip()]
-        return {"stages": stages, "wall": wall, "n_queries": len(texts),
-                "queries_sha256": hashlib.sha256(queries).hexdigest(), "qrels_sha256": hashlib.sha256(qrels).hexdigest(),
-                "texts": texts}
+        return {"stages": stages, "wall": wall, **_digests(out)}
 
 
 def main() -> None:
@@ -66,6 +106,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=2, help="before/after pairs, interleaved")
     ap.add_argument("-n", type=int, default=100)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--stage", choices=("truth", "demo"), default="truth", help="the truth stage alone, or the whole demo")
     ap.add_argument("--json", type=Path, default=None, help="also write the figures here")
     args = ap.parse_args()
 
@@ -73,7 +114,7 @@ def main() -> None:
     runs: dict[str, list[dict[str, object]]] = {"before": [], "after": []}
     for r in range(args.rounds):
         for side, src in sides.items():
-            res = run_demo(src, n=args.n, seed=args.seed)
+            res = (run_truth if args.stage == "truth" else run_demo)(src, n=args.n, seed=args.seed)
             runs[side].append(res)
             st = res["stages"]
             print(f"round {r + 1} {side:6s}: llm_startup {st.get('llm_startup', 0):6.1f} s  truth {st['truth']:7.1f} s  "
@@ -88,7 +129,7 @@ def main() -> None:
     b_truth, a_truth, b_total, a_total = med("before", "truth"), med("after", "truth"), med("before", "total"), med("after", "total")
     print(f"\ntruth stage (median of {args.rounds}): before {b_truth:.1f} s, after {a_truth:.1f} s, "
           f"ratio {b_truth / a_truth:.2f}x faster")
-    print(f"demo total  (median of {args.rounds}): before {b_total:.1f} s, after {a_total:.1f} s, "
+    print(f"{'demo' if args.stage == 'demo' else 'process'} total (median of {args.rounds}): before {b_total:.1f} s, after {a_total:.1f} s, "
           f"ratio {b_total / a_total:.2f}x faster")
     print(f"generated queries and qrels identical in all {2 * args.rounds} runs: {'yes' if identical else 'NO'}")
     if not identical:

@@ -24,8 +24,8 @@ batch's result depends only on its own inputs, whichever stream ran it.
 
 from __future__ import annotations
 
-import json
 import hashlib
+import json
 import os
 import shutil
 import tempfile
