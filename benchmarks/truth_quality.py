@@ -109,7 +109,8 @@ def main() -> None:
     ds = load_beir(args.data, split="test")
     corpus = ds.corpus
     rng = np.random.default_rng(args.seed)
-    qids = [q for q in ds.queries.ids if q in ds.qrels and any(d in corpus for d in ds.qrels.relevant(q))][: args.n]
+    all_qids = [q for q in ds.queries.ids if q in ds.qrels and any(d in corpus for d in ds.qrels.relevant(q))]
+    qids = all_qids[: args.n]
     qtext = dict(zip(ds.queries.ids, ds.queries.texts, strict=True))
     own_ids = [sorted(d for d in ds.qrels.relevant(q) if d in corpus)[0] for q in qids]
 
@@ -117,9 +118,9 @@ def main() -> None:
         r = corpus.position[d]
         return f"{corpus.titles[r]} {corpus.texts[r]}".strip()
 
-    def random_other(d: str) -> str:
+    def random_other(d: str, gen: np.random.Generator = rng) -> str:
         while True:
-            x = corpus.ids[int(rng.integers(len(corpus)))]
+            x = corpus.ids[int(gen.integers(len(corpus)))]
             if x != d:
                 return x
 
@@ -133,13 +134,16 @@ def main() -> None:
     columns = {}
     t0 = time.perf_counter()
     human = [qtext[q] for q in qids]
-    columns.update(evaluate_set("human", human, [text(d) for d in own_ids], [text(d) for d in rnd_ids], lm, cache,
-                                opts, others))
+    if human:
+        columns.update(evaluate_set("human", human, [text(d) for d in own_ids], [text(d) for d in rnd_ids], lm, cache,
+                                    opts, others))
     print(f"human set: {time.perf_counter() - t0:.1f} s")
     if args.generated:
-        gen_docs = list(dict.fromkeys(own_ids))[: args.generated]
+        first_rel = [sorted(d for d in ds.qrels.relevant(q) if d in corpus)[0] for q in all_qids]
+        gen_docs = list(dict.fromkeys(first_rel))[: args.generated]
         gq, src = generated_queries(corpus, gen_docs, cache, args.seed)
-        g_rnd = [random_other(d) for d in src]
+        rng_g = np.random.default_rng(args.seed + 1)  # its own stream: the same pairs whatever -n is
+        g_rnd = [random_other(d, rng_g) for d in src]
         columns.update(evaluate_set("gemma", gq, [text(d) for d in src], [text(d) for d in g_rnd], lm, cache, opts,
                                     others))
         if args.examples:

@@ -115,19 +115,22 @@ def test_own_document_scores_above_another_document_in_process(lm, cache) -> Non
 @pytest.mark.slow
 def test_real_llama_cpp_server_scores_own_document_higher(lm) -> None:
     """The llama.cpp server of LocalLLMServer answers /v1/completions with echo=true, logprobs=1:
-    its prompt-token logprobs give the same scores as the in-process model."""
+    its prompt-token logprobs give the in-process model's numbers. Its echo path sorts the 262k
+    vocabulary in Python for every prompt token, so prompts here are tiny (and the context small)."""
     from bakeoff.truth.local_llm import LocalLLMServer
     from bakeoff.truth.specificity import CompletionsLikelihood
 
-    with LocalLLMServer(n_ctx=1024) as server:
-        remote = CompletionsLikelihood(base_url=server.base_url, model=server.config().model)
-        own = remote.logprobs(specificity_prefix(DOC_GCD), " " + Q_GCD)
-        other = remote.logprobs(specificity_prefix(DOC_ZIP), " " + Q_GCD)
-        remote.close()
+    own_doc, other_doc = "math.gcd: greatest common divisor of integers.", "time.sleep: pause for some seconds."
+    query = " how to get the greatest common divisor"
+    with LocalLLMServer(n_ctx=128) as server:
+        with CompletionsLikelihood(base_url=server.base_url, model=server.config().model) as remote:
+            own = remote.logprobs(specificity_prefix(own_doc), query)
+            other = remote.logprobs(specificity_prefix(other_doc), query)
     assert np.mean(own) > np.mean(other)
-    local_own = lm.logprobs(specificity_prefix(DOC_GCD), " " + Q_GCD)
-    assert len(own) == len(local_own)
+    local_own = lm.logprobs(specificity_prefix(own_doc), query)
+    assert len(own) == len(local_own) == len(lm.tokenize(query, bos=False))
     assert own == pytest.approx(local_own, abs=0.05)
+    assert lm.logprobs(specificity_prefix(other_doc), query) == pytest.approx(other, abs=0.05)
 
 
 @pytest.mark.slow
