@@ -172,3 +172,43 @@ def test_documents_too_short_are_never_sampled() -> None:
         # no floor: exactly the old sampling
         assert (sample_rows(corpus, 3, rng=np.random.default_rng(seed), eligible=eligible_rows(corpus)).tolist()
                 == np.random.default_rng(seed).choice(5, size=3, replace=False).tolist())
+
+
+# -- cluster mode with a base model (completion prompt) ------------------------------------------
+
+def test_cluster_completion_prompt_for_base_models() -> None:
+    """Base models (prompt_style=completion, e.g. the local Gemma) get one question per request from
+    a two-example completion prompt; answers become graded qrels, copies of an example are dropped."""
+    from bakeoff.truth.prompts import CLUSTER_SHOT_QUESTIONS
+    from bakeoff.truth.repair import GradeMap
+    from bakeoff.truth.synthetic import ClusterOptions, cluster_truth
+
+    copied = next(iter(sorted(CLUSTER_SHOT_QUESTIONS)))
+    tails = [f'{copied}", "answers": ["D1"]}}',
+             'which rocks come out of volcanoes", "answers": ["D4", "D3", "D9"]}']
+
+    def answer(body: dict, i: int) -> Reply:
+        return Reply(200, tails[i % 2])
+
+    texts = ("Glycolysis splits glucose.", "Photosynthesis stores light.", "Faults slip in earthquakes.",
+             "Volcanoes erupt molten rock.")
+    corpus = Corpus(("g1", "g2", "g3", "g4"), texts, ("",) * 4, ({},) * 4)
+    vectors = np.array([[1, 0], [1, 0.1], [0.9, 0.2], [1, 0.05]], dtype=np.float32)
+    with FakeOpenAI(answer) as srv:
+        client = LLMClient(LLMConfig(base_url=srv.base_url, model="fake", prompt_style="completion", concurrency=1))
+        opts = ClusterOptions(n=5, cluster_size=4, questions_per_cluster=2, grade_map=GradeMap((3, 2), 1),
+                              test_fraction=1.0, specificity=None)
+        truth = cluster_truth(corpus, client, vectors=vectors, options=opts, progress=False)
+        bodies = [r["body"] for r in srv.requests]
+        paths = [r["path"] for r in srv.requests]
+    assert paths == ["/v1/completions", "/v1/completions"]
+    assert [b["seed"] for b in bodies] == [0, 1] and bodies[0]["stop"] == ["\n"]
+    prompt = bodies[0]["prompt"]
+    assert prompt.count("Asked: ") == 3 and prompt.endswith('Asked: {"question": "')
+    assert "[D4] Volcanoes erupt molten rock." in prompt and "shutil.rmtree" in prompt
+    prov = truth.provenance
+    assert prov["repairs"]["copied_example"] == 1 and prov["repairs"]["hallucinated_id"] == 1
+    assert truth.queries.texts == ("which rocks come out of volcanoes",)
+    qid = truth.queries.ids[0]
+    assert dict(truth.qrels[qid]) == {"g4": 3, "g3": 2}
+    assert prov["hard_negatives"][qid] == ["g1", "g2"]
