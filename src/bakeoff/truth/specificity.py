@@ -11,7 +11,10 @@ model that exposes token log-probabilities of a *given* text::
 identical under every prefix; the space keeps the word boundary after the colon). The baseline
 ``b`` is either the empty document (``baseline="none"``: ``prefix("")``, one evaluation per
 query) or the mean of ``lp(q | d')`` over ``n_random`` documents drawn (seeded) from the other
-documents of the corpus (``baseline="random"``). A positive score means the document makes the
+documents of the corpus (``baseline="random"``, the default: ``n_random + 1`` documents drawn once,
+each pair averaging over the ``n_random`` ones — or all — that are not its own document). The
+random baseline controls for what *any* document of the corpus makes likely ("how do I ... in
+python" after any docstring); the empty document does not. A positive score means the document makes the
 query more likely than no (or an unrelated) document does; generic questions that fit any
 document score near 0, questions about something else below 0.
 
@@ -288,7 +291,7 @@ class SpecificityOptions:
     threshold: float | None = DEFAULT_THRESHOLD
     keep_fraction: float | None = None
     max_doc_chars: int = 1500
-    baseline: Literal["none", "random"] = "none"
+    baseline: Literal["none", "random"] = "random"
     n_random: int = 3
     seed: int = 0
 
@@ -356,21 +359,30 @@ def specificity_scores(pairs: Sequence[tuple[str, str]], lm: QueryLikelihood, *,
         for i, (q, _) in enumerate(pairs):
             base[i] = _cached_mean_lp(lm, empty, q, cache, st)[0]
     else:
-        rng = np.random.default_rng(o.seed)
-        pool = list(others)
-        if len(pool) < 2:
-            raise ConfigError("the random specificity baseline needs other documents")
-        for i, (q, d) in enumerate(pairs):
-            picks: list[str] = []
-            for j in rng.permutation(len(pool)):
-                if pool[int(j)] != d:
-                    picks.append(pool[int(j)])
-                if len(picks) == o.n_random:
-                    break
-            base[i] = float(np.mean([_cached_mean_lp(lm, specificity_prefix(x, max_doc_chars=o.max_doc_chars), q,
-                                                     cache, st)[0] for x in picks]))
+        refs = baseline_documents(others, n=o.n_random, seed=o.seed)
+        ref_prefixes = [specificity_prefix(x, max_doc_chars=o.max_doc_chars) for x in refs]
+        # one pass per reference document over every query: its prefix is decoded once
+        per_ref: dict[int, dict[int, float]] = {}
+        for k, prefix in enumerate(ref_prefixes):
+            for i, (q, _) in enumerate(pairs):
+                if refs[k] != pairs[i][1]:
+                    per_ref.setdefault(i, {})[k] = _cached_mean_lp(lm, prefix, q, cache, st)[0]
+        for i in range(len(pairs)):
+            base[i] = float(np.mean(list(per_ref[i].values())))
     return [SpecificityScore(score=lp_doc[i][0] - base[i], lp_doc=lp_doc[i][0], lp_base=base[i], n_tokens=lp_doc[i][1])
             for i in range(len(pairs))]
+
+
+def baseline_documents(others: Sequence[str], *, n: int, seed: int) -> list[str]:
+    """The ``n + 1`` reference documents of the ``random`` baseline: drawn once (seeded) from
+    ``others``, so each is read once for all queries (a pair never uses its own document, hence
+    one spare)."""
+    pool = list(dict.fromkeys(others))
+    if len(pool) < 2:
+        raise ConfigError("the random specificity baseline needs at least two other documents")
+    rng = np.random.default_rng(seed)
+    picks = rng.choice(len(pool), size=min(len(pool), n + 1), replace=False)
+    return [pool[int(j)] for j in picks]
 
 
 def keep_mask(scores: Sequence[float], options: SpecificityOptions) -> list[bool]:

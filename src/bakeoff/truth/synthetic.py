@@ -258,7 +258,7 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
         if spec is not None and candidates:
             got = specificity_scores([(q, _score_text(corpus, r)) for r, q, _ in candidates], scorer,  # type: ignore[arg-type]
                                      options=spec, cache=client.cache, progress=progress, stats=spec_stats,
-                                     others=_random_others(corpus, rng, spec))
+                                     others=_random_others(corpus, spec))
             scores = [x.score for x in got]
             all_spec.extend(x.score for x in got)
         for (r, q, lk), sc in zip(candidates, scores, strict=True):
@@ -330,11 +330,12 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
                           test_fraction=o.test_fraction, split_seed=o.seed)
 
 
-def _random_others(corpus: Corpus, rng: np.random.Generator, spec: SpecificityOptions) -> list[str]:
-    """Candidate documents of the ``random`` baseline (empty for ``none``): up to 200 rows drawn with ``rng``."""
+def _random_others(corpus: Corpus, spec: SpecificityOptions) -> list[str]:
+    """Candidate documents of the ``random`` baseline (empty for ``none``): up to 200 rows drawn with
+    ``spec.seed`` — the same in every round, so the reference documents are read once per round."""
     if spec.baseline != "random" or len(corpus) < 2:
         return []
-    rows = rng.choice(len(corpus), size=min(200, len(corpus)), replace=False)
+    rows = np.random.default_rng(spec.seed).choice(len(corpus), size=min(200, len(corpus)), replace=False)
     return [_score_text(corpus, int(r)) for r in rows]
 
 
@@ -455,7 +456,7 @@ def cluster_truth(corpus: Corpus, client: LLMClient, *, vectors: np.ndarray | No
             top = members[c][int(fixed.order[0][1:]) - 1]
             pairs.append((" ".join(fixed.question.split()), _score_text(corpus, top)))
         got = specificity_scores(pairs, scorer, options=spec, cache=client.cache, progress=progress,  # type: ignore[arg-type]
-                                 stats=spec_stats, others=_random_others(corpus, rng, spec))
+                                 stats=spec_stats, others=_random_others(corpus, spec))
         spec_scores = [x.score for x in got]
     qids, texts, metas, judg, negatives = [], [], [], {}, {}
     for (c, qi, fixed), sc in zip(survivors, spec_scores, strict=True):
