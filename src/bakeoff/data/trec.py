@@ -1,0 +1,350 @@
+"""TREC run and qrels files, read the way trec_eval reads them (usnistgov/trec_eval 10.0,
+``get_trec_results.c`` and ``get_qrels.c``), with one line naming file, line and field for bad input.
+
+**Run** lines are ``qid Q0 docid rank score tag``: fields separated by runs of ASCII
+whitespace (bytes ``\\t \\n \\v \\f \\r`` and space, C's ``isspace``, as trec_eval);
+columns after the sixth are ignored (trec_eval ignores them; counted in
+:attr:`TrecReadReport.extra_columns`); the rank column is ignored, the order comes
+from the scores through :func:`bakeoff.data.ranking.rank_rows` (the tie rule).
+A document twice for one query is an error naming both lines (trec_eval stops too).
+
+**Qrels** are TREC (``qid iter docid grade``, exactly 4 fields) or BEIR TSV
+(``query-id corpus-id score``, tab-separated, header optional). The format is
+decided by the first line that is neither blank nor a comment: a header whose first
+field is ``query-id``/``query_id``/``qid``/``query``, or 3 fields, means BEIR; 4
+fields mean TREC. Grades are integers (``1.0`` reads as 1); a negative grade is
+"judged as unjudged" as in trec_eval. A judgment repeated for one (query, document)
+is an error naming both lines; with ``allow_duplicates=True`` the last one wins and
+the overrides are counted in :attr:`TrecReadReport.duplicate_judgments`. A
+``bakeoff label`` SQLite database (recognised by its header) gives its resolved
+human judgments.
+
+**Both**: a line whose first non-blank character is ``#`` is a comment; blank lines
+are skipped (both counted); a comment never decides the format. Files are UTF-8 (a
+BOM is dropped). **Scores** are decimal numbers or ``±inf``/``±infinity`` (ordered as
+numbers); NaN is an error naming file and line. **Ids** that the TREC format cannot
+carry are refused: control characters (NUL, C0, DEL, C1) and Unicode whitespace
+(:func:`id_problem`), so whatever bakeoff reads it can also write and read back.
+
+Speed: a well-formed run (one kind of separator, used singly; no comments) is parsed
+by pyarrow's multi-threaded CSV reader when pyarrow is installed, and checked for
+everything above with vectorised operations; any doubt (or any error) falls back
+to the line-by-line reader, which defines the behaviour and words the error.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+from array import array
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import InputError
+from .judgments import is_sqlite, read_judgments
+from .model import Qrels, Run
+from .ranking import rank_rows
+
+__all__ = ["RunTable", "TrecReadReport", "id_problem", "read_qrels", "read_run_table", "read_trec_run"]
+
+PathLike = str | os.PathLike[str]
+
+RUN_FIELDS = ("query id", "Q0", "doc id", "rank", "score", "tag")
+TREC_QRELS_FIELDS = ("query id", "iteration", "doc id", "grade")
+BEIR_QRELS_FIELDS = ("query-id", "corpus-id", "score")
+_BEIR_HEADER = ("query-id", "query_id", "qid", "query")
+
+#: Characters an id may not contain: control characters (C0, DEL, C1) and Unicode whitespace.
+_BAD_ID = re.compile("[\\x00-\\x20\\x7f-\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]")
+#: The same class in RE2 syntax (pyarrow's regular expressions).
+_BAD_ID_RE2 = "[\\x00-\\x20\\x7f-\\xa0\\x{1680}\\x{2000}-\\x{200a}\\x{2028}\\x{2029}\\x{202f}\\x{205f}\\x{3000}]"
+_NUMBER = re.compile(rb"[+-]?(?:\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?|inf(?:inity)?)", re.IGNORECASE)
+_NAN = re.compile(rb"[+-]?nan", re.IGNORECASE)
+
+
+@dataclass
+class TrecReadReport:
+    """What reading skipped or overrode; :meth:`warnings` words the counts."""
+
+    comment_lines: int = 0
+    blank_lines: int = 0
+    extra_columns: int = 0
+    duplicate_judgments: int = 0
+    lines: int = 0
+
+    def warnings(self, what: str = "file") -> list[str]:
+        out = []
+        if self.duplicate_judgments:
+            out.append(f"{what}: {self.duplicate_judgments} repeated judgments overridden (the last one wins)")
+        if self.extra_columns:
+            out.append(f"{what}: {self.extra_columns} lines have columns after the sixth; ignored (as trec_eval)")
+        return out
+
+
+def id_problem(text: str) -> str | None:
+    """Why ``text`` cannot be an id in a TREC file (``None`` when it can): empty, or containing a
+    control character or whitespace (named with its code point)."""
+    if not text:
+        return "is empty"
+    if text.isascii() and text.isprintable() and " " not in text:
+        return None
+    m = _BAD_ID.search(text)
+    if m is None:
+        return None
+    c = m.group(0)
+    kind = "whitespace" if c.isspace() else "a control character"
+    return f"contains {kind} (U+{ord(c):04X}), which the TREC format cannot carry"
+
+
+def _read_bytes(path: Path) -> bytes:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise InputError("no such file", path=path) from None
+    except IsADirectoryError:
+        raise InputError("is a folder, expected a file", path=path) from None
+    except PermissionError:
+        raise InputError("permission denied", path=path) from None
+    except OSError as exc:
+        raise InputError(f"cannot read ({exc.strerror})", path=path) from None
+    return data[3:] if data.startswith(b"\xef\xbb\xbf") else data
+
+
+def _text(tok: bytes, path: Path, no: int, name: str) -> str:
+    try:
+        s = tok.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not valid UTF-8 (byte {exc.start} of the field); re-encode the file as UTF-8",
+                         path=path, line=no, field=name) from None
+    return s
+
+
+def _id(tok: bytes, path: Path, no: int, name: str) -> str:
+    s = _text(tok, path, no, name)
+    problem = id_problem(s)
+    if problem is not None:
+        raise InputError(f"{problem}: {s!r}", path=path, line=no, field=name)
+    return s
+
+
+def _score(tok: bytes, path: Path, no: int) -> float:
+    if _NUMBER.fullmatch(tok):
+        return float(tok)
+    if _NAN.fullmatch(tok):
+        raise InputError("score is NaN; NaN cannot be ranked (fix the system that wrote this run)",
+                         path=path, line=no, field="score")
+    raise InputError(f"score must be a number, got {_text(tok, path, no, 'score')!r}",
+                     path=path, line=no, field="score")
+
+
+@dataclass(frozen=True, eq=False)
+class RunTable:
+    """A run as columns, in file order: row ``i`` is query ``query_ids[query[i]]``, document
+    ``doc_vocab[doc[i]]``, score ``scores[i]``. ``query_ids`` are in first-appearance order.
+
+    The compact form that :func:`bakeoff.metrics.evaluate_table` scores without making one
+    Python object per line; :meth:`to_run` gives the :class:`~bakeoff.data.model.Run`."""
+
+    name: str
+    query_ids: tuple[str, ...]
+    query: np.ndarray
+    doc_vocab: Sequence[str]
+    doc: np.ndarray
+    scores: np.ndarray
+    report: TrecReadReport = field(default_factory=TrecReadReport)
+
+    def __len__(self) -> int:
+        return int(self.scores.shape[0])
+
+    def order(self) -> np.ndarray:
+        """Row indices in ranking order: query by query (in :attr:`query_ids` order), each by the tie rule."""
+        vocab, doc = self.doc_vocab, self.doc
+        return rank_rows(self.query, self.scores, lambda rows: [vocab[i] for i in doc[rows].tolist()])
+
+    def to_run(self) -> Run:
+        order = self.order()
+        q = self.query[order]
+        bounds = np.flatnonzero(q[1:] != q[:-1]) + 1
+        starts = [0, *bounds.tolist()]
+        ends = [*bounds.tolist(), int(order.size)]
+        vocab = self.doc_vocab
+        pairs = list(zip([vocab[i] for i in self.doc[order].tolist()], self.scores[order].tolist(), strict=True))
+        ranked = {self.query_ids[int(q[a])]: tuple(pairs[a:b]) for a, b in zip(starts, ends, strict=True)
+                  } if order.size else {}
+        return Run.from_ranked(self.name, ranked)
+
+
+def read_trec_run(path: PathLike, *, name: str | None = None) -> Run:
+    """Read a TREC run into a :class:`~bakeoff.data.model.Run` (see the module docstring)."""
+    return read_run_table(path, name=name).to_run()
+
+
+def read_run_table(path: PathLike, *, name: str | None = None, fast: bool = True) -> RunTable:
+    """Read a TREC run into a :class:`RunTable` (see the module docstring). ``fast=False``
+    forces the line-by-line reader (the reference the fast path is tested against)."""
+    path = Path(path)
+    data = _read_bytes(path)
+    name = name or path.stem
+    table = _run_fast(data, name) if fast else None
+    return table if table is not None else _run_lines(data, path, name)
+
+
+def _run_lines(data: bytes, path: Path, name: str) -> RunTable:
+    report = TrecReadReport()
+    qindex: dict[str, int] = {}
+    dindex: dict[str, int] = {}
+    qcol, dcol, scol = array("q"), array("q"), array("d")
+    seen: dict[tuple[int, int], int] = {}
+    no = 0
+    for no, raw in enumerate(io.BytesIO(data), start=1):
+        cols = raw.split()
+        if not cols:
+            report.blank_lines += 1
+            continue
+        if cols[0].startswith(b"#"):
+            report.comment_lines += 1
+            continue
+        if len(cols) < 6:
+            raise InputError(f"expected 6 columns (qid Q0 docid rank score tag), got {len(cols)}",
+                             path=path, line=no, field=RUN_FIELDS[len(cols)])
+        if len(cols) > 6:
+            report.extra_columns += 1
+        qid = _id(cols[0], path, no, "query id")
+        did = _id(cols[2], path, no, "doc id")
+        score = _score(cols[4], path, no)
+        q = qindex.setdefault(qid, len(qindex))
+        d = dindex.setdefault(did, len(dindex))
+        first = seen.setdefault((q, d), no)
+        if first != no:
+            raise InputError(f"document {did!r} appears twice for query {qid!r} (lines {first} and {no})",
+                             path=path, line=no, field="doc id")
+        qcol.append(q)
+        dcol.append(d)
+        scol.append(score)
+    report.lines = no
+    return RunTable(name, tuple(qindex), np.frombuffer(qcol, dtype=np.int64), list(dindex),
+                    np.frombuffer(dcol, dtype=np.int64), np.frombuffer(scol, dtype=np.float64), report)
+
+
+def _run_fast(data: bytes, name: str) -> RunTable | None:
+    """pyarrow's CSV reader on a run it can split exactly as trec_eval does; ``None`` (use the
+    line reader) when pyarrow is missing or the file has anything unusual."""
+    try:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.csv as pacsv
+    except ImportError:
+        return None
+    head = data[: data.find(b"\n")] if b"\n" in data else data
+    sep = b"\t" if b"\t" in head else b" "
+    other = b" " if sep == b"\t" else b"\t"
+    if (not data or other in data or sep + sep in data or b"\r" in data or b"\x0b" in data or b"\x0c" in data
+            or data.startswith((sep, b"#", b"\n")) or b"\n" + sep in data or sep + b"\n" in data
+            or data.endswith(sep) or b"\n#" in data or b"\n\n" in data):
+        return None
+    try:
+        table = pacsv.read_csv(
+            pa.py_buffer(data),
+            read_options=pacsv.ReadOptions(column_names=["q", "i", "d", "r", "s", "t"], block_size=1 << 24),
+            parse_options=pacsv.ParseOptions(delimiter=sep.decode(), quote_char=False, escape_char=False,
+                                             newlines_in_values=False, ignore_empty_lines=True),
+            convert_options=pacsv.ConvertOptions(column_types={"q": pa.string(), "d": pa.string(), "s": pa.float64()},
+                                                 include_columns=["q", "d", "s"], null_values=[],
+                                                 strings_can_be_null=False, quoted_strings_can_be_null=False))
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+        return None
+    n = table.num_rows
+    if n == 0 or table.column("s").null_count:
+        return None
+    scores = table.column("s").to_numpy()
+    if np.isnan(scores).any():
+        return None
+    qenc = pc.dictionary_encode(table.column("q").combine_chunks())
+    denc = pc.dictionary_encode(table.column("d").combine_chunks())
+    for enc in (qenc, denc):
+        if pc.any(pc.match_substring_regex(enc.dictionary, _BAD_ID_RE2)).as_py():
+            return None
+    query = enc_indices(qenc)
+    doc = enc_indices(denc)
+    vocab = denc.dictionary.to_pylist()
+    key = query * len(vocab) + doc
+    if pc.count_distinct(pa.array(key)).as_py() != n:  # a repeated document: the line reader words it
+        return None
+    report = TrecReadReport(lines=data.count(b"\n") + (not data.endswith(b"\n")))
+    return RunTable(name, tuple(qenc.dictionary.to_pylist()), query, vocab, doc, scores, report)
+
+
+def enc_indices(enc: object) -> np.ndarray:
+    """The int64 codes of a pyarrow DictionaryArray."""
+    return np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)  # type: ignore[attr-defined]
+
+
+def read_qrels(path: PathLike, *, allow_duplicates: bool = False, report: TrecReadReport | None = None) -> Qrels:
+    """Read judgments: TREC qrels, BEIR TSV or a ``bakeoff label`` database (see the module docstring)."""
+    path = Path(path)
+    if is_sqlite(path):
+        return read_judgments(path).qrels
+    report = report if report is not None else TrecReadReport()
+    data = _read_bytes(path)
+    out: dict[str, dict[str, int]] = {}
+    where: dict[tuple[str, str], int] = {}
+    fmt: str | None = None
+    no = 0
+    for no, raw in enumerate(io.BytesIO(data), start=1):
+        stripped = raw.strip()
+        if not stripped:
+            report.blank_lines += 1
+            continue
+        if stripped.startswith(b"#"):
+            report.comment_lines += 1
+            continue
+        tabbed = b"\t" in raw
+        cols = raw.rstrip(b"\r\n").split(b"\t") if tabbed else raw.split()
+        if tabbed:
+            cols = [c.strip(b" ") for c in cols]
+        if fmt is None:
+            if cols[0].decode("utf-8", "replace").lower() in _BEIR_HEADER:
+                fmt = "beir"
+                continue
+            fmt = "trec" if len(cols) == 4 else "beir"
+        if fmt == "trec":
+            if len(cols) != 4:
+                raise InputError(f"expected 4 columns (qid iter docid grade), got {len(cols)}",
+                                 path=path, line=no, field=TREC_QRELS_FIELDS[min(len(cols), 3)])
+            qtok, dtok, gtok = cols[0], cols[2], cols[3]
+        else:
+            if len(cols) != 3:
+                raise InputError(f"expected 3 columns (query-id corpus-id score), got {len(cols)}",
+                                 path=path, line=no, field=BEIR_QRELS_FIELDS[min(len(cols), 2)])
+            qtok, dtok, gtok = cols
+        qid = _id(qtok, path, no, "query id")
+        did = _id(dtok, path, no, "doc id")
+        grade = _grade(gtok, path, no)
+        first = where.get((qid, did))
+        if first is not None:
+            if not allow_duplicates:
+                raise InputError(f"query {qid!r}, document {did!r} is judged twice (lines {first} and {no}); "
+                                 "fix the file, or allow repeats (the last one wins)",
+                                 path=path, line=no, field="doc id")
+            report.duplicate_judgments += 1
+        where[(qid, did)] = no
+        out.setdefault(qid, {})[did] = grade
+    report.lines = no
+    if not out:
+        raise InputError("no judgments", path=path)
+    return Qrels(out)
+
+
+def _grade(tok: bytes, path: Path, no: int) -> int:
+    try:
+        value = float(tok) if _NUMBER.fullmatch(tok) else None
+    except ValueError:  # pragma: no cover - the pattern only admits numbers
+        value = None
+    if value is None or not value.is_integer():
+        raise InputError(f"grade must be an integer, got {_text(tok, path, no, 'grade')!r}",
+                         path=path, line=no, field="grade")
+    return int(value)
