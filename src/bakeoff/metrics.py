@@ -253,25 +253,22 @@ def _rows_from_table(table: RunTable, queries: Sequence[str], qrels: Qrels, max_
         order, group, pos = order[cut], group[cut], pos[cut]
     doc = table.doc[order]
     vocab_size = max(len(table.doc_vocab), 1)
-    vocab_index: dict[str, int] | None = None
-    keys: list[int] = []
-    grades: list[int] = []
+    qj: list[int] = []
+    qdocs: list[str] = []
+    qgrades: list[int] = []
     for j, q in enumerate(queries):
         judged = qrels.get(q)
-        if not judged:
-            continue
-        if vocab_index is None:
-            vocab_index = {d: i for i, d in enumerate(table.doc_vocab)}
-        for d, g in judged.items():
-            i = vocab_index.get(d)
-            if i is not None:
-                keys.append(j * vocab_size + i)
-                grades.append(g)
+        qj.extend([j] * len(judged))
+        qdocs.extend(judged)
+        qgrades.extend(judged.values())
+    codes = table.doc_codes(qdocs) if qdocs else np.zeros(0, dtype=np.int64)
+    present = codes >= 0
+    keys = (np.asarray(qj, dtype=np.int64) * vocab_size + codes)[present]
+    grades = np.asarray(qgrades, dtype=np.int64)[present]
     grade = np.full(group.size, _UNJUDGED, dtype=np.int64)
-    if keys:
-        k = np.asarray(keys, dtype=np.int64)
-        srt = np.argsort(k)
-        k, gr = k[srt], np.asarray(grades, dtype=np.int64)[srt]
+    if keys.size:
+        srt = np.argsort(keys)
+        k, gr = keys[srt], grades[srt]
         row_keys = group * vocab_size + doc
         at = np.minimum(np.searchsorted(k, row_keys), k.size - 1)
         hit = k[at] == row_keys

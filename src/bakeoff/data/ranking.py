@@ -114,8 +114,9 @@ def rank_rows(
     group's ``(doc id, score)`` pairs. ``doc_ids`` gives the id of each row, or is
     a function from row indices to their ids (only the rows tied on score are
     asked for, so ids of a large run need not be materialised). Vectorised:
-    ``np.lexsort`` on (group, -score), then the rows tied on (group, score) are
-    re-ordered by id. A NaN score raises :class:`NaNScoreError`.
+    ``np.lexsort`` on (group, -score) (skipped when the rows are in that order already,
+    as written runs usually are), then the rows tied on (group, score) are re-ordered by
+    id. A NaN score raises :class:`NaNScoreError`.
     """
     scores = np.asarray(scores, dtype=np.float64)
     group = np.asarray(group)
@@ -126,9 +127,13 @@ def rank_rows(
         i = int(np.flatnonzero(nan)[0])
         ids = doc_ids(np.array([i])) if callable(doc_ids) else [doc_ids[i]]
         raise NaNScoreError(str(ids[0]))
-    order = np.lexsort((-scores, group))
-    if order.size < 2:
-        return order
+    n = scores.size
+    if n < 2:
+        return np.arange(n)
+    # most runs are written in ranking order already: check in one pass before sorting
+    same = group[1:] == group[:-1]
+    presorted = bool((group[1:] >= group[:-1]).all() and (~same | (scores[1:] <= scores[:-1])).all())
+    order = np.arange(n) if presorted else np.lexsort((-scores, group))
     g, s = group[order], scores[order]
     tied = (g[1:] == g[:-1]) & (s[1:] == s[:-1])
     if not tied.any():

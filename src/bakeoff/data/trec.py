@@ -41,6 +41,7 @@ from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -144,15 +145,17 @@ def _score(tok: bytes, path: Path, no: int) -> float:
 @dataclass(frozen=True, eq=False)
 class RunTable:
     """A run as columns, in file order: row ``i`` is query ``query_ids[query[i]]``, document
-    ``doc_vocab[doc[i]]``, score ``scores[i]``. ``query_ids`` are in first-appearance order.
+    ``doc_vocab[doc[i]]``, score ``scores[i]``. ``query_ids`` are in first-appearance order;
+    ``doc_vocab`` holds each distinct doc id once (a list, or a pyarrow string array when the
+    fast reader made the table: use :meth:`doc_ids` / :meth:`doc_codes` to cross it).
 
-    The compact form that :func:`bakeoff.metrics.evaluate_table` scores without making one
-    Python object per line; :meth:`to_run` gives the :class:`~bakeoff.data.model.Run`."""
+    The compact form that :func:`bakeoff.metrics.evaluate` scores without making one Python
+    object per line; :meth:`to_run` gives the :class:`~bakeoff.data.model.Run`."""
 
     name: str
     query_ids: tuple[str, ...]
     query: np.ndarray
-    doc_vocab: Sequence[str]
+    doc_vocab: Any
     doc: np.ndarray
     scores: np.ndarray
     report: TrecReadReport = field(default_factory=TrecReadReport)
@@ -160,10 +163,28 @@ class RunTable:
     def __len__(self) -> int:
         return int(self.scores.shape[0])
 
+    def doc_ids(self, codes: np.ndarray) -> list[str]:
+        """The doc ids of vocabulary ``codes``."""
+        if isinstance(self.doc_vocab, list):
+            vocab = self.doc_vocab
+            return [vocab[i] for i in np.asarray(codes).tolist()]
+        return self.doc_vocab.take(np.asarray(codes, dtype=np.int64)).to_pylist()
+
+    def doc_codes(self, ids: Sequence[str]) -> np.ndarray:
+        """The vocabulary code of each of ``ids`` (-1 for an id the run does not contain)."""
+        if isinstance(self.doc_vocab, list):
+            index = {d: i for i, d in enumerate(self.doc_vocab)}
+            return np.fromiter((index.get(d, -1) for d in ids), dtype=np.int64, count=len(ids))
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        found = pc.index_in(pa.array(list(ids), type=pa.string()), value_set=self.doc_vocab)
+        return np.asarray(found.fill_null(-1).to_numpy(zero_copy_only=False), dtype=np.int64)
+
     def order(self) -> np.ndarray:
         """Row indices in ranking order: query by query (in :attr:`query_ids` order), each by the tie rule."""
-        vocab, doc = self.doc_vocab, self.doc
-        return rank_rows(self.query, self.scores, lambda rows: [vocab[i] for i in doc[rows].tolist()])
+        doc = self.doc
+        return rank_rows(self.query, self.scores, lambda rows: self.doc_ids(doc[rows]))
 
     def to_run(self) -> Run:
         order = self.order()
@@ -171,8 +192,7 @@ class RunTable:
         bounds = np.flatnonzero(q[1:] != q[:-1]) + 1
         starts = [0, *bounds.tolist()]
         ends = [*bounds.tolist(), int(order.size)]
-        vocab = self.doc_vocab
-        pairs = list(zip([vocab[i] for i in self.doc[order].tolist()], self.scores[order].tolist(), strict=True))
+        pairs = list(zip(self.doc_ids(self.doc[order]), self.scores[order].tolist(), strict=True))
         ranked = {self.query_ids[int(q[a])]: tuple(pairs[a:b]) for a, b in zip(starts, ends, strict=True)
                   } if order.size else {}
         return Run.from_ranked(self.name, ranked)
@@ -230,6 +250,15 @@ def _run_lines(data: bytes, path: Path, name: str) -> RunTable:
                     np.frombuffer(dcol, dtype=np.int64), np.frombuffer(scol, dtype=np.float64), report)
 
 
+def _plain_ascii(data: bytes, *, allowed_controls: bytes) -> bool:
+    """True when ``data`` is ASCII without control characters but ``allowed_controls`` (one vectorised pass)."""
+    if not data.isascii() or b"\x7f" in data:
+        return False
+    arr = np.frombuffer(data, dtype=np.uint8)
+    n_controls = int(np.count_nonzero(arr < 32))
+    return n_controls == sum(data.count(bytes([c])) for c in allowed_controls)
+
+
 def _run_fast(data: bytes, name: str) -> RunTable | None:
     """pyarrow's CSV reader on a run it can split exactly as trec_eval does; ``None`` (use the
     line reader) when pyarrow is missing or the file has anything unusual."""
@@ -242,9 +271,12 @@ def _run_fast(data: bytes, name: str) -> RunTable | None:
     head = data[: data.find(b"\n")] if b"\n" in data else data
     sep = b"\t" if b"\t" in head else b" "
     other = b" " if sep == b"\t" else b"\t"
-    if (not data or other in data or sep + sep in data or b"\r" in data or b"\x0b" in data or b"\x0c" in data
+    if (not data or other in data or sep + sep in data
             or data.startswith((sep, b"#", b"\n")) or b"\n" + sep in data or sep + b"\n" in data
             or data.endswith(sep) or b"\n#" in data or b"\n\n" in data):
+        return None
+    ascii_ok = _plain_ascii(data, allowed_controls=b"\n" + sep if sep == b"\t" else b"\n")
+    if not ascii_ok and (b"\r" in data or b"\x0b" in data or b"\x0c" in data):
         return None
     try:
         table = pacsv.read_csv(
@@ -260,17 +292,18 @@ def _run_fast(data: bytes, name: str) -> RunTable | None:
     n = table.num_rows
     if n == 0 or table.column("s").null_count:
         return None
-    scores = table.column("s").to_numpy()
+    scores = np.concatenate([c.to_numpy() for c in table.column("s").chunks]) if n else np.zeros(0)
     if np.isnan(scores).any():
         return None
     qenc = pc.dictionary_encode(table.column("q").combine_chunks())
     denc = pc.dictionary_encode(table.column("d").combine_chunks())
-    for enc in (qenc, denc):
-        if pc.any(pc.match_substring_regex(enc.dictionary, _BAD_ID_RE2)).as_py():
-            return None
-    query = enc_indices(qenc)
-    doc = enc_indices(denc)
-    vocab = denc.dictionary.to_pylist()
+    if not ascii_ok:  # ids could hold control characters or Unicode whitespace: the line reader words it
+        for enc in (qenc, denc):
+            if pc.any(pc.match_substring_regex(enc.dictionary, _BAD_ID_RE2)).as_py():
+                return None
+    query = _codes(qenc)
+    doc = _codes(denc)
+    vocab = denc.dictionary
     key = query * len(vocab) + doc
     if pc.count_distinct(pa.array(key)).as_py() != n:  # a repeated document: the line reader words it
         return None
@@ -278,9 +311,9 @@ def _run_fast(data: bytes, name: str) -> RunTable | None:
     return RunTable(name, tuple(qenc.dictionary.to_pylist()), query, vocab, doc, scores, report)
 
 
-def enc_indices(enc: object) -> np.ndarray:
+def _codes(enc: Any) -> np.ndarray:
     """The int64 codes of a pyarrow DictionaryArray."""
-    return np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)  # type: ignore[attr-defined]
+    return np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
 
 
 def read_qrels(path: PathLike, *, allow_duplicates: bool = False, report: TrecReadReport | None = None) -> Qrels:
@@ -293,19 +326,19 @@ def read_qrels(path: PathLike, *, allow_duplicates: bool = False, report: TrecRe
     out: dict[str, dict[str, int]] = {}
     where: dict[tuple[str, str], int] = {}
     fmt: str | None = None
+    # ASCII with no control character but tab and newline (CRLF allowed): no id can hold a bad character
+    plain = _plain_ascii(data.replace(b"\r\n", b"\n") if b"\r" in data else data, allowed_controls=b"\t\n")
     no = 0
     for no, raw in enumerate(io.BytesIO(data), start=1):
-        stripped = raw.strip()
-        if not stripped:
-            report.blank_lines += 1
-            continue
-        if stripped.startswith(b"#"):
+        tabbed = b"\t" in raw
+        cols = [c.strip(b" \r\n") for c in raw.split(b"\t")] if tabbed else raw.split()
+        if not cols or not cols[0]:
+            if not raw.strip():
+                report.blank_lines += 1
+                continue
+        if raw.lstrip().startswith(b"#"):
             report.comment_lines += 1
             continue
-        tabbed = b"\t" in raw
-        cols = raw.rstrip(b"\r\n").split(b"\t") if tabbed else raw.split()
-        if tabbed:
-            cols = [c.strip(b" ") for c in cols]
         if fmt is None:
             if cols[0].decode("utf-8", "replace").lower() in _BEIR_HEADER:
                 fmt = "beir"
@@ -321,18 +354,23 @@ def read_qrels(path: PathLike, *, allow_duplicates: bool = False, report: TrecRe
                 raise InputError(f"expected 3 columns (query-id corpus-id score), got {len(cols)}",
                                  path=path, line=no, field=BEIR_QRELS_FIELDS[min(len(cols), 2)])
             qtok, dtok, gtok = cols
-        qid = _id(qtok, path, no, "query id")
-        did = _id(dtok, path, no, "doc id")
-        grade = _grade(gtok, path, no)
-        first = where.get((qid, did))
-        if first is not None:
+        if plain and qtok and dtok and not (tabbed and (b" " in qtok or b" " in dtok)):
+            qid, did = qtok.decode(), dtok.decode()
+        else:
+            qid, did = _id(qtok, path, no, "query id"), _id(dtok, path, no, "doc id")
+        grade = int(gtok) if gtok.isdigit() else _grade(gtok, path, no)
+        first = where.setdefault((qid, did), no)
+        if first != no:
             if not allow_duplicates:
                 raise InputError(f"query {qid!r}, document {did!r} is judged twice (lines {first} and {no}); "
                                  "fix the file, or allow repeats (the last one wins)",
                                  path=path, line=no, field="doc id")
             report.duplicate_judgments += 1
-        where[(qid, did)] = no
-        out.setdefault(qid, {})[did] = grade
+            where[(qid, did)] = no
+        judged = out.get(qid)
+        if judged is None:
+            judged = out[qid] = {}
+        judged[did] = grade
     report.lines = no
     if not out:
         raise InputError("no judgments", path=path)
