@@ -63,7 +63,8 @@ from typing import Literal
 import numpy as np
 
 from .data.model import Qrels, Run
-from .data.trec import RunTable
+from .data.trec import RunTable, hash_strings, pair_keys
+from .data.trec import _list_layout as _layout
 from .errors import ConfigError, InputError
 
 __all__ = [
@@ -239,7 +240,8 @@ def _rows_from_run(run: Run, queries: Sequence[str], qrels: Qrels, max_docs: int
 
 
 def _rows_from_table(table: RunTable, queries: Sequence[str], qrels: Qrels, max_docs: int | None) -> _Rows:
-    """The same rows from a columnar run, joined with the qrels by integer keys (no per-line objects)."""
+    """The same rows from a columnar run, joined with the qrels on 64-bit (query, doc id) hash keys
+    (:func:`~bakeoff.data.trec.pair_keys`), every match confirmed on the ids: no per-line objects."""
     where = {q: j for j, q in enumerate(queries)}
     code_to_j = np.array([where.get(q, -1) for q in table.query_ids], dtype=np.int64)
     order = table.order()
@@ -251,28 +253,46 @@ def _rows_from_table(table: RunTable, queries: Sequence[str], qrels: Qrels, max_
     if max_docs is not None:
         cut = pos < max_docs
         order, group, pos = order[cut], group[cut], pos[cut]
-    doc = table.doc[order]
-    vocab_size = max(len(table.doc_vocab), 1)
-    qj: list[int] = []
+    grade = np.full(group.size, _UNJUDGED, dtype=np.int64)
+    code_of = {q: i for i, q in enumerate(table.query_ids)}
+    qcode: list[int] = []
     qdocs: list[str] = []
     qgrades: list[int] = []
-    for j, q in enumerate(queries):
-        judged = qrels.get(q)
-        qj.extend([j] * len(judged))
-        qdocs.extend(judged)
-        qgrades.extend(judged.values())
-    codes = table.doc_codes(qdocs) if qdocs else np.zeros(0, dtype=np.int64)
-    present = codes >= 0
-    keys = (np.asarray(qj, dtype=np.int64) * vocab_size + codes)[present]
-    grades = np.asarray(qgrades, dtype=np.int64)[present]
-    grade = np.full(group.size, _UNJUDGED, dtype=np.int64)
-    if keys.size:
-        srt = np.argsort(keys)
-        k, gr = keys[srt], grades[srt]
-        row_keys = group * vocab_size + doc
-        at = np.minimum(np.searchsorted(k, row_keys), k.size - 1)
-        hit = k[at] == row_keys
-        grade[hit] = gr[at[hit]]
+    for q in queries:
+        if q in code_of:
+            judged = qrels.get(q)
+            qcode.extend([code_of[q]] * len(judged))
+            qdocs.extend(judged)
+            qgrades.extend(judged.values())
+    if qdocs and group.size:
+        jkeys = pair_keys(np.asarray(qcode, dtype=np.int64), hash_strings(*_layout(qdocs)))
+        srt = np.argsort(jkeys, kind="stable")
+        jkeys = jkeys[srt]
+        rkeys = pair_keys(table.query[order], table.doc_hash[order])
+        # a direct-mapped bit table on the low key bits keeps only the few rows that may be judged
+        bits = 1 << max(16, int(jkeys.size * 64).bit_length())
+        low = np.uint64(bits - 1)
+        present = np.zeros(bits, dtype=bool)
+        present[(jkeys & low).astype(np.intp)] = True
+        maybe = np.flatnonzero(present[(rkeys & low).astype(np.intp)])
+        at = np.minimum(np.searchsorted(jkeys, rkeys[maybe]), jkeys.size - 1)
+        hit = maybe[jkeys[at] == rkeys[maybe]]
+        at = at[jkeys[at] == rkeys[maybe]]
+        if hit.size:
+            cand = srt[at]
+            same = [a == qdocs[b] for a, b in zip(table.doc_ids(order[hit]), cand.tolist(), strict=True)]
+            if not all(same):  # a 64-bit hash collision: join on the strings themselves
+                return _rows_by_dict(table, order, group, pos, queries, qrels)
+            grade[hit] = np.asarray(qgrades, dtype=np.int64)[cand]
+    return _Rows(group, pos, grade)
+
+
+def _rows_by_dict(table: RunTable, order: np.ndarray, group: np.ndarray, pos: np.ndarray,
+                  queries: Sequence[str], qrels: Qrels) -> _Rows:
+    ids = table.doc_ids(order)
+    judged = [qrels.get(q) for q in queries]
+    grade = np.fromiter((judged[j].get(d, _UNJUDGED) for j, d in zip(group.tolist(), ids, strict=True)),
+                        dtype=np.int64, count=len(ids))
     return _Rows(group, pos, grade)
 
 

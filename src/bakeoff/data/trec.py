@@ -40,6 +40,7 @@ import re
 from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +51,8 @@ from .judgments import is_sqlite, read_judgments
 from .model import Qrels, Run
 from .ranking import rank_rows
 
-__all__ = ["RunTable", "TrecReadReport", "id_problem", "read_qrels", "read_run_table", "read_trec_run"]
+__all__ = ["RunTable", "TrecReadReport", "hash_strings", "id_problem", "pair_keys", "read_qrels", "read_run_table",
+           "read_trec_run"]
 
 PathLike = str | os.PathLike[str]
 
@@ -61,8 +63,6 @@ _BEIR_HEADER = ("query-id", "query_id", "qid", "query")
 
 #: Characters an id may not contain: control characters (C0, DEL, C1) and Unicode whitespace.
 _BAD_ID = re.compile("[\\x00-\\x20\\x7f-\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]")
-#: The same class in RE2 syntax (pyarrow's regular expressions).
-_BAD_ID_RE2 = "[\\x00-\\x20\\x7f-\\xa0\\x{1680}\\x{2000}-\\x{200a}\\x{2028}\\x{2029}\\x{202f}\\x{205f}\\x{3000}]"
 _NUMBER = re.compile(rb"[+-]?(?:\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?|inf(?:inity)?)", re.IGNORECASE)
 _NAN = re.compile(rb"[+-]?nan", re.IGNORECASE)
 
@@ -142,12 +142,69 @@ def _score(tok: bytes, path: Path, no: int) -> float:
                      path=path, line=no, field="score")
 
 
+_FNV_OFFSET = np.uint64(0xCBF29CE484222325)
+_FNV_PRIME = np.uint64(0x100000001B3)
+_MIX = np.uint64(0x9E3779B97F4A7C15)
+
+
+def hash_strings(offsets: np.ndarray, data: np.ndarray) -> np.ndarray:
+    """64-bit FNV-1a of each string of an Arrow-style layout (``data[offsets[i]:offsets[i+1]]``
+    are the UTF-8 bytes of string ``i``), vectorised: one pass per byte position over the
+    strings at least that long, so the work is the total number of bytes. Used to find
+    candidate duplicates and matches, which are then confirmed on the strings themselves."""
+    n = offsets.size - 1
+    h = np.full(n, _FNV_OFFSET, dtype=np.uint64)
+    if n == 0:
+        return h
+    starts = offsets[:-1].astype(np.int64)
+    lengths = (offsets[1:] - offsets[:-1]).astype(np.int64)
+    shortest, longest = int(lengths.min()), int(lengths.max())
+    with np.errstate(over="ignore"):
+        if shortest == longest:  # ids of one length (common): strided columns, no gathering
+            first = int(starts[0])
+            matrix = data[first: first + n * longest].reshape(n, longest)
+            for j in range(longest):
+                h ^= matrix[:, j]
+                h *= _FNV_PRIME
+            return h
+        for j in range(shortest):
+            h ^= data[starts + j]
+            h *= _FNV_PRIME
+        by_len = np.argsort(-lengths, kind="stable")
+        sorted_len = lengths[by_len]
+        for j in range(shortest, longest):
+            active = by_len[: int(np.searchsorted(-sorted_len, -j, side="left"))]
+            h[active] = (h[active] ^ data[starts[active] + j].astype(np.uint64)) * _FNV_PRIME
+    return h
+
+
+def _arrow_layout(strings: Any) -> tuple[np.ndarray, np.ndarray]:
+    """(offsets, bytes) of a pyarrow StringArray without copying."""
+    _validity, offs, values = strings.buffers()
+    off = np.frombuffer(offs, dtype=np.int32)[strings.offset: strings.offset + len(strings) + 1]
+    data = np.frombuffer(values, dtype=np.uint8) if values is not None else np.zeros(0, dtype=np.uint8)
+    return off, data
+
+
+def _list_layout(strings: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    encoded = [x.encode("utf-8") for x in strings]
+    off = np.zeros(len(encoded) + 1, dtype=np.int64)
+    np.cumsum([len(e) for e in encoded], out=off[1:])
+    return off, np.frombuffer(b"".join(encoded), dtype=np.uint8)
+
+
+def pair_keys(query: np.ndarray, doc_hash: np.ndarray) -> np.ndarray:
+    """One uint64 per (query code, doc hash) pair: equal pairs give equal keys."""
+    with np.errstate(over="ignore"):
+        return doc_hash ^ (query.astype(np.uint64) * _MIX + np.uint64(1))
+
+
 @dataclass(frozen=True, eq=False)
 class RunTable:
     """A run as columns, in file order: row ``i`` is query ``query_ids[query[i]]``, document
-    ``doc_vocab[doc[i]]``, score ``scores[i]``. ``query_ids`` are in first-appearance order;
-    ``doc_vocab`` holds each distinct doc id once (a list, or a pyarrow string array when the
-    fast reader made the table: use :meth:`doc_ids` / :meth:`doc_codes` to cross it).
+    ``docs[i]``, score ``scores[i]``. ``query_ids`` are in first-appearance order; ``docs``
+    is a list of str, or a pyarrow string array when the fast reader made the table (use
+    :meth:`doc_ids` to read it).
 
     The compact form that :func:`bakeoff.metrics.evaluate` scores without making one Python
     object per line; :meth:`to_run` gives the :class:`~bakeoff.data.model.Run`."""
@@ -155,36 +212,29 @@ class RunTable:
     name: str
     query_ids: tuple[str, ...]
     query: np.ndarray
-    doc_vocab: Any
-    doc: np.ndarray
+    docs: Any
     scores: np.ndarray
     report: TrecReadReport = field(default_factory=TrecReadReport)
 
     def __len__(self) -> int:
         return int(self.scores.shape[0])
 
-    def doc_ids(self, codes: np.ndarray) -> list[str]:
-        """The doc ids of vocabulary ``codes``."""
-        if isinstance(self.doc_vocab, list):
-            vocab = self.doc_vocab
-            return [vocab[i] for i in np.asarray(codes).tolist()]
-        return self.doc_vocab.take(np.asarray(codes, dtype=np.int64)).to_pylist()
+    def doc_ids(self, rows: np.ndarray) -> list[str]:
+        """The doc ids of ``rows``."""
+        if isinstance(self.docs, list):
+            docs = self.docs
+            return [docs[i] for i in np.asarray(rows).tolist()]
+        return self.docs.take(np.asarray(rows, dtype=np.int64)).to_pylist()
 
-    def doc_codes(self, ids: Sequence[str]) -> np.ndarray:
-        """The vocabulary code of each of ``ids`` (-1 for an id the run does not contain)."""
-        if isinstance(self.doc_vocab, list):
-            index = {d: i for i, d in enumerate(self.doc_vocab)}
-            return np.fromiter((index.get(d, -1) for d in ids), dtype=np.int64, count=len(ids))
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
-        found = pc.index_in(pa.array(list(ids), type=pa.string()), value_set=self.doc_vocab)
-        return np.asarray(found.fill_null(-1).to_numpy(zero_copy_only=False), dtype=np.int64)
+    @cached_property
+    def doc_hash(self) -> np.ndarray:
+        """:func:`hash_strings` of every row's doc id."""
+        layout = _list_layout(self.docs) if isinstance(self.docs, list) else _arrow_layout(self.docs)
+        return hash_strings(*layout)
 
     def order(self) -> np.ndarray:
         """Row indices in ranking order: query by query (in :attr:`query_ids` order), each by the tie rule."""
-        doc = self.doc
-        return rank_rows(self.query, self.scores, lambda rows: self.doc_ids(doc[rows]))
+        return rank_rows(self.query, self.scores, self.doc_ids)
 
     def to_run(self) -> Run:
         order = self.order()
@@ -192,7 +242,7 @@ class RunTable:
         bounds = np.flatnonzero(q[1:] != q[:-1]) + 1
         starts = [0, *bounds.tolist()]
         ends = [*bounds.tolist(), int(order.size)]
-        pairs = list(zip(self.doc_ids(self.doc[order]), self.scores[order].tolist(), strict=True))
+        pairs = list(zip(self.doc_ids(order), self.scores[order].tolist(), strict=True))
         ranked = {self.query_ids[int(q[a])]: tuple(pairs[a:b]) for a, b in zip(starts, ends, strict=True)
                   } if order.size else {}
         return Run.from_ranked(self.name, ranked)
@@ -217,7 +267,8 @@ def _run_lines(data: bytes, path: Path, name: str) -> RunTable:
     report = TrecReadReport()
     qindex: dict[str, int] = {}
     dindex: dict[str, int] = {}
-    qcol, dcol, scol = array("q"), array("q"), array("d")
+    qcol, scol = array("q"), array("d")
+    docs: list[str] = []
     seen: dict[tuple[int, int], int] = {}
     no = 0
     for no, raw in enumerate(io.BytesIO(data), start=1):
@@ -243,11 +294,11 @@ def _run_lines(data: bytes, path: Path, name: str) -> RunTable:
             raise InputError(f"document {did!r} appears twice for query {qid!r} (lines {first} and {no})",
                              path=path, line=no, field="doc id")
         qcol.append(q)
-        dcol.append(d)
+        docs.append(did)
         scol.append(score)
     report.lines = no
-    return RunTable(name, tuple(qindex), np.frombuffer(qcol, dtype=np.int64), list(dindex),
-                    np.frombuffer(dcol, dtype=np.int64), np.frombuffer(scol, dtype=np.float64), report)
+    return RunTable(name, tuple(qindex), np.frombuffer(qcol, dtype=np.int64), docs,
+                    np.frombuffer(scol, dtype=np.float64), report)
 
 
 def _plain_ascii(data: bytes, *, allowed_controls: bytes) -> bool:
@@ -255,60 +306,63 @@ def _plain_ascii(data: bytes, *, allowed_controls: bytes) -> bool:
     if not data.isascii() or b"\x7f" in data:
         return False
     arr = np.frombuffer(data, dtype=np.uint8)
-    n_controls = int(np.count_nonzero(arr < 32))
-    return n_controls == sum(data.count(bytes([c])) for c in allowed_controls)
+    controls = arr[arr < 32]
+    return bool(np.isin(controls, np.frombuffer(allowed_controls, dtype=np.uint8)).all())
 
 
 def _run_fast(data: bytes, name: str) -> RunTable | None:
-    """pyarrow's CSV reader on a run it can split exactly as trec_eval does; ``None`` (use the
-    line reader) when pyarrow is missing or the file has anything unusual."""
+    """pyarrow's multi-threaded CSV reader on a run it can split exactly as trec_eval does;
+    ``None`` (use the line reader, which words any error) when pyarrow is missing or the file
+    has anything unusual: not plain ASCII, comments, an empty field (doubled, leading or
+    trailing separators), a column count other than 6, a NaN or a repeated document."""
     try:
         import pyarrow as pa
         import pyarrow.compute as pc
         import pyarrow.csv as pacsv
     except ImportError:
         return None
+    if not data:
+        return None
     head = data[: data.find(b"\n")] if b"\n" in data else data
     sep = b"\t" if b"\t" in head else b" "
-    other = b" " if sep == b"\t" else b"\t"
-    if (not data or other in data or sep + sep in data
-            or data.startswith((sep, b"#", b"\n")) or b"\n" + sep in data or sep + b"\n" in data
-            or data.endswith(sep) or b"\n#" in data or b"\n\n" in data):
+    if not _plain_ascii(data, allowed_controls=b"\n\t" if sep == b"\t" else b"\n"):
+        return None  # (a space-separated file with a tab is not plain here either)
+    if sep == b"\t" and b" " in data:
         return None
-    ascii_ok = _plain_ascii(data, allowed_controls=b"\n" + sep if sep == b"\t" else b"\n")
-    if not ascii_ok and (b"\r" in data or b"\x0b" in data or b"\x0c" in data):
-        return None
+    names = ["q", "i", "d", "r", "s", "t"]
     try:
         table = pacsv.read_csv(
             pa.py_buffer(data),
-            read_options=pacsv.ReadOptions(column_names=["q", "i", "d", "r", "s", "t"], block_size=1 << 24),
+            read_options=pacsv.ReadOptions(column_names=names, block_size=1 << 24),
             parse_options=pacsv.ParseOptions(delimiter=sep.decode(), quote_char=False, escape_char=False,
                                              newlines_in_values=False, ignore_empty_lines=True),
-            convert_options=pacsv.ConvertOptions(column_types={"q": pa.string(), "d": pa.string(), "s": pa.float64()},
-                                                 include_columns=["q", "d", "s"], null_values=[],
-                                                 strings_can_be_null=False, quoted_strings_can_be_null=False))
+            convert_options=pacsv.ConvertOptions(column_types={c: pa.float64() if c == "s" else pa.string()
+                                                               for c in names},
+                                                 null_values=[], strings_can_be_null=False,
+                                                 quoted_strings_can_be_null=False))
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
         return None
     n = table.num_rows
     if n == 0 or table.column("s").null_count:
         return None
-    scores = np.concatenate([c.to_numpy() for c in table.column("s").chunks]) if n else np.zeros(0)
+    for c in ("q", "i", "d", "r", "t"):  # an empty field means doubled/leading/trailing separators
+        if pc.min(pc.binary_length(table.column(c))).as_py() == 0:
+            return None
+    scores = np.concatenate([c.to_numpy() for c in table.column("s").chunks])
     if np.isnan(scores).any():
         return None
     qenc = pc.dictionary_encode(table.column("q").combine_chunks())
-    denc = pc.dictionary_encode(table.column("d").combine_chunks())
-    if not ascii_ok:  # ids could hold control characters or Unicode whitespace: the line reader words it
-        for enc in (qenc, denc):
-            if pc.any(pc.match_substring_regex(enc.dictionary, _BAD_ID_RE2)).as_py():
-                return None
+    query_ids = tuple(qenc.dictionary.to_pylist())
+    if any(q.startswith("#") for q in query_ids):
+        return None  # comment lines: the line reader skips and counts them
+    docs = table.column("d").combine_chunks()
     query = _codes(qenc)
-    doc = _codes(denc)
-    vocab = denc.dictionary
-    key = query * len(vocab) + doc
-    if pc.count_distinct(pa.array(key)).as_py() != n:  # a repeated document: the line reader words it
-        return None
-    report = TrecReadReport(lines=data.count(b"\n") + (not data.endswith(b"\n")))
-    return RunTable(name, tuple(qenc.dictionary.to_pylist()), query, vocab, doc, scores, report)
+    run = RunTable(name, query_ids, query, docs, scores,
+                   TrecReadReport(lines=data.count(b"\n") + (not data.endswith(b"\n"))))
+    keys = np.sort(pair_keys(query, run.doc_hash))
+    if (keys[1:] == keys[:-1]).any():
+        return None  # a repeated document (or a hash collision): the line reader decides and words it
+    return run
 
 
 def _codes(enc: Any) -> np.ndarray:
@@ -324,57 +378,71 @@ def read_qrels(path: PathLike, *, allow_duplicates: bool = False, report: TrecRe
     report = report if report is not None else TrecReadReport()
     data = _read_bytes(path)
     out: dict[str, dict[str, int]] = {}
-    where: dict[tuple[str, str], int] = {}
     fmt: str | None = None
     # ASCII with no control character but tab and newline (CRLF allowed): no id can hold a bad character
     plain = _plain_ascii(data.replace(b"\r\n", b"\n") if b"\r" in data else data, allowed_controls=b"\t\n")
+    lines = data.split(b"\n")
+    if lines and not lines[-1]:
+        lines.pop()
     no = 0
-    for no, raw in enumerate(io.BytesIO(data), start=1):
+    for no, raw in enumerate(lines, start=1):
         tabbed = b"\t" in raw
-        cols = [c.strip(b" \r\n") for c in raw.split(b"\t")] if tabbed else raw.split()
-        if not cols or not cols[0]:
+        cols = [c.strip(b" \r") for c in raw.split(b"\t")] if tabbed else raw.split()
+        if fmt == "trec" and plain and len(cols) == 4 and not tabbed and cols[0][:1] != b"#":
+            # the common line, checked by the file-wide test above: no per-field checks needed
+            qid, did, gtok = cols[0].decode(), cols[2].decode(), cols[3]
+        else:
             if not raw.strip():
                 report.blank_lines += 1
                 continue
-        if raw.lstrip().startswith(b"#"):
-            report.comment_lines += 1
-            continue
-        if fmt is None:
-            if cols[0].decode("utf-8", "replace").lower() in _BEIR_HEADER:
-                fmt = "beir"
+            if raw.lstrip().startswith(b"#"):
+                report.comment_lines += 1
                 continue
-            fmt = "trec" if len(cols) == 4 else "beir"
-        if fmt == "trec":
-            if len(cols) != 4:
-                raise InputError(f"expected 4 columns (qid iter docid grade), got {len(cols)}",
-                                 path=path, line=no, field=TREC_QRELS_FIELDS[min(len(cols), 3)])
-            qtok, dtok, gtok = cols[0], cols[2], cols[3]
-        else:
-            if len(cols) != 3:
-                raise InputError(f"expected 3 columns (query-id corpus-id score), got {len(cols)}",
-                                 path=path, line=no, field=BEIR_QRELS_FIELDS[min(len(cols), 2)])
-            qtok, dtok, gtok = cols
-        if plain and qtok and dtok and not (tabbed and (b" " in qtok or b" " in dtok)):
-            qid, did = qtok.decode(), dtok.decode()
-        else:
-            qid, did = _id(qtok, path, no, "query id"), _id(dtok, path, no, "doc id")
+            if fmt is None:
+                if cols[0].decode("utf-8", "replace").lower() in _BEIR_HEADER:
+                    fmt = "beir"
+                    continue
+                fmt = "trec" if len(cols) == 4 else "beir"
+            if fmt == "trec":
+                if len(cols) != 4:
+                    raise InputError(f"expected 4 columns (qid iter docid grade), got {len(cols)}",
+                                     path=path, line=no, field=TREC_QRELS_FIELDS[min(len(cols), 3)])
+                qtok, dtok, gtok = cols[0], cols[2], cols[3]
+            else:
+                if len(cols) != 3:
+                    raise InputError(f"expected 3 columns (query-id corpus-id score), got {len(cols)}",
+                                     path=path, line=no, field=BEIR_QRELS_FIELDS[min(len(cols), 2)])
+                qtok, dtok, gtok = cols
+            if plain and qtok and dtok and not (tabbed and (b" " in qtok or b" " in dtok)):
+                qid, did = qtok.decode(), dtok.decode()
+            else:
+                qid, did = _id(qtok, path, no, "query id"), _id(dtok, path, no, "doc id")
         grade = int(gtok) if gtok.isdigit() else _grade(gtok, path, no)
-        first = where.setdefault((qid, did), no)
-        if first != no:
+        judged = out.get(qid)
+        if judged is None:
+            judged = out[qid] = {}
+        elif did in judged:
             if not allow_duplicates:
+                first = _first_line(lines[: no - 1], qid, did)
                 raise InputError(f"query {qid!r}, document {did!r} is judged twice (lines {first} and {no}); "
                                  "fix the file, or allow repeats (the last one wins)",
                                  path=path, line=no, field="doc id")
             report.duplicate_judgments += 1
-            where[(qid, did)] = no
-        judged = out.get(qid)
-        if judged is None:
-            judged = out[qid] = {}
         judged[did] = grade
     report.lines = no
     if not out:
         raise InputError("no judgments", path=path)
     return Qrels(out)
+
+
+def _first_line(lines: Sequence[bytes], qid: str, did: str) -> int:
+    """1-based number of the first of ``lines`` judging (qid, did) (error path only)."""
+    q, d = qid.encode(), did.encode()
+    for no, raw in enumerate(lines, start=1):
+        cols = [c.strip(b" \r") for c in raw.split(b"\t")] if b"\t" in raw else raw.split()
+        if len(cols) >= 3 and cols[0] == q and cols[-2] == d:
+            return no
+    return 0  # pragma: no cover - the caller saw it
 
 
 def _grade(tok: bytes, path: Path, no: int) -> int:
