@@ -109,6 +109,7 @@ def write_report(
     from .latex import write_latex
 
     write_latex(out / "report.tex", rep)
+    holes_written = _write_holes(out, rep, dataset=dataset, runs=runs, query_ids=qids)
     if o.html:
         from .html import explorer_data, write_html
 
@@ -116,8 +117,21 @@ def write_report(
         write_html(out / "report.html", rep, explorer=exp)
     atomic_write_json(out / "report.json", rep)
     written = ["report.json", *(["report.html"] if o.html else []), "report.tex", "per_query.csv",
-               *(["per_query.parquet"] if (out / "per_query.parquet").exists() else [])]
+               *(["per_query.parquet"] if (out / "per_query.parquet").exists() else []), *holes_written]
     return ReportOutput(rep, out, written)
+
+
+def _write_holes(out: Path, rep: Mapping[str, Any], *, dataset: Dataset | None, runs: Mapping[str, Run] | None,
+                 query_ids: Sequence[str]) -> list[str]:
+    """``holes.tsv`` (:func:`bakeoff.report.quality.write_holes`) when the report counted holes."""
+    holes = (rep.get("truth_quality") or {}).get("holes")
+    if not holes or dataset is None or runs is None:
+        return []
+    from .quality import write_holes
+
+    arms = [a["name"] for a in rep["arms"] if a["name"] in runs]
+    write_holes(out / holes["file"], {a: runs[a] for a in arms}, dataset, k=holes["k"], query_ids=query_ids)
+    return [holes["file"]]
 
 
 def report_results(results_dir: str | Path, *, out: Path | None = None, data: str | Path | None = None,
