@@ -12,7 +12,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
-__all__ = ["print_table", "table_rows", "truth_quality_rows", "leak_bucket_rows", "print_truth_quality"]
+__all__ = ["leak_bucket_rows", "print_agreement", "print_table", "print_truth_quality", "table_rows",
+           "truth_quality_rows"]
 
 
 def table_rows(results: Mapping[str, Any], *, measures: Sequence[str] | None = None) -> tuple[list[str], list[list[str]]]:
@@ -300,3 +301,29 @@ def print_truth_quality(report: Mapping[str, Any], console: Any) -> None:
             for r in rows:
                 t.add_row(*(escape(c) for c in r))
             console.print(t)
+
+
+def print_agreement(agr: Mapping[str, Any], *, file: IO[str] | None = None) -> None:
+    """The synthetic-vs-real ranking agreement (:mod:`bakeoff.report.agreement`): both sets' arm means
+    side by side, Kendall's τ with its CI, and the verdict in one sentence."""
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    console = Console(file=file, width=120)
+    labels = agr["labels"]
+    t = Table(title=f"Arm means on {agr['measure']}: {labels[0]} ({agr['n_queries'][0]} queries) vs {labels[1]} "
+                    f"({agr['n_queries'][1]} queries)")
+    t.add_column("arm")
+    for i, lab in enumerate(labels):
+        tag = "synthetic" if lab == agr["synthetic"] else "real"
+        t.add_column(f"{lab} ({tag})", justify="right")
+        t.add_column("rank", justify="right")
+    ranks = [{a: r for r, a in enumerate(sorted(agr["arms"], key=lambda a, m=m: -m[a]), start=1)} for m in agr["means"]]
+    for a in agr["arms"]:
+        t.add_row(escape(a), _fmt(agr["means"][0][a]), str(ranks[0][a]), _fmt(agr["means"][1][a]), str(ranks[1][a]))
+    console.print(t)
+    console.print(escape(agr["text"]), soft_wrap=True)
+    if agr.get("undefined_resamples"):
+        console.print(f"({agr['undefined_resamples']} of {agr['n_resamples']} resamples had all arm means tied: "
+                      "no τ, left out of the CI.)", soft_wrap=True)
