@@ -73,16 +73,20 @@ ASSESS_INSTRUCTION = (
     "these aspects and their relative importance and decide on a final score (O, 0-3). Each score is an integer."
 )
 
-#: Worked examples for base models (one per grade), in the rubric's terms.
+#: Worked examples for base models, in the rubric's terms: the same query with a passage that answers
+#: it and one that does not, so a small model sees that the grade depends on the pair, not on the query.
 _SHOTS: tuple[tuple[str, str, int, int, int], ...] = (
     ("does vitamin d help bones",
      "Vitamin D supplementation reduced hip fractures by 20% in adults over 65 in a randomised trial.", 3, 3, 3),
+    ("does vitamin d help bones",
+     "The mitochondrion is the site of oxidative phosphorylation in eukaryotic cells.", 0, 3, 0),
+    ("what causes earthquakes",
+     "Volcanoes are openings in the Earth's crust through which lava and gases escape.", 1, 3, 1),
     ("how do I copy a folder in python",
      "shutil.copy(src, dst): copy the file src to dst. See also copytree for whole directories.", 2, 3, 2),
     ("what causes earthquakes",
-     "Volcanoes are openings in the Earth's crust through which lava and gases escape.", 1, 3, 1),
-    ("best pasta recipe",
-     "The mitochondrion is the site of oxidative phosphorylation in eukaryotic cells.", 0, 3, 0),
+     "Earthquakes happen when stress built up where tectonic plates meet is suddenly released along a fault.",
+     3, 3, 3),
 )
 _COMPLETION_HEADER = ("Relevance assessments. " + ASSESS_INSTRUCTION.split("\n", 1)[0]
                       + " 0 = nothing to do with the query, 1 = related but does not answer it, 2 = some answer, "
