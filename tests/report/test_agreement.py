@@ -15,7 +15,6 @@ import pytest
 
 from bakeoff.cli import main
 from bakeoff.report.agreement import kendall_tau, ranking_agreement
-
 from tests.support.report_fixture import write_tiny_beir
 
 

@@ -17,12 +17,11 @@ import pytest
 pytest.importorskip("httpx")
 pytest.importorskip("pydantic")
 
-from bakeoff.cli import main  # noqa: E402
-from bakeoff.data.model import Qrels  # noqa: E402
-from bakeoff.truth.assess import merged_qrels  # noqa: E402
-
-from tests.support.fake_openai_chat import FakeOpenAI, Reply  # noqa: E402
-from tests.support.report_fixture import run_tiny  # noqa: E402
+from bakeoff.cli import main
+from bakeoff.data.model import Qrels
+from bakeoff.truth.assess import merged_qrels
+from tests.support.fake_openai_chat import FakeOpenAI, Reply
+from tests.support.report_fixture import run_tiny
 
 KEY = "sk-assess-secret-7731"
 
@@ -179,7 +178,7 @@ def test_bad_input_one_line_exit_2_nothing_written(tmp_path: Path, case: str) ->
         argv = ["assess", str(folder), "--arms", "bm25,nosuch"] if case == "unknown_arm" else \
             ["assess", str(folder), "--depth", "0"]
     before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
-    rc, out, err = _run([*argv, "--llm", "http://127.0.0.1:9|never", "--no-progress"])
+    rc, _, err = _run([*argv, "--llm", "http://127.0.0.1:9|never", "--no-progress"])
     assert rc == 2
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ")
