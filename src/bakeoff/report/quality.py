@@ -40,7 +40,7 @@ from ..data.model import Dataset, Run
 from ..data.pool import holes
 from ..stats import DEFAULT_RESAMPLES, derive_rng, holm, paired_tests
 
-__all__ = ["HOLES_FILE", "leak_verdict", "truth_quality", "write_holes"]
+__all__ = ["HOLES_FILE", "leak_verdict", "quick_quality", "truth_quality", "write_holes"]
 
 HOLES_FILE = "holes.tsv"
 
@@ -99,6 +99,18 @@ def truth_quality(results: Mapping[str, Any], *, dataset: Dataset | None, runs: 
     if all(out[key] is None for key in ("judged", "round_trip", "leak_buckets")):
         return None
     return out
+
+
+def quick_quality(dataset: Dataset, runs: Mapping[str, Run], *, k: int = 10,
+                  query_ids: Sequence[str] | None = None) -> dict[str, Any]:
+    """Judged@k, hole counts and round trip (top 10 / top 100) of ``runs`` on ``dataset``, without the
+    statistics of a full report (for ``bakeoff demo``): ``{"k", "judged": {arm: mean}, "holes": {...},
+    "round_trip": {...} | None}``. ``query_ids`` default: the dataset's queries that have judgments."""
+    qids = list(query_ids) if query_ids is not None else [q for q in dataset.queries.ids if q in dataset.qrels]
+    judged = {a: v["mean"] for a, v in dg.judged_at_k(runs, dataset.qrels, k=k, query_ids=qids).items()}
+    hs = holes(runs, dataset.qrels, k=k, query_ids=qids)
+    rt = dg.round_trip(runs, dataset.queries, query_ids=qids, ks=(10, 100))
+    return {"k": k, "judged": judged, "holes": dg.hole_counts(hs, list(runs), k=k), "round_trip": rt if rt["n"] else None}
 
 
 def write_holes(path: str | Path, runs: Mapping[str, Run], dataset: Dataset, *, k: int,
