@@ -111,3 +111,19 @@ def test_leak_verdict_tests_inside_each_bucket() -> None:
     assert rows[("third", "[0, 0.1)")]["delta"] == pytest.approx(0.5)
     assert sum(r["contribution"] for r in v["pairs"][0]["rows"]) == pytest.approx(v["pairs"][0]["delta"])
     assert v["pairs"][0]["delta"] == pytest.approx(0.25)
+
+
+def test_quick_quality_for_the_demo() -> None:
+    from bakeoff.data.model import Corpus, Dataset
+    from bakeoff.report.quality import quick_quality
+
+    ids = tuple(f"d{i}" for i in range(1, 10))
+    corpus = Corpus(ids, ids, tuple("" for _ in ids), tuple({} for _ in ids))
+    qs = Queries.from_queries([Query("q1", "x", {"source_doc": "d1"}), Query("q2", "y", {"source_doc": "d6"})])
+    ds = Dataset(name="t", corpus=corpus, queries=qs, qrels=Qrels({"q1": {"d1": 1, "d3": 0}, "q2": {"d6": 1}}),
+                 split="test")
+    qq = quick_quality(ds, {"a": A, "b": B}, k=3)
+    assert qq["judged"] == {"a": pytest.approx((2 / 3 + 1 / 2) / 2), "b": pytest.approx((1 / 3 + 1 / 3) / 2)}
+    assert qq["holes"]["total"] == 4 and qq["holes"]["per_arm"] == {"a": 2, "b": 4}
+    # source in top 10: a has d1 (q1) and d6 (q2); b has d1 (q1, rank 3) and d6 (q2, rank 1)
+    assert qq["round_trip"]["arms"] == {"a": {"top10": 1.0, "top100": 1.0}, "b": {"top10": 1.0, "top100": 1.0}}
