@@ -19,6 +19,11 @@ Per query, with ``R`` the relevant set, ``rel_i`` = 1 if the document at rank
 * ``hit@k``        = 1 if any rel_i for i <= k else 0         (``success_k``; "the known
   document is in the top k", which some write-ups call precision@k)
 * ``map@k``        = sum_{i<=k, rel_i} precision@i / |R|     (``map_cut_k``; ``map`` uncut)
+* ``judged@k``     = |{i <= k : document i has any judgment (grade 0 included)}| / min(k, n)
+  with ``n`` the documents retrieved (0 when none): ir_measures' ``Judged@k``, the share
+  of the retrieved top k that is judged. It measures the judgments, not the arm: a low
+  value means the other measures read many unjudged documents as non-relevant (see
+  :mod:`bakeoff.data.pool` for the holes)
 * ``ndcg@k``       = DCG@k / IDCG@k, DCG@k = sum_{i<=k} gain(g_i) / log2(i + 1),
   IDCG@k the DCG of the judged grades sorted descending. ``ndcg@k`` uses the
   **linear** gain ``gain(g) = g`` for g > 0, which is what trec_eval's
@@ -28,10 +33,10 @@ Per query, with ``R`` the relevant set, ``rel_i`` = 1 if the document at rank
 * ``bpref``        = (1/|R|) sum over retrieved relevant d of (1 - min(n_d, |R|) / min(N, |R|)),
   ``n_d`` the judged non-relevant documents ranked above d, ``N`` all judged non-relevant
   (grade 0 <= g < level; negative grades count as unjudged) — 1 when ``n_d = 0`` (``bpref``).
-  Any measure is 0 when ``|R| = 0``.
+  Every measure but ``judged@k`` is 0 when ``|R| = 0``.
 
 Without ``@k`` a measure has no cutoff (the whole ranking counts), except
-``precision`` which requires one; ``rprec`` and ``bpref`` take none.
+``precision`` and ``judged`` which require one; ``rprec`` and ``bpref`` take none.
 
 **Which queries are averaged** — two documented rules (:func:`evaluate`):
 
@@ -72,7 +77,7 @@ __all__ = [
     "evaluate", "evaluate_files", "measures_for", "parse_measure", "parse_measures", "trec_name",
 ]
 
-MeasureName = Literal["recall", "precision", "mrr", "ndcg", "ndcg_exp", "hit", "map", "rprec", "bpref"]
+MeasureName = Literal["recall", "precision", "mrr", "ndcg", "ndcg_exp", "hit", "map", "rprec", "bpref", "judged"]
 _ALIASES: Mapping[str, MeasureName] = {
     "recall": "recall",
     "r": "recall",
@@ -93,6 +98,7 @@ _ALIASES: Mapping[str, MeasureName] = {
     "rprec": "rprec",
     "r-prec": "rprec",
     "bpref": "bpref",
+    "judged": "judged",
 }
 #: ``name``, ``name@k``, or trec_eval's spellings ``name_k`` / ``name.k`` (``ndcg_cut_10``, ``P.5``).
 _PATTERN = re.compile(r"^\s*([a-z_-]+?)\s*(?:[@._]\s*(\d+))?\s*$", re.IGNORECASE)
@@ -112,8 +118,8 @@ class Measure:
             raise ValueError(f"cutoff must be >= 1 in {self}")
         if self.name in _UNCUT and self.k is not None:
             raise ValueError(f"{self.name} takes no cutoff (it is defined over the whole ranking)")
-        if self.name == "precision" and self.k is None:
-            raise ValueError("precision needs a cutoff, e.g. precision@10")
+        if self.name in ("precision", "judged") and self.k is None:
+            raise ValueError(f"{self.name} needs a cutoff, e.g. {self.name}@10")
 
     def __str__(self) -> str:
         return self.name if self.k is None else f"{self.name}@{self.k}"
@@ -365,6 +371,10 @@ def _values(ms: Sequence[Measure], rows: _Rows, queries: Sequence[str], qrels: Q
                 val[first_q] = 1.0 / rank1[hits[first_at]]
         elif name == "map":
             val = np.where(n_rel > 0, total(top & rel, crel / rank1) / safe_rel, 0.0)
+        elif name == "judged":
+            n_ret = count(np.ones(group.size, dtype=bool))
+            shown = np.minimum(n_ret, float(m.k or 1))
+            val = np.divide(count(top & (grade != _UNJUDGED)), shown, out=np.zeros(nq), where=shown > 0)
         elif name == "rprec":
             within = pos < n_rel[group] if group.size else top
             val = np.where(n_rel > 0, count(within & rel) / safe_rel, 0.0)
