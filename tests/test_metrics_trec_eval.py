@@ -155,7 +155,7 @@ def test_cli_prints_trec_eval_lines_byte_for_byte(tmp_path):
     args = [sys.executable, "-m", "bakeoff", "eval", str(FIX / "qrels.test"), str(FIX / "results.test"), "--trec-eval"]
     for m in measures:
         args += ["-m", m]
-    proc = subprocess.run(args, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(args, capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr
     expected = [line for line in (FIX / "out.test").read_text().splitlines()
                 if line.split("\t")[0].strip() in ("num_q", *measures)]

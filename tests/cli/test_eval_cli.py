@@ -9,7 +9,8 @@ from pathlib import Path
 
 
 def cli(*args: str) -> tuple[int, str, str]:
-    proc = subprocess.run([sys.executable, "-m", "bakeoff", "eval", *args], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run([sys.executable, "-m", "bakeoff", "eval", *args], capture_output=True, text=True, timeout=120,
+                          check=False)
     return proc.returncode, proc.stdout, proc.stderr
 
 

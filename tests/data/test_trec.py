@@ -101,8 +101,8 @@ def test_nan_score_names_file_and_line(tmp_path, score):
     ("q1 Q0 a 1 2.0\n", r":1: field 'tag': expected 6 columns \(qid Q0 docid rank score tag\), got 5"),
     ("q1 Q0 a 1 high t\n", r":1: field 'score': score must be a number, got 'high'"),
     ("q1 Q0 a 1 1_0 t\n", r":1: field 'score': score must be a number"),
-    ("q1 Q0 a 1 2 t\nq1 Q0 a 2 1 t\n", r":2: field 'doc id': document 'a' appears twice for query 'q1' "
-                                       r"\(lines 1 and 2\)"),
+    ("q1 Q0 a 1 2 t\nq1 Q0 a 2 1 t\n", (r":2: field 'doc id': document 'a' appears twice for query 'q1' "
+                                        r"\(lines 1 and 2\)")),
     ("q1 Q0 a\x00b 1 2 t\n", r":1: field 'doc id': contains a control character \(U\+0000\)"),
     ("q\x001 Q0 a 1 2 t\n", r":1: field 'query id': contains a control character"),
     ("q1 Q0 a\u2028b 1 2 t\n", r":1: field 'doc id': contains whitespace \(U\+2028\)"),

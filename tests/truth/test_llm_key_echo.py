@@ -11,10 +11,9 @@ import pytest
 pytest.importorskip("httpx")
 pytest.importorskip("pydantic")
 
-from bakeoff.truth.llm import ChatRequest, LLMClient, LLMConfig  # noqa: E402
-from bakeoff.truth.prompts import describe_schema  # noqa: E402
-
-from tests.support.fake_openai_chat import FakeOpenAI, Reply  # noqa: E402
+from bakeoff.truth.llm import ChatRequest, LLMClient, LLMConfig
+from bakeoff.truth.prompts import describe_schema
+from tests.support.fake_openai_chat import FakeOpenAI, Reply
 
 KEY = "sk-proj-" + "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2H1g0"
 ECHO = f"Authorization: Bearer {KEY}"
