@@ -180,8 +180,11 @@ def hash_strings(offsets: np.ndarray, data: np.ndarray) -> np.ndarray:
 
 def _arrow_layout(strings: Any) -> tuple[np.ndarray, np.ndarray]:
     """(offsets, bytes) of a pyarrow StringArray without copying."""
+    import pyarrow as pa
+
     _validity, offs, values = strings.buffers()
-    off = np.frombuffer(offs, dtype=np.int32)[strings.offset: strings.offset + len(strings) + 1]
+    width = np.int64 if pa.types.is_large_string(strings.type) else np.int32
+    off = np.frombuffer(offs, dtype=width)[strings.offset: strings.offset + len(strings) + 1]
     data = np.frombuffer(values, dtype=np.uint8) if values is not None else np.zeros(0, dtype=np.uint8)
     return off, data
 
@@ -351,11 +354,11 @@ def _run_fast(data: bytes, name: str) -> RunTable | None:
     scores = np.concatenate([c.to_numpy() for c in table.column("s").chunks])
     if np.isnan(scores).any():
         return None
-    qenc = pc.dictionary_encode(table.column("q").combine_chunks())
+    qenc = pc.dictionary_encode(_one_array(table.column("q")))
     query_ids = tuple(qenc.dictionary.to_pylist())
     if any(q.startswith("#") for q in query_ids):
         return None  # comment lines: the line reader skips and counts them
-    docs = table.column("d").combine_chunks()
+    docs = _one_array(table.column("d"))
     query = _codes(qenc)
     run = RunTable(name, query_ids, query, docs, scores,
                    TrecReadReport(lines=data.count(b"\n") + (not data.endswith(b"\n"))))
@@ -363,6 +366,16 @@ def _run_fast(data: bytes, name: str) -> RunTable | None:
     if (keys[1:] == keys[:-1]).any():
         return None  # a repeated document (or a hash collision): the line reader decides and words it
     return run
+
+
+def _one_array(column: Any) -> Any:
+    """One string array from a chunked column (64-bit offsets past 2 GiB of text)."""
+    import pyarrow as pa
+
+    try:
+        return column.combine_chunks()
+    except (pa.ArrowInvalid, pa.ArrowCapacityError):  # more than 2 GiB of ids: 32-bit offsets overflow
+        return column.cast(pa.large_string()).combine_chunks()
 
 
 def _codes(enc: Any) -> np.ndarray:
