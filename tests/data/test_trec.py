@@ -5,6 +5,7 @@ pytrec_eval."""
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -217,3 +218,25 @@ def test_ndcg_with_inf_and_ties_equals_pytrec_eval(run, judged):
     for mine, theirs in (("ndcg@3", "ndcg_cut_3"), ("ndcg@10", "ndcg_cut_10"), ("ndcg", "ndcg"), ("map", "map"),
                          ("precision@5", "P_5")):
         assert ev[mine]["q"] == pytest.approx(want[theirs], abs=1e-12)
+
+
+@pytest.mark.parametrize("text", [
+    "q1  Q0 d1 1 2.0\n",               # doubled separator hiding a missing column: d1 must not become 'Q0'
+    " q1 Q0 d1 1 2.0 run\n",           # leading separator
+    "q1 Q0 d1 1 2.0 run \n",           # trailing separator
+    "q1\tQ0\td1\t1\t  2.0\trun\n",     # tabs and spaces (trec_eval's own results.test)
+    "q1 Q0 d1 1 2.0 run\r\nq1 Q0 d2 2 1.0 run\r\n",  # CRLF
+    "q1 Q0 d1 1 2.0 run\n\nq1 Q0 d2 2 1.0 run",     # blank line, no final newline
+    "# c\nq1 Q0 d1 1 2.0 run\n",
+    "q1 Q0 d1 1 2.0 run x y\n",
+])
+def test_irregular_whitespace_reads_as_trec_eval_reads_it(tmp_path, text):
+    p = write(tmp_path / "r.trec", text)
+    try:
+        want = read_run_table(p, fast=False).to_run().ranked
+    except InputError as exc:
+        with pytest.raises(InputError, match=re.escape(str(exc))):
+            read_run_table(p)
+        assert "q1  Q0" in text  # the only bad one: 5 fields
+        return
+    assert read_run_table(p).to_run().ranked == want and list(want["q1"])[0][0] == "d1"

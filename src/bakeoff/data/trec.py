@@ -305,12 +305,29 @@ def _run_lines(data: bytes, path: Path, name: str) -> RunTable:
 
 
 def _plain_ascii(data: bytes, *, allowed_controls: bytes) -> bool:
-    """True when ``data`` is ASCII without control characters but ``allowed_controls`` (one vectorised pass)."""
+    """True when ``data`` is ASCII without control characters but ``allowed_controls``: the control
+    bytes are counted block by block (cache-sized numpy passes) and compared with the allowed ones'."""
     if not data.isascii() or b"\x7f" in data:
         return False
     arr = np.frombuffer(data, dtype=np.uint8)
-    controls = arr[arr < 32]
-    return bool(np.isin(controls, np.frombuffer(allowed_controls, dtype=np.uint8)).all())
+    block = 1 << 22
+    controls = sum(int(np.count_nonzero(arr[i: i + block] < 32)) for i in range(0, arr.size, block))
+    return controls == sum(data.count(bytes([c])) for c in allowed_controls)
+
+
+def _empty_fields(data: bytes, sep: int) -> bool:
+    """True when a line of ``data`` has an empty field: a separator doubled, or at the start or end
+    of a line (blank lines are fine). Vectorised, block by block."""
+    if data[:1] == bytes([sep]) or data[-1:] == bytes([sep]):
+        return True
+    arr = np.frombuffer(data, dtype=np.uint8)
+    block = 1 << 22
+    for i in range(0, arr.size, block):
+        b = arr[max(0, i - 1): i + block]
+        s, n = b == sep, b == 10
+        if (s[1:] & (s[:-1] | n[:-1])).any() or (n[1:] & s[:-1]).any():
+            return True
+    return False
 
 
 def _run_fast(data: bytes, name: str) -> RunTable | None:
@@ -332,6 +349,8 @@ def _run_fast(data: bytes, name: str) -> RunTable | None:
         return None  # (a space-separated file with a tab is not plain here either)
     if sep == b"\t" and b" " in data:
         return None
+    if _empty_fields(data, sep[0]):
+        return None
     names = ["q", "i", "d", "r", "s", "t"]
     try:
         table = pacsv.read_csv(
@@ -339,18 +358,14 @@ def _run_fast(data: bytes, name: str) -> RunTable | None:
             read_options=pacsv.ReadOptions(column_names=names, block_size=1 << 24),
             parse_options=pacsv.ParseOptions(delimiter=sep.decode(), quote_char=False, escape_char=False,
                                              newlines_in_values=False, ignore_empty_lines=True),
-            convert_options=pacsv.ConvertOptions(column_types={c: pa.float64() if c == "s" else pa.string()
-                                                               for c in names},
-                                                 null_values=[], strings_can_be_null=False,
-                                                 quoted_strings_can_be_null=False))
+            convert_options=pacsv.ConvertOptions(column_types={"q": pa.string(), "d": pa.string(), "s": pa.float64()},
+                                                 include_columns=["q", "d", "s"], null_values=[],
+                                                 strings_can_be_null=False, quoted_strings_can_be_null=False))
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
         return None
     n = table.num_rows
     if n == 0 or table.column("s").null_count:
         return None
-    for c in ("q", "i", "d", "r", "t"):  # an empty field means doubled/leading/trailing separators
-        if pc.min(pc.binary_length(table.column(c))).as_py() == 0:
-            return None
     scores = np.concatenate([c.to_numpy() for c in table.column("s").chunks])
     if np.isnan(scores).any():
         return None
