@@ -227,7 +227,8 @@ class RunTable:
         if isinstance(self.docs, list):
             docs = self.docs
             return [docs[i] for i in np.asarray(rows).tolist()]
-        return self.docs.take(np.asarray(rows, dtype=np.int64)).to_pylist()
+        offsets, data = _arrow_layout(self.docs)
+        return [data[offsets[i]: offsets[i + 1]].tobytes().decode("utf-8") for i in np.asarray(rows).tolist()]
 
     @cached_property
     def doc_hash(self) -> np.ndarray:
@@ -315,6 +316,10 @@ def _plain_ascii(data: bytes, *, allowed_controls: bytes) -> bool:
     return controls == sum(data.count(bytes([c])) for c in allowed_controls)
 
 
+#: Runs smaller than this (about 200,000 lines) are read line by line (pyarrow's import alone takes longer).
+_FAST_MIN_BYTES = 8 << 20
+
+
 def _empty_fields(data: bytes, sep: int) -> bool:
     """True when a line of ``data`` has an empty field: a separator doubled, or at the start or end
     of a line (blank lines are fine). Vectorised, block by block."""
@@ -335,13 +340,12 @@ def _run_fast(data: bytes, name: str) -> RunTable | None:
     ``None`` (use the line reader, which words any error) when pyarrow is missing or the file
     has anything unusual: not plain ASCII, comments, an empty field (doubled, leading or
     trailing separators), a column count other than 6, a NaN or a repeated document."""
+    if len(data) < _FAST_MIN_BYTES:
+        return None  # below this, importing pyarrow costs more than reading line by line
     try:
         import pyarrow as pa
-        import pyarrow.compute as pc
         import pyarrow.csv as pacsv
     except ImportError:
-        return None
-    if not data:
         return None
     head = data[: data.find(b"\n")] if b"\n" in data else data
     sep = b"\t" if b"\t" in head else b" "
@@ -366,10 +370,10 @@ def _run_fast(data: bytes, name: str) -> RunTable | None:
     n = table.num_rows
     if n == 0 or table.column("s").null_count:
         return None
-    scores = np.concatenate([c.to_numpy() for c in table.column("s").chunks])
+    scores = np.concatenate([_values_of(c, np.float64) for c in table.column("s").chunks])
     if np.isnan(scores).any():
         return None
-    qenc = pc.dictionary_encode(_one_array(table.column("q")))
+    qenc = _one_array(table.column("q")).dictionary_encode()
     query_ids = tuple(qenc.dictionary.to_pylist())
     if any(q.startswith("#") for q in query_ids):
         return None  # comment lines: the line reader skips and counts them
@@ -393,9 +397,15 @@ def _one_array(column: Any) -> Any:
         return column.cast(pa.large_string()).combine_chunks()
 
 
+def _values_of(arr: Any, dtype: Any) -> np.ndarray:
+    """The values of a null-free pyarrow numeric array, read from its buffer (``to_numpy`` would
+    import pandas)."""
+    return np.frombuffer(arr.buffers()[1], dtype=dtype)[arr.offset: arr.offset + len(arr)]
+
+
 def _codes(enc: Any) -> np.ndarray:
     """The int64 codes of a pyarrow DictionaryArray."""
-    return np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+    return _values_of(enc.indices, np.dtype(f"int{enc.indices.type.bit_width}")).astype(np.int64)
 
 
 def read_qrels(path: PathLike, *, allow_duplicates: bool = False, report: TrecReadReport | None = None) -> Qrels:
