@@ -70,15 +70,15 @@ def test_plain_weights_keep_the_fingerprint_and_options_are_checked():
     assert FuseArm(arms=[a, b], method="isr").config() == {"method": "isr", "depth": 100}
     assert FuseArm(arms=[a, b]).config() == {"method": "sum", "depth": 100, "norm": "minmax"}
     bad = [
-        (dict(method="rrf", norm="zscore"), "uses ranks only"),
-        (dict(method="sum", k=10), "for method=rrf only"),
-        (dict(method="max", weights="1+2"), "weights= is for methods"),
-        (dict(method="isr", weights="1+2"), "weights= is for methods"),
-        (dict(method="combsum"), "method must be one of"),
-        (dict(method="sum", norm="l2"), "norm must be one of"),
-        (dict(method="sum", weights="1+2+3"), "3 weights for 2 arms"),
-        (dict(method="sum", weights="1+-1"), ">= 0 and not all 0"),
-        (dict(method="sum", weights="0+0"), ">= 0 and not all 0"),
+        ({"method": "rrf", "norm": "zscore"}, "uses ranks only"),
+        ({"method": "sum", "k": 10}, "for method=rrf only"),
+        ({"method": "max", "weights": "1+2"}, "weights= is for methods"),
+        ({"method": "isr", "weights": "1+2"}, "weights= is for methods"),
+        ({"method": "combsum"}, "method must be one of"),
+        ({"method": "sum", "norm": "l2"}, "norm must be one of"),
+        ({"method": "sum", "weights": "1+2+3"}, "3 weights for 2 arms"),
+        ({"method": "sum", "weights": "1+-1"}, ">= 0 and not all 0"),
+        ({"method": "sum", "weights": "0+0"}, ">= 0 and not all 0"),
     ]
     for opts, msg in bad:
         with pytest.raises(ConfigError, match=msg):
