@@ -351,5 +351,6 @@ def build_report(
         "stats": comp.to_dict(),
         "diagnostics": diag,
         "leak": leak,
+        **({"tune": results["tune"]} if results.get("tune") else {}),  # a `bakeoff tune` sweep
     }
     return _finite(report)
