@@ -66,3 +66,15 @@ def test_unknown_option_names_the_closest():
         check_options(SearchSpace.build({"k2": [1.0]}), BM25Arm, arm="bm25", type_name="bm25")
     with pytest.raises(ConfigError, match="wires arms together"):
         check_options(SearchSpace.build({"arms": ["a+b"]}), RRFArm, arm="h", type_name="rrf")
+
+
+def test_the_issue_parameters_are_tunable_options():
+    """BM25 k1/b/method, RRF k/depth/weights, convex weight/norm, rerank top, ANN ef_search/nprobe."""
+    from bakeoff.arms.registry import arm_type
+
+    for type_name, names in [("bm25", ["k1", "b", "method"]), ("rrf", ["k", "depth", "weights"]),
+                             ("convex", ["weight", "norm"]), ("fuse", ["method", "norm", "k", "weights", "depth"]),
+                             ("rerank", ["top"]), ("ann", ["ef_search", "nprobe"])]:
+        check_options(SearchSpace.build({n: [1] for n in names}), arm_type(type_name), arm="x", type_name=type_name)
+    with pytest.raises(ConfigError, match="did you mean 'ef_search'"):
+        check_options(SearchSpace.build({"efSearch": [16]}), arm_type("ann"), arm="hnsw", type_name="ann")
