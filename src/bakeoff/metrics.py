@@ -20,6 +20,11 @@ Per query, with ``R`` the relevant set, ``rel_i`` = 1 if the document at rank
 * ``hit@k``        = 1 if any rel_i for i <= k else 0         (``success_k``; "the known
   document is in the top k", which some write-ups call precision@k)
 * ``map@k``        = sum_{i<=k, rel_i} precision@i / |R|     (``map_cut_k``)
+* ``judged@k``     = |{i <= k : document i has any judgment (grade 0 included)}| / min(k, n)
+  with ``n`` the documents retrieved (0 when none): ir_measures' ``Judged@k``, the share
+  of the retrieved top k that is judged. It measures the judgments, not the arm: a low
+  value means the other measures read many unjudged documents as non-relevant (see
+  :mod:`bakeoff.data.pool` for the holes)
 * ``ndcg@k``       = DCG@k / IDCG@k, DCG@k = sum_{i<=k} gain(g_i) / log2(i + 1),
   IDCG@k the DCG of the judged grades sorted descending. ``ndcg@k`` uses the
   **linear** gain ``gain(g) = g`` for g > 0, which is what trec_eval's
@@ -47,7 +52,7 @@ __all__ = [
     "measures_for", "parse_measure", "parse_measures",
 ]
 
-MeasureName = Literal["recall", "precision", "mrr", "ndcg", "ndcg_exp", "hit", "map"]
+MeasureName = Literal["recall", "precision", "mrr", "ndcg", "ndcg_exp", "hit", "map", "judged"]
 _ALIASES: Mapping[str, MeasureName] = {
     "recall": "recall",
     "r": "recall",
@@ -65,6 +70,7 @@ _ALIASES: Mapping[str, MeasureName] = {
     "map": "map",
     "ap": "map",
     "map_cut": "map",
+    "judged": "judged",
 }
 _PATTERN = re.compile(r"^\s*([a-z_]+)\s*(?:@\s*(\d+))?\s*$", re.IGNORECASE)
 
@@ -79,8 +85,8 @@ class Measure:
     def __post_init__(self) -> None:
         if self.k is not None and self.k < 1:
             raise ValueError(f"cutoff must be >= 1 in {self}")
-        if self.name == "precision" and self.k is None:
-            raise ValueError("precision needs a cutoff, e.g. precision@10")
+        if self.name in ("precision", "judged") and self.k is None:
+            raise ValueError(f"{self.name} needs a cutoff, e.g. {self.name}@10")
 
     def __str__(self) -> str:
         return self.name if self.k is None else f"{self.name}@{self.k}"
@@ -182,6 +188,8 @@ def _one(
             ideal = ideal[:k]
         idcg = sum(_gain(g, exp) / math.log2(i + 2) for i, g in enumerate(ideal))
         return dcg / idcg if idcg > 0 else 0.0
+    if name == "judged":
+        return sum(1 for d in top if d in grades) / len(top) if top else 0.0
     rel = [grades.get(d, 0) >= level for d in top]
     if name == "recall":
         return sum(rel) / n_rel
