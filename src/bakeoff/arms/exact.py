@@ -344,13 +344,18 @@ def exact_search(
             with np.errstate(invalid="ignore"):
                 thr = _down32(L - e)
             thr[np.isneginf(thr)] = -_FLT_MAX  # -inf scores (masked rows) never pass
-            sel = S >= thr[:, None]
-            if not safe:  # inputs large, inf or NaN: every non-finite unmasked score is a candidate
+            if safe:
+                live = np.flatnonzero(S.max(axis=1) >= thr)  # rows with at least one candidate here
+                sel = S[live] >= thr[live, None] if live.size < S.shape[0] else S >= thr[:, None]
+            else:  # inputs large, inf or NaN: every non-finite unmasked score is a candidate
+                live = np.arange(S.shape[0])
+                sel = S >= thr[:, None]
                 bad = ~np.isfinite(S)
                 if allowed is not None:
                     bad &= allowed[ds:de][None, :]
                 sel |= bad
-            rows, cols = np.nonzero(sel)
+            flat = np.flatnonzero(sel)  # 1-D: several times faster than a 2-D nonzero
+            rows, cols = live[flat // S.shape[1]], flat % S.shape[1]
             if rows.size:
                 cuts = np.flatnonzero(np.diff(rows)) + 1
                 starts = np.concatenate([[0], cuts])

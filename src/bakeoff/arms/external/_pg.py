@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -34,7 +36,7 @@ from ...errors import MissingDependencyError
 from ._common import ExternalError, redact_url
 
 __all__ = ["EMBEDDED", "resolve_dsn", "embedded_dsn", "connect", "table_columns", "split_table", "scrub",
-           "scrub_name"]
+           "scrub_name", "index_build_progress"]
 
 EMBEDDED = "embedded"
 
@@ -137,3 +139,49 @@ def require_columns(columns: dict[str, str], wanted: Sequence[tuple[str, str]], 
         if col not in columns:
             raise ExternalError(f"{who}: table {table!r} has no column {col!r} ({role}); "
                                 f"its columns: {', '.join(columns) or 'none'}")
+
+
+@contextmanager
+def index_build_progress(dsn: str, backend_pid: int, bar: Any, *, who: str, interval: float = 1.0) -> Iterator[None]:
+    """Show a running ``CREATE INDEX`` of backend ``backend_pid`` on ``bar`` while the block runs.
+
+    A daemon thread reads ``pg_stat_progress_create_index`` (phase, tuples or blocks done of
+    total; pgvector's HNSW build reports its ``loading tuples`` count there) on its own
+    connection every ``interval`` seconds; when that view says nothing (or cannot be read),
+    the bar still shows the elapsed time.
+    """
+    stop = threading.Event()
+
+    def poll() -> None:
+        conn = None
+        try:
+            conn = connect(dsn, who=who)
+        except Exception:  # progress is best effort: the build itself reports real errors
+            conn = None
+        while not stop.wait(interval):
+            row = None
+            if conn is not None:
+                try:
+                    row = conn.execute(
+                        "SELECT phase, tuples_done, tuples_total, blocks_done, blocks_total "
+                        "FROM pg_stat_progress_create_index WHERE pid = %s", (backend_pid,)).fetchone()
+                except Exception:
+                    conn = None
+            if row is not None:
+                phase, tdone, ttotal, bdone, btotal = row
+                done, total = (tdone, ttotal) if ttotal else (bdone, btotal)
+                if total:
+                    bar.total = int(total)
+                    bar.n = int(done or 0)
+                bar.set_postfix_str(str(phase), refresh=False)
+            bar.refresh()
+        if conn is not None:
+            conn.close()
+
+    thread = threading.Thread(target=poll, name="bakeoff-pg-index-progress", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()

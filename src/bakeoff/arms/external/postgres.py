@@ -31,6 +31,7 @@ Masks (as-of search) become ``AND id = ANY(allowed ids)`` (for HNSW with
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -295,10 +296,18 @@ class PgVectorArm(_PgArm):
             try:
                 if self.table is None:  # our own table: give the build room (session setting only)
                     conn.execute("SET maintenance_work_mem = '1GB'")
-                conn.execute(sql.SQL("CREATE INDEX IF NOT EXISTS {i} ON {t} USING hnsw ({c} {ops}) "
-                                     "WITH (m = {m}, ef_construction = {ef})").format(
-                    i=sql.Identifier(idx), t=self._ident(self._table_name), c=sql.Identifier(self.vector_column),
-                    ops=sql.SQL(_METRICS[self.metric][1]), m=sql.Literal(self.m), ef=sql.Literal(self.ef_construction)))
+                exists = conn.execute("SELECT to_regclass(%s)", (sql.Identifier(idx).as_string(conn),)).fetchone()[0]
+                bar = progress_bar(total=len(corpus), desc=f"HNSW index {self.name}",
+                                   enabled=ctx.progress and exists is None, unit="row")
+                watch = (_pg.index_build_progress(self._real_dsn, conn.info.backend_pid, bar, who=self.who)
+                         if ctx.progress and exists is None else contextlib.nullcontext())
+                with watch:  # pgvector reports the build in pg_stat_progress_create_index
+                    conn.execute(sql.SQL("CREATE INDEX IF NOT EXISTS {i} ON {t} USING hnsw ({c} {ops}) "
+                                         "WITH (m = {m}, ef_construction = {ef})").format(
+                        i=sql.Identifier(idx), t=self._ident(self._table_name), c=sql.Identifier(self.vector_column),
+                        ops=sql.SQL(_METRICS[self.metric][1]), m=sql.Literal(self.m),
+                        ef=sql.Literal(self.ef_construction)))
+                bar.close()
             except Exception as exc:
                 raise ExternalError(f"{self.who}: cannot build the HNSW index: "
                                     f"{_pg.scrub(str(exc).splitlines()[0], self._real_dsn)}") from None
