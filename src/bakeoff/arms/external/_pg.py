@@ -170,6 +170,7 @@ def index_build_progress(dsn: str, backend_pid: int, bar: Any, *, who: str, inte
             if row is not None:
                 phase, tdone, ttotal, bdone, btotal = row
                 done, total = (tdone, ttotal) if ttotal else (bdone, btotal)
+                bar.unit = "row" if ttotal else "block"  # heap blocks scanned while it loads tuples
                 if total:
                     bar.total = int(total)
                     bar.n = int(done or 0)
