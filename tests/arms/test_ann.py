@@ -105,7 +105,7 @@ def test_bad_options() -> None:
 
 def test_build_shows_phase_and_progress(capsys: Any) -> None:
     """FAISS gives no callback: the bar names the phase and counts added rows (stderr)."""
-    corpus, queries, base = _data(n=600, d=16)
+    corpus, _, base = _data(n=600, d=16)
     arm = AnnArm(name="h", base=base, index="hnsw", M=8, ef_construction=16, add_batch=200)
     arm.index(corpus, ctx=Context(corpus=corpus, progress=True))
     err = capsys.readouterr().err

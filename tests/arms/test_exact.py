@@ -76,18 +76,26 @@ def test_fast_path_is_taken_here(monkeypatch) -> None:
 
 
 def test_non_finite_inputs_and_huge_values() -> None:
+    from bakeoff.data.ranking import NaNScoreError
+
     rng = np.random.default_rng(5)
     docs = rng.standard_normal((1500, 384)).astype(np.float32)
-    docs[3, 7] = np.nan
     docs[9, 1] = np.inf
     docs[11, 2] = -np.inf
     docs[20] = docs[21] * np.float32(3e18)  # float32 dot products overflow, float64 ones do not
     q = rng.standard_normal((3, 384)).astype(np.float32)
-    q[2, 5] = np.inf
     ids = [f"d{i}" for i in range(1500)]
     for k in (1, 5, 40):
         with np.errstate(all="ignore"):
             assert exact_search(q, docs, ids, k=k) == exact_search_reference(q, docs, ids, k=k)
+    docs[3, 7] = docs[700, 0] = np.nan  # NaN cannot be ranked: both refuse, naming the same document
+    for qq in (q, np.where(np.arange(384) == 5, np.float32(np.inf), q)):
+        errors = []
+        for fn in (exact_search, exact_search_reference):
+            with np.errstate(all="ignore"), pytest.raises(NaNScoreError) as info:
+                fn(qq, docs, ids, k=5)
+            errors.append(str(info.value))
+        assert errors[0] == errors[1]
 
 
 def test_edges() -> None:

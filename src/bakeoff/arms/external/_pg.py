@@ -186,10 +186,12 @@ def index_build_progress(dsn: str, backend_pid: int, bar: Any, *, who: str, inte
     stop = threading.Event()
 
     def poll() -> None:
+        import psycopg
+
         conn = None
         try:
             conn = connect(dsn, who=who)
-        except Exception:  # progress is best effort: the build itself reports real errors
+        except ExternalError:  # progress is best effort: the build itself reports real errors
             conn = None
         while not stop.wait(interval):
             row = None
@@ -198,7 +200,7 @@ def index_build_progress(dsn: str, backend_pid: int, bar: Any, *, who: str, inte
                     row = conn.execute(
                         "SELECT phase, tuples_done, tuples_total, blocks_done, blocks_total "
                         "FROM pg_stat_progress_create_index WHERE pid = %s", (backend_pid,)).fetchone()
-                except Exception:
+                except psycopg.Error:
                     conn = None
             if row is not None:
                 phase, tdone, ttotal, bdone, btotal = row
