@@ -28,7 +28,7 @@ from bakeoff.metrics import evaluate, evaluate_files
 
 @pytest.fixture(autouse=True, scope="module")
 def fast_reader_on_small_files():
-    """The pyarrow reader only takes runs of 8 MB and more; here it must read the small test files too."""
+    """The pyarrow reader only takes runs of 2 MB and more; here it must read the small test files too."""
     import bakeoff.data.trec
 
     with pytest.MonkeyPatch.context() as mp:
