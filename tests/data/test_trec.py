@@ -255,4 +255,4 @@ def test_irregular_whitespace_reads_as_trec_eval_reads_it(tmp_path, text):
             read_run_table(p)
         assert "q1  Q0" in text  # the only bad one: 5 fields
         return
-    assert read_run_table(p).to_run().ranked == want and list(want["q1"])[0][0] == "d1"
+    assert read_run_table(p).to_run().ranked == want and want["q1"][0][0] == "d1"

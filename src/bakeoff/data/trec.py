@@ -35,6 +35,7 @@ to the line-by-line reader, which defines the behaviour and words the error.
 from __future__ import annotations
 
 import io
+import math
 import os
 import re
 from array import array
@@ -298,7 +299,7 @@ def _run_lines(data: bytes, path: Path, name: str) -> RunTable:
             score = float(tok)
         except ValueError:
             score = _score(tok, path, no)
-        if score != score or b"_" in tok:  # NaN, or digits Python's float() accepts but trec_eval does not
+        if math.isnan(score) or b"_" in tok:  # NaN, or digits Python's float() accepts but trec_eval does not
             score = _score(tok, path, no)
         q = qindex.setdefault(qid, len(qindex))
         first = seen.setdefault((q, did), no)
