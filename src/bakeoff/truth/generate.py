@@ -33,7 +33,8 @@ from ..data.loaders import FieldMap
 from ..data.model import Corpus
 from ..errors import ConfigError
 from .llm import LLMClient, Usage
-from .synthetic import ClusterOptions, DescribeOptions, SyntheticTruth, cluster_truth, describe_truth
+from .synthetic import (ClusterOptions, DescribeOptions, SyntheticTruth, cluster_leak_filter, cluster_truth,
+                        describe_truth)
 
 __all__ = ["Embed", "GenerateOutcome", "generate_truth", "open_llm"]
 
@@ -118,6 +119,7 @@ def generate_truth(
     progress: bool = True,
     specificity: str | None = "local",
     reasoning_effort: str | None = None,
+    cluster_leak_threshold: float | None = 0.35,
 ) -> GenerateOutcome:
     """``bakeoff generate``: ground truth for ``corpus`` (describe mode for :class:`DescribeOptions`,
     cluster mode for :class:`ClusterOptions`), written with ``out`` as a BEIR folder whose
@@ -125,7 +127,9 @@ def generate_truth(
 
     ``corpus`` is a :class:`~bakeoff.data.model.Corpus` or a path opened by
     :func:`bakeoff.data.datasets.open_corpus` (records mapped by ``fields``), after the options
-    are checked. Cluster mode needs ``embed``; ``batch_in`` applies to describe mode.
+    are checked. Cluster mode needs ``embed``; ``batch_in`` applies to describe mode. Cluster
+    questions whose leak exceeds ``cluster_leak_threshold`` are dropped
+    (:func:`~bakeoff.truth.synthetic.cluster_leak_filter`; ``None`` only records the leak).
     ``specificity`` names the query-likelihood scorer of the specificity filter (``local``: the
     bundled Gemma in-process; ``off``/``None``: no filter; else a completions server spec, see
     :func:`bakeoff.truth.specificity.open_likelihood`); its options are ``options.specificity``.
@@ -171,6 +175,7 @@ def generate_truth(
             vectors, name = embed(corpus)
             truth = cluster_truth(corpus, client, vectors=vectors, options=options, progress=progress,
                                   encoder_name=name, scorer=scorer)
+            truth = cluster_leak_filter(truth, corpus, threshold=cluster_leak_threshold)
         usage = client.usage
         if client.collect:
             from .llm import write_batch
