@@ -12,6 +12,8 @@ import json
 import numpy as np
 import pytest
 
+from bakeoff.errors import ConfigError
+
 from bakeoff.truth.specificity import (SpecificityOptions, keep_mask, score_stats, specificity_prefix,
                                        specificity_scores)
 
@@ -20,6 +22,7 @@ DOC_GCD = ("math.gcd(*integers)\nReturn the greatest common divisor of the speci
            "is a divisor of all arguments.")
 DOC_ZIP = ("zipfile.ZipFile.extractall(path=None, members=None, pwd=None)\nExtract all members from the archive "
            "to the current working directory. path specifies a different directory to extract to.")
+DOC_SLEEP = "time.sleep(secs)\nSuspend execution of the calling thread for the given number of seconds."
 Q_GCD = "how do I find the largest number that divides two integers"
 Q_ZIP = "how can I unpack every file of a zip archive into a folder"
 
@@ -101,15 +104,35 @@ def test_prefix_reuse_matches_llama_cpp_all_logits(lm) -> None:
 def test_own_document_scores_above_another_document_in_process(lm, cache) -> None:
     pairs = [(Q_GCD, DOC_GCD), (Q_GCD, DOC_ZIP), (Q_ZIP, DOC_ZIP), (Q_ZIP, DOC_GCD)]
     stats: dict[str, int] = {}
-    s = specificity_scores(pairs, lm, cache=cache, stats=stats)
+    none = SpecificityOptions(baseline="none")
+    s = specificity_scores(pairs, lm, cache=cache, stats=stats, options=none)
     assert s[0].score > s[1].score and s[2].score > s[3].score
     assert s[0].score > 0 and s[2].score > 0
     assert s[0].lp_base == s[1].lp_base  # one empty-document baseline per query
     assert s[0].score == pytest.approx(s[0].lp_doc - s[0].lp_base)
     assert stats == {"evaluated": 6, "cached": 2}  # 4 pairs + 2 baselines; baselines of repeated queries hit
     again: dict[str, int] = {}
-    s2 = specificity_scores(pairs, lm, cache=cache, stats=again)
+    s2 = specificity_scores(pairs, lm, cache=cache, stats=again, options=none)
     assert again["evaluated"] == 0 and [x.score for x in s2] == [x.score for x in s]
+
+
+@pytest.mark.slow
+def test_random_document_baseline_reads_each_reference_once(lm, cache) -> None:
+    """Default baseline: the mean lp over reference documents drawn once; a pair never uses its own."""
+    from bakeoff.truth.specificity import baseline_documents
+
+    others = [DOC_GCD, DOC_ZIP, DOC_SLEEP]
+    opts = SpecificityOptions(n_random=2, seed=0)
+    refs = baseline_documents(others, n=2, seed=0)
+    assert len(refs) == 3 and sorted(refs) == sorted(others)
+    pairs = [(Q_GCD, DOC_GCD), (Q_ZIP, DOC_ZIP)]
+    s = specificity_scores(pairs, lm, options=opts, cache=cache, others=others)
+    for (q, d), got in zip(pairs, s, strict=True):
+        want = np.mean([np.mean(lm.logprobs(specificity_prefix(x), " " + q)) for x in others if x != d])
+        assert got.lp_base == pytest.approx(want, abs=1e-4)
+        assert got.score > 0.5
+    with pytest.raises(ConfigError):
+        specificity_scores(pairs, lm, options=opts, others=[DOC_GCD])
 
 
 @pytest.mark.slow
@@ -146,17 +169,19 @@ def test_describe_rejects_an_off_topic_query_and_regenerates(lm, cache) -> None:
     on_topic = "how do I find the biggest number that goes evenly into two whole numbers"  # leak 0
     answers = [json.dumps({"query": "what are the most popular movies on netflix this year"}),
                json.dumps({"query": on_topic})]
-    corpus = Corpus(("math.gcd",), (DOC_GCD,), ("",), ({},))
+    corpus = Corpus(("zipfile", "time.sleep", "math.gcd"), (DOC_ZIP, DOC_SLEEP, DOC_GCD), ("", "", ""),
+                    ({}, {}, {}))
     with FakeOpenAI([Reply(200, a) for a in answers]) as srv:
         client = LLMClient(LLMConfig(base_url=srv.base_url, model="fake"), cache=cache)
-        truth = describe_truth(corpus, client, options=DescribeOptions(n=1, max_regenerations=2), progress=False,
-                               scorer=lm)
+        spec = SpecificityOptions(threshold=0.5)
+        opts = DescribeOptions(n=1, max_regenerations=2, seed=0, specificity=spec)  # seed 0 samples row 2, math.gcd
+        truth = describe_truth(corpus, client, options=opts, progress=False, scorer=lm)
         assert len(srv.requests) == 2
     prov = truth.provenance
     assert prov["rejections"]["low_specificity"] == 1 and prov["counts"]["kept"] == 1
     assert truth.queries.texts == (on_topic,)
     meta = truth.queries.metadata[0]
-    assert meta["specificity"] >= SpecificityOptions().threshold and meta["attempt"] == 1
+    assert meta["specificity"] >= 0.5 and meta["attempt"] == 1
     assert [g["outcome"] for g in prov["generations"]] == ["low_specificity", "kept"]
-    assert prov["generations"][0]["specificity"] < SpecificityOptions().threshold
+    assert prov["generations"][0]["specificity"] < 0.5
     assert prov["specificity"]["all_candidates"]["n"] == 2 and prov["specificity"]["kept"]["n"] == 1
