@@ -13,16 +13,21 @@ import pytest
 pytest.importorskip("httpx")
 pytest.importorskip("pydantic")
 
-from bakeoff.cli import main  # noqa: E402
-from bakeoff.data.model import Corpus  # noqa: E402
-from bakeoff.errors import ConfigError  # noqa: E402
-from bakeoff.truth.llm import ChatRequest, LLMClient, LLMConfig, is_reasoning_model  # noqa: E402
-from bakeoff.truth.prompts import (PRESETS, PromptControl, describe_completion, describe_messages,  # noqa: E402
-                                   describe_schema, shot_queries)
-from bakeoff.truth.sampling import eligible_rows, sample_rows  # noqa: E402
-from bakeoff.truth.synthetic import DescribeOptions, describe_truth  # noqa: E402
-
-from tests.support.fake_openai_chat import FakeOpenAI, Reply  # noqa: E402
+from bakeoff.cli import main
+from bakeoff.data.model import Corpus
+from bakeoff.errors import ConfigError
+from bakeoff.truth.llm import ChatRequest, LLMClient, LLMConfig, is_reasoning_model
+from bakeoff.truth.prompts import (
+    PRESETS,
+    PromptControl,
+    describe_completion,
+    describe_messages,
+    describe_schema,
+    shot_queries,
+)
+from bakeoff.truth.sampling import eligible_rows, sample_rows
+from bakeoff.truth.synthetic import DescribeOptions, describe_truth
+from tests.support.fake_openai_chat import FakeOpenAI, Reply
 
 KEY = "sk-test-reasoning-4711"
 GOOD = json.dumps({"query": "how do I pause my program for a while"})

@@ -13,9 +13,7 @@ import numpy as np
 import pytest
 
 from bakeoff.errors import ConfigError
-
-from bakeoff.truth.specificity import (SpecificityOptions, keep_mask, score_stats, specificity_prefix,
-                                       specificity_scores)
+from bakeoff.truth.specificity import SpecificityOptions, keep_mask, score_stats, specificity_prefix, specificity_scores
 
 DOC_GCD = ("math.gcd(*integers)\nReturn the greatest common divisor of the specified integer arguments. "
            "If any of the arguments is nonzero, then the returned value is the largest positive integer that "
@@ -163,7 +161,6 @@ def test_describe_rejects_an_off_topic_query_and_regenerates(lm, cache) -> None:
     from bakeoff.data.model import Corpus
     from bakeoff.truth.llm import LLMClient, LLMConfig
     from bakeoff.truth.synthetic import DescribeOptions, describe_truth
-
     from tests.support.fake_openai_chat import FakeOpenAI, Reply
 
     on_topic = "how do I find the biggest number that goes evenly into two whole numbers"  # leak 0

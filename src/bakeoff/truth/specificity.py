@@ -52,9 +52,19 @@ import numpy as np
 from ..cache import Cache, cache_key
 from ..errors import BakeoffError, ConfigError
 
-__all__ = ["PROMPT", "QueryLikelihood", "LlamaLikelihood", "CompletionsLikelihood", "SpecificityOptions",
-           "SpecificityScore", "specificity_scores", "specificity_prefix", "score_stats", "open_likelihood",
-           "DEFAULT_THRESHOLD"]
+__all__ = [
+    "DEFAULT_THRESHOLD",
+    "PROMPT",
+    "CompletionsLikelihood",
+    "LlamaLikelihood",
+    "QueryLikelihood",
+    "SpecificityOptions",
+    "SpecificityScore",
+    "open_likelihood",
+    "score_stats",
+    "specificity_prefix",
+    "specificity_scores",
+]
 
 log = logging.getLogger("bakeoff")
 
