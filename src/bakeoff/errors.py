@@ -12,18 +12,15 @@ __all__ = ["BakeoffError", "ConfigError", "InputError", "MissingDependencyError"
 
 
 class BakeoffError(Exception):
-    """Base class of the errors bakeoff reports to users (exit code 2)."""
+    """Base class of the errors bakeoff reports to users (exit code 2).
 
-
-class InputError(BakeoffError):
-    """Bad input data: names the file, the 1-based line (when known) and the field.
-
-    ``str(err)`` reads ``path:line: field 'x': message`` and is always one line.
+    ``str(err)`` reads ``path:line: field 'x': message`` (each part only when given) and is
+    always one line.
     """
 
     def __init__(
         self,
-        message: str,
+        message: str = "",
         *,
         path: str | PathLike[str] | None = None,
         line: int | None = None,
@@ -37,12 +34,15 @@ class InputError(BakeoffError):
         if self.path is not None:
             where = self.path + (f":{line}" if line is not None else "") + ": "
         what = f"field '{field}': " if field else ""
-        text = (where + what + message).replace("\n", " ")
-        super().__init__(text)
+        super().__init__(" ".join((where + what + str(message)).split()))
+
+
+class InputError(BakeoffError):
+    """Bad input data: names the file, the 1-based line (when known) and the field."""
 
 
 class ConfigError(BakeoffError):
-    """Bad configuration (TOML file or ``--arm`` specification)."""
+    """Bad configuration (TOML file, ``--arm`` specification, command-line value)."""
 
 
 class MissingDependencyError(BakeoffError):

@@ -40,6 +40,7 @@ from ..cache import Cache, cache_key, checkpointed_rows
 from ..data.model import Corpus, Queries, Run
 from ..data.ranking import top_k_indices
 from ..errors import ConfigError
+from ..validation import NonNegative, PositiveInt
 from ..versions import version_of
 from .base import Arm, ArmContext, DocMask, group_by_mask, register_arm
 from ..models.encoders import Encoder, TextKind, length_order, make_encoder
@@ -189,14 +190,14 @@ class DenseArm(Arm):
         prefix_query: str | None = "",
         prefix_doc: str | None = "",
         prefixes: str | None = None,
-        batch_size: int = 32,
+        batch_size: PositiveInt = 32,
         precision: str | None = None,
         backend: str | None = None,
         base_url: str | None = None,
         api_key_env: str | None = None,
-        max_seq_length: int | None = None,
-        price_per_1k_tokens: float | None = None,
-        checkpoint_rows: int | None = None,
+        max_seq_length: PositiveInt | None = None,
+        price_per_1k_tokens: NonNegative | None = None,
+        checkpoint_rows: PositiveInt | None = None,
         encoder: Encoder | None = None,
         **extra: Any,
     ) -> None:

@@ -49,6 +49,7 @@ from typing import Any
 from ..data.model import Queries, Run
 from ..data.ranking import top_k
 from ..errors import ConfigError
+from ..validation import Fraction, NonNegative, PositiveInt
 from .base import Arm, ArmContext, DocMask, register_arm
 
 __all__ = ["NORMS", "ConvexArm", "RRFArm", "convex_scores", "normalize_scores", "rrf_scores"]
@@ -159,7 +160,8 @@ class RRFArm(_FusionArm):
     each input, default 100).
     """
 
-    def __init__(self, *, name: str | None = None, arms: Any = None, k: float = 60, depth: int = 100) -> None:
+    def __init__(self, *, name: str | None = None, arms: Any = None, k: NonNegative = 60,
+                 depth: PositiveInt = 100) -> None:
         super().__init__(name=name, arms=arms, depth=depth)
         try:
             self.k_rrf = float(k)
@@ -216,10 +218,10 @@ class ConvexArm(_FusionArm):
         *,
         name: str | None = None,
         arms: Any = None,
-        weight: float | None = None,
+        weight: Fraction | None = None,
         weights: Any = None,
         norm: str = "minmax",
-        depth: int = 100,
+        depth: PositiveInt = 100,
     ) -> None:
         super().__init__(name=name, arms=arms, depth=depth)
         if weight is not None and weights is not None:

@@ -32,14 +32,16 @@ Masks (as-of search) become ``AND id = ANY(allowed ids)`` (for HNSW with
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
+from pydantic import Field
 
 from ...cache import cache_key
 from ...data.model import Corpus, Queries, Run
 from ...data.ranking import rank
 from ...errors import ConfigError
+from ...validation import PositiveInt
 from ...progress import progress_bar
 from ..base import Arm, ArmContext, DocMask, group_by_mask, register_arm
 from . import _pg
@@ -123,7 +125,7 @@ class PgFtsArm(_PgArm):
         text_column: str = "body",
         tsvector_column: str | None = None,
         language: str = "english",
-        normalization: int = 0,
+        normalization: Annotated[int, Field(ge=0, le=63)] = 0,
         match: str = "all",
         version: str | None = None,
     ) -> None:
@@ -236,9 +238,9 @@ class PgVectorArm(_PgArm):
         vector_column: str = "embedding",
         index: str = "exact",
         metric: str = "ip",
-        m: int = 16,
-        ef_construction: int = 64,
-        ef_search: int = 40,
+        m: PositiveInt = 16,
+        ef_construction: PositiveInt = 64,
+        ef_search: PositiveInt = 40,
         version: str | None = None,
     ) -> None:
         super().__init__(name=name, dsn=dsn, table=table, id_column=id_column, version=version)
