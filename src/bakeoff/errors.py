@@ -6,9 +6,11 @@ The CLI maps :class:`BakeoffError` (and subclasses) to exit code 2 and prints
 
 from __future__ import annotations
 
+import errno
+import os
 from os import PathLike
 
-__all__ = ["BakeoffError", "ConfigError", "InputError", "MissingDependencyError"]
+__all__ = ["BakeoffError", "ConfigError", "InputError", "MissingDependencyError", "describe_os_error"]
 
 
 class BakeoffError(Exception):
@@ -52,3 +54,27 @@ class MissingDependencyError(BakeoffError):
         super().__init__(
             f"{purpose} needs the package '{package}': pip install 'bakeoff[{extra}]'"
         )
+
+
+#: What to do about the operating-system errors a user can meet, by errno.
+_OS_ADVICE = {
+    errno.ENOSPC: "free some space (or write elsewhere) and run again; nothing half-written was left",
+    errno.EDQUOT: "free some space (or write elsewhere) and run again; nothing half-written was left",
+    errno.EACCES: "check the permissions",
+    errno.EPERM: "check the permissions",
+    errno.EROFS: "write somewhere else",
+    errno.ELOOP: "a symbolic link points (through others) back to itself",
+    errno.EISDIR: "a folder is where a file is expected",
+    errno.ENOTDIR: "a file is where a folder is expected",
+}
+
+
+def describe_os_error(exc: OSError) -> str:
+    """One line for an ``OSError``: ``path: what happened (advice)``, e.g.
+    ``/mnt/out/runs/bm25.trec: No space left on device (free some space ...)``."""
+    what = exc.strerror or (os.strerror(exc.errno) if exc.errno else type(exc).__name__)
+    names = [str(n) for n in (exc.filename, exc.filename2) if n is not None]
+    where = " -> ".join(names)
+    advice = _OS_ADVICE.get(exc.errno or -1)
+    text = (f"{where}: " if where else "") + what + (f" ({advice})" if advice else "")
+    return " ".join(text.split())

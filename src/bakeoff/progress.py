@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable
 from typing import Any, TypeVar
 
-__all__ = ["progress_bar"]
+__all__ = ["close_bars", "progress_bar", "write_line"]
 
 T = TypeVar("T")
 
@@ -17,3 +18,35 @@ def progress_bar(iterable: Iterable[T] | None = None, *, total: int | None = Non
 
     return tqdm(iterable, total=total, desc=desc, disable=not enabled, unit=unit, dynamic_ncols=True,
                 mininterval=0.5, leave=False)
+
+
+def _open_bars() -> list[Any]:
+    """The tqdm bars currently displayed (none when tqdm was never imported)."""
+    if "tqdm" not in sys.modules:
+        return []
+    from tqdm import tqdm
+
+    return [bar for bar in list(getattr(tqdm, "_instances", ())) if not getattr(bar, "disable", False)]
+
+
+def write_line(text: str) -> None:
+    """``text`` as one line on stderr, on a line of its own even while progress bars are shown."""
+    if _open_bars():
+        from tqdm import tqdm
+
+        tqdm.write(text, file=sys.stderr)
+    else:
+        print(text, file=sys.stderr, flush=True)
+
+
+def close_bars() -> None:
+    """Close every open progress bar (bakeoff's and libraries'), clearing its line, so that the next
+    message starts a fresh line."""
+    for bar in _open_bars():
+        try:
+            bar.leave = False
+            bar.close()
+        except Exception:  # a bar in a broken state must not hide the error being reported
+            pass
+    if "tqdm" in sys.modules:
+        sys.stderr.flush()
