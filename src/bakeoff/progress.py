@@ -46,7 +46,7 @@ def close_bars() -> None:
         try:
             bar.leave = False
             bar.close()
-        except Exception:  # a bar in a broken state must not hide the error being reported
+        except Exception:  # a bar in a broken state must not hide the error being reported  # noqa: BLE001, S110
             pass
     if "tqdm" in sys.modules:
         sys.stderr.flush()

@@ -27,8 +27,16 @@ import typing
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Annotated, Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, ValidationInfo, create_model
-from pydantic import field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    ValidationInfo,
+    create_model,
+    field_validator,
+)
 
 from .errors import BakeoffError, ConfigError
 
@@ -87,9 +95,9 @@ class Schema(BaseModel):
     @field_validator("*", mode="before")
     @classmethod
     def _no_bool_numbers(cls, value: Any, info: ValidationInfo) -> Any:
-        if isinstance(value, bool) and info.field_name in cls.model_fields:
-            if not _accepts_bool(cls.model_fields[info.field_name].annotation):
-                raise ValueError("expected a number or text, not a boolean")
+        field = cls.model_fields.get(info.field_name or "")
+        if isinstance(value, bool) and field is not None and not _accepts_bool(field.annotation):
+            raise ValueError("expected a number or text, not a boolean")
         return value
 
 
@@ -218,13 +226,13 @@ def _resolve_hints(func: Callable[..., Any]) -> dict[str, Any]:
     """Type hints of ``func`` with ``Annotated`` kept; a hint that cannot be resolved is ``Any``."""
     try:
         return typing.get_type_hints(func, include_extras=True)
-    except Exception:  # an annotation naming a TYPE_CHECKING-only import: resolve one by one
+    except Exception:  # an annotation naming a TYPE_CHECKING-only import: resolve one by one  # noqa: BLE001
         out: dict[str, Any] = {}
         globalns = getattr(func, "__globals__", {})
         for name, ann in getattr(func, "__annotations__", {}).items():
             try:
-                out[name] = eval(ann, globalns) if isinstance(ann, str) else ann  # noqa: S307 - own annotations
-            except Exception:
+                out[name] = eval(ann, globalns) if isinstance(ann, str) else ann
+            except Exception:  # noqa: BLE001
                 out[name] = Any
         return out
 
@@ -261,7 +269,7 @@ def signature_model(func: Callable[..., Any], *, name: str, skip: Iterable[str] 
         hint = Any if pname in loose else _plain(hints.get(pname, Any))
         try:
             TypeAdapter(hint, config=SCHEMA_CONFIG)
-        except Exception:  # a type pydantic cannot build a schema for: accept as given
+        except Exception:  # a type pydantic cannot build a schema for: accept as given  # noqa: BLE001
             hint = Any
         default = ... if p.default is inspect.Parameter.empty else p.default
         fields[pname] = (hint, default)

@@ -38,8 +38,8 @@ from ..cache import cache_key
 from ..data.model import Corpus, Queries, Run
 from ..data.ranking import rank
 from ..errors import ConfigError, MissingDependencyError
-from ..validation import NonNegativeInt, PositiveInt
 from ..progress import progress_bar
+from ..validation import NonNegativeInt, PositiveInt
 from .base import Arm, ArmContext, DocMask, group_by_mask, register_arm
 
 __all__ = ["AnnArm", "recall_of_exact"]

@@ -33,7 +33,6 @@ import importlib
 import logging
 from collections.abc import Iterator, Mapping
 from importlib.metadata import EntryPoint, entry_points
-
 from typing import Any
 
 from ..errors import ConfigError

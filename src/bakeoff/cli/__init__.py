@@ -11,7 +11,6 @@ import traceback
 import typer
 
 from ..errors import BakeoffError, describe_os_error
-from ..progress import close_bars, write_line
 
 __all__ = ["COMMAND_MODULES", "build_app", "main"]
 
@@ -38,13 +37,25 @@ class _OneLine(logging.Formatter):
         return " ".join(f"{record.levelname.lower()}: {record.getMessage()}".split())
 
 
+def write_line(text: str) -> None:
+    from ..progress import write_line as write  # imported when used: building the app stays light
+
+    write(text)
+
+
+def close_bars() -> None:
+    from ..progress import close_bars as close
+
+    close()
+
+
 class _BarSafeHandler(logging.StreamHandler):  # type: ignore[type-arg]
     """Log lines on stderr on a line of their own, never on a progress bar's line."""
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
             write_line(self.format(record))
-        except Exception:  # logging must never raise
+        except Exception:  # logging must never raise  # noqa: BLE001
             self.handleError(record)
 
 
@@ -70,7 +81,7 @@ def _usage_message(exc: typer.TyperException) -> str:
     if hasattr(cause, "errors"):  # typer coerces option values with pydantic: quote the bad value
         try:
             got = f" (got {cause.errors()[0]['input']!r})"  # type: ignore[union-attr]
-        except Exception:
+        except Exception:  # noqa: BLE001
             got = ""
     return where + exc.format_message() + got + tip
 
@@ -117,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
         return _fail("an input is nested too deeply to read (e.g. JSON nested thousands of levels)")
     except SystemExit as exc:
         return int(exc.code or 0) if isinstance(exc.code, int) or exc.code is None else 1
-    except Exception:
+    except Exception:  # noqa: BLE001
         close_bars()
         traceback.print_exc()
         write_line(BUG_REPORT)

@@ -260,7 +260,7 @@ def load_config(path: str | Path) -> BakeoffConfig:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         m = re.search(r"\(at line (\d+), column \d+\)", str(exc))
-        raise ConfigError(f"invalid TOML: {str(exc)}", path=path, line=int(m.group(1)) if m else None) from None
+        raise ConfigError(f"invalid TOML: {exc!s}", path=path, line=int(m.group(1)) if m else None) from None
 
     def line_of(key: tuple[str | int, ...]) -> int | None:
         return toml_key_line(text, key)

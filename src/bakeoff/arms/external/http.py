@@ -39,9 +39,9 @@ from urllib.parse import quote
 
 from ...data.model import Corpus, Queries, Run
 from ...errors import ConfigError
-from ...validation import NonNegative, NonNegativeInt, Positive, PositiveInt
 from ...net import HttpClient, HttpError
 from ...progress import progress_bar
+from ...validation import NonNegative, NonNegativeInt, Positive, PositiveInt
 from ..base import Arm, ArmContext, DocMask, register_arm
 from ._common import ExternalError, apply_mask, is_secret_name, ranked_from_hits, redact_url
 from .jsonpath import SelectorError, parse_selector, select

@@ -41,8 +41,8 @@ from ...cache import cache_key
 from ...data.model import Corpus, Queries, Run
 from ...data.ranking import rank
 from ...errors import ConfigError
-from ...validation import PositiveInt
 from ...progress import progress_bar
+from ...validation import PositiveInt
 from ..base import Arm, ArmContext, DocMask, group_by_mask, register_arm
 from . import _pg
 from ._common import ExternalError, redact_url
