@@ -9,7 +9,9 @@ Conventions of every schema (:data:`SCHEMA_CONFIG`):
 
 * unknown keys are errors, reported with the closest valid name (:func:`closest`, difflib);
 * floats must be finite (no ``nan``/``inf``); a boolean is never a number;
-* an integer field refuses ``2.5`` (no silent truncation); numbers given for text fields become text.
+* an integer field refuses ``2.5`` (no silent truncation); a number is not text in a file (``out = 5``
+  is an error), but ``--arm`` options (:func:`signature_model`), typed from command-line text, take a
+  number given for a text option as that text (``revision=1234``).
 
 :func:`validate` turns a :class:`pydantic.ValidationError` into ONE
 :class:`~bakeoff.errors.ConfigError` (or the error class asked for) line naming the file, the line
@@ -56,8 +58,7 @@ __all__ = [
 ]
 
 #: The configuration shared by every schema (see the module docstring).
-SCHEMA_CONFIG = ConfigDict(extra="forbid", allow_inf_nan=False, coerce_numbers_to_str=True,
-                           arbitrary_types_allowed=True, populate_by_name=True)
+SCHEMA_CONFIG = ConfigDict(extra="forbid", allow_inf_nan=False, arbitrary_types_allowed=True, populate_by_name=True)
 
 #: ``>= 1`` integer (sizes, cutoffs, counts that cannot be zero).
 PositiveInt = Annotated[int, Field(ge=1)]
@@ -247,7 +248,7 @@ def _plain(hint: Any) -> Any:
 
 def signature_model(func: Callable[..., Any], *, name: str, skip: Iterable[str] = (),
                     any_type: Iterable[str] = ()) -> type[Schema]:
-    """A :class:`Schema` built from the keyword parameters of ``func`` (e.g. an arm's ``__init__``).
+    """An :class:`OptionsSchema` built from the keyword parameters of ``func`` (e.g. an arm's ``__init__``).
 
     Each parameter becomes a field with its annotation (constraints in ``Annotated[...]``) and its
     default (required when it has none). ``skip`` names parameters that are not options (``self``
@@ -268,18 +269,31 @@ def signature_model(func: Callable[..., Any], *, name: str, skip: Iterable[str] 
             continue
         hint = Any if pname in loose else _plain(hints.get(pname, Any))
         try:
-            TypeAdapter(hint, config=SCHEMA_CONFIG)
+            TypeAdapter(hint, config=OptionsSchema.model_config)
         except Exception:  # a type pydantic cannot build a schema for: accept as given  # noqa: BLE001
             hint = Any
         default = ... if p.default is inspect.Parameter.empty else p.default
         fields[pname] = (hint, default)
-    return create_model(name, __base__=Schema if extra == "forbid" else OpenSchema, **fields)
+    return create_model(name, __base__=OptionsSchema if extra == "forbid" else OpenOptionsSchema, **fields)
 
 
 class OpenSchema(Schema):
     """A :class:`Schema` that lets unknown keys through (for a callee that checks them itself)."""
 
     model_config = ConfigDict(**{**SCHEMA_CONFIG, "extra": "allow"})  # type: ignore[typeddict-item]
+
+
+class OptionsSchema(Schema):
+    """Options written on a command line (``--arm``): a number given for a text option is that text."""
+
+    model_config = ConfigDict(**{**SCHEMA_CONFIG, "coerce_numbers_to_str": True})  # type: ignore[typeddict-item]
+
+
+class OpenOptionsSchema(OptionsSchema):
+    """:class:`OptionsSchema` letting unknown keys through (for a callee that checks them itself)."""
+
+    model_config = ConfigDict(**{**SCHEMA_CONFIG, "coerce_numbers_to_str": True,  # type: ignore[typeddict-item]
+                                 "extra": "allow"})
 
 
 # TOML locations --------------------------------------------------------------------------------------

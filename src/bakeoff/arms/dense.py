@@ -263,7 +263,7 @@ class DenseArm(Arm):
         arr = encode_checkpointed(
             self.encoder, texts, kind=kind, cache=ctx.cache, cache_kind=cache_kind, key=key,
             batch_size=self.batch_size, checkpoint_rows=self.checkpoint_rows if kind == "doc" else 4096,
-            progress=ctx.progress, desc=f"encode {kind}s {self.name}",
+            progress=ctx.progress, desc=f"encode {'queries' if kind == 'query' else 'documents'} {self.name}",
             engine=ctx.extras.get("encode_engine"), lookup=False)
         meta = {"encode_s": time.perf_counter() - t0, "encode_cpu_s": time.process_time() - c0,
                 "n": float(len(texts))}
