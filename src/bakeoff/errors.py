@@ -58,8 +58,8 @@ class MissingDependencyError(BakeoffError):
 
 #: What to do about the operating-system errors a user can meet, by errno.
 _OS_ADVICE = {
-    errno.ENOSPC: "free some space (or write elsewhere) and run again; nothing half-written was left",
-    errno.EDQUOT: "free some space (or write elsewhere) and run again; nothing half-written was left",
+    errno.ENOSPC: "free some space, or write elsewhere, and run again",
+    errno.EDQUOT: "free some space, or write elsewhere, and run again",
     errno.EACCES: "check the permissions",
     errno.EPERM: "check the permissions",
     errno.EROFS: "write somewhere else",

@@ -1,4 +1,8 @@
-"""Progress bars (tqdm) with counts, rate and ETA, written to stderr; off when disabled."""
+"""Progress bars (tqdm) with counts, rate and ETA, written to stderr; off when disabled or when stderr
+is not a terminal (a log file or a pipe gets the messages, never the carriage-return redraws).
+
+Messages printed while bars are shown go through :func:`write_line` (a line of their own), and
+:func:`close_bars` clears every bar before the command line's final error line."""
 
 from __future__ import annotations
 
@@ -13,11 +17,13 @@ T = TypeVar("T")
 
 def progress_bar(iterable: Iterable[T] | None = None, *, total: int | None = None, desc: str = "",
                  enabled: bool = True, unit: str = "it") -> Any:
-    """A tqdm bar (``iterable`` wrapped, or a manual bar when ``None``); a no-op bar when disabled."""
+    """A tqdm bar (``iterable`` wrapped, or a manual bar when ``None``); a no-op bar when disabled
+    or when stderr is not a terminal."""
     from tqdm.auto import tqdm
 
-    return tqdm(iterable, total=total, desc=desc, disable=not enabled, unit=unit, dynamic_ncols=True,
-                mininterval=0.5, leave=False)
+    on_terminal = bool(getattr(sys.stderr, "isatty", lambda: False)())
+    return tqdm(iterable, total=total, desc=desc, disable=not (enabled and on_terminal), unit=unit,
+                dynamic_ncols=True, mininterval=0.5, leave=False)
 
 
 def _open_bars() -> list[Any]:

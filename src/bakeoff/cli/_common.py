@@ -126,8 +126,10 @@ def write_staged(out: Path, write: Callable[[Path], Path]) -> Path:
                 os.replace(f, target)
         finally:
             shutil.rmtree(stage, ignore_errors=True)
-    except BaseException:
+    except BaseException as exc:
         if created is not None:
             shutil.rmtree(created, ignore_errors=True)
+        if isinstance(exc, OSError) and exc.filename is None:  # a failed write() names no file: name the folder
+            exc.filename = str(out)
         raise
     return out / rel_main
