@@ -30,6 +30,15 @@ def open_fraction(value: float | None) -> float | None:
     return value
 
 
+def finite(value: float | None) -> float | None:
+    """Callback of number options that must be finite (no ``inf``, ``nan``)."""
+    import math
+
+    if value is not None and not math.isfinite(value):
+        raise typer.BadParameter(f"must be a finite number, got {value}")
+    return value
+
+
 def measure_names(values: list[str] | None) -> list[str] | None:
     """Callback of ``--measure``: each must parse (``ndcg@10``, ``recall@100`` ...; cutoffs >= 1)."""
     from ..metrics import parse_measure

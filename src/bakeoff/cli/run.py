@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ._common import folder_path, make_cache, measure_names, write_staged
+from ._common import finite, folder_path, make_cache, measure_names, write_staged
 
 
 def run(
@@ -37,7 +37,7 @@ def run(
     min_chars: Annotated[int, typer.Option(min=0, help="Drop documents shorter than this many characters.")] = 0,
     progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
     hourly_rate: Annotated[Optional[float], typer.Option(
-        "--hourly-rate", min=0, help="Machine price in USD/hour for $/1k queries (default 0.08925, a 2-vCPU cloud VM).")] = None,
+        "--hourly-rate", min=0, callback=finite, help="Machine price in USD/hour for $/1k queries (default 0.08925, a 2-vCPU cloud VM).")] = None,
     latency_sample: Annotated[Optional[int], typer.Option(
         "--latency-sample", min=0, help="Queries timed one by one per arm for p50/p95 latency (0: skip).")] = None,
     latency_seed: Annotated[Optional[int], typer.Option("--latency-seed", help="Seed of the latency sample.")] = None,
