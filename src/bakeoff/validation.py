@@ -78,6 +78,8 @@ def _accepts_bool(annotation: Any) -> bool:
     """Whether a field annotation admits a boolean (``bool``, ``Any``, or a union holding one)."""
     if annotation is bool or annotation is Any or annotation is object:
         return True
+    if annotation is type(None):
+        return False
     origin = typing.get_origin(annotation)
     if origin is Annotated:
         return _accepts_bool(typing.get_args(annotation)[0])
@@ -142,8 +144,8 @@ def validate(
     """``data`` validated by ``schema`` (a :class:`Schema` subclass or any type pydantic adapts).
 
     A failure raises ONE ``error`` whose text is
-    ``WHERE[:LINE]: KEY.PATH: WHAT (got VALUE)`` — only the first problem (the user fixes one
-    line at a time). ``prefix`` is the key path of ``data`` inside its file (e.g. ``("run",)``),
+    ``WHERE[:LINE]: KEY.PATH: WHAT (got VALUE)`` — only one problem, the most specific (the
+    user fixes one line at a time). ``prefix`` is the key path of ``data`` inside its file (e.g. ``("run",)``),
     ``line_of(full key path)`` locates the key in the file when it can, ``noun`` names what the
     keys are (``"key"``, ``"option"``); ``line_prefix`` is prepended to the key path given to
     ``line_of`` only (where ``data`` sits in the file when that is not shown in the message).
@@ -155,7 +157,10 @@ def validate(
             return schema.model_validate(data)  # type: ignore[return-value]
         return TypeAdapter(schema).validate_python(data)  # type: ignore[no-any-return]
     except ValidationError as exc:
-        first = exc.errors(include_url=False)[0]
+        errors = exc.errors(include_url=False)
+        # the most specific problem: the deepest location (for a union, the member that got furthest)
+        first = max(errors, key=lambda e: len(_key_loc(schema, e.get("loc", ()),
+                                                       unknown=e.get("type") == "extra_forbidden")))
         loc = tuple(first.get("loc", ()))
         locate = None if line_of is None else (lambda key: line_of((*line_prefix, *key)))
         raise error(_one_line(schema, first, loc, where=where, prefix=prefix, line_of=locate, noun=noun,
@@ -192,8 +197,7 @@ def _model_in(annotation: Any) -> Any:
 def _one_line(schema: Any, err: Mapping[str, Any], loc: tuple[str | int, ...], *, where: str,
               prefix: Sequence[str | int], line_of: Callable[[tuple[str | int, ...]], int | None] | None,
               noun: str, context: str = "") -> str:
-    # pydantic puts union member names and validator tags in the location: keep only real keys
-    clean_loc = tuple(p for p in loc if isinstance(p, int) or not _is_type_tag(str(p)))
+    clean_loc = _key_loc(schema, loc, unknown=err.get("type") == "extra_forbidden")
     full = (*prefix, *clean_loc)
     line = line_of(full) if line_of is not None else None
     head = where + (f":{line}" if line else "") + ": " + (f"{context}: " if context else "")
@@ -210,6 +214,32 @@ def _one_line(schema: Any, err: Mapping[str, Any], loc: tuple[str | int, ...], *
     what = _allowed(err)
     got = err.get("input")
     return f"{head}{key}: {what} (got {describe_value(got)})" if key else f"{head}{what} (got {describe_value(got)})"
+
+
+def _key_loc(schema: Any, loc: Sequence[str | int], *, unknown: bool = False) -> tuple[str | int, ...]:
+    """The key path in a pydantic error location: list indexes and field names, without the tags
+    pydantic adds for union members and validators (``int``, ``EngineTable``, ``function-after[...]``).
+    Inside a model a part is a key when the model has that field (or, with ``unknown``, when it is
+    the last part: the unknown key); below a mapping, parts that do not look like tags are keys."""
+    out: list[str | int] = []
+    model = schema if isinstance(schema, type) and issubclass(schema, BaseModel) else None
+    for i, part in enumerate(loc):
+        if isinstance(part, int):
+            out.append(part)
+            continue
+        if model is not None:
+            field = model.model_fields.get(str(part))
+            if field is None:
+                field = next((f for f in model.model_fields.values() if f.alias == part), None)
+            if field is not None:
+                out.append(part)
+                model = _model_in(field.annotation)
+            elif unknown and i == len(loc) - 1:
+                out.append(part)
+            continue
+        if not _is_type_tag(str(part)):
+            out.append(part)
+    return tuple(out)
 
 
 def _is_type_tag(part: str) -> bool:

@@ -348,7 +348,7 @@ for type_name, factory in sorted(arm_types().items()):
         for label, value in bad_toml_values(kind, text_takes_numbers=True):
             toml_case(f"arm-{type_name}.{key}={label}",
                       lambda doc, t=type_name, o=others, k=key, v=value: doc["arms"].append(
-                          {"name": "x", "type": t, **o, k: v}), f"({type_name})", key)
+                          {"name": "x", "type": t, **o, k: v}), f"({type_name} 'x')", key)
         for label, text in bad_cli_values(kind):
             spec = f"{type_name}:" + ",".join([*(f"{n}={v}" for n, v in others.items()), f"{key}={text}"])
 
@@ -361,7 +361,7 @@ for type_name, factory in sorted(arm_types().items()):
     unknown = f"{type_name}:" + ",".join([*(f"{n}={v}" for n, v in required.items()), "zzopt=1"])
     CASES.append(Case(f"arm/{unknown}", lambda d, s=unknown: (make_beir(d / "data"), [
         "run", "--beir", str(d / "data"), "--cache", "off", "--out", str(d / "out"), "--arm", s])[1],
-        ("unknown option 'zzopt'",)))
+        ("zzopt",)))  # dense passes unknown keys to its encoder backend, which names them
     for missing in required:
         spec = f"{type_name}:" + ",".join(f"{n}={v}" for n, v in required.items() if n != missing)
         CASES.append(Case(f"arm/{spec}-without-{missing}", lambda d, s=spec: (make_beir(d / "data"), [
@@ -553,12 +553,12 @@ for id, mutate, expect in [
     ("two-arms-same-name", lambda o: o["arms"].append(dict(o["arms"][0])), "lex"),
     ("schema-other", _put(("schema",), "something.else"), "schema"),
     ("schema-newer", _put(("schema_version",), 99), "schema_version"),
-    ("run-file-missing", _put(("arms", 0, "run_file"), "runs/gone.trec"), "gone.trec"),
+    ("run-file-missing", _put(("arms", 0, "run_file"), "runs/gone.trec"), "lex"),
     ("dataset-gone", _put(("dataset", "source"), {"beir": "/nonexistent/bakeoff/data", "split": "test"}), "gone"),
     ("a-list", lambda o: [o], "schema"),
     ("a-string", lambda o: "results", "schema"),
 ]:
-    results_case(id, mutate, "results.json", expect)
+    results_case(id, mutate, "gone.trec" if id == "run-file-missing" else "results.json", expect)
 results_case("invalid-json", None, "results.json:1", raw="{oops")
 results_case("deep-json", None, "results.json", "nested", raw='{"a": ' + "[" * 200_000 + "]" * 200_000 + "}")
 results_case("empty-file", None, "results.json", raw="")

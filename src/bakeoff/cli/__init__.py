@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib
 import logging
 import sys
@@ -30,6 +31,13 @@ def build_app() -> typer.Typer:
     for name in COMMAND_MODULES:
         importlib.import_module(f"{__name__}.{name}").register(app)
     return app
+
+
+@functools.cache
+def _command() -> typer.core.TyperGroup:
+    """The app as a command object, built once per process (building it parses every command's
+    signature; tests call :func:`main` hundreds of times)."""
+    return typer.main.get_command(build_app())  # type: ignore[return-value]
 
 
 class _OneLine(logging.Formatter):
@@ -103,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     log.setLevel(logging.INFO)
     log.propagate = False
     try:
-        rv = build_app()(args=argv, prog_name="bakeoff", standalone_mode=False)
+        rv = _command().main(args=argv, prog_name="bakeoff", standalone_mode=False)
         return rv if isinstance(rv, int) and not isinstance(rv, bool) else 0
     except BakeoffError as exc:
         return _fail(str(exc))

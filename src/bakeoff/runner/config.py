@@ -284,6 +284,10 @@ def load_config(path: str | Path) -> BakeoffConfig:
     clean = CleanOptions(**ds.clean.model_dump())
     sources = {key: _resolve(base, getattr(ds, key)) for key in ("beir", "corpus", "queries", "qrels")
                if getattr(ds, key) is not None}
+    for key, value in sources.items():
+        if not Path(value).exists() and not Path(value).is_symlink():
+            raise ConfigError(f"dataset.{key}: {value!r} does not exist", path=path,
+                              line=line_of(("dataset", key)))
     if not (sources.get("beir") or ds.irds or sources.get("corpus")):
         raise ConfigError("[dataset] needs beir = \"PATH\", irds = \"NAME\" or corpus = \"PATH\"", path=path,
                           line=line_of(("dataset",)), field="dataset")
@@ -304,7 +308,7 @@ def load_config(path: str | Path) -> BakeoffConfig:
                 candidate = base / opts[ref]
                 if candidate.exists():
                     opts[ref] = str(candidate)
-        opts = validate_options(type_name, opts, where=where, context=f"[[{key}]] #{i + 1} ({name})",
+        opts = validate_options(type_name, opts, where=where, context=f"[[{key}]] #{i + 1} ({type_name} {name!r})",
                                 line_of=line_of, line_prefix=(key, i))
         arms.append(ArmSpec(name, type_name, opts))
     run = doc.run
