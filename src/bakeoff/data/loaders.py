@@ -132,7 +132,16 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
     except OSError as exc:  # permissions, symlink loops, a FIFO that fails ...
         raise InputError(f"cannot read ({exc.strerror or type(exc).__name__})", path=path) from None
     with fh:
-        for no, raw in enumerate(fh, start=1):
+        no = 0
+        while True:
+            try:
+                raw = fh.readline()
+            except OSError as exc:  # an I/O error, or a special file that cannot be read
+                raise InputError(f"cannot read ({exc.strerror or type(exc).__name__})", path=path,
+                                 line=no + 1) from None
+            if not raw:
+                return
+            no += 1
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
