@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import typer
 
-import bakeoff.cli as cli
+from bakeoff import cli
 from bakeoff.data.loaders import LoadReport, id_problem, read_beir_corpus, read_records
 from bakeoff.errors import InputError, describe_os_error
 from bakeoff.progress import progress_bar
@@ -61,7 +61,7 @@ def test_expected_failures_are_one_line(boundary, capsys: pytest.CaptureFixture[
 
 def test_a_bug_gives_the_traceback_and_asks_for_a_report(boundary, capsys: pytest.CaptureFixture[str]) -> None:
     def fn() -> None:
-        {}["missing"]  # noqa: B018 - a genuine bug
+        {}["missing"]  # a genuine bug
 
     assert boundary(fn) == 1
     err = capsys.readouterr().err
@@ -92,8 +92,8 @@ def test_error_during_a_progress_bar_is_on_its_own_line(boundary, capsys: pytest
 def test_usage_errors_are_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["run", "--k", "0", "--arm", "bm25"]) == 2
     err = capsys.readouterr().err.splitlines()
-    assert err == ["error: bakeoff run: Invalid value for '--k': Input should be greater than or equal to 1 "
-                   "(got '0') (see 'bakeoff run --help')"]
+    assert err == [("error: bakeoff run: Invalid value for '--k': Input should be greater than or equal to 1 "
+                    "(got '0') (see 'bakeoff run --help')")]
     assert cli.main(["--help"]) == 0
 
 

@@ -24,7 +24,7 @@ from ..runner.results import StoredResults
 from ..runner.results import read_results as _read_json
 from ..validation import OpenSchema, PositiveInt, validate
 
-__all__ = ["results_path", "load_dataset", "load_runs", "merge_results", "read_results"]
+__all__ = ["ResultsRecord", "load_dataset", "load_runs", "merge_results", "read_results", "results_path"]
 
 log = logging.getLogger("bakeoff")
 
