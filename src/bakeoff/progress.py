@@ -7,10 +7,12 @@ Messages printed while bars are shown go through :func:`write_line` (a line of t
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable
+import threading
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
-__all__ = ["close_bars", "progress_bar", "write_line"]
+__all__ = ["close_bars", "progress_bar", "ticking", "write_line"]
 
 T = TypeVar("T")
 
@@ -56,3 +58,28 @@ def close_bars() -> None:
             pass
     if "tqdm" in sys.modules:
         sys.stderr.flush()
+
+
+@contextmanager
+def ticking(bar: Any, *, phase: str | None = None, interval: float = 1.0) -> Iterator[Any]:
+    """Keep ``bar``'s elapsed time moving through one long call that reports nothing.
+
+    A daemon thread refreshes the bar every ``interval`` seconds while the ``with`` block
+    runs (a FAISS ``add``/``train``, a ``CREATE INDEX``); ``phase`` is shown as the bar's
+    postfix meanwhile. A disabled bar stays silent.
+    """
+    if phase is not None:
+        bar.set_postfix_str(phase, refresh=True)
+    stop = threading.Event()
+
+    def tick() -> None:
+        while not stop.wait(interval):
+            bar.refresh()
+
+    thread = threading.Thread(target=tick, name="bakeoff-ticking", daemon=True)
+    thread.start()
+    try:
+        yield bar
+    finally:
+        stop.set()
+        thread.join()

@@ -230,6 +230,8 @@ class ConfigFile(Schema):
     arms: list[ArmTable] | None = None
     arm: list[ArmTable] | None = None
     engine: Literal["local", "ray"] | EngineTable | None = None
+    #: ``bakeoff tune``'s sweep (checked by :func:`bakeoff.tune.sweep.tune_spec_from_table`).
+    tune: dict[str, Any] | None = None
 
 
 def load_config(path: str | Path) -> BakeoffConfig:
@@ -245,6 +247,7 @@ def load_config(path: str | Path) -> BakeoffConfig:
         [dataset.chunk]         # tokens|sentences|paragraphs = N, overlap, tokenizer, aggregate (maxp|firstp)
         [run]                   # k, depth, measures, out, cache, hourly_rate, latency_sample, latency_seed
         [engine]                # ray = "auto"|ADDRESS|"local", actors, num_cpus, cpus_per_actor
+        [tune]                  # bakeoff tune: arm, params, search ... (bakeoff.tune)
         [[arms]]                # name, type, then the arm's options
     """
     path = Path(path)
@@ -315,6 +318,8 @@ def load_config(path: str | Path) -> BakeoffConfig:
     extra: dict[str, Any] = {}
     if doc.engine is not None:
         extra["engine"] = doc.engine if isinstance(doc.engine, str) else doc.engine.model_dump(exclude_none=True)
+    if doc.tune is not None:
+        extra["tune"] = doc.tune
     return BakeoffConfig(
         dataset=dspec,
         arms=tuple(arms),
