@@ -5,6 +5,7 @@ pytrec_eval."""
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +24,16 @@ from bakeoff.data.trec import (
 )
 from bakeoff.errors import InputError
 from bakeoff.metrics import evaluate, evaluate_files
+
+
+@pytest.fixture(autouse=True, scope="module")
+def fast_reader_on_small_files():
+    """The pyarrow reader only takes runs of 8 MB and more; here it must read the small test files too."""
+    import bakeoff.data.trec
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(bakeoff.data.trec, "_FAST_MIN_BYTES", 0)
+        yield
 
 
 def write(path: Path, text: str | bytes) -> Path:
@@ -190,6 +201,7 @@ def test_fast_reader_equals_line_reader(tmp_path_factory, rows, sep, shuffle):
         assert read_trec_run(p).ranked == {}
         return
     fast, slow = read_run_table(p), read_run_table(p, fast=False)
+    assert not isinstance(fast.docs, list)  # the pyarrow reader did read it
     assert fast.to_run().ranked == slow.to_run().ranked
     qrels = Qrels({"q1": {d: 1 for _, d, _ in rows[::2]}, "q2": {rows[0][1]: 2}})
     ms = ["ndcg@3", "map", "mrr", "precision@2", "bpref", "rprec"]
@@ -217,3 +229,25 @@ def test_ndcg_with_inf_and_ties_equals_pytrec_eval(run, judged):
     for mine, theirs in (("ndcg@3", "ndcg_cut_3"), ("ndcg@10", "ndcg_cut_10"), ("ndcg", "ndcg"), ("map", "map"),
                          ("precision@5", "P_5")):
         assert ev[mine]["q"] == pytest.approx(want[theirs], abs=1e-12)
+
+
+@pytest.mark.parametrize("text", [
+    "q1  Q0 d1 1 2.0\n",               # doubled separator hiding a missing column: d1 must not become 'Q0'
+    " q1 Q0 d1 1 2.0 run\n",           # leading separator
+    "q1 Q0 d1 1 2.0 run \n",           # trailing separator
+    "q1\tQ0\td1\t1\t  2.0\trun\n",     # tabs and spaces (trec_eval's own results.test)
+    "q1 Q0 d1 1 2.0 run\r\nq1 Q0 d2 2 1.0 run\r\n",  # CRLF
+    "q1 Q0 d1 1 2.0 run\n\nq1 Q0 d2 2 1.0 run",     # blank line, no final newline
+    "# c\nq1 Q0 d1 1 2.0 run\n",
+    "q1 Q0 d1 1 2.0 run x y\n",
+])
+def test_irregular_whitespace_reads_as_trec_eval_reads_it(tmp_path, text):
+    p = write(tmp_path / "r.trec", text)
+    try:
+        want = read_run_table(p, fast=False).to_run().ranked
+    except InputError as exc:
+        with pytest.raises(InputError, match=re.escape(str(exc))):
+            read_run_table(p)
+        assert "q1  Q0" in text  # the only bad one: 5 fields
+        return
+    assert read_run_table(p).to_run().ranked == want and list(want["q1"])[0][0] == "d1"

@@ -32,6 +32,7 @@ from typing import Any
 from ..data.model import Dataset, Run
 from ..errors import MissingDependencyError
 from .terminal import _letters, leak_bucket_rows, pair_rows, report_rows, truth_quality_rows
+from .tuning import tuning_section
 
 __all__ = ["render_html", "write_html", "json_for_html", "pareto_front", "explorer_data", "plotly_js"]
 
@@ -226,6 +227,7 @@ def _body(report: Mapping[str, Any]) -> str:
                  f'with those letters (two-sided paired randomization test, Holm-corrected across the pairs of arms per '
                  f'measure, alpha = {st["alpha"]}).</p>')
     parts.append(_truth_quality_html(report))
+    parts.append(tuning_section(report))  # empty unless the results come from `bakeoff tune`
     parts.append('<h2>Plots</h2><div class="plots">')
     parts.append('<div class="plot" id="plot-pareto"></div><div class="plot" id="plot-bars"></div>'
                  '<div class="plot" id="plot-wtl"></div>')

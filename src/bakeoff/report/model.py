@@ -359,6 +359,7 @@ def build_report(
         "diagnostics": diag,
         "leak": leak,
         "truth_quality": quality,
+        **({"tune": results["tune"]} if results.get("tune") else {}),  # a `bakeoff tune` sweep
     }
     return _finite(report)
 
