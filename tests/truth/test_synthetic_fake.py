@@ -152,7 +152,7 @@ def test_generate_cli_clusters_embeds_with_the_dense_arm(tmp_path: Path, capsys)
     src.write_text("".join(json.dumps({"_id": f"g{i}", "text": t}) + "\n" for i, t in enumerate(texts, 1)))
     args = ["generate", "clusters", "--corpus", str(src), "--out", str(tmp_path / "out"), "-n", "3",
             "--cluster-size", "4", "--questions-per-cluster", "3", "--test-fraction", "1.0",
-            "--cache-dir", str(tmp_path / "cache"), "--no-progress"]
+            "--cache-dir", str(tmp_path / "cache"), "--no-progress", "--specificity", "off"]
     with FakeOpenAI(_cluster_answer) as srv:
         assert main([*args, "--llm", f"{srv.base_url}|fake"]) == 0
     printed = capsys.readouterr().out
