@@ -66,19 +66,34 @@ def worker_pytrec(run_path: str, qrels_path: str) -> dict:
     return {"parse_s": t1 - t0, "eval_s": t2 - t1, "total_s": t2 - t0, "per_query": per}
 
 
-def worker_bakeoff(run_path: str, qrels_path: str) -> dict:
+def worker_bakeoff(run_path: str, qrels_path: str, *, line_reader: bool = False, profile: bool = False) -> dict:
+    import bakeoff.data.trec
     from bakeoff.metrics import evaluate_files
 
+    if line_reader:  # as without pyarrow: the line-by-line reader
+        bakeoff.data.trec._run_fast = lambda data, name: None
+    prof = None
+    if profile:
+        import cProfile
+
+        prof = cProfile.Profile()
+        prof.enable()
     t0 = time.perf_counter()
     done = evaluate_files(qrels_path, run_path, ["ndcg@10", "recall@100", "mrr@10", "map"])
     t1 = time.perf_counter()
+    if prof is not None:
+        import pstats
+
+        prof.disable()
+        pstats.Stats(prof, stream=sys.stderr).sort_stats("tottime").print_stats(15)
     ev = done.evaluation
     per = {q: [ev.per_query[m][q] for m in ("ndcg@10", "recall@100", "mrr@10", "map")] for q in ev.query_ids}
     return {"total_s": t1 - t0, "per_query": per, "warnings": list(done.warnings)}
 
 
-def run_worker(which: str, run_path: Path, qrels_path: Path, out: Path) -> dict:
-    subprocess.run([sys.executable, __file__, "--worker", which, str(run_path), str(qrels_path), str(out)], check=True)
+def run_worker(which: str, run_path: Path, qrels_path: Path, out: Path, *extra: str) -> dict:
+    subprocess.run([sys.executable, __file__, "--worker", which, str(run_path), str(qrels_path), str(out), *extra],
+                   check=True)
     return json.loads(out.read_text())
 
 
@@ -88,11 +103,14 @@ def main() -> None:
     ap.add_argument("--docs", type=int, default=1_000)
     ap.add_argument("--corpus", type=int, default=1_000_000)
     ap.add_argument("--seed", type=int, default=19)
+    ap.add_argument("--line-reader", action="store_true", help="bakeoff without the pyarrow reader (as without pyarrow)")
+    ap.add_argument("--profile", action="store_true", help="cProfile bakeoff's evaluation (top 15 on stderr)")
     ap.add_argument("--worker", nargs=4, metavar=("WHICH", "RUN", "QRELS", "OUT"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
         which, run_path, qrels_path, out = args.worker
-        result = (worker_pytrec if which == "pytrec_eval" else worker_bakeoff)(run_path, qrels_path)
+        result = (worker_pytrec(run_path, qrels_path) if which == "pytrec_eval" else
+                  worker_bakeoff(run_path, qrels_path, line_reader=args.line_reader, profile=args.profile))
         result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         Path(out).write_text(json.dumps(result))
         return
@@ -105,10 +123,12 @@ def main() -> None:
         print(f"data: {args.queries:,} queries x {args.docs:,} documents = {args.queries * args.docs:,} run lines "
               f"({size:.0f} MB), generated in {time.perf_counter() - t:.1f} s")
         ref = run_worker("pytrec_eval", run_path, qrels_path, folder / "ref.json")
-        ours = run_worker("bakeoff", run_path, qrels_path, folder / "ours.json")
+        flags = [f for f, on in (("--line-reader", args.line_reader), ("--profile", args.profile)) if on]
+        ours = run_worker("bakeoff", run_path, qrels_path, folder / "ours.json", *flags)
     print(f"pytrec_eval {ref['total_s']:7.2f} s  (parse {ref['parse_s']:.2f} s + evaluate {ref['eval_s']:.2f} s)  "
           f"peak RSS {ref['peak_rss_mb']:,.0f} MB")
-    print(f"bakeoff     {ours['total_s']:7.2f} s  (bakeoff.metrics.evaluate_files = `bakeoff eval`)  "
+    how = "line reader" if args.line_reader else "bakeoff.metrics.evaluate_files = `bakeoff eval`"
+    print(f"bakeoff     {ours['total_s']:7.2f} s  ({how})  "
           f"peak RSS {ours['peak_rss_mb']:,.0f} MB")
     print(f"ratio: bakeoff is {ref['total_s'] / ours['total_s']:.2f}x pytrec_eval's speed "
           f"({ours['total_s'] / ref['total_s']:.2f}x its time)")

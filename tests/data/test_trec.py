@@ -5,6 +5,7 @@ pytrec_eval."""
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +24,16 @@ from bakeoff.data.trec import (
 )
 from bakeoff.errors import InputError
 from bakeoff.metrics import evaluate, evaluate_files
+
+
+@pytest.fixture(autouse=True, scope="module")
+def fast_reader_on_small_files():
+    """The pyarrow reader only takes runs of 2 MB and more; here it must read the small test files too."""
+    import bakeoff.data.trec
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(bakeoff.data.trec, "_FAST_MIN_BYTES", 0)
+        yield
 
 
 def write(path: Path, text: str | bytes) -> Path:
@@ -117,10 +128,15 @@ def test_bad_run_one_line(tmp_path, text, match):
 def test_inf_scores_are_numbers(tmp_path):
     p = write(tmp_path / "r.trec", "q Q0 a 1 0.5 t\nq Q0 big 2 inf t\nq Q0 small 3 -inf t\nq Q0 b 4 1e308 t\n")
     assert read_trec_run(p).doc_ids("q") == ["big", "b", "a", "small"]
-    # the issue's case: the document scored inf is relevant: NDCG@10 as pytrec_eval computes it (0.6131)
+    # the issue's shape: the documents scored ±inf are the relevant ones; inf must rank first (NDCG@10 0.8772,
+    # as pytrec_eval computes it), not last
     qrels = Qrels({"q": {"big": 1, "small": 1}})
     ev = evaluate(read_trec_run(p), qrels, ["ndcg@10"])
-    assert ev.means["ndcg@10"] == pytest.approx((1 + 1 / math.log2(5)) / (1 + 1 / math.log2(3)))
+    assert ev.means["ndcg@10"] == pytest.approx((1 + 1 / math.log2(5)) / (1 + 1 / math.log2(3)))  # 0.8772
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    ref = pytrec_eval.RelevanceEvaluator({"q": {"big": 1, "small": 1}}, {"ndcg_cut.10"}).evaluate(
+        {"q": {"a": 0.5, "big": float("inf"), "small": float("-inf"), "b": 1e308}})
+    assert ev.means["ndcg@10"] == pytest.approx(ref["q"]["ndcg_cut_10"], abs=1e-12)
 
 
 def test_reversed_lines_give_the_same_evaluation(tmp_path):
@@ -190,6 +206,7 @@ def test_fast_reader_equals_line_reader(tmp_path_factory, rows, sep, shuffle):
         assert read_trec_run(p).ranked == {}
         return
     fast, slow = read_run_table(p), read_run_table(p, fast=False)
+    assert not isinstance(fast.docs, list)  # the pyarrow reader did read it
     assert fast.to_run().ranked == slow.to_run().ranked
     qrels = Qrels({"q1": {d: 1 for _, d, _ in rows[::2]}, "q2": {rows[0][1]: 2}})
     ms = ["ndcg@3", "map", "mrr", "precision@2", "bpref", "rprec"]
@@ -217,3 +234,25 @@ def test_ndcg_with_inf_and_ties_equals_pytrec_eval(run, judged):
     for mine, theirs in (("ndcg@3", "ndcg_cut_3"), ("ndcg@10", "ndcg_cut_10"), ("ndcg", "ndcg"), ("map", "map"),
                          ("precision@5", "P_5")):
         assert ev[mine]["q"] == pytest.approx(want[theirs], abs=1e-12)
+
+
+@pytest.mark.parametrize("text", [
+    "q1  Q0 d1 1 2.0\n",               # doubled separator hiding a missing column: d1 must not become 'Q0'
+    " q1 Q0 d1 1 2.0 run\n",           # leading separator
+    "q1 Q0 d1 1 2.0 run \n",           # trailing separator
+    "q1\tQ0\td1\t1\t  2.0\trun\n",     # tabs and spaces (trec_eval's own results.test)
+    "q1 Q0 d1 1 2.0 run\r\nq1 Q0 d2 2 1.0 run\r\n",  # CRLF
+    "q1 Q0 d1 1 2.0 run\n\nq1 Q0 d2 2 1.0 run",     # blank line, no final newline
+    "# c\nq1 Q0 d1 1 2.0 run\n",
+    "q1 Q0 d1 1 2.0 run x y\n",
+])
+def test_irregular_whitespace_reads_as_trec_eval_reads_it(tmp_path, text):
+    p = write(tmp_path / "r.trec", text)
+    try:
+        want = read_run_table(p, fast=False).to_run().ranked
+    except InputError as exc:
+        with pytest.raises(InputError, match=re.escape(str(exc))):
+            read_run_table(p)
+        assert "q1  Q0" in text  # the only bad one: 5 fields
+        return
+    assert read_run_table(p).to_run().ranked == want and want["q1"][0][0] == "d1"

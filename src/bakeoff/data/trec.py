@@ -35,6 +35,7 @@ to the line-by-line reader, which defines the behaviour and words the error.
 from __future__ import annotations
 
 import io
+import math
 import os
 import re
 from array import array
@@ -180,8 +181,11 @@ def hash_strings(offsets: np.ndarray, data: np.ndarray) -> np.ndarray:
 
 def _arrow_layout(strings: Any) -> tuple[np.ndarray, np.ndarray]:
     """(offsets, bytes) of a pyarrow StringArray without copying."""
+    import pyarrow as pa
+
     _validity, offs, values = strings.buffers()
-    off = np.frombuffer(offs, dtype=np.int32)[strings.offset: strings.offset + len(strings) + 1]
+    width = np.int64 if pa.types.is_large_string(strings.type) else np.int32
+    off = np.frombuffer(offs, dtype=width)[strings.offset: strings.offset + len(strings) + 1]
     data = np.frombuffer(values, dtype=np.uint8) if values is not None else np.zeros(0, dtype=np.uint8)
     return off, data
 
@@ -224,7 +228,8 @@ class RunTable:
         if isinstance(self.docs, list):
             docs = self.docs
             return [docs[i] for i in np.asarray(rows).tolist()]
-        return self.docs.take(np.asarray(rows, dtype=np.int64)).to_pylist()
+        offsets, data = _arrow_layout(self.docs)
+        return [data[offsets[i]: offsets[i + 1]].tobytes().decode("utf-8") for i in np.asarray(rows).tolist()]
 
     @cached_property
     def doc_hash(self) -> np.ndarray:
@@ -266,30 +271,38 @@ def read_run_table(path: PathLike, *, name: str | None = None, fast: bool = True
 def _run_lines(data: bytes, path: Path, name: str) -> RunTable:
     report = TrecReadReport()
     qindex: dict[str, int] = {}
-    dindex: dict[str, int] = {}
     qcol, scol = array("q"), array("d")
     docs: list[str] = []
-    seen: dict[tuple[int, int], int] = {}
+    seen: dict[tuple[int, str], int] = {}
+    # ASCII without control characters (CRLF allowed): ids need no per-field check
+    plain = _plain_ascii(data.replace(b"\r\n", b"\n") if b"\r" in data else data, allowed_controls=b"\t\n")
     no = 0
     for no, raw in enumerate(io.BytesIO(data), start=1):
         cols = raw.split()
-        if not cols:
-            report.blank_lines += 1
-            continue
-        if cols[0].startswith(b"#"):
-            report.comment_lines += 1
-            continue
-        if len(cols) < 6:
-            raise InputError(f"expected 6 columns (qid Q0 docid rank score tag), got {len(cols)}",
-                             path=path, line=no, field=RUN_FIELDS[len(cols)])
-        if len(cols) > 6:
+        if len(cols) != 6 or cols[0][:1] == b"#":
+            if not cols:
+                report.blank_lines += 1
+                continue
+            if cols[0].startswith(b"#"):
+                report.comment_lines += 1
+                continue
+            if len(cols) < 6:
+                raise InputError(f"expected 6 columns (qid Q0 docid rank score tag), got {len(cols)}",
+                                 path=path, line=no, field=RUN_FIELDS[len(cols)])
             report.extra_columns += 1
-        qid = _id(cols[0], path, no, "query id")
-        did = _id(cols[2], path, no, "doc id")
-        score = _score(cols[4], path, no)
+        if plain:
+            qid, did = cols[0].decode(), cols[2].decode()
+        else:
+            qid, did = _id(cols[0], path, no, "query id"), _id(cols[2], path, no, "doc id")
+        tok = cols[4]
+        try:
+            score = float(tok)
+        except ValueError:
+            score = _score(tok, path, no)
+        if math.isnan(score) or b"_" in tok:  # NaN, or digits Python's float() accepts but trec_eval does not
+            score = _score(tok, path, no)
         q = qindex.setdefault(qid, len(qindex))
-        d = dindex.setdefault(did, len(dindex))
-        first = seen.setdefault((q, d), no)
+        first = seen.setdefault((q, did), no)
         if first != no:
             raise InputError(f"document {did!r} appears twice for query {qid!r} (lines {first} and {no})",
                              path=path, line=no, field="doc id")
@@ -302,12 +315,33 @@ def _run_lines(data: bytes, path: Path, name: str) -> RunTable:
 
 
 def _plain_ascii(data: bytes, *, allowed_controls: bytes) -> bool:
-    """True when ``data`` is ASCII without control characters but ``allowed_controls`` (one vectorised pass)."""
+    """True when ``data`` is ASCII without control characters but ``allowed_controls``: the control
+    bytes are counted block by block (cache-sized numpy passes) and compared with the allowed ones'."""
     if not data.isascii() or b"\x7f" in data:
         return False
     arr = np.frombuffer(data, dtype=np.uint8)
-    controls = arr[arr < 32]
-    return bool(np.isin(controls, np.frombuffer(allowed_controls, dtype=np.uint8)).all())
+    block = 1 << 22
+    controls = sum(int(np.count_nonzero(arr[i: i + block] < 32)) for i in range(0, arr.size, block))
+    return controls == sum(data.count(bytes([c])) for c in allowed_controls)
+
+
+#: Runs smaller than this (about 50,000 lines) are read line by line (pyarrow's import alone takes longer).
+_FAST_MIN_BYTES = 2 << 20
+
+
+def _empty_fields(data: bytes, sep: int) -> bool:
+    """True when a line of ``data`` has an empty field: a separator doubled, or at the start or end
+    of a line (blank lines are fine). Vectorised, block by block."""
+    if data[:1] == bytes([sep]) or data[-1:] == bytes([sep]):
+        return True
+    arr = np.frombuffer(data, dtype=np.uint8)
+    block = 1 << 22
+    for i in range(0, arr.size, block):
+        b = arr[max(0, i - 1): i + block]
+        s, n = b == sep, b == 10
+        if (s[1:] & (s[:-1] | n[:-1])).any() or (n[1:] & s[:-1]).any():
+            return True
+    return False
 
 
 def _run_fast(data: bytes, name: str) -> RunTable | None:
@@ -315,19 +349,20 @@ def _run_fast(data: bytes, name: str) -> RunTable | None:
     ``None`` (use the line reader, which words any error) when pyarrow is missing or the file
     has anything unusual: not plain ASCII, comments, an empty field (doubled, leading or
     trailing separators), a column count other than 6, a NaN or a repeated document."""
+    if len(data) < _FAST_MIN_BYTES:
+        return None  # below this, importing pyarrow costs more than reading line by line
     try:
         import pyarrow as pa
-        import pyarrow.compute as pc
         import pyarrow.csv as pacsv
     except ImportError:
-        return None
-    if not data:
         return None
     head = data[: data.find(b"\n")] if b"\n" in data else data
     sep = b"\t" if b"\t" in head else b" "
     if not _plain_ascii(data, allowed_controls=b"\n\t" if sep == b"\t" else b"\n"):
         return None  # (a space-separated file with a tab is not plain here either)
     if sep == b"\t" and b" " in data:
+        return None
+    if _empty_fields(data, sep[0]):
         return None
     names = ["q", "i", "d", "r", "s", "t"]
     try:
@@ -336,26 +371,22 @@ def _run_fast(data: bytes, name: str) -> RunTable | None:
             read_options=pacsv.ReadOptions(column_names=names, block_size=1 << 24),
             parse_options=pacsv.ParseOptions(delimiter=sep.decode(), quote_char=False, escape_char=False,
                                              newlines_in_values=False, ignore_empty_lines=True),
-            convert_options=pacsv.ConvertOptions(column_types={c: pa.float64() if c == "s" else pa.string()
-                                                               for c in names},
-                                                 null_values=[], strings_can_be_null=False,
-                                                 quoted_strings_can_be_null=False))
+            convert_options=pacsv.ConvertOptions(column_types={"q": pa.string(), "d": pa.string(), "s": pa.float64()},
+                                                 include_columns=["q", "d", "s"], null_values=[],
+                                                 strings_can_be_null=False, quoted_strings_can_be_null=False))
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
         return None
     n = table.num_rows
     if n == 0 or table.column("s").null_count:
         return None
-    for c in ("q", "i", "d", "r", "t"):  # an empty field means doubled/leading/trailing separators
-        if pc.min(pc.binary_length(table.column(c))).as_py() == 0:
-            return None
-    scores = np.concatenate([c.to_numpy() for c in table.column("s").chunks])
+    scores = np.concatenate([_values_of(c, np.float64) for c in table.column("s").chunks])
     if np.isnan(scores).any():
         return None
-    qenc = pc.dictionary_encode(table.column("q").combine_chunks())
+    qenc = _one_array(table.column("q")).dictionary_encode()
     query_ids = tuple(qenc.dictionary.to_pylist())
     if any(q.startswith("#") for q in query_ids):
         return None  # comment lines: the line reader skips and counts them
-    docs = table.column("d").combine_chunks()
+    docs = _one_array(table.column("d"))
     query = _codes(qenc)
     run = RunTable(name, query_ids, query, docs, scores,
                    TrecReadReport(lines=data.count(b"\n") + (not data.endswith(b"\n"))))
@@ -365,9 +396,25 @@ def _run_fast(data: bytes, name: str) -> RunTable | None:
     return run
 
 
+def _one_array(column: Any) -> Any:
+    """One string array from a chunked column (64-bit offsets past 2 GiB of text)."""
+    import pyarrow as pa
+
+    try:
+        return column.combine_chunks()
+    except (pa.ArrowInvalid, pa.ArrowCapacityError):  # more than 2 GiB of ids: 32-bit offsets overflow
+        return column.cast(pa.large_string()).combine_chunks()
+
+
+def _values_of(arr: Any, dtype: Any) -> np.ndarray:
+    """The values of a null-free pyarrow numeric array, read from its buffer (``to_numpy`` would
+    import pandas)."""
+    return np.frombuffer(arr.buffers()[1], dtype=dtype)[arr.offset: arr.offset + len(arr)]
+
+
 def _codes(enc: Any) -> np.ndarray:
     """The int64 codes of a pyarrow DictionaryArray."""
-    return np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+    return _values_of(enc.indices, np.dtype(f"int{enc.indices.type.bit_width}")).astype(np.int64)
 
 
 def read_qrels(path: PathLike, *, allow_duplicates: bool = False, report: TrecReadReport | None = None) -> Qrels:

@@ -353,7 +353,7 @@ def run_tune(cfg: BakeoffConfig, spec: TuneSpec, *, cache: Cache | None, out: Pa
         m = comp.mean(name, measure)
         return {"mean": m.mean, "ci_low": m.ci_low, "ci_high": m.ci_high}
 
-    lo, hi = pair.diff_ci_low * sign, pair.diff_ci_high * sign
+    lo, hi = pair.diff_ci_low * sign + 0.0, pair.diff_ci_high * sign + 0.0  # + 0.0: no negative zero
     tune = {
         "schema": "bakeoff.tune", "schema_version": 1,
         "arm": spec.arm, "type": aspec.type, "tuned_arm": tuned_name,
@@ -366,8 +366,8 @@ def run_tune(cfg: BakeoffConfig, spec: TuneSpec, *, cache: Cache | None, out: Pa
         "test": {"split": test_ds.split, "n_queries": len(qids), "query_subset": test_ds.info.get("query_subset")},
         "trials": trials, "chosen": chosen,
         "result": {"defaults": mean_ci(names[0]), "tuned": mean_ci(names[1]),
-                   "diff": pair.diff * sign, "diff_ci_low": min(lo, hi), "diff_ci_high": max(lo, hi),
-                   "p_perm": pair.p_perm, "p_ttest": pair.p_ttest, "d_z": pair.d_z * sign,
+                   "diff": pair.diff * sign + 0.0, "diff_ci_low": min(lo, hi), "diff_ci_high": max(lo, hi),
+                   "p_perm": pair.p_perm, "p_ttest": pair.p_ttest, "d_z": pair.d_z * sign + 0.0,
                    "significant": pair.significant, "alpha": alpha, "n_resamples": n_resamples,
                    "seed": stats_seed, "confidence": comp.confidence},
         "timing": {"sweep_s": round(sweep_s, 3), "test_s": round(test_s, 3),
