@@ -344,7 +344,9 @@ def run_tune(cfg: BakeoffConfig, spec: TuneSpec, *, cache: Cache | None, out: Pa
     # 5. statistics on the test queries
     names = [a.name for a in results.arms]
     pq = {a.name: {measure: a.evaluation.per_query[measure]} for a in results.arms}
-    qids = list(results.arms[0].evaluation.query_ids)
+    # resampled in the order `bakeoff report` reads them back from results.json (keys sorted), so the
+    # CIs and p-value here are the ones the report of these results shows
+    qids = sorted(results.arms[0].evaluation.per_query[measure])
     comp = compare(pq, query_ids=qids, measures=[measure], n_resamples=n_resamples, seed=stats_seed, alpha=alpha)
     pair = comp.pair(names[0], names[1], measure)
     sign = 1.0 if pair.a == names[1] else -1.0  # report tuned - defaults
