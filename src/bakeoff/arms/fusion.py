@@ -97,6 +97,7 @@ import numpy as np
 from ..data.model import Queries, Run
 from ..data.ranking import top_k
 from ..errors import ConfigError
+from ..validation import Fraction, NonNegative, PositiveInt
 from .base import Arm, ArmContext, DocMask, register_arm
 
 __all__ = [
@@ -374,7 +375,7 @@ class RRFArm(_FusionArm):
     default 1 each).
     """
 
-    def __init__(self, *, name: str | None = None, arms: Any = None, k: float = 60, depth: int = 100,
+    def __init__(self, *, name: str | None = None, arms: Any = None, k: NonNegative = 60, depth: PositiveInt = 100,
                  weights: Any = None) -> None:
         super().__init__(name=name, arms=arms, depth=depth)
         self.k_rrf = _rrf_constant(k, "rrf")
@@ -422,10 +423,10 @@ class ConvexArm(_FusionArm):
         *,
         name: str | None = None,
         arms: Any = None,
-        weight: float | None = None,
+        weight: Fraction | None = None,
         weights: Any = None,
         norm: str = "minmax",
-        depth: int = 100,
+        depth: PositiveInt = 100,
     ) -> None:
         super().__init__(name=name, arms=arms, depth=depth)
         if weight is not None and weights is not None:

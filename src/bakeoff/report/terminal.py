@@ -51,9 +51,9 @@ def _ms(value: float) -> str:
 
 
 def _usd(value: float) -> str:
-    if value == 0:
-        return "0"
-    return f"{value:.4f}" if value >= 0.0001 else f"{value:.2e}"
+    """USD per 1,000 queries: one format for every row, three significant digits in scientific
+    notation (``6.52e-06``, ``1.00e-02``), so magnitudes compare at a glance."""
+    return f"{value:.2e}"
 
 
 def _lower_bound(results: Mapping[str, Any]) -> bool:

@@ -36,15 +36,17 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
+from pydantic import Field
 
 from ...cache import cache_key
 from ...data.model import Corpus, Queries, Run
 from ...data.ranking import rank
 from ...errors import ConfigError
 from ...progress import progress_bar
+from ...validation import PositiveInt
 from ..base import Arm, ArmContext, DocMask, group_by_mask, register_arm
 from . import _pg
 from ._common import ExternalError, redact_url
@@ -127,7 +129,7 @@ class PgFtsArm(_PgArm):
         text_column: str = "body",
         tsvector_column: str | None = None,
         language: str = "english",
-        normalization: int = 0,
+        normalization: Annotated[int, Field(ge=0, le=63)] = 0,
         match: str = "all",
         version: str | None = None,
     ) -> None:
@@ -240,10 +242,10 @@ class PgVectorArm(_PgArm):
         vector_column: str = "embedding",
         index: str = "exact",
         metric: str = "ip",
-        m: int = 16,
-        ef_construction: int = 64,
-        ef_search: int = 40,
-        pipeline: int = 256,
+        m: PositiveInt = 16,
+        ef_construction: PositiveInt = 64,
+        ef_search: PositiveInt = 40,
+        pipeline: PositiveInt = 256,
         version: str | None = None,
     ) -> None:
         super().__init__(name=name, dsn=dsn, table=table, id_column=id_column, version=version)
