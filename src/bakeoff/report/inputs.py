@@ -38,7 +38,7 @@ class _ArmRecord(OpenSchema):
 class _DatasetRecord(OpenSchema):
     name: str | None = None
     split: str | None = None
-    source: dict[str, Any] = Field(default_factory=dict)
+    source: dict[str, Any] | str = Field(default_factory=dict)  # bakeoff demo: a label; data in dataset.truth
     fingerprints: dict[str, str] = Field(default_factory=dict)
 
 
