@@ -290,7 +290,8 @@ def _arm_list(arms: Any, *, type_name: str, name: str | None) -> list[Arm]:
         arms = [arms]
     arms = list(arms or [])
     if len(arms) < 2 or not all(isinstance(a, Arm) for a in arms):
-        raise ConfigError(f"arm {name or type_name!r} ({type_name}): arms= needs at least two arms, e.g. arms=bm25+dense")
+        raise ConfigError(f"arm {name or type_name!r} ({type_name}): arms= needs at least two arms, "
+                          "e.g. arms=bm25+dense")
     return arms
 
 

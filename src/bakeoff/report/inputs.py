@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -37,7 +38,7 @@ class _ArmRecord(OpenSchema):
 class _DatasetRecord(OpenSchema):
     name: str | None = None
     split: str | None = None
-    source: dict[str, Any] = Field(default_factory=dict)
+    source: dict[str, Any] | str = Field(default_factory=dict)  # bakeoff demo: a label; data in dataset.truth
     fingerprints: dict[str, str] = Field(default_factory=dict)
 
 
@@ -75,7 +76,8 @@ def read_results(path: str | Path) -> StoredResults:
         raise InputError(f"not valid UTF-8 (byte {exc.start})", path=p) from None
     except IsADirectoryError:
         raise InputError("is a folder, expected results.json", path=p) from None
-    validate(ResultsRecord, dict(results), where=str(p), error=InputError)
+    raw = json.loads(p.read_text(encoding="utf-8"))  # as written (the typed view fills absent keys in)
+    validate(ResultsRecord, raw, where=str(p), error=InputError)
     return results
 
 

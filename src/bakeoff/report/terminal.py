@@ -316,7 +316,8 @@ def print_agreement(agr: Mapping[str, Any], *, file: IO[str] | None = None) -> N
                     f"({agr['n_queries'][1]} queries)")
     t.add_column("arm")
     for i, lab in enumerate(labels):
-        tag = "synthetic" if lab == agr["synthetic"] else "real"
+        tag = "real" if lab != agr["synthetic"] else ("synthetic" if any(agr.get("synthetic_detected", [True]))
+                                                      else "taken as synthetic")
         t.add_column(f"{lab} ({tag})", justify="right")
         t.add_column("rank", justify="right")
     ranks = [{a: r for r, a in enumerate(sorted(agr["arms"], key=lambda a, m=m: -m[a]), start=1)} for m in agr["means"]]
