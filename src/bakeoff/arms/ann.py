@@ -38,7 +38,8 @@ from ..cache import cache_key
 from ..data.model import Corpus, Queries, Run
 from ..data.ranking import rank
 from ..errors import ConfigError, MissingDependencyError
-from ..progress import progress_bar
+from ..progress import progress_bar, ticking
+from ..validation import NonNegativeInt, PositiveInt
 from .base import Arm, ArmContext, DocMask, group_by_mask, register_arm
 
 __all__ = ["AnnArm", "recall_of_exact"]
@@ -77,17 +78,17 @@ class AnnArm(Arm):
         base: Arm,
         index: str = "hnsw",
         metric: str = "ip",
-        M: int = 32,
-        ef_construction: int = 40,
-        ef_search: int = 64,
-        nlist: int | None = None,
-        nprobe: int = 8,
-        m: int = 16,
-        nbits: int = 8,
-        train_size: int = 100_000,
-        seed: int = 0,
-        build_threads: int = 1,
-        add_batch: int = 65_536,
+        M: PositiveInt = 32,
+        ef_construction: PositiveInt = 40,
+        ef_search: PositiveInt = 64,
+        nlist: PositiveInt | None = None,
+        nprobe: PositiveInt = 8,
+        m: PositiveInt = 16,
+        nbits: PositiveInt = 8,
+        train_size: PositiveInt = 100_000,
+        seed: NonNegativeInt = 0,
+        build_threads: PositiveInt = 1,
+        add_batch: PositiveInt = 65_536,
     ) -> None:
         super().__init__(name=name)
         if not isinstance(base, Arm) or not hasattr(base, "embed_corpus") or not hasattr(base, "embed_queries"):
@@ -152,12 +153,20 @@ class AnnArm(Arm):
             ivf.do_polysemous_training = False  # slow annealing that only serves Hamming pre-filtering
             rows = np.arange(n) if n <= self.train_size else np.sort(
                 np.random.default_rng(self.seed).choice(n, size=self.train_size, replace=False))
-            index.train(np.ascontiguousarray(emb[rows], dtype=np.float32))
+            with ticking(progress_bar(total=n, desc=f"index {self.name}", enabled=ctx.progress, unit="vec"),
+                         phase=f"training IVF{nlist},PQ{self.m} on {len(rows)} rows") as bar:
+                index.train(np.ascontiguousarray(emb[rows], dtype=np.float32))
+            bar.close()
+        # FAISS reports nothing during an add: chunks advance the bar, a ticking thread keeps the
+        # elapsed time moving inside each chunk (an HNSW chunk of 65,536 rows can take minutes).
         bar = progress_bar(total=n, desc=f"index {self.name}", enabled=ctx.progress, unit="vec")
-        for s in range(0, n, self.add_batch):
-            chunk = np.ascontiguousarray(emb[s : s + self.add_batch], dtype=np.float32)
-            index.add(chunk)
-            bar.update(len(chunk))
+        phase = {"flat": "adding", "hnsw": f"HNSW insert (M={self.M}, efC={self.ef_construction})",
+                 "ivfpq": "encoding + adding"}[self.kind]
+        with ticking(bar, phase=phase):
+            for s in range(0, n, self.add_batch):
+                chunk = np.ascontiguousarray(emb[s : s + self.add_batch], dtype=np.float32)
+                index.add(chunk)
+                bar.update(len(chunk))
         bar.close()
         return index
 

@@ -13,10 +13,13 @@ Commands and modules open datasets through :func:`bakeoff.data.datasets.open_dat
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import itertools
 import json
 import os
+import sys
+import unicodedata
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,13 +28,15 @@ from typing import Any
 from ..errors import InputError, MissingDependencyError
 from .clean import CleanOptions, html_to_text
 from .judgments import is_sqlite, read_judgments
-from .model import Corpus, Dataset, Qrels, Queries, Query, Run
+from .model import Corpus, Dataset, Qrels, Queries, Query
+from .trec import read_qrels, read_trec_run  # the TREC readers live in .trec (trec_eval's rules)
 
 __all__ = [
     "FieldMap",
     "LoadReport",
     "attach",
     "beir_qrels_path",
+    "check_id",
     "load_beir",
     "load_ir_datasets",
     "read_beir_corpus",
@@ -55,10 +60,15 @@ class LoadReport:
     qrels_docs_missing_example: str | None = None
     queries_without_judgments: int = 0
     judged_queries_missing: int = 0
+    empty_documents: int = 0
+    empty_documents_example: str | None = None
     notes: list[str] = field(default_factory=list)
 
     def warnings(self) -> list[str]:
         out = []
+        if self.empty_documents:
+            out.append(f"{self.empty_documents} documents have no text nor title (e.g. {self.empty_documents_example!r}); "
+                       "text arms can never retrieve them")
         if self.duplicate_ids:
             out.append(f"dropped {self.duplicate_ids} documents with a duplicate id (kept the first)")
         if self.short_dropped:
@@ -84,7 +94,32 @@ class LoadReport:
             "qrels_docs_missing": self.qrels_docs_missing,
             "queries_without_judgments": self.queries_without_judgments,
             "judged_queries_missing": self.judged_queries_missing,
+            "empty_documents": self.empty_documents,
         }
+
+
+def id_problem(value: str) -> str | None:
+    """Why ``value`` cannot be a document or query id, or ``None`` when it can.
+
+    TREC run and qrels files separate columns by whitespace, so an id must be non-empty and hold
+    no whitespace (any Unicode space, tab, newline) and no control character; otherwise a run
+    written by ``bakeoff run`` could not be read back."""
+    if not value:
+        return "empty id"
+    for i, ch in enumerate(value):
+        if ch.isspace() or unicodedata.category(ch) in ("Cc", "Cs", "Zl", "Zp"):
+            what = "whitespace" if ch.isspace() else "a control character"
+            return (f"id {value[:40]!r} holds {what} ({ch!r} at position {i + 1}); TREC run and qrels files "
+                    "cannot carry it — rename the id")
+    return None
+
+
+def check_id(value: str, *, path: PathLike, line: int | None, field: str) -> str:
+    """``value`` if it can be a document or query id (:func:`id_problem`), else an InputError."""
+    problem = id_problem(value)
+    if problem is not None:
+        raise InputError(problem, path=path, line=line, field=field)
+    return value
 
 
 def _lines(path: Path) -> Iterator[tuple[int, str]]:
@@ -95,8 +130,19 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
         raise InputError("no such file", path=path) from None
     except IsADirectoryError:
         raise InputError("is a folder, expected a file", path=path) from None
+    except OSError as exc:  # permissions, symlink loops, a FIFO that fails ...
+        raise InputError(f"cannot read ({exc.strerror or type(exc).__name__})", path=path) from None
     with fh:
-        for no, raw in enumerate(fh, start=1):
+        no = 0
+        while True:
+            try:
+                raw = fh.readline()
+            except OSError as exc:  # an I/O error, or a special file that cannot be read
+                raise InputError(f"cannot read ({exc.strerror or type(exc).__name__})", path=path,
+                                 line=no + 1) from None
+            if not raw:
+                return
+            no += 1
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
@@ -118,6 +164,8 @@ def _json_lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             obj = json.loads(text)
         except json.JSONDecodeError as exc:
             raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", path=path, line=no) from None
+        except RecursionError:
+            raise InputError("JSON nested too deeply to read", path=path, line=no) from None
         if not isinstance(obj, dict):
             raise InputError("expected a JSON object", path=path, line=no)
         yield no, obj
@@ -145,7 +193,9 @@ class _CorpusBuilder:
         self.meta: list[Mapping[str, Any]] = []
         self.first_line: dict[str, int] = {}
 
-    def add(self, doc_id: str, title: str, text: str, meta: Mapping[str, Any], line: int) -> None:
+    def add(self, doc_id: str, title: str, text: str, meta: Mapping[str, Any], line: int, *,
+            field: str = "id") -> None:
+        check_id(doc_id, path=self.path, line=line, field=field)
         if doc_id in self.first_line:
             if not self.clean.dedupe:
                 raise InputError(
@@ -163,6 +213,9 @@ class _CorpusBuilder:
         if self.clean.min_chars and len(text) < self.clean.min_chars:
             self.report.short_dropped += 1
             return
+        if not text.strip() and not title.strip():
+            self.report.empty_documents += 1
+            self.report.empty_documents_example = self.report.empty_documents_example or doc_id
         self.ids.append(doc_id)
         self.titles.append(title)
         self.texts.append(text)
@@ -187,7 +240,7 @@ def read_beir_corpus(
         text = _field_str(obj, "text", path=path, line=no)
         title = _field_str(obj, "title", path=path, line=no, required=False)
         meta = obj.get("metadata") or {}
-        b.add(doc_id, title, text, meta if isinstance(meta, dict) else {"metadata": meta}, no)
+        b.add(doc_id, title, text, meta if isinstance(meta, dict) else {"metadata": meta}, no, field="_id")
     return b.build()
 
 
@@ -199,6 +252,7 @@ def read_beir_queries(path: PathLike) -> Queries:
     seen: dict[str, int] = {}
 
     def add(qid: str, text: str, meta: Mapping[str, Any], no: int) -> None:
+        check_id(qid, path=path, line=no, field="_id")
         if qid in seen:
             raise InputError(f"duplicate query id {qid!r} (first on line {seen[qid]})", path=path, line=no, field="_id")
         seen[qid] = no
@@ -227,76 +281,6 @@ def read_beir_queries(path: PathLike) -> Queries:
     return Queries.from_queries(qs)
 
 
-def read_qrels(path: PathLike) -> Qrels:
-    """Read judgments: BEIR TSV (``query-id corpus-id score`` with a header) or TREC
-    (``qid iter docid grade``). The format is detected per file from the first row. A
-    ``bakeoff label`` SQLite database (detected by its header) gives its resolved human judgments."""
-    path = Path(path)
-    if is_sqlite(path):
-        return read_judgments(path).qrels
-    out: dict[str, dict[str, int]] = {}
-    fmt: str | None = None
-    n = 0
-    for no, line in _lines(path):
-        if not line.strip():
-            continue
-        cols = line.split("\t") if "\t" in line else line.split()
-        cols = [c.strip() for c in cols]
-        if fmt is None:
-            if cols[0].lower() in ("query-id", "query_id", "qid", "query"):
-                fmt = "beir"
-                continue
-            fmt = "trec" if len(cols) == 4 else "beir"
-        if fmt == "trec":
-            trec_names = ("query id", "iteration", "doc id", "grade")
-            if len(cols) != 4:
-                raise InputError(f"expected 4 columns (qid iter docid grade), got {len(cols)}",
-                                 path=path, line=no, field=trec_names[min(len(cols), 3)])
-            qid, did, grade = cols[0], cols[2], cols[3]
-        else:
-            beir_names = ("query-id", "corpus-id", "score")
-            if len(cols) != 3:
-                raise InputError(f"expected 3 columns (query-id corpus-id score), got {len(cols)}",
-                                 path=path, line=no, field=beir_names[min(len(cols), 2)])
-            qid, did, grade = cols
-        try:
-            g = int(float(grade)) if float(grade).is_integer() else None
-        except ValueError:
-            g = None
-        if g is None:
-            raise InputError(f"grade must be an integer, got {grade!r}", path=path, line=no, field="grade")
-        out.setdefault(qid, {})[did] = g
-        n += 1
-    if n == 0:
-        raise InputError("no judgments", path=path)
-    return Qrels(out)
-
-
-def read_trec_run(path: PathLike, *, name: str | None = None) -> Run:
-    """Read a TREC run (``qid Q0 docid rank score tag``). Ranks are ignored; the order
-    comes from scores via the package tie rule, as in trec_eval."""
-    path = Path(path)
-    scores: dict[str, dict[str, float]] = {}
-    for no, line in _lines(path):
-        if not line.strip():
-            continue
-        cols = line.split()
-        if len(cols) != 6:
-            fields = ("query id", "Q0", "doc id", "rank", "score", "tag")
-            raise InputError(f"expected 6 columns (qid Q0 docid rank score tag), got {len(cols)}",
-                             path=path, line=no, field=fields[min(len(cols), 5)])
-        try:
-            s = float(cols[4])
-        except ValueError:
-            raise InputError(f"score must be a number, got {cols[4]!r}", path=path, line=no, field="score") from None
-        per = scores.setdefault(cols[0], {})
-        if cols[2] in per:
-            raise InputError(f"document {cols[2]!r} appears twice for query {cols[0]!r}",
-                             path=path, line=no, field="doc id")
-        per[cols[2]] = s
-    return Run.from_scores(name or path.stem, scores)
-
-
 @dataclass(frozen=True, kw_only=True)
 class FieldMap:
     """Which record fields make a document.
@@ -317,14 +301,7 @@ def _iter_records(path: Path, fmt: str) -> Iterator[tuple[int, dict[str, Any]]]:
     if fmt == "jsonl":
         yield from _json_lines(path)
     elif fmt == "csv":
-        stream = (t for _, t in _lines(path))
-        first = next(stream, "")
-        delimiter = "\t" if path.suffix.lower() == ".tsv" or first.count("\t") > first.count(",") else ","
-        reader = csv.DictReader(itertools.chain([first], stream), delimiter=delimiter)
-        for row in reader:
-            if None in row:
-                raise InputError("more columns than the header", path=path, line=reader.line_num)
-            yield reader.line_num, dict(row)
+        yield from _csv_records(path)
     elif fmt == "parquet":
         try:
             import pyarrow.parquet as pq
@@ -341,6 +318,48 @@ def _iter_records(path: Path, fmt: str) -> Iterator[tuple[int, dict[str, Any]]]:
                 yield row_no, rec
     else:  # pragma: no cover - guarded by caller
         raise ValueError(fmt)
+
+
+#: Largest CSV field read (characters); Python's default (131,072) is smaller than many documents.
+CSV_FIELD_LIMIT = min(sys.maxsize, 2**31 - 1)
+
+
+@contextlib.contextmanager
+def _csv_field_limit(limit: int) -> Iterator[None]:
+    old = csv.field_size_limit(limit)
+    try:
+        yield
+    finally:
+        csv.field_size_limit(old)
+
+
+def _csv_records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Rows of a CSV/TSV file with a header, strictly parsed: a quote left open (which would
+    swallow the following rows) or any malformed quoting is an InputError naming the line where
+    the bad row starts. Fields may be as long as :data:`CSV_FIELD_LIMIT`."""
+    stream = (t for _, t in _lines(path))
+    first = next(stream, "")
+    delimiter = "\t" if path.suffix.lower() == ".tsv" or first.count("\t") > first.count(",") else ","
+    with _csv_field_limit(CSV_FIELD_LIMIT):
+        reader = csv.DictReader(itertools.chain([first], stream), delimiter=delimiter, strict=True)
+        try:
+            _ = reader.fieldnames  # reads the header
+        except csv.Error as exc:
+            raise InputError(f"malformed CSV header: {exc}", path=path, line=1) from None
+        while True:
+            start = reader.line_num + 1
+            try:
+                row = next(reader)
+            except StopIteration:
+                return
+            except csv.Error as exc:
+                msg = str(exc)
+                if "end of data" in msg or "EOF" in msg:
+                    msg = "a quoted field opened on this line is never closed (it swallows every later line)"
+                raise InputError(f"malformed CSV: {msg}", path=path, line=start) from None
+            if None in row:
+                raise InputError("more columns than the header", path=path, line=start)
+            yield start, dict(row)
 
 
 def read_records(
@@ -366,8 +385,7 @@ def read_records(
     used = {fields.id, *fields.text, *(() if fields.title is None else (fields.title,))}
     for no, rec in _iter_records(path, fmt):
         base = _field_str(rec, fields.id, path=path, line=no)
-        if not base:
-            raise InputError("empty id", path=path, line=no, field=fields.id)
+        check_id(base, path=path, line=no, field=fields.id)
         title = _field_str(rec, fields.title, path=path, line=no, required=False) if fields.title else ""
         keys = fields.metadata if fields.metadata is not None else [k for k in rec if k not in used]
         meta = {k: rec[k] for k in keys if k in rec}
@@ -378,7 +396,8 @@ def read_records(
             text = _field_str(rec, f, path=path, line=no, required=not multi)
             if multi and not text.strip():
                 continue
-            b.add(f"{base}_{f}" if multi else base, title, text, {**meta, **({"field": f} if multi else {})}, no)
+            b.add(f"{base}_{f}" if multi else base, title, text, {**meta, **({"field": f} if multi else {})}, no,
+                  field=fields.id)
     return b.build()
 
 
@@ -402,10 +421,19 @@ def read_folder(
         raise InputError("not a folder", path=root)
     report = report if report is not None else LoadReport()
     b = _CorpusBuilder(root, clean, report)
-    files = sorted(p for p in root.rglob("*") if p.is_file() and p.suffix.lower() in suffixes)
+    try:
+        files = sorted(p for p in root.rglob("*") if p.suffix.lower() in suffixes and (p.is_file() or p.is_symlink()))
+    except OSError as exc:
+        raise InputError(f"cannot list the folder ({exc.strerror or type(exc).__name__}: {exc.filename})",
+                         path=root) from None
     for i, f in enumerate(files, start=1):
+        if f.is_symlink() and not f.is_file():
+            raise InputError("a symbolic link that leads nowhere (broken, or a loop)", path=f)
         text = "".join(t for _, t in _lines(f))
         rel = f.relative_to(root).with_suffix("").as_posix()
+        if id_problem(rel):
+            raise InputError(f"the file name makes the document id {rel!r}, which TREC files cannot carry "
+                             "(whitespace or control characters); rename the file", path=f, field="id")
         title = ""
         if f.suffix.lower() in (".html", ".htm"):
             low = text.lower()
@@ -418,7 +446,7 @@ def read_folder(
                 if line.startswith("#"):
                     title = line.lstrip("#").strip()
                     break
-        b.add(rel, title, text, {"path": f.relative_to(root).as_posix()}, i)
+        b.add(rel, title, text, {"path": f.relative_to(root).as_posix()}, i, field="id")
     return b.build()
 
 

@@ -23,7 +23,8 @@ Schema (``schema_version`` 1)::
                 "run_file": "runs/<name>.trec",
                 "fine_tuned": {"trained_on", "split", "kind", "base_model", "data_fingerprint", "model", "option"}
                               # only for arms whose model folder holds bakeoff_training.json
-               }]
+               }],
+      "tune": {...}     # optional: the sweep of `bakeoff tune` (schema bakeoff.tune, see bakeoff.tune.sweep)
     }
 
 Timing keys are defined in :mod:`bakeoff.arms.base` (``index_s`` is the
@@ -120,6 +121,8 @@ class Results:
     arms: list[ArmResult]
     excluded: Mapping[str, Sequence[str]] = field(default_factory=dict)
     n_evaluated: int = 0
+    #: Further top-level sections, e.g. ``tune`` (the sweep behind a ``bakeoff tune`` result).
+    extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self, *, run_files: Mapping[str, str] | None = None) -> dict[str, Any]:
         run_files = run_files or {}
@@ -134,6 +137,7 @@ class Results:
             "measures": list(self.measures),
             "queries": {"evaluated": self.n_evaluated, "excluded": {k: list(v) for k, v in self.excluded.items()}},
             "arms": [a.to_dict(run_file=run_files.get(a.name)) for a in self.arms],
+            **_jsonable(self.extra),
         }
 
     def write(self, out: str | Path) -> Path:
