@@ -121,6 +121,9 @@ class BakeoffConfig:
     hourly_rate: float | None = None
     latency_sample: int = 50
     latency_seed: int = 0
+    ignore_identical_ids: bool = False
+    max_empty_share: float = 0.5
+    fail_under: Mapping[str, float] = field(default_factory=dict)
 
 
 def _resolve(base: Path, value: Any) -> Any:
@@ -140,7 +143,8 @@ def load_config(path: str | Path) -> BakeoffConfig:
         [dataset.fields]        # for JSONL/CSV/Parquet corpora: id, text (list), title, metadata
         [dataset.clean]         # strip_html, normalize_space, dedupe, min_chars
         [dataset.chunk]         # tokens|sentences|paragraphs = N, overlap, tokenizer, aggregate (maxp|firstp)
-        [run]                   # k, depth, measures, out, cache, hourly_rate, latency_sample, latency_seed
+        [run]                   # k, depth, measures, out, cache, hourly_rate, latency_sample, latency_seed,
+                                # ignore_identical_ids, max_empty_share, fail_under = {"ndcg@10" = 0.6}
         [[arms]]                # name, type, then the arm's options
     """
     path = Path(path)
@@ -190,7 +194,8 @@ def load_config(path: str | Path) -> BakeoffConfig:
     if not arms:
         raise ConfigError(f"{path}: no [[arms]] tables")
     run = dict(raw.get("run") or {})
-    known = {"k", "depth", "measures", "out", "cache", "hourly_rate", "latency_sample", "latency_seed"}
+    known = {"k", "depth", "measures", "out", "cache", "hourly_rate", "latency_sample", "latency_seed",
+             "ignore_identical_ids", "max_empty_share", "fail_under"}
     extra = {k: v for k, v in raw.items() if k not in ("dataset", "arms", "arm", "run")}
     unknown = set(run) - known
     if unknown:
@@ -207,7 +212,30 @@ def load_config(path: str | Path) -> BakeoffConfig:
         hourly_rate=float(run["hourly_rate"]) if "hourly_rate" in run else None,
         latency_sample=int(run.get("latency_sample", 50)),
         latency_seed=int(run.get("latency_seed", 0)),
+        ignore_identical_ids=_flag(run.get("ignore_identical_ids", False), f"{path}: [run] ignore_identical_ids"),
+        max_empty_share=float(run.get("max_empty_share", 0.5)) if isinstance(run.get("max_empty_share", 0.5),
+                                                                              (int, float)) else _bad_share(path),
+        fail_under=_floors(run.get("fail_under", {}), path),
     )
+
+
+def _flag(value: Any, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{where} must be true or false, got {value!r}")
+    return value
+
+
+def _bad_share(path: Path) -> float:
+    raise ConfigError(f"{path}: [run] max_empty_share must be a number between 0 and 1")
+
+
+def _floors(value: Any, path: Path) -> dict[str, float]:
+    """``[run] fail_under = {"ndcg@10" = 0.6}`` (a table of measure -> minimum mean)."""
+    if not isinstance(value, Mapping) or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                                                 for v in value.values()):
+        raise ConfigError(f"{path}: [run] fail_under must be a table of measure = minimum, e.g. "
+                          '{ "ndcg@10" = 0.6 }')
+    return {str(k): float(v) for k, v in value.items()}
 
 
 def check_unique(names: Sequence[str]) -> None:
