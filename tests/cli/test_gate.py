@@ -16,7 +16,6 @@ import pytest
 
 from bakeoff.cli import main
 from bakeoff.runner.results import read_results
-
 from tests.support.report_fixture import write_tiny_beir
 
 SAME_DOC = """import json, sys
@@ -51,7 +50,7 @@ def runs(tmp_path_factory) -> dict[str, Path]:
 
 def _compare(base: Path, new: Path, *extra: str) -> tuple[int, str, str]:
     proc = subprocess.run([sys.executable, "-m", "bakeoff", "compare", str(base), str(new), "--no-progress",
-                           "--resamples", "2000", *extra], capture_output=True, text=True, timeout=300)
+                           "--resamples", "2000", *extra], capture_output=True, text=True, timeout=300, check=False)
     return proc.returncode, proc.stdout, proc.stderr
 
 
@@ -144,7 +143,7 @@ def test_bad_input_is_one_line_exit_2(runs, tmp_path) -> None:
                       ("recall@7=0.5", "the run did not compute recall@7")):
         proc = subprocess.run([sys.executable, "-m", "bakeoff", "run", "--beir", str(runs["data"]), "--arm", "bm25",
                                "--cache", "off", "--no-progress", "--latency-sample", "0", "--out", str(out),
-                               "--fail-under", spec], capture_output=True, text=True, timeout=300)
+                               "--fail-under", spec], capture_output=True, text=True, timeout=300, check=False)
         errors = [line for line in proc.stderr.splitlines() if line.startswith("error: ")]
         assert proc.returncode == 2 and len(errors) == 1 and msg in errors[0], proc.stderr
         assert not out.exists()

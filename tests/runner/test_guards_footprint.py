@@ -16,7 +16,6 @@ from bakeoff.runner.context import Context
 from bakeoff.runner.footprint import PeakMemory, model_bytes
 from bakeoff.runner.guards import drop_identical_ids, empty_guard
 from bakeoff.runner.results import read_results
-
 from tests.data.test_loaders import beir_folder, write
 
 # ArguAna-style: each query is also a document (same id, same text); its answer is another document

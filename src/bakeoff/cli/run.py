@@ -86,7 +86,8 @@ def run(
             clean=clean,
         )
         cfg = BakeoffConfig(dataset=dspec, arms=tuple(parse_arm_spec(a) for a in arm))
-    from ..report.gate import fail_under as check_floors, parse_floor
+    from ..report.gate import fail_under as check_floors
+    from ..report.gate import parse_floor
 
     floors = [parse_floor(f) for f in [*fail_under, *(f"{m}={v}" for m, v in cfg.fail_under.items())]]
     results = run_config(cfg, k=k, depth=depth, measures=measure, cache=make_cache(cache or cfg.cache, cache_dir),

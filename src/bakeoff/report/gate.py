@@ -34,8 +34,16 @@ from ..errors import ConfigError, InputError
 from ..metrics import parse_measure
 from ..stats import DEFAULT_RESAMPLES, bootstrap_ci, derive_rng, holm, paired_tests
 
-__all__ = ["GateCheck", "GateResult", "check_comparable", "fail_if_worse", "fail_under", "gate_files",
-           "parse_floor", "pair_arms"]
+__all__ = [
+    "GateCheck",
+    "GateResult",
+    "check_comparable",
+    "fail_if_worse",
+    "fail_under",
+    "gate_files",
+    "pair_arms",
+    "parse_floor",
+]
 
 
 @dataclass(frozen=True)

@@ -396,7 +396,7 @@ def _broken_only_report(results: Mapping[str, Any], broken: list[dict[str, Any]]
     first = broken[0]["empty"] or {}
     report = {
         "schema": "bakeoff.report", "schema_version": REPORT_SCHEMA_VERSION, "bakeoff_version": bakeoff_version(),
-        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), "sources": list(sources),
+        "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"), "sources": list(sources),
         "dataset": dict(results["dataset"]), "k": int(results["k"]), "measures": measures,
         "primary": primary_measure(results) if primary_measure(results) in measures else measures[0],
         "n_queries": int(first.get("n") or 0), "note": None, "arms": [],

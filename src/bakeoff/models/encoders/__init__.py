@@ -30,9 +30,8 @@ Heavy modules are imported only when an encoder is built.
 
 from __future__ import annotations
 
-from typing import Any
-
 import logging
+from typing import Any
 
 from ...errors import ConfigError
 from ..precision import BACKENDS, PRECISIONS, choose_precision
