@@ -103,7 +103,7 @@ def test_tied_but_best_is_also_cheapest() -> None:
     assert v["headline"] == (f"bm25 has the highest mean {M} ({np.mean(base):.4f}, 95% CI "
                              f"[{rep['arms'][0]['metrics'][M]['ci_low']:.4f}, "
                              f"{rep['arms'][0]['metrics'][M]['ci_high']:.4f}]); dense "
-                             f"({fmt_p(_pair_p(rep, 'bm25', 'dense'))}) is statistically tied with it (no significant "
+                             f"(Holm {fmt_p(_pair_p(rep, 'bm25', 'dense'))}) is statistically tied with it (no significant "
                              "difference after Holm); bm25 is also the cheapest of them to run (30x faster per query "
                              "than dense: p50 latency 1.00 vs 30.0 ms) → deploy bm25.")
 

@@ -5,7 +5,8 @@
   name; when no name is shared and each set has one arm, those two), over the same queries,
   ``d_q = NEW_q - BASE_q``. The pair **fails** when ``mean(d) < -margin`` **and** the
   two-sided paired randomization test of ``mean(d) = 0`` (:func:`bakeoff.stats.paired_tests`,
-  seeded by :func:`bakeoff.stats.derive_rng` with ``(seed, "gate", m, base, new)``) is
+  seeded by :func:`bakeoff.stats.derive_rng` exactly as the comparison report seeds the same
+  pair, so the raw p-values agree) is
   significant after Holm correction across the gated pairs of that measure
   (``p_holm < alpha``). So a drop smaller than ``margin`` never fails, and neither does a
   larger drop the queries cannot distinguish from noise. A NEW arm flagged broken by the
@@ -160,8 +161,14 @@ def fail_if_worse(
     margin: float = 0.0,
     n_resamples: int = DEFAULT_RESAMPLES,
     seed: int = 0,
+    labels: Sequence[str] = ("A", "B"),
 ) -> GateResult:
-    """The ``--fail-if-worse`` gate (see the module docstring)."""
+    """The ``--fail-if-worse`` gate (see the module docstring).
+
+    ``labels`` are the prefixes ``bakeoff compare`` gives arms present in both sets
+    (:func:`bakeoff.report.inputs.merge_results`); the tests are seeded with the merged names,
+    so a pair's raw p-value and difference CI equal the comparison report's for the same pair.
+    """
     if not 0.0 < alpha < 1.0:
         raise ConfigError(f"--alpha must be between 0 and 1, got {alpha}")
     if margin < 0:
@@ -169,6 +176,8 @@ def fail_if_worse(
     ms = [_canon(m, where="--fail-if-worse") for m in measures]
     check_comparable(base, new, paths=paths, measures=ms)
     pairs = pair_arms(base, new, paths=paths)
+    clash = {a["name"] for a in base["arms"]} & {a["name"] for a in new["arms"]}
+    merged = ({n: f"{labels[0]}/{n}" for n in clash}, {n: f"{labels[1]}/{n}" for n in clash})
     out = GateResult()
     for m in ms:
         qids = _qids(base, m)
@@ -186,11 +195,14 @@ def fail_if_worse(
                 continue
             xb = np.array([ab["per_query"][m][q] for q in qids], dtype=float)
             xn = np.array([an["per_query"][m][q] for q in qids], dtype=float)
-            t = paired_tests(xn, xb, rng=derive_rng(seed, "gate", m, b, n), n_resamples=n_resamples)
+            kb, kn = merged[0].get(b, b), merged[1].get(n, n)
+            t = paired_tests(xb, xn, rng=derive_rng(seed, "perm", m, kb, kn), n_resamples=n_resamples)
             tested.append((b, n, xb, xn, t["p_perm"]))
         for (b, n, xb, xn, p), ph in zip(tested, holm([t[4] for t in tested])):
             diff = float(np.mean(xn - xb)) if len(qids) else math.nan
-            lo, hi = bootstrap_ci(xn - xb, rng=derive_rng(seed, "gate-diff", m, b, n), n_resamples=n_resamples)
+            kb, kn = merged[0].get(b, b), merged[1].get(n, n)
+            lo_, hi_ = bootstrap_ci(xb - xn, rng=derive_rng(seed, "diff", m, kb, kn), n_resamples=n_resamples)
+            lo, hi = -hi_, -lo_
             worse = diff < -margin and not math.isnan(ph) and ph < alpha
             who = n if b == n else f"{b} -> {n}"
             stats = (f"NEW {float(np.mean(xn)):.4f} vs BASE {float(np.mean(xb)):.4f}, diff {diff:+.4f} "
@@ -259,5 +271,8 @@ def gate_files(base: str | Path, new: str | Path, *, measures: Sequence[str], al
     from .inputs import results_path
 
     pb, pn = results_path(base), results_path(new)
+    la, lb = pb.parent.name or "A", pn.parent.name or "B"  # as bakeoff.report.write.compare_results labels them
+    if la == lb:
+        la, lb = "A", "B"
     return fail_if_worse(read_results(pb), read_results(pn), measures=measures, paths=(pb, pn), alpha=alpha,
-                         margin=margin, n_resamples=n_resamples, seed=seed)
+                         margin=margin, n_resamples=n_resamples, seed=seed, labels=(la, lb))

@@ -15,7 +15,8 @@ decides, on the report's primary measure ``m``:
    index time (``index_total_s``), model size on disk, peak memory added
    (``footprint.added_mb``). A figure missing for either arm skips that cost. When no
    cost decides, the higher mean wins. The pick runs through the candidates in
-   descending mean, replacing the current pick whenever the challenger is cheaper.
+   descending mean, replacing the current pick whenever the challenger is cheaper than both
+   the current pick and the best arm.
 4. **head-room**: the oracle (best arm per query, :func:`bakeoff.diagnose.oracle`) minus
    the best arm's mean -- what a perfect per-query router or fusion could add.
 5. **caveats**: citation-mined labels (every measure is a lower bound); fewer than
@@ -55,7 +56,7 @@ _COSTS: tuple[tuple[str, str, str, str], ...] = (
     ("usd_per_1k", "$/1k queries", "$", "cheaper per query"),
     ("index_s", "index time", "s", "faster to index"),
     ("model_mb", "model size", "MB", "smaller on disk"),
-    ("memory_mb", "peak memory", "MB", "lighter in memory"),
+    ("memory_mb", "peak memory added", "MB", "lighter in memory"),
 )
 
 
@@ -112,6 +113,8 @@ def _fmt_cost(key: str, v: float | None) -> str:
         return "-"
     if key == "usd_per_1k":
         return "0" if v == 0 else (f"{v:.4f}" if v >= 1e-4 else f"{v:.2e}")
+    if v == 0:
+        return "0"
     if key in ("latency_ms", "index_s"):
         return f"{v:.0f}" if v >= 100 else (f"{v:.1f}" if v >= 10 else f"{v:.2f}")
     return f"{v:.0f}" if v >= 10 else f"{v:.1f}"
@@ -209,9 +212,8 @@ def build_verdict(report: Mapping[str, Any]) -> dict[str, Any]:
     candidates = [best, *(t["name"] for t in out["tied"])]
     out["candidates"] = candidates
     pick, reason = best, None
-    for c in candidates[1:]:
-        d = _decider(costs[c], costs[pick])
-        if d is not None:
+    for c in candidates[1:]:  # a challenger must be cheaper than the current pick and than the best
+        if _decider(costs[c], costs[pick]) is not None and _decider(costs[c], costs[best]) is not None:
             pick = c
     if pick != best:
         reason = _decider(costs[pick], costs[best])
@@ -228,7 +230,7 @@ def build_verdict(report: Mapping[str, Any]) -> dict[str, Any]:
         head = (f"{best_txt} and is significantly better than every other arm (Holm {fmt_p(worst_p).replace('p=', 'p≤')}"
                 f" for the closest) → deploy {best}.")
     elif pick == best:
-        tied_txt = _names([f"{t['name']} ({fmt_p(t['p_holm'])})" for t in out["tied"]])
+        tied_txt = _names([f"{t['name']} (Holm {fmt_p(t['p_holm'])})" for t in out["tied"]])
         if all(costs[c].get("latency_ms") is None for c in candidates):
             why = "no latency was measured to tell them apart, so the higher mean decides"
         else:
@@ -254,7 +256,7 @@ def build_verdict(report: Mapping[str, Any]) -> dict[str, Any]:
                 f"{mean[best]:.4f} vs {pick} {mean[pick]:.4f}); {pick} is {_x(r['ratio'])} {_label(key)} "
                 f"({_cost_name(key)} {figures}) → deploy {pick}.")
         if others:
-            head += (" Also tied with the best: " + _names([f"{t['name']} ({fmt_p(t['p_holm'])})" for t in others])
+            head += (" Also tied with the best: " + _names([f"{t['name']} (Holm {fmt_p(t['p_holm'])})" for t in others])
                      + ".")
     lines = [head]
     if out["below"] and len(arms) > 1:
