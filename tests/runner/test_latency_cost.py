@@ -112,7 +112,7 @@ def test_latency_sample_is_seeded_and_can_be_skipped():
     assert lat["n"] == len(ds.queries)  # capped at the number of queries
     res = run_bakeoff(ds, [arm], progress=False, latency_sample=0)
     assert "latency" not in res.arms[0].timing and res.arms[0].extra["cost"]["basis"] == "batch mean"
-    assert table_rows(res.to_dict())[1][0][-4].startswith("~")  # batch figure, marked
+    assert table_rows(res.to_dict())[1][0][-6].startswith("~")  # batch figure, marked
 
 
 def test_api_usage_tokens_and_cost(tmp_path, monkeypatch):

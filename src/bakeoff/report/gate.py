@@ -202,7 +202,7 @@ def fail_if_worse(
             diff = float(np.mean(xn - xb)) if len(qids) else math.nan
             kb, kn = merged[0].get(b, b), merged[1].get(n, n)
             lo_, hi_ = bootstrap_ci(xb - xn, rng=derive_rng(seed, "diff", m, kb, kn), n_resamples=n_resamples)
-            lo, hi = -hi_, -lo_
+            lo, hi = 0.0 - hi_, 0.0 - lo_  # (0.0 - x: no "-0.0")
             worse = diff < -margin and not math.isnan(ph) and ph < alpha
             who = n if b == n else f"{b} -> {n}"
             stats = (f"NEW {float(np.mean(xn)):.4f} vs BASE {float(np.mean(xb)):.4f}, diff {diff:+.4f} "
