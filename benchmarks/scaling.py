@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-METHODS = ("bm25", "dense-exact", "faiss-hnsw", "pgfts", "pgvector-hnsw", "pgvector-exact")
+METHODS = ("bm25", "dense-exact", "dense-exact-f64", "faiss-hnsw", "pgfts", "pgvector-hnsw", "pgvector-exact")
 PG_METHODS = ("pgfts", "pgvector-hnsw", "pgvector-exact")
 
 
@@ -134,13 +134,13 @@ def run_stage(method: str, workdir: Path, pgdata: Path) -> dict[str, Any]:
     rss_loaded = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     ctx = Context(corpus=corpus, cache=None, progress=False)
     extra: dict[str, Any] = {}
-    if method == "dense-exact":
-        from bakeoff.arms.dense import exact_search
+    if method in ("dense-exact", "dense-exact-f64"):  # the dense arm's search; -f64: the float64 reference
+        from bakeoff.arms.exact import exact_search, exact_search_reference
 
         build = 0.0
         ids = corpus.ids
         t0 = time.perf_counter()
-        exact_search(qvec, dvec, ids, k=10)
+        (exact_search if method == "dense-exact" else exact_search_reference)(qvec, dvec, ids, k=10)
         search = time.perf_counter() - t0
     else:
         if method == "bm25":

@@ -26,6 +26,16 @@ Inputs are per-query metric values ``per_query[arm][measure][qid]`` (as in
   (``uncoverable``: none present; ``partial``: some absent). No arm can retrieve them, so
   they are reported apart from retrieval failures (:func:`failures`: coverable queries
   with no relevant document in an arm's top k).
+* :func:`judged_at_k` — per arm the share of its top ``k`` that has any judgment
+  (``judged@k`` of :mod:`bakeoff.metrics`, the ir_measures definition), per query and
+  mean; :func:`hole_counts` — the unjudged pooled documents (:func:`bakeoff.data.pool.holes`)
+  counted per arm and overall.
+* :func:`round_trip` — for queries that record their source document (synthetic
+  queries: metadata ``source_doc``), the share whose source is in an arm's top ``k``,
+  for each ``k`` in ``ks``. A diagnostic of the *queries* (can an arm find the document
+  the query was written from?), reported only: filtering on it would favour the arm used.
+* :func:`leak_buckets` — each query's leak bucketed by ``edges`` (``[0, 0.1)``,
+  ``[0.1, 0.35]``, ``(0.35, 1]`` by default), for :func:`decompose`.
 """
 
 from __future__ import annotations
@@ -40,6 +50,7 @@ from typing import Any
 import numpy as np
 
 from .data.model import Qrels, Queries, Run
+from .data.pool import Hole
 from .errors import MissingDependencyError
 
 __all__ = [
@@ -61,6 +72,12 @@ __all__ = [
     "oracle",
     "coverage",
     "failures",
+    "judged_at_k",
+    "hole_counts",
+    "round_trip",
+    "leak_buckets",
+    "leak_bucket_labels",
+    "LEAK_EDGES",
 ]
 
 #: Two per-query values closer than this count as a tie.
@@ -371,4 +388,96 @@ def failures(run: Run, qrels: Qrels, *, k: int, query_ids: Sequence[str], exclud
         rel = qrels.relevant(q, relevance_level=relevance_level)
         if not any(d in rel for d in run.doc_ids(q, k)):
             out.append(q)
+    return out
+
+
+def judged_at_k(runs: Mapping[str, Run], qrels: Qrels, *, k: int, query_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """``{arm: {"mean", "per_query": {qid: value}}}`` of ``judged@k`` (see the module docstring).
+
+    A query missing from a run scores 0 (nothing retrieved, nothing judged).
+    """
+    from .metrics import evaluate
+
+    out: dict[str, dict[str, Any]] = {}
+    name = f"judged@{k}"
+    for arm, run in runs.items():
+        ev = evaluate(run, qrels, [name], query_ids=query_ids, relevance_level=-(2**31))
+        vals = {q: float(ev.per_query[name].get(q, 0.0)) for q in query_ids}
+        out[arm] = {"mean": float(np.mean(list(vals.values()))) if vals else math.nan, "per_query": vals}
+    return out
+
+
+def hole_counts(holes: Sequence[Hole], arms: Sequence[str], *, k: int) -> dict[str, Any]:
+    """Counts of unjudged pooled documents: ``total`` (query, document) pairs, ``disputed``
+    ones (not in every arm's top ``k``), ``queries`` with at least one, and ``per_arm``:
+    how many of each arm's top-``k`` documents are holes (``disputed_per_arm``: of those, disputed)."""
+    per_arm = {a: 0 for a in arms}
+    disputed_per_arm = {a: 0 for a in arms}
+    for h in holes:
+        for a in h.arms:
+            per_arm[a] = per_arm.get(a, 0) + 1
+            if h.disputed:
+                disputed_per_arm[a] = disputed_per_arm.get(a, 0) + 1
+    return {"k": k, "total": len(holes), "disputed": sum(1 for h in holes if h.disputed),
+            "queries": len({h.query_id for h in holes}), "per_arm": per_arm, "disputed_per_arm": disputed_per_arm}
+
+
+def round_trip(runs: Mapping[str, Run], queries: Queries, *, query_ids: Sequence[str], ks: Sequence[int] = (10, 100),
+               field: str = "source_doc") -> dict[str, Any]:
+    """Share of queries whose source document (metadata ``field``) is in each arm's top ``k``.
+
+    Returns ``{"n": queries with a source, "ks": [...], "depth": {arm: longest ranking},
+    "arms": {arm: {"top10": share, ...}}}``; ``n == 0`` (no query records a source) gives
+    empty ``arms``. A run shorter than ``k`` counts what it returned.
+    """
+    src: dict[str, str] = {}
+    for q in query_ids:
+        if q in queries:
+            meta = queries[q].metadata
+            v = meta.get(field) if isinstance(meta, Mapping) else None
+            if isinstance(v, str) and v:
+                src[q] = v
+    out: dict[str, Any] = {"n": len(src), "ks": list(ks), "field": field, "depth": {}, "arms": {}}
+    if not src:
+        return out
+    for arm, run in runs.items():
+        out["depth"][arm] = max((len(run.get(q)) for q in src), default=0)
+        row = {}
+        for k in ks:
+            row[f"top{k}"] = sum(1 for q, d in src.items() if d in run.doc_ids(q, k)) / len(src)
+        out["arms"][arm] = row
+    return out
+
+
+#: Leak bucket edges: ``[0, 0.1)``, ``[0.1, 0.35]``, ``(0.35, 1]`` (0.35 is the generator's default threshold).
+LEAK_EDGES: tuple[float, ...] = (0.1, 0.35)
+
+
+def leak_bucket_labels(edges: Sequence[float] = LEAK_EDGES) -> list[str]:
+    """The bucket labels of :func:`leak_buckets` in increasing leak order, then ``(no leak value)``."""
+    e = sorted(float(x) for x in edges)
+    if not e:
+        raise ValueError("leak buckets need at least one edge")
+    lows = [0.0, *e[:-1]]
+    labels = [f"[{lo:g}, {hi:g})" for lo, hi in zip(lows, e)]
+    labels[-1] = labels[-1][:-1] + "]"  # the last edge (the filter threshold) closes its bucket
+    return [*labels, f"({e[-1]:g}, 1]", "(no leak value)"]
+
+
+def leak_buckets(leak: Mapping[str, float], query_ids: Sequence[str], *,
+                 edges: Sequence[float] = LEAK_EDGES) -> dict[str, str]:
+    """Bucket label of each query's leak: ``[0, e1)``, ``[e1, e2]``, ``(e2, 1]`` (the middle
+    bucket is closed so that a threshold ``e2`` keeps its queries; more edges give more
+    ``[e_i, e_{i+1})`` buckets before the last). Queries without a value: ``(no leak value)``."""
+    e = sorted(float(x) for x in edges)
+    *labels, last, _ = leak_bucket_labels(e)
+    out = {}
+    for q in query_ids:
+        v = leak.get(q)
+        if v is None or not math.isfinite(v):
+            out[q] = "(no leak value)"
+        elif v > e[-1]:
+            out[q] = last
+        else:
+            out[q] = labels[next((i for i, hi in enumerate(e[:-1]) if v < hi), len(e) - 1)]
     return out

@@ -1,15 +1,14 @@
 """Retrieval metrics, as values: ``ndcg@10`` parses to a :class:`Measure` and prints back.
 
-Conventions (all match trec_eval / pytrec_eval, checked to 1e-9 in the tests):
+Conventions (per query, all equal to trec_eval / pytrec_eval; checked against trec_eval's own
+test files and pytrec_eval in the tests):
 
-* A run is ordered by :func:`bakeoff.data.ranking.rank` (score desc, doc id desc);
-  ranks stored in files are ignored. Only the first ``k`` documents count.
-* A document is relevant when its grade is ``>= relevance_level`` (default 1);
+* A run is ordered by the tie rule of :mod:`bakeoff.data.ranking` (score desc, doc id desc;
+  ``±inf`` are numbers, NaN is an error); ranks stored in files are ignored. Only the first
+  ``k`` documents count; ``max_docs`` (trec_eval ``-M``) first cuts every ranking to ``M``.
+* A document is relevant when its grade is ``>= relevance_level`` (default 1, trec_eval
+  ``-l``) — for every measure but nDCG, whose gains are the grades themselves;
   grade 0 is judged non-relevant; unjudged documents are non-relevant.
-* Which queries are averaged: every query that has at least one relevant
-  judgment. A judged query absent from the run scores 0 on every measure
-  (trec_eval ``-c``). Queries without relevant judgments are excluded from the
-  means and listed in :attr:`Evaluation.excluded` — never silently scored 0.
 
 Per query, with ``R`` the relevant set, ``rel_i`` = 1 if the document at rank
 ``i`` (1-based) is relevant, ``g_i`` its grade:
@@ -19,35 +18,66 @@ Per query, with ``R`` the relevant set, ``rel_i`` = 1 if the document at rank
 * ``mrr@k``        = 1 / min{i <= k : rel_i}, 0 if none       (``recip_rank`` of the top-k)
 * ``hit@k``        = 1 if any rel_i for i <= k else 0         (``success_k``; "the known
   document is in the top k", which some write-ups call precision@k)
-* ``map@k``        = sum_{i<=k, rel_i} precision@i / |R|     (``map_cut_k``)
+* ``map@k``        = sum_{i<=k, rel_i} precision@i / |R|     (``map_cut_k``; ``map`` uncut)
+* ``judged@k``     = |{i <= k : document i has any judgment (grade 0 included)}| / min(k, n)
+  with ``n`` the documents retrieved (0 when none): ir_measures' ``Judged@k``, the share
+  of the retrieved top k that is judged. It measures the judgments, not the arm: a low
+  value means the other measures read many unjudged documents as non-relevant (see
+  :mod:`bakeoff.data.pool` for the holes)
 * ``ndcg@k``       = DCG@k / IDCG@k, DCG@k = sum_{i<=k} gain(g_i) / log2(i + 1),
   IDCG@k the DCG of the judged grades sorted descending. ``ndcg@k`` uses the
   **linear** gain ``gain(g) = g`` for g > 0, which is what trec_eval's
-  ``ndcg_cut_k`` computes (verified against pytrec_eval);
-  ``ndcg_exp@k`` uses the exponential gain ``2^g - 1`` (Burges et al.). For
-  binary judgments the two are identical.
+  ``ndcg_cut_k`` computes; ``ndcg_exp@k`` uses the exponential gain ``2^g - 1``
+  (Burges et al.). For binary judgments the two are identical.
+* ``rprec``        = sum_{i<=|R|} rel_i / |R|                (``Rprec``)
+* ``bpref``        = (1/|R|) sum over retrieved relevant d of (1 - min(n_d, |R|) / min(N, |R|)),
+  ``n_d`` the judged non-relevant documents ranked above d, ``N`` all judged non-relevant
+  (grade 0 <= g < level; negative grades count as unjudged) — 1 when ``n_d = 0`` (``bpref``).
+  Every measure but ``judged@k`` is 0 when ``|R| = 0``.
 
 Without ``@k`` a measure has no cutoff (the whole ranking counts), except
-``precision`` which requires a cutoff.
+``precision`` and ``judged`` which require one; ``rprec`` and ``bpref`` take none.
+
+**Which queries are averaged** — two documented rules (:func:`evaluate`):
+
+* **bakeoff's rule** (default): every judged query (of ``query_ids``, by default every
+  query in the qrels) that has at least one relevant judgment. A judged query absent
+  from the run scores 0 on every measure. Queries without a relevant judgment are
+  excluded from the means and listed in :attr:`Evaluation.excluded` — a query nobody
+  could answer says nothing about a system.
+* **trec_eval's rule** (``trec_eval=True``, ``bakeoff eval --trec-eval``): the queries
+  that are both in the run and in the qrels, *including* queries judged only with grade
+  0 (they score 0); judged queries absent from the run are skipped. With
+  ``complete=True`` (``-c``) every query of the qrels counts, a missing one as 0.
+
+Implementation: all measures are computed at once with numpy over the concatenated
+rankings (one row per retrieved document, in rank order, grouped by query), so the
+evaluation costs a few vectorised passes however many queries there are; memory is
+linear in the number of retrieved documents.
 """
 
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+import numpy as np
+
 from .data.model import Qrels, Run
-from .errors import ConfigError
+from .data.trec import RunTable, hash_strings, pair_keys
+from .data.trec import _list_layout as _layout
+from .errors import ConfigError, InputError
 
 __all__ = [
-    "DEFAULT_MEASURES", "LOWER_BOUND_MEASURES", "Evaluation", "Measure", "default_measures", "evaluate",
-    "measures_for", "parse_measure", "parse_measures",
+    "DEFAULT_MEASURES", "LOWER_BOUND_MEASURES", "Evaluation", "FileEvaluation", "Measure", "default_measures",
+    "evaluate", "evaluate_files", "measures_for", "parse_measure", "parse_measures", "trec_name",
 ]
 
-MeasureName = Literal["recall", "precision", "mrr", "ndcg", "ndcg_exp", "hit", "map"]
+MeasureName = Literal["recall", "precision", "mrr", "ndcg", "ndcg_exp", "hit", "map", "rprec", "bpref", "judged"]
 _ALIASES: Mapping[str, MeasureName] = {
     "recall": "recall",
     "r": "recall",
@@ -65,8 +95,15 @@ _ALIASES: Mapping[str, MeasureName] = {
     "map": "map",
     "ap": "map",
     "map_cut": "map",
+    "rprec": "rprec",
+    "r-prec": "rprec",
+    "bpref": "bpref",
+    "judged": "judged",
 }
-_PATTERN = re.compile(r"^\s*([a-z_]+)\s*(?:@\s*(\d+))?\s*$", re.IGNORECASE)
+#: ``name``, ``name@k``, or trec_eval's spellings ``name_k`` / ``name.k`` (``ndcg_cut_10``, ``P.5``).
+_PATTERN = re.compile(r"^\s*([a-z_-]+?)\s*(?:[@._]\s*(\d+))?\s*$", re.IGNORECASE)
+#: Measures defined over the whole ranking only (no cutoff).
+_UNCUT = ("rprec", "bpref")
 
 
 @dataclass(frozen=True, order=True)
@@ -79,8 +116,10 @@ class Measure:
     def __post_init__(self) -> None:
         if self.k is not None and self.k < 1:
             raise ValueError(f"cutoff must be >= 1 in {self}")
-        if self.name == "precision" and self.k is None:
-            raise ValueError("precision needs a cutoff, e.g. precision@10")
+        if self.name in _UNCUT and self.k is not None:
+            raise ValueError(f"{self.name} takes no cutoff (it is defined over the whole ranking)")
+        if self.name in ("precision", "judged") and self.k is None:
+            raise ValueError(f"{self.name} needs a cutoff, e.g. {self.name}@10")
 
     def __str__(self) -> str:
         return self.name if self.k is None else f"{self.name}@{self.k}"
@@ -152,7 +191,10 @@ class Evaluation:
     """Per-query values and means of several measures for one run.
 
     ``per_query[measure][qid]`` covers exactly :attr:`query_ids` (the averaged
-    queries); ``means[measure]`` is their arithmetic mean.
+    queries); ``means[measure]`` is their arithmetic mean. ``rule`` is ``"bakeoff"``
+    or ``"trec_eval"`` (see the module docstring); ``missing_from_run`` lists judged
+    queries the run has no results for (scored 0 under bakeoff's rule and with
+    ``complete``, skipped under trec_eval's rule without it).
     """
 
     per_query: Mapping[str, Mapping[str, float]]
@@ -160,6 +202,118 @@ class Evaluation:
     query_ids: tuple[str, ...]
     missing_from_run: tuple[str, ...] = ()
     excluded: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    rule: str = "bakeoff"
+
+
+#: The grade of a retrieved document nobody judged (below any relevance level).
+_UNJUDGED = np.int64(-(2**62))
+
+
+@dataclass(frozen=True)
+class _Rows:
+    """Every evaluated ranking as columns: row ``i`` is the document at 0-based rank
+    ``pos[i]`` of query ``group[i]`` (an index into the evaluated queries), with grade
+    ``grade[i]`` (:data:`_UNJUDGED` when unjudged). Rows of one query are contiguous and
+    in rank order; queries may come in any order."""
+
+    group: np.ndarray
+    pos: np.ndarray
+    grade: np.ndarray
+
+
+def _positions(group: np.ndarray) -> np.ndarray:
+    """0-based position of each row within its run of equal ``group`` values."""
+    n = group.size
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    start = np.ones(n, dtype=bool)
+    start[1:] = group[1:] != group[:-1]
+    idx = np.arange(n, dtype=np.int64)
+    first = np.maximum.accumulate(np.where(start, idx, 0))
+    return idx - first
+
+
+def _rows_from_run(run: Run, queries: Sequence[str], qrels: Qrels, max_docs: int | None) -> _Rows:
+    group: list[int] = []
+    grade: list[int] = []
+    for j, q in enumerate(queries):
+        judged = qrels.get(q)
+        docs = run.doc_ids(q, max_docs)
+        group.extend([j] * len(docs))
+        grade.extend(judged.get(d, _UNJUDGED) for d in docs)
+    g = np.asarray(group, dtype=np.int64)
+    return _Rows(g, _positions(g), np.asarray(grade, dtype=np.int64))
+
+
+def _rows_from_table(table: RunTable, queries: Sequence[str], qrels: Qrels, max_docs: int | None) -> _Rows:
+    """The same rows from a columnar run, joined with the qrels on 64-bit (query, doc id) hash keys
+    (:func:`~bakeoff.data.trec.pair_keys`), every match confirmed on the ids: no per-line objects."""
+    where = {q: j for j, q in enumerate(queries)}
+    code_to_j = np.array([where.get(q, -1) for q in table.query_ids], dtype=np.int64)
+    order = table.order()
+    group = code_to_j[table.query[order]]
+    keep = group >= 0
+    if not keep.all():
+        order, group = order[keep], group[keep]
+    pos = _positions(group)
+    if max_docs is not None:
+        cut = pos < max_docs
+        order, group, pos = order[cut], group[cut], pos[cut]
+    grade = np.full(group.size, _UNJUDGED, dtype=np.int64)
+    code_of = {q: i for i, q in enumerate(table.query_ids)}
+    qcode: list[int] = []
+    qdocs: list[str] = []
+    qgrades: list[int] = []
+    for q in queries:
+        if q in code_of:
+            judged = qrels.get(q)
+            qcode.extend([code_of[q]] * len(judged))
+            qdocs.extend(judged)
+            qgrades.extend(judged.values())
+    if qdocs and group.size:
+        jkeys = pair_keys(np.asarray(qcode, dtype=np.int64), hash_strings(*_layout(qdocs)))
+        srt = np.argsort(jkeys, kind="stable")
+        jkeys = jkeys[srt]
+        rkeys = pair_keys(table.query[order], table.doc_hash[order])
+        # a direct-mapped bit table on the low key bits keeps only the few rows that may be judged
+        bits = 1 << max(16, int(jkeys.size * 64).bit_length())
+        low = np.uint64(bits - 1)
+        present = np.zeros(bits, dtype=bool)
+        present[(jkeys & low).astype(np.intp)] = True
+        maybe = np.flatnonzero(present[(rkeys & low).astype(np.intp)])
+        at = np.minimum(np.searchsorted(jkeys, rkeys[maybe]), jkeys.size - 1)
+        hit = maybe[jkeys[at] == rkeys[maybe]]
+        at = at[jkeys[at] == rkeys[maybe]]
+        if hit.size:
+            cand = srt[at]
+            same = [a == qdocs[b] for a, b in zip(table.doc_ids(order[hit]), cand.tolist(), strict=True)]
+            if not all(same):  # a 64-bit hash collision: join on the strings themselves
+                return _rows_by_dict(table, order, group, pos, queries, qrels)
+            grade[hit] = np.asarray(qgrades, dtype=np.int64)[cand]
+    return _Rows(group, pos, grade)
+
+
+def _rows_by_dict(table: RunTable, order: np.ndarray, group: np.ndarray, pos: np.ndarray,
+                  queries: Sequence[str], qrels: Qrels) -> _Rows:
+    ids = table.doc_ids(order)
+    judged = [qrels.get(q) for q in queries]
+    grade = np.fromiter((judged[j].get(d, _UNJUDGED) for j, d in zip(group.tolist(), ids, strict=True)),
+                        dtype=np.int64, count=len(ids))
+    return _Rows(group, pos, grade)
+
+
+def _ideal_dcg(queries: Sequence[str], qrels: Qrels, k: int | None, exponential: bool) -> np.ndarray:
+    """IDCG@k of every query: the DCG of its positive grades sorted descending."""
+    out = np.zeros(len(queries))
+    for j, q in enumerate(queries):
+        gains = sorted((g for g in qrels.get(q).values() if g > 0), reverse=True)
+        if k is not None:
+            gains = gains[:k]
+        total = 0.0
+        for i, g in enumerate(gains):
+            total += _gain(g, exponential) / math.log2(i + 2)
+        out[j] = total
+    return out
 
 
 def _gain(grade: int, exponential: bool) -> float:
@@ -168,85 +322,211 @@ def _gain(grade: int, exponential: bool) -> float:
     return float(2**grade - 1) if exponential else float(grade)
 
 
-def _one(
-    measure: Measure, ranked: Sequence[str], grades: Mapping[str, int], n_rel: int, level: int
-) -> float:
-    k = measure.k
-    top = ranked if k is None else ranked[:k]
-    name = measure.name
-    if name in ("ndcg", "ndcg_exp"):
-        exp = name == "ndcg_exp"
-        dcg = sum(_gain(grades.get(d, 0), exp) / math.log2(i + 2) for i, d in enumerate(top))
-        ideal = sorted((g for g in grades.values() if g > 0), reverse=True)
-        if k is not None:
-            ideal = ideal[:k]
-        idcg = sum(_gain(g, exp) / math.log2(i + 2) for i, g in enumerate(ideal))
-        return dcg / idcg if idcg > 0 else 0.0
-    rel = [grades.get(d, 0) >= level for d in top]
-    if name == "recall":
-        return sum(rel) / n_rel
-    if name == "precision":
-        assert k is not None
-        return sum(rel) / k
-    if name == "hit":
-        return 1.0 if any(rel) else 0.0
-    if name == "mrr":
-        for i, r in enumerate(rel):
-            if r:
-                return 1.0 / (i + 1)
-        return 0.0
-    if name == "map":
-        hits, total = 0, 0.0
-        for i, r in enumerate(rel):
-            if r:
-                hits += 1
-                total += hits / (i + 1)
-        return total / n_rel
-    raise AssertionError(name)  # pragma: no cover
+def _values(ms: Sequence[Measure], rows: _Rows, queries: Sequence[str], qrels: Qrels,
+            level: int) -> dict[str, np.ndarray]:
+    """Every measure for every query (arrays aligned with ``queries``), by the formulas of the
+    module docstring, each a few vectorised passes over ``rows``."""
+    nq = len(queries)
+    group, pos, grade = rows.group, rows.pos, rows.grade
+    rel = grade >= level
+    n_rel = np.array([sum(1 for g in qrels.get(q).values() if g >= level) for q in queries], dtype=np.float64)
+    safe_rel = np.where(n_rel > 0, n_rel, 1.0)
+    rank1 = (pos + 1).astype(np.float64)
+    # relevant documents up to and including each row, within its query
+    crel = np.cumsum(rel, dtype=np.int64)
+    if crel.size:
+        start = np.ones(group.size, dtype=bool)
+        start[1:] = group[1:] != group[:-1]
+        before = np.where(start, crel - rel, 0)
+        crel = crel - np.maximum.accumulate(before)
+    out: dict[str, np.ndarray] = {}
+
+    def count(mask: np.ndarray) -> np.ndarray:
+        return np.bincount(group[mask], minlength=nq).astype(np.float64)
+
+    def total(mask: np.ndarray, weights: np.ndarray) -> np.ndarray:
+        return np.bincount(group[mask], weights=weights[mask], minlength=nq)
+
+    for m in ms:
+        top = np.ones(group.size, dtype=bool) if m.k is None else pos < m.k
+        name = m.name
+        if name in ("ndcg", "ndcg_exp"):
+            exp = name == "ndcg_exp"
+            g = np.where(grade > 0, grade, 0).astype(np.float64)
+            gain = np.exp2(g) - 1.0 if exp else g
+            dcg = total(top & (grade > 0), gain / np.log2(rank1 + 1.0))
+            idcg = _ideal_dcg(queries, qrels, m.k, exp)
+            val = np.divide(dcg, idcg, out=np.zeros(nq), where=idcg > 0)
+        elif name == "precision":
+            val = count(top & rel) / float(m.k or 1)
+        elif name == "recall":
+            val = np.where(n_rel > 0, count(top & rel) / safe_rel, 0.0)
+        elif name == "hit":
+            val = (count(top & rel) > 0).astype(np.float64)
+        elif name == "mrr":
+            hits = np.flatnonzero(top & rel)
+            val = np.zeros(nq)
+            if hits.size:
+                first_q, first_at = np.unique(group[hits], return_index=True)
+                val[first_q] = 1.0 / rank1[hits[first_at]]
+        elif name == "map":
+            val = np.where(n_rel > 0, total(top & rel, crel / rank1) / safe_rel, 0.0)
+        elif name == "judged":
+            n_ret = count(np.ones(group.size, dtype=bool))
+            shown = np.minimum(n_ret, float(m.k or 1))
+            val = np.divide(count(top & (grade != _UNJUDGED)), shown, out=np.zeros(nq), where=shown > 0)
+        elif name == "rprec":
+            within = pos < n_rel[group] if group.size else top
+            val = np.where(n_rel > 0, count(within & rel) / safe_rel, 0.0)
+        elif name == "bpref":
+            nonrel = (grade >= 0) & ~rel
+            n_nonrel = np.array([sum(1 for g in qrels.get(q).values() if 0 <= g < level) for q in queries],
+                                dtype=np.float64)
+            cnon = np.cumsum(nonrel, dtype=np.int64)
+            if cnon.size:
+                start = np.ones(group.size, dtype=bool)
+                start[1:] = group[1:] != group[:-1]
+                cnon = cnon - np.maximum.accumulate(np.where(start, cnon - nonrel, 0))
+            r = n_rel[group]
+            denom = np.minimum(n_nonrel[group], r)
+            frac = np.divide(np.minimum(cnon, r), denom, out=np.zeros(group.size), where=denom > 0)
+            term = np.where(cnon > 0, 1.0 - frac, 1.0)
+            val = np.where(n_rel > 0, total(rel, term) / safe_rel, 0.0)
+        else:  # pragma: no cover - Measure admits no other names
+            raise AssertionError(name)
+        out[str(m)] = val
+    return out
 
 
 def evaluate(
-    run: Run,
+    run: Run | RunTable,
     qrels: Qrels,
     measures: Iterable[str | Measure] = DEFAULT_MEASURES,
     *,
     query_ids: Iterable[str] | None = None,
     relevance_level: int = 1,
+    trec_eval: bool = False,
+    complete: bool = False,
+    max_docs: int | None = None,
 ) -> Evaluation:
-    """Score ``run`` against ``qrels``. Pure: never mutates its inputs.
+    """Score ``run`` (a :class:`~bakeoff.data.model.Run` or a columnar
+    :class:`~bakeoff.data.trec.RunTable`) against ``qrels``. Pure: never mutates its inputs.
 
-    ``query_ids`` restricts evaluation to those queries (e.g. a dataset's
-    queries); by default every query in ``qrels`` is a candidate. Candidates
-    without a relevant judgment are excluded (``excluded["no_relevant"]``);
-    run queries that are not candidates are listed in ``excluded["not_judged"]``.
+    ``query_ids`` restricts the candidate queries (e.g. a dataset's); by default every
+    query in ``qrels`` is a candidate. Which candidates are averaged follows bakeoff's
+    rule, or trec_eval's with ``trec_eval=True`` (``complete`` = trec_eval ``-c``); see
+    the module docstring. ``relevance_level`` is trec_eval's ``-l``, ``max_docs`` its ``-M``.
+    Run queries that are not candidates are listed in ``excluded["not_judged"]``.
     """
     ms = parse_measures(measures)
-    candidates = list(qrels) if query_ids is None else list(dict.fromkeys(query_ids))
-    evaluated: list[str] = []
+    if max_docs is not None and max_docs < 1:
+        raise ValueError("max_docs must be >= 1")
+    if complete and not trec_eval:
+        raise ValueError("complete (-c) belongs to trec_eval's rule; bakeoff's rule always scores missing queries 0")
+    candidates = list(qrels) if query_ids is None else [q for q in dict.fromkeys(query_ids)]
+    run_queries = run.query_ids if isinstance(run, RunTable) else tuple(run)
+    in_run = set(run_queries)
     no_rel: list[str] = []
-    for q in candidates:
-        if any(g >= relevance_level for g in qrels.get(q).values()):
-            evaluated.append(q)
-        else:
-            no_rel.append(q)
+    if trec_eval:
+        judged = sorted(q for q in candidates if q in qrels)  # trec_eval walks the qrels in qid order
+        evaluated = judged if complete else [q for q in judged if q in in_run]
+        missing = tuple(q for q in judged if q not in in_run)
+    else:
+        evaluated = []
+        for q in candidates:
+            if any(g >= relevance_level for g in qrels.get(q).values()):
+                evaluated.append(q)
+            else:
+                no_rel.append(q)
+        missing = tuple(q for q in evaluated if q not in in_run)
     cand_set = set(candidates)
-    not_judged = tuple(q for q in run if q not in cand_set or q not in qrels)
-    missing = tuple(q for q in evaluated if q not in run)
-    per_query: dict[str, dict[str, float]] = {str(m): {} for m in ms}
-    for q in evaluated:
-        grades = qrels.get(q)
-        n_rel = sum(1 for g in grades.values() if g >= relevance_level)
-        ranked = run.doc_ids(q)
-        for m in ms:
-            per_query[str(m)][q] = _one(m, ranked, grades, n_rel, relevance_level)
-    means = {
-        name: (math.fsum(vals.values()) / len(vals) if vals else float("nan"))
-        for name, vals in per_query.items()
-    }
+    not_judged = tuple(q for q in run_queries if q not in cand_set or q not in qrels)
+    if isinstance(run, RunTable):
+        rows = _rows_from_table(run, evaluated, qrels, max_docs)
+    else:
+        rows = _rows_from_run(run, evaluated, qrels, max_docs)
+    values = _values(ms, rows, evaluated, qrels, relevance_level)
+    per_query = {name: dict(zip(evaluated, vals.tolist(), strict=True)) for name, vals in values.items()}
+    means = {name: (math.fsum(v.values()) / len(v) if v else float("nan")) for name, v in per_query.items()}
     return Evaluation(
         per_query=per_query,
         means=means,
         query_ids=tuple(evaluated),
         missing_from_run=missing,
         excluded={"no_relevant": tuple(no_rel), "not_judged": not_judged},
+        rule="trec_eval" if trec_eval else "bakeoff",
     )
+
+
+def trec_name(measure: Measure) -> str:
+    """trec_eval's name of a measure (``ndcg@10`` -> ``ndcg_cut_10``, ``precision@5`` -> ``P_5``,
+    ``mrr`` -> ``recip_rank``, ``hit@5`` -> ``success_5``, ``map@10`` -> ``map_cut_10``,
+    ``rprec`` -> ``Rprec``); measures trec_eval lacks (``mrr@k``, ``ndcg_exp``) keep bakeoff's name."""
+    k = measure.k
+    name = measure.name
+    if name == "ndcg":
+        return "ndcg" if k is None else f"ndcg_cut_{k}"
+    if name == "map":
+        return "map" if k is None else f"map_cut_{k}"
+    if name == "precision":
+        return f"P_{k}"
+    if name == "recall" and k is not None:
+        return f"recall_{k}"
+    if name == "hit" and k is not None:
+        return f"success_{k}"
+    if name == "mrr" and k is None:
+        return "recip_rank"
+    return {"rprec": "Rprec", "bpref": "bpref"}.get(name, str(measure))
+
+
+@dataclass(frozen=True)
+class FileEvaluation:
+    """What :func:`evaluate_files` found: the evaluation and the warnings to show (with counts)."""
+
+    evaluation: Evaluation
+    warnings: tuple[str, ...]
+    run_lines: int
+
+
+def evaluate_files(
+    qrels_path: str | os.PathLike[str],
+    run_path: str | os.PathLike[str],
+    measures: Iterable[str | Measure] = DEFAULT_MEASURES,
+    *,
+    trec_eval: bool = False,
+    complete: bool = False,
+    relevance_level: int = 1,
+    max_docs: int | None = None,
+    allow_duplicate_judgments: bool = False,
+) -> FileEvaluation:
+    """Read a qrels file and a TREC run (:mod:`bakeoff.data.trec`) and :func:`evaluate` the run:
+    the whole of ``bakeoff eval``. The run is read as columns and scored without one Python
+    object per line. Warnings: an empty run, judged queries missing from the run, run queries
+    without judgments, queries without a relevant judgment, repeated judgments overridden,
+    extra run columns. Under trec_eval's rule a run sharing no query with the qrels is an
+    :class:`~bakeoff.errors.InputError` (trec_eval stops there too)."""
+    from .data.trec import TrecReadReport, read_qrels, read_run_table
+
+    qreport = TrecReadReport()
+    qrels = read_qrels(qrels_path, allow_duplicates=allow_duplicate_judgments, report=qreport)
+    table = read_run_table(run_path)
+    ev = evaluate(table, qrels, measures, relevance_level=relevance_level, trec_eval=trec_eval,
+                  complete=complete, max_docs=max_docs)
+    warnings: list[str] = [*qreport.warnings(str(qrels_path)), *table.report.warnings(str(run_path))]
+    n_judged = len(qrels)
+    if len(table) == 0:
+        warnings.append(f"{run_path}: the run is empty (no result lines): every judged query "
+                        + ("scores 0" if (complete or not trec_eval) else "is skipped"))
+    elif ev.missing_from_run:
+        fate = "skipped, as trec_eval does without -c" if trec_eval and not complete else "scored 0"
+        warnings.append(f"{len(ev.missing_from_run)} of {n_judged} judged queries have no results in the run "
+                        f"({fate}; e.g. {ev.missing_from_run[0]!r})")
+    if ev.excluded.get("not_judged"):
+        warnings.append(f"{len(ev.excluded['not_judged'])} run queries have no judgments; not evaluated")
+    if ev.excluded.get("no_relevant"):
+        warnings.append(f"{len(ev.excluded['no_relevant'])} judged queries have no relevant document; excluded "
+                        "from the means (bakeoff's rule; --trec-eval counts them as 0)")
+    if trec_eval and not ev.query_ids:
+        raise InputError("no query has both results and judgments (trec_eval stops here too); "
+                         "-c scores the judged queries 0", path=run_path)
+    return FileEvaluation(ev, tuple(warnings), len(table))

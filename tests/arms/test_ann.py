@@ -101,3 +101,18 @@ def test_bad_options() -> None:
 
     with pytest.raises(ConfigError, match="base= must name a dense arm"):
         AnnArm(base=BM25Arm())
+
+
+def test_build_shows_phase_and_progress(capsys: Any) -> None:
+    """FAISS gives no callback: the bar names the phase and counts added rows (stderr)."""
+    corpus, _, base = _data(n=600, d=16)
+    arm = AnnArm(name="h", base=base, index="hnsw", M=8, ef_construction=16, add_batch=200)
+    arm.index(corpus, ctx=Context(corpus=corpus, progress=True))
+    err = capsys.readouterr().err
+    assert "index h" in err and "0/600" in err and "HNSW insert (M=8, efC=16)" in err
+    ivf = AnnArm(name="p", base=base, index="ivfpq", nlist=4, m=4, nbits=4)
+    ivf.index(corpus, ctx=Context(corpus=corpus, progress=True))
+    assert "training IVF4,PQ4 on 600 rows" in capsys.readouterr().err
+    quiet = AnnArm(name="q", base=base, index="hnsw", M=8, ef_construction=16)
+    quiet.index(corpus, ctx=Context(corpus=corpus, progress=False))
+    assert capsys.readouterr().err == ""

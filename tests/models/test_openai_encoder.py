@@ -155,3 +155,99 @@ def test_dense_arm_over_the_api_records_tokens_cost_and_keeps_key_secret(server,
     ctx2 = Context(corpus, cache=cache, progress=False)
     assert arm2.embed_corpus(corpus, ctx=ctx2).shape == (8, 16)
     assert ctx2.search(arm2, queries, k=3).ranked == run.ranked and len(server.requests) == n
+
+
+# ---- the key never leaks: servers that echo the Authorization header in answers that fail to parse ----------
+
+LONG_KEY = "sk-proj-" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8S9t0"
+
+
+def _pieces(key: str, n: int = 8) -> list[str]:
+    """Every piece of ``key`` of ``n`` characters: none may appear anywhere."""
+    return [key[i:i + n] for i in range(len(key) - n + 1)]
+
+
+def _assert_clean(text: str, key: str = LONG_KEY) -> None:
+    leaked = [p for p in _pieces(key) if p in text]
+    assert not leaked, f"key pieces leaked: {leaked[:3]} in {text[:300]!r}"
+
+
+@pytest.mark.parametrize("action,expect", [
+    ("echo-float", r"malformed response"),
+    ("echo-text", r"response is not JSON"),
+    ("echo-cut", r"response is not JSON"),
+    ("401", r"HTTP 401"),
+])
+def test_echoed_key_is_scrubbed_from_every_error(action, expect, monkeypatch, caplog) -> None:
+    monkeypatch.setenv("ECHO_KEY", LONG_KEY)
+    caplog.set_level("DEBUG")
+    with FakeOpenAI(api_key=LONG_KEY) as srv:
+        srv.script = [action] * 10
+        enc = OpenAIEncoder(model="m", base_url=srv.base_url, api_key_env="ECHO_KEY", max_retries=1, backoff=0.0,
+                            sleep=lambda s: None)
+        with pytest.raises(EmbeddingAPIError, match=expect) as err:
+            enc.encode(["x"], kind="doc")
+        assert srv.requests[0]["auth"] == f"Bearer {LONG_KEY}"  # the server did receive (and echo) the key
+    msg = str(err.value)
+    assert "\n" not in msg and "***" in msg
+    _assert_clean(msg)
+    _assert_clean(repr(err.value.__dict__))
+    _assert_clean(caplog.text)
+
+
+def test_echo_cut_at_the_excerpt_boundary_is_scrubbed_before_cutting(monkeypatch) -> None:
+    """The echoed key starts 14 characters before the 80-character cut: a scrub after cutting would see only
+    the partial key ('sk-proj-A1b2C3'); scrubbing first removes it, and a partial prefix is scrubbed too."""
+    from bakeoff.net import excerpt
+
+    monkeypatch.setenv("ECHO_KEY", LONG_KEY)
+    body = "x" * 58 + "Bearer " + LONG_KEY + " trailing"
+    cut_late = excerpt(body, [], limit=80)  # what a scrub-after-cut would have to deal with
+    assert LONG_KEY[:14] in cut_late and LONG_KEY[:15] not in cut_late
+    assert "***" in excerpt(body, [LONG_KEY], limit=80)
+    _assert_clean(excerpt(body, [LONG_KEY], limit=80))
+    from bakeoff.redact import scrub
+    _assert_clean(scrub(cut_late, [LONG_KEY]))  # even a partial prefix left by a cut is removed
+
+
+def test_malformed_data_is_one_line_not_an_attribute_error(monkeypatch) -> None:
+    monkeypatch.setenv("ECHO_KEY", LONG_KEY)
+    with FakeOpenAI(api_key=LONG_KEY) as srv:
+        srv.script = ["data-string"]
+        enc = OpenAIEncoder(model="m", base_url=srv.base_url, api_key_env="ECHO_KEY", max_retries=0)
+        with pytest.raises(EmbeddingAPIError) as err:
+            enc.encode(["x"], kind="doc")
+    msg = str(err.value)
+    assert "\n" not in msg and "AttributeError" not in msg
+    assert "malformed response: 'data' is a str, expected a list of {index, embedding}" in msg
+
+
+def test_bakeoff_run_with_an_echoing_server_leaks_the_key_nowhere(tmp_path) -> None:
+    """The whole command: one error line, exit 2, and no piece of the key in stderr, stdout, the output folder
+    or the cache."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.data.test_loaders import beir_folder
+
+    data = beir_folder(tmp_path / "data")
+    env = {**os.environ, "ECHO_KEY": LONG_KEY}
+    for action in ("echo-float", "echo-cut"):
+        with FakeOpenAI(api_key=LONG_KEY) as srv:
+            srv.script = [action] * 50
+            spec = (f"api=dense:model=openai:fake-embed,base_url={srv.base_url},api_key_env=ECHO_KEY,"
+                    "max_retries=1")
+            out, cache_dir = tmp_path / f"out-{action}", tmp_path / f"cache-{action}"
+            proc = subprocess.run([sys.executable, "-m", "bakeoff", "run", "--beir", str(data), "--arm", spec,
+                                   "--out", str(out), "--cache-dir", str(cache_dir), "--no-progress"],
+                                  capture_output=True, text=True, timeout=300, env=env, check=False)
+            assert srv.requests, "the server was not called"
+        assert proc.returncode == 2, proc.stderr
+        errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+        assert len(errors) == 1 and "Traceback" not in proc.stderr
+        _assert_clean(proc.stderr + proc.stdout)
+        for root in (out, cache_dir):
+            for f in root.rglob("*") if root.exists() else []:
+                if f.is_file():
+                    _assert_clean(f.read_bytes().decode("utf-8", "replace"))

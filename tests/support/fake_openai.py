@@ -8,7 +8,11 @@ vLLM and llama.cpp. Vectors are a deterministic function of the text
 whitespace words. ``script`` is a queue of per-request behaviours:
 ``"ok"``, ``"429"`` (with ``Retry-After``), ``"500"``, ``"503"``, ``"timeout"``
 (sleeps past the client's timeout), ``"401"`` (echoes the presented key, as
-some servers do, to check it is scrubbed).
+some servers do, to check it is scrubbed). Malformed answers with status 200:
+``"echo-float"`` (the Authorization header where a float belongs, so parsing fails
+quoting it), ``"echo-text"`` (a non-JSON body quoting the header), ``"echo-cut"`` (the
+same, the key placed across the client's 80-character excerpt boundary),
+``"data-string"`` (``{"data": "..."}``).
 """
 
 from __future__ import annotations
@@ -60,6 +64,15 @@ class FakeOpenAI(FakeServer):
                          {"Retry-After": self.retry_after})
         if action in ("500", "503"):
             return Reply(int(action), {"error": {"message": "The server had an error"}})
+        if action == "echo-float":
+            return Reply(200, {"object": "list", "data": [{"object": "embedding", "index": 0, "embedding": [auth]}]})
+        if action == "echo-text":
+            return Reply(200, f"upstream rejected header Authorization: {auth}", content_type="text/plain")
+        if action == "echo-cut":  # the key starts at character 65: the client's 80-character excerpt cuts it
+            prefix = "x" * (65 - len("Bearer "))
+            return Reply(200, f"{prefix}Bearer {auth.split()[-1] if auth else ''} trailing", content_type="text/plain")
+        if action == "data-string":
+            return Reply(200, {"object": "list", "data": "this is not a list"})
         if action == "401" or (self.api_key and auth != f"Bearer {self.api_key}"):
             return Reply(401, {"error": {"message": f"Incorrect API key provided: {auth}",
                                          "type": "invalid_request_error"}})

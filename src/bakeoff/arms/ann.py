@@ -38,7 +38,7 @@ from ..cache import cache_key
 from ..data.model import Corpus, Queries, Run
 from ..data.ranking import rank
 from ..errors import ConfigError, MissingDependencyError
-from ..progress import progress_bar
+from ..progress import progress_bar, ticking
 from .base import Arm, ArmContext, DocMask, group_by_mask, register_arm
 
 __all__ = ["AnnArm", "recall_of_exact"]
@@ -152,12 +152,20 @@ class AnnArm(Arm):
             ivf.do_polysemous_training = False  # slow annealing that only serves Hamming pre-filtering
             rows = np.arange(n) if n <= self.train_size else np.sort(
                 np.random.default_rng(self.seed).choice(n, size=self.train_size, replace=False))
-            index.train(np.ascontiguousarray(emb[rows], dtype=np.float32))
+            with ticking(progress_bar(total=n, desc=f"index {self.name}", enabled=ctx.progress, unit="vec"),
+                         phase=f"training IVF{nlist},PQ{self.m} on {len(rows)} rows") as bar:
+                index.train(np.ascontiguousarray(emb[rows], dtype=np.float32))
+            bar.close()
+        # FAISS reports nothing during an add: chunks advance the bar, a ticking thread keeps the
+        # elapsed time moving inside each chunk (an HNSW chunk of 65,536 rows can take minutes).
         bar = progress_bar(total=n, desc=f"index {self.name}", enabled=ctx.progress, unit="vec")
-        for s in range(0, n, self.add_batch):
-            chunk = np.ascontiguousarray(emb[s : s + self.add_batch], dtype=np.float32)
-            index.add(chunk)
-            bar.update(len(chunk))
+        phase = {"flat": "adding", "hnsw": f"HNSW insert (M={self.M}, efC={self.ef_construction})",
+                 "ivfpq": "encoding + adding"}[self.kind]
+        with ticking(bar, phase=phase):
+            for s in range(0, n, self.add_batch):
+                chunk = np.ascontiguousarray(emb[s : s + self.add_batch], dtype=np.float32)
+                index.add(chunk)
+                bar.update(len(chunk))
         bar.close()
         return index
 

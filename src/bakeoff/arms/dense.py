@@ -2,7 +2,8 @@
 
 Rows are L2-normalised, so the score is the cosine similarity
 ``s(q, d) = <e(q), e(d)>``, computed exactly (no ANN) in float64 from the
-float32 embeddings, chunked over queries and documents, and ordered with the
+float32 embeddings, chunked over queries and documents (:mod:`.exact`: float32 BLAS
+screening, then a float64 re-check that reproduces those bits), and ordered with the
 package tie rule (:func:`~bakeoff.data.ranking.top_k_indices`). Masked rows
 get ``-inf`` and are never returned.
 
@@ -48,10 +49,10 @@ import numpy as np
 
 from ..cache import Cache, cache_key, checkpointed_rows
 from ..data.model import Corpus, Queries, Run
-from ..data.ranking import top_k_indices
 from ..errors import ConfigError
 from ..versions import version_of
 from .base import Arm, ArmContext, DocMask, group_by_mask, register_arm
+from .exact import exact_search
 from ..models.encoders import Encoder, TextKind, length_order, make_encoder
 from ..models.training_record import training_mark
 
@@ -130,44 +131,6 @@ def encode_checkpointed(
     cache.put_array(cache_kind, key, out)
     cache.path(sorted_kind, key, "npy").unlink(missing_ok=True)
     return np.load(cache.path(cache_kind, key, "npy"), mmap_mode="r", allow_pickle=False)
-
-
-def exact_search(
-    q: np.ndarray,
-    docs: np.ndarray,
-    doc_ids: Sequence[str],
-    *,
-    k: int,
-    mask: np.ndarray | None = None,
-    max_block: int = 1 << 24,
-) -> list[tuple[tuple[str, float], ...]]:
-    """Top-``k`` ``(doc id, score)`` per row of ``q`` by exact dot product (float64), tie rule order.
-
-    Work is chunked so that no score block exceeds ``max_block`` entries; each
-    query's scores come from its own matrix-vector products over fixed document
-    blocks, so a query's scores do not depend on which other queries (or mask
-    groups) share its batch. Rows with ``mask == False`` score ``-inf`` and are
-    never returned.
-    """
-    n = docs.shape[0]
-    out: list[tuple[tuple[str, float], ...]] = []
-    if n == 0:
-        return [() for _ in range(q.shape[0])]
-    doc_block = max(1, min(n, max_block // 64))
-    q_block = max(1, min(256, max_block // n))
-    for qs in range(0, q.shape[0], q_block):
-        qc = np.asarray(q[qs : qs + q_block], dtype=np.float64)
-        scores = np.empty((qc.shape[0], n), dtype=np.float64)
-        for ds in range(0, n, doc_block):
-            block = np.asarray(docs[ds : ds + doc_block], dtype=np.float64)
-            for j in range(qc.shape[0]):  # one matrix-vector product per query: batch-independent scores
-                scores[j, ds : ds + block.shape[0]] = block @ qc[j]
-        if mask is not None:
-            scores[:, ~mask] = -np.inf
-        for row in scores:
-            idx = top_k_indices(row, doc_ids, k)
-            out.append(tuple((doc_ids[i], float(row[i])) for i in idx))
-    return out
 
 
 def _unquote(value: str | None) -> str | None:
@@ -337,7 +300,8 @@ class DenseArm(Arm):
         ids = self._corpus.ids
         out: dict[str, tuple[tuple[str, float], ...]] = {}
         for m, rows in group_by_mask(queries, mask):
-            ranked = exact_search(q[np.asarray(rows, dtype=np.int64)], self._docs, ids, k=k, mask=m)
+            ranked = exact_search(q[np.asarray(rows, dtype=np.int64)], self._docs, ids, k=k, mask=m,
+                                  progress=ctx.progress, desc=f"search {self.name}")
             for i, r in zip(rows, ranked, strict=True):
                 out[queries.ids[i]] = r
         return Run.from_ranked(self.name, {qid: out[qid] for qid in queries.ids})

@@ -5,21 +5,32 @@ so its fingerprint covers theirs) and obtains their runs through
 :meth:`bakeoff.runner.context.Context.search`, so an input run already computed or
 cached for the same corpus, queries, depth and mask is reused, never
 recomputed. Each input contributes its top ``depth`` documents per query
-(its *candidates*); the fused ranking is ordered by the package tie rule
-(:func:`bakeoff.data.ranking.top_k`: score desc, then doc id desc) and cut to
-``k``. Masks are passed to the inputs unchanged, so a masked document can
-never appear in a fused run.
+(its *candidates*, ``R_i``, in tie-rule order); the fused ranking is ordered by the
+package tie rule (:func:`bakeoff.data.ranking.top_k`: score desc, then doc id desc)
+and cut to ``k``. Masks are passed to the inputs unchanged, so a masked document can
+never appear in a fused run. Scores are computed by the pure functions of this module
+(:func:`rrf_scores`, :func:`fuse_scores` ...) from per-query ranked lists, so they can be
+used without any arm. Throughout, ``r_i(d)`` is the 1-based position of ``d`` in ``R_i``
+and sums run over the inputs in their given order (deterministic floating point).
 
-**RRF** (Cormack, Clarke & Büttcher, 2009)::
+Three arm types:
 
-    score(d) = sum over inputs i containing d of 1 / (k_rrf + rank_i(d))
+* ``rrf`` -- (weighted) reciprocal rank fusion;
+* ``convex`` -- a convex combination of normalised scores (weights sum to 1; a document
+  missing from an input gets that input's *worst* normalised score);
+* ``fuse`` -- the classic metasearch methods (``method=``) with the normalisations
+  (``norm=``) of ranx's ``fuse`` (Bassani, ECIR 2022), which it reproduces to 1e-9
+  (``tests/arms/test_fusion_ranx.py``).
 
-with ``rank_i(d)`` the 1-based position of ``d`` in input ``i``'s run (which is
-already in tie-rule order) and ``k_rrf`` the RRF constant (default 60; CLI
-key ``k``). A document absent from an input's top ``depth`` gets nothing from
-that input. Terms are added in input order (deterministic floating point).
+**RRF** (Cormack, Clarke & Büttcher, 2009), weighted::
 
-**Convex** score fusion::
+    score(d) = sum over inputs i with d in R_i of w_i / (k_rrf + r_i(d))
+
+``k_rrf`` is the RRF constant (default 60; option ``k``), ``w_i`` the input's weight
+(default 1 each: plain RRF). A document absent from an input's top ``depth`` gets
+nothing from that input.
+
+**Convex** score fusion (arm ``convex``)::
 
     score(d) = sum_i w_i * norm_i(s_i(d))        (w_i >= 0, sum_i w_i = 1)
 
@@ -38,6 +49,41 @@ carries no information and normalises every document, present or missing, to
 0; an input with no candidates for a query contributes 0 to every document.
 With two inputs, ``weight=w`` means ``w`` for the first and ``1 - w`` for the
 second; with more, give ``weights`` (a list, or ``"0.5+0.3+0.2"`` on the CLI).
+
+**The fuse arm** (ranx's definitions; ``n_i = |R_i|``, ``eps = 1e-9``). First each input's
+candidate scores are normalised per query (:func:`normalize`, option ``norm``):
+
+* ``minmax``: ``(s - min) / max(max - min, eps)``;
+* ``zscore``: ``(s - mean) / max(std, eps)``, population std (``ddof=0``) (ranx ``zmuv``);
+* ``sum``: ``(s - min) / max(sum(s) - n_i * min, eps)`` (shifted to 0, then sums to 1);
+* ``rank``: ``1 - (r_i(d) - 1) / n_i`` (1 for the first, ``1/n_i`` for the last);
+* ``none``: the raw scores.
+
+A constant input normalises to 0 (minmax, zscore, sum). Then, with ``s_i(d)`` the
+normalised score and **a document missing from R_i contributing 0** (for ``zscore`` that
+is the input's mean -- unlike the ``convex`` arm, which gives it the input's minimum):
+
+* ``method=sum`` (CombSUM; weighted: ranx ``wsum``): ``sum_{i: d in R_i} w_i * s_i(d)``;
+* ``method=mnz`` (CombMNZ; weighted: ranx ``wmnz``):
+  ``(sum_{i: d in R_i} s_i(d)) * (sum_{i: d in R_i} w_i)`` -- with unit weights, the sum
+  times the number of inputs that retrieved ``d``;
+* ``method=max`` (CombMAX): ``max_{i: d in R_i} s_i(d)``;
+* ``method=rrf``: weighted RRF as above (scores play no part, so ``norm`` is refused);
+* ``method=isr`` (inverse square rank, Mourão et al. 2015):
+  ``(sum_{i: d in R_i} 1 / r_i(d)^2) * |{i: d in R_i}|``;
+* ``method=borda`` (BordaFuse, Aslam & Montague 2001; weighted: ranx ``w_bordafuse``):
+  with ``C`` the union of the candidates and ``N = |C|``, input ``i`` gives ``N - r_i(d) + 1``
+  points to each ``d`` in ``R_i`` and ``(N - n_i + 1) / 2`` to each other document of ``C``;
+  ``score(d) = sum_i w_i * points_i(d)``.
+
+Weights (``weights=w1+w2+...``, one per input, >= 0, not all 0; default 1 each) apply to
+``rrf``, ``sum``, ``mnz`` and ``borda``; ``max`` and ``isr`` take none. ``norm`` (default
+``minmax``, ranx's default) applies to ``sum``, ``mnz`` and ``max``; ``k`` (the RRF constant)
+only to ``rrf``. An option a method does not use is refused rather than ignored.
+
+Ties: ranx orders its inputs by score with an unstable sort, so rank-based methods can
+differ from ranx where an input has tied scores; bakeoff ranks every input by the package
+tie rule first, and computes exactly ranx's formulas on that order.
 """
 
 from __future__ import annotations
@@ -46,29 +92,70 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from ..data.model import Queries, Run
 from ..data.ranking import top_k
 from ..errors import ConfigError
 from .base import Arm, ArmContext, DocMask, register_arm
 
-__all__ = ["NORMS", "ConvexArm", "RRFArm", "convex_scores", "normalize_scores", "rrf_scores"]
+__all__ = [
+    "FUSE_METHODS",
+    "FUSE_NORMS",
+    "NORMS",
+    "ConvexArm",
+    "FuseArm",
+    "RRFArm",
+    "borda_scores",
+    "comb_max",
+    "comb_mnz",
+    "comb_sum",
+    "convex_scores",
+    "fuse_scores",
+    "isr_scores",
+    "normalize",
+    "normalize_scores",
+    "rrf_scores",
+]
 
 NORMS = ("minmax", "zscore")
+#: Methods of the ``fuse`` arm.
+FUSE_METHODS = ("sum", "mnz", "max", "rrf", "isr", "borda")
+#: Normalisations of the ``fuse`` arm (ranx's ``min-max``, ``zmuv``, ``sum``, ``rank``, ``None``).
+FUSE_NORMS = ("minmax", "zscore", "sum", "rank", "none")
+_WEIGHTED = ("sum", "mnz", "rrf", "borda")
+_SCORE_BASED = ("sum", "mnz", "max")
+_EPS = 1e-9
 
 Ranked = Sequence[tuple[str, float]]
 
 
-def rrf_scores(rankings: Sequence[Ranked], *, k_rrf: float) -> dict[str, float]:
-    """Reciprocal-rank-fused scores of ranked lists (each already in tie-rule order)."""
+def _weights_or_ones(weights: Sequence[float] | None, n: int) -> Sequence[float]:
+    if weights is None:
+        return (1.0,) * n
+    if len(weights) != n:
+        raise ValueError(f"{len(weights)} weights for {n} rankings")
+    return weights
+
+
+def rrf_scores(rankings: Sequence[Ranked], *, k_rrf: float, weights: Sequence[float] | None = None) -> dict[str, float]:
+    """Weighted reciprocal-rank-fused scores of ranked lists (each already in tie-rule order):
+    ``sum_i w_i / (k_rrf + r_i(d))`` (unit weights when ``weights`` is None)."""
     fused: dict[str, float] = {}
-    for ranking in rankings:
+    if weights is None:
+        for ranking in rankings:
+            for r, (doc, _score) in enumerate(ranking, start=1):
+                fused[doc] = fused.get(doc, 0.0) + 1.0 / (k_rrf + r)
+        return fused
+    for w, ranking in zip(_weights_or_ones(weights, len(rankings)), rankings, strict=True):
         for r, (doc, _score) in enumerate(ranking, start=1):
-            fused[doc] = fused.get(doc, 0.0) + 1.0 / (k_rrf + r)
+            fused[doc] = fused.get(doc, 0.0) + w * (1.0 / (k_rrf + r))
     return fused
 
 
 def normalize_scores(scores: Sequence[float], *, norm: str) -> tuple[list[float], float]:
-    """Normalised ``scores`` and the value a missing document gets (see module docstring)."""
+    """Normalised ``scores`` and the value a missing document gets (the ``convex`` arm's
+    conventions, see module docstring)."""
     if not scores:
         return [], 0.0
     lo, hi = min(scores), max(scores)
@@ -85,6 +172,98 @@ def normalize_scores(scores: Sequence[float], *, norm: str) -> tuple[list[float]
             return [0.0] * n, 0.0
         return [(s - mean) / std for s in scores], (lo - mean) / std
     raise ConfigError(f"norm must be one of {', '.join(NORMS)}, got {norm!r}")
+
+
+def normalize(ranking: Ranked, *, norm: str) -> dict[str, float]:
+    """One input's candidates normalised per query with the ``fuse`` arm's (ranx's)
+    formulas: ``minmax``, ``zscore``, ``sum``, ``rank`` or ``none`` (module docstring)."""
+    n = len(ranking)
+    if n == 0:
+        return {}
+    docs = [d for d, _ in ranking]
+    if norm == "rank":
+        return {d: 1.0 - i / n for i, d in enumerate(docs)}
+    s = np.fromiter((float(v) for _, v in ranking), dtype=np.float64, count=n)
+    if norm == "none":
+        out = s
+    elif norm == "minmax":
+        lo = s.min()
+        out = (s - lo) / max(float(s.max() - lo), _EPS)
+    elif norm == "zscore":
+        out = (s - s.mean()) / max(float(s.std()), _EPS)
+    elif norm == "sum":
+        lo = s.min()
+        out = (s - lo) / max(float(s.sum() - lo * n), _EPS)
+    else:
+        raise ConfigError(f"norm must be one of {', '.join(FUSE_NORMS)}, got {norm!r}")
+    return dict(zip(docs, out.tolist()))
+
+
+def _union(tables: Sequence[Any]) -> dict[str, None]:
+    docs: dict[str, None] = {}
+    for t in tables:
+        docs.update((d, None) for d in (t if isinstance(t, dict) else (d for d, _ in t)))
+    return docs
+
+
+def comb_sum(tables: Sequence[dict[str, float]], *, weights: Sequence[float] | None = None) -> dict[str, float]:
+    """CombSUM (weighted): ``sum_{i: d in t_i} w_i * t_i(d)`` over the union of the tables."""
+    ws = _weights_or_ones(weights, len(tables))
+    return {d: sum([w * t.get(d, 0.0) for w, t in zip(ws, tables)]) for d in _union(tables)}
+
+
+def comb_mnz(tables: Sequence[dict[str, float]], *, weights: Sequence[float] | None = None) -> dict[str, float]:
+    """CombMNZ (weighted as ranx's ``wmnz``): ``(sum_{i: d in t_i} t_i(d)) * (sum_{i: d in t_i} w_i)``."""
+    ws = _weights_or_ones(weights, len(tables))
+    out: dict[str, float] = {}
+    for d in _union(tables):
+        hits = [(t[d], w) for w, t in zip(ws, tables) if d in t]
+        out[d] = sum([s for s, _ in hits]) * sum([w for _, w in hits])
+    return out
+
+
+def comb_max(tables: Sequence[dict[str, float]]) -> dict[str, float]:
+    """CombMAX: ``max_{i: d in t_i} t_i(d)``."""
+    return {d: max(t[d] for t in tables if d in t) for d in _union(tables)}
+
+
+def isr_scores(rankings: Sequence[Ranked]) -> dict[str, float]:
+    """Inverse square rank: ``(sum_{i: d in R_i} 1 / r_i(d)^2) * |{i: d in R_i}|``."""
+    return comb_mnz([{d: 1.0 / (r * r) for r, (d, _) in enumerate(ranking, start=1)} for ranking in rankings])
+
+
+def borda_scores(rankings: Sequence[Ranked], *, weights: Sequence[float] | None = None) -> dict[str, float]:
+    """BordaFuse (weighted): ``sum_i w_i * points_i(d)`` over the union ``C`` of the candidates,
+    ``points_i(d) = N - r_i(d) + 1`` for ``d`` in ``R_i``, else ``(N - n_i + 1) / 2`` (``N = |C|``)."""
+    cand = _union(rankings)
+    big_n = len(cand)
+    tables = []
+    for ranking in rankings:
+        pts = {d: float(big_n - i) for i, (d, _) in enumerate(ranking)}
+        unranked = (big_n - len(ranking) + 1) / 2
+        tables.append({d: pts.get(d, unranked) for d in cand})
+    return comb_sum(tables, weights=weights)
+
+
+def fuse_scores(rankings: Sequence[Ranked], *, method: str, norm: str = "minmax", k_rrf: float = 60.0,
+                weights: Sequence[float] | None = None) -> dict[str, float]:
+    """The ``fuse`` arm's scores of one query's input rankings (each in tie-rule order; module
+    docstring). ``norm`` is used by ``sum``/``mnz``/``max``, ``k_rrf`` by ``rrf``, ``weights`` by
+    ``sum``/``mnz``/``rrf``/``borda`` (None: unit weights)."""
+    if method == "rrf":
+        return rrf_scores(rankings, k_rrf=k_rrf, weights=weights)
+    if method == "isr":
+        return isr_scores(rankings)
+    if method == "borda":
+        return borda_scores(rankings, weights=weights)
+    tables = [normalize(r, norm=norm) for r in rankings]
+    if method == "sum":
+        return comb_sum(tables, weights=weights)
+    if method == "mnz":
+        return comb_mnz(tables, weights=weights)
+    if method == "max":
+        return comb_max(tables)
+    raise ConfigError(f"fuse: method must be one of {', '.join(FUSE_METHODS)}, got {method!r}")
 
 
 def convex_scores(rankings: Sequence[Ranked], *, weights: Sequence[float], norm: str) -> dict[str, float]:
@@ -124,6 +303,41 @@ def _positive_int(value: Any, key: str, type_name: str) -> int:
     return out
 
 
+def _rrf_constant(k: Any, type_name: str) -> float:
+    try:
+        out = float(k)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{type_name}: k (the RRF constant) must be a number, got {k!r}") from None
+    if not (out >= 0 and math.isfinite(out)):
+        raise ConfigError(f"{type_name}: k (the RRF constant) must be >= 0, got {k!r}")
+    return out
+
+
+def _split_numbers(value: Any, key: str, type_name: str) -> tuple[float, ...]:
+    if isinstance(value, str):
+        parts: list[Any] = [p for p in value.replace(";", "+").split("+") if p.strip()]
+    elif isinstance(value, (int, float)):
+        parts = [value]
+    else:
+        parts = list(value)
+    try:
+        return tuple(float(p) for p in parts)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{type_name}: {key} must be numbers, got {value!r}") from None
+
+
+def _free_weights(weights: Any, n: int, type_name: str) -> tuple[float, ...] | None:
+    """Non-negative weights, one per input, not all zero; ``None`` when absent or all 1 (plain)."""
+    if weights is None:
+        return None
+    ws = _split_numbers(weights, "weights", type_name)
+    if len(ws) != n:
+        raise ConfigError(f"{type_name}: {len(ws)} weights for {n} arms")
+    if any(not (math.isfinite(w) and w >= 0) for w in ws) or not any(ws):
+        raise ConfigError(f"{type_name}: weights must be >= 0 and not all 0, got {list(ws)}")
+    return None if all(w == 1.0 for w in ws) else ws
+
+
 class _FusionArm(Arm):
     """Shared plumbing: inputs, candidate depth, fetching the inputs' runs."""
 
@@ -152,41 +366,33 @@ class _FusionArm(Arm):
 
 @register_arm("rrf", code_version="1")
 class RRFArm(_FusionArm):
-    """Reciprocal rank fusion of two or more arms (formula in the module docstring).
+    """(Weighted) reciprocal rank fusion of two or more arms (formula in the module docstring).
 
     Options: ``arms`` (the inputs, ``a+b`` on the CLI), ``k`` (the RRF constant
     ``k_rrf``, default 60 — not the cutoff), ``depth`` (candidates taken from
-    each input, default 100).
+    each input, default 100), ``weights`` (one per input, ``2+1`` on the CLI, >= 0;
+    default 1 each).
     """
 
-    def __init__(self, *, name: str | None = None, arms: Any = None, k: float = 60, depth: int = 100) -> None:
+    def __init__(self, *, name: str | None = None, arms: Any = None, k: float = 60, depth: int = 100,
+                 weights: Any = None) -> None:
         super().__init__(name=name, arms=arms, depth=depth)
-        try:
-            self.k_rrf = float(k)
-        except (TypeError, ValueError):
-            raise ConfigError(f"rrf: k (the RRF constant) must be a number, got {k!r}") from None
-        if not self.k_rrf >= 0:
-            raise ConfigError(f"rrf: k (the RRF constant) must be >= 0, got {k!r}")
+        self.k_rrf = _rrf_constant(k, "rrf")
+        self.weights = _free_weights(weights, len(self.arms), "rrf")
 
     def config(self) -> dict[str, Any]:
-        return {"k_rrf": self.k_rrf, "depth": self.depth}
+        cfg: dict[str, Any] = {"k_rrf": self.k_rrf, "depth": self.depth}
+        if self.weights is not None:  # absent when plain, so unweighted fingerprints stay as they were
+            cfg["weights"] = list(self.weights)
+        return cfg
 
     def _fuse(self, rankings: Sequence[Ranked]) -> dict[str, float]:
-        return rrf_scores(rankings, k_rrf=self.k_rrf)
+        return rrf_scores(rankings, k_rrf=self.k_rrf, weights=self.weights)
 
 
 def _parse_weights(weight: Any, weights: Any, n: int) -> tuple[float, ...]:
     if weights is not None:
-        if isinstance(weights, str):
-            parts = [p for p in weights.replace(";", "+").split("+") if p.strip()]
-        elif isinstance(weights, (int, float)):
-            parts = [weights]
-        else:
-            parts = list(weights)
-        try:
-            ws = tuple(float(p) for p in parts)
-        except (TypeError, ValueError):
-            raise ConfigError(f"convex: weights must be numbers, got {weights!r}") from None
+        ws = _split_numbers(weights, "weights", "convex")
     elif weight is not None:
         if n != 2:
             raise ConfigError(f"convex: weight= is for two arms; give weights=w1+w2+... for {n} arms")
@@ -234,3 +440,49 @@ class ConvexArm(_FusionArm):
 
     def _fuse(self, rankings: Sequence[Ranked]) -> dict[str, float]:
         return convex_scores(rankings, weights=self.weights, norm=self.norm)
+
+
+@register_arm("fuse", code_version="1")
+class FuseArm(_FusionArm):
+    """CombSUM, CombMNZ, CombMAX, RRF, ISR or BordaFuse of two or more arms, as ranx's ``fuse``
+    computes them (formulas and conventions in the module docstring).
+
+    Options: ``arms``, ``method`` (``sum`` default, ``mnz``, ``max``, ``rrf``, ``isr``, ``borda``),
+    ``norm`` (``minmax`` default, ``zscore``, ``sum``, ``rank``, ``none``; for sum/mnz/max only),
+    ``weights`` (one per input, >= 0; for sum/mnz/rrf/borda), ``k`` (the RRF constant, default 60;
+    for rrf only), ``depth`` (candidates per input, default 100). An option the method does not
+    use is refused.
+    """
+
+    def __init__(self, *, name: str | None = None, arms: Any = None, method: str = "sum", norm: str | None = None,
+                 weights: Any = None, k: float | None = None, depth: int = 100) -> None:
+        super().__init__(name=name, arms=arms, depth=depth)
+        self.method = str(method).lower()
+        if self.method not in FUSE_METHODS:
+            raise ConfigError(f"fuse: method must be one of {', '.join(FUSE_METHODS)}, got {method!r}")
+        if norm is not None and self.method not in _SCORE_BASED:
+            raise ConfigError(f"fuse: norm= is for methods {', '.join(_SCORE_BASED)}; method={self.method} "
+                              "uses ranks only")
+        self.norm = None if self.method not in _SCORE_BASED else str(norm or "minmax").lower()
+        if self.norm is not None and self.norm not in FUSE_NORMS:
+            raise ConfigError(f"fuse: norm must be one of {', '.join(FUSE_NORMS)}, got {norm!r}")
+        if k is not None and self.method != "rrf":
+            raise ConfigError(f"fuse: k= is the RRF constant, for method=rrf only (method={self.method})")
+        self.k_rrf = _rrf_constant(60 if k is None else k, "fuse") if self.method == "rrf" else None
+        if weights is not None and self.method not in _WEIGHTED:
+            raise ConfigError(f"fuse: weights= is for methods {', '.join(_WEIGHTED)}, not {self.method}")
+        self.weights = _free_weights(weights, len(self.arms), "fuse")
+
+    def config(self) -> dict[str, Any]:
+        cfg: dict[str, Any] = {"method": self.method, "depth": self.depth}
+        if self.norm is not None:
+            cfg["norm"] = self.norm
+        if self.k_rrf is not None:
+            cfg["k_rrf"] = self.k_rrf
+        if self.weights is not None:
+            cfg["weights"] = list(self.weights)
+        return cfg
+
+    def _fuse(self, rankings: Sequence[Ranked]) -> dict[str, float]:
+        return fuse_scores(rankings, method=self.method, norm=self.norm or "minmax", k_rrf=self.k_rrf or 0.0,
+                           weights=self.weights)

@@ -29,8 +29,10 @@ def compare_cmd(
     """Compare two result sets (same corpus, queries and judgments: fingerprints are checked).
 
     Arms with the same name in both sets are prefixed with their folder name (A/..., B/...).
+    Same corpus, different queries (SYNTHETIC REAL): whether the synthetic queries rank the arms as the real
+    ones do (Kendall's tau with a bootstrap CI).
     With --fail-if-worse the exit status is 1 when NEW is significantly worse (one line per
-    failing check), 0 otherwise; mismatched result sets exit 2.
+    failing check), 0 otherwise; result sets on different data, splits or queries exit 2.
     """
     from ..report.write import ReportOptions, compare_results
 
@@ -41,7 +43,15 @@ def compare_cmd(
         gate = gate_files(first, second, measures=fail_if_worse, alpha=alpha, margin=margin, n_resamples=resamples,
                           seed=seed)
     options = ReportOptions(n_resamples=resamples, seed=seed, alpha=alpha, deltas=delta, html=html, progress=progress)
-    show_report(compare_results(first, second, out=out, data=data, options=options))
+    done = compare_results(first, second, out=out, data=data, options=options)
+    if done.agreement is None:
+        show_report(done)
+    else:
+        from ..report.terminal import print_agreement
+
+        print_agreement(done.agreement)
+        if done.written:
+            typer.echo(f"wrote {', '.join(done.written)} in {done.folder}")
     if gate is not None:
         for line in gate.lines:
             typer.echo(f"gate: {line}")

@@ -25,7 +25,8 @@ from typing import Any
 from ..errors import InputError, MissingDependencyError
 from .clean import CleanOptions, html_to_text
 from .judgments import is_sqlite, read_judgments
-from .model import Corpus, Dataset, Qrels, Queries, Query, Run
+from .model import Corpus, Dataset, Qrels, Queries, Query
+from .trec import read_qrels, read_trec_run  # the TREC readers live in .trec (trec_eval's rules)
 
 __all__ = [
     "FieldMap",
@@ -225,76 +226,6 @@ def read_beir_queries(path: PathLike) -> Queries:
     if not qs:
         raise InputError("no queries", path=path)
     return Queries.from_queries(qs)
-
-
-def read_qrels(path: PathLike) -> Qrels:
-    """Read judgments: BEIR TSV (``query-id corpus-id score`` with a header) or TREC
-    (``qid iter docid grade``). The format is detected per file from the first row. A
-    ``bakeoff label`` SQLite database (detected by its header) gives its resolved human judgments."""
-    path = Path(path)
-    if is_sqlite(path):
-        return read_judgments(path).qrels
-    out: dict[str, dict[str, int]] = {}
-    fmt: str | None = None
-    n = 0
-    for no, line in _lines(path):
-        if not line.strip():
-            continue
-        cols = line.split("\t") if "\t" in line else line.split()
-        cols = [c.strip() for c in cols]
-        if fmt is None:
-            if cols[0].lower() in ("query-id", "query_id", "qid", "query"):
-                fmt = "beir"
-                continue
-            fmt = "trec" if len(cols) == 4 else "beir"
-        if fmt == "trec":
-            trec_names = ("query id", "iteration", "doc id", "grade")
-            if len(cols) != 4:
-                raise InputError(f"expected 4 columns (qid iter docid grade), got {len(cols)}",
-                                 path=path, line=no, field=trec_names[min(len(cols), 3)])
-            qid, did, grade = cols[0], cols[2], cols[3]
-        else:
-            beir_names = ("query-id", "corpus-id", "score")
-            if len(cols) != 3:
-                raise InputError(f"expected 3 columns (query-id corpus-id score), got {len(cols)}",
-                                 path=path, line=no, field=beir_names[min(len(cols), 2)])
-            qid, did, grade = cols
-        try:
-            g = int(float(grade)) if float(grade).is_integer() else None
-        except ValueError:
-            g = None
-        if g is None:
-            raise InputError(f"grade must be an integer, got {grade!r}", path=path, line=no, field="grade")
-        out.setdefault(qid, {})[did] = g
-        n += 1
-    if n == 0:
-        raise InputError("no judgments", path=path)
-    return Qrels(out)
-
-
-def read_trec_run(path: PathLike, *, name: str | None = None) -> Run:
-    """Read a TREC run (``qid Q0 docid rank score tag``). Ranks are ignored; the order
-    comes from scores via the package tie rule, as in trec_eval."""
-    path = Path(path)
-    scores: dict[str, dict[str, float]] = {}
-    for no, line in _lines(path):
-        if not line.strip():
-            continue
-        cols = line.split()
-        if len(cols) != 6:
-            fields = ("query id", "Q0", "doc id", "rank", "score", "tag")
-            raise InputError(f"expected 6 columns (qid Q0 docid rank score tag), got {len(cols)}",
-                             path=path, line=no, field=fields[min(len(cols), 5)])
-        try:
-            s = float(cols[4])
-        except ValueError:
-            raise InputError(f"score must be a number, got {cols[4]!r}", path=path, line=no, field="score") from None
-        per = scores.setdefault(cols[0], {})
-        if cols[2] in per:
-            raise InputError(f"document {cols[2]!r} appears twice for query {cols[0]!r}",
-                             path=path, line=no, field="doc id")
-        per[cols[2]] = s
-    return Run.from_scores(name or path.stem, scores)
 
 
 @dataclass(frozen=True, kw_only=True)

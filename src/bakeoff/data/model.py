@@ -16,7 +16,7 @@ from functools import cached_property
 from types import MappingProxyType
 from typing import Any
 
-from .ranking import rank
+from .ranking import NaNScoreError, rank
 
 __all__ = ["Corpus", "Dataset", "Document", "Qrels", "Queries", "Query", "Run", "label_kind_of"]
 
@@ -255,8 +255,16 @@ class Run:
     def from_scores(
         cls, name: str, scores: Mapping[str, Mapping[str, float] | Sequence[tuple[str, float]]]
     ) -> Run:
-        """Build a run from unordered per-query scores, ordering each with ``rank``."""
-        return cls(name, MappingProxyType({str(q): rank(s) for q, s in scores.items()}))
+        """Build a run from unordered per-query scores, ordering each with ``rank``.
+
+        A NaN score raises :class:`~bakeoff.data.ranking.NaNScoreError` naming the run and query."""
+        ranked: dict[str, tuple[tuple[str, float], ...]] = {}
+        for q, s in scores.items():
+            try:
+                ranked[str(q)] = rank(s)
+            except NaNScoreError as exc:
+                raise exc.within(f"run {name!r}, query {str(q)!r}") from None
+        return cls(name, MappingProxyType(ranked))
 
     @classmethod
     def from_ranked(cls, name: str, ranked: Mapping[str, Sequence[tuple[str, float]]]) -> Run:

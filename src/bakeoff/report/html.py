@@ -31,7 +31,8 @@ from typing import Any
 
 from ..data.model import Dataset, Run
 from ..errors import MissingDependencyError
-from .terminal import _letters, pair_rows, report_rows
+from .terminal import _letters, leak_bucket_rows, pair_rows, report_rows, truth_quality_rows
+from .tuning import tuning_section
 
 __all__ = ["render_html", "write_html", "json_for_html", "pareto_front", "explorer_data", "plotly_js"]
 
@@ -228,6 +229,8 @@ def _body(report: Mapping[str, Any]) -> str:
                  f'resamples, seed {st["seed"]}. Letters after a cell: the arm is significantly better than the arms '
                  f'with those letters (two-sided paired randomization test, Holm-corrected across the pairs of arms per '
                  f'measure, alpha = {st["alpha"]}).</p>')
+    parts.append(_truth_quality_html(report))
+    parts.append(tuning_section(report))  # empty unless the results come from `bakeoff tune`
     parts.append('<h2>Plots</h2><div class="plots">')
     parts.append('<div class="plot" id="plot-pareto"></div><div class="plot" id="plot-bars"></div>'
                  '<div class="plot" id="plot-wtl"></div>')
@@ -323,10 +326,50 @@ def _verdict_html(report: Mapping[str, Any]) -> str:
         out.append(_table(header, rows, left=2, cls="costs"))
         out.append(f'<p class="muted">On {e(v["measure"])}, alpha = {v["alpha"]} after Holm correction. The pick is '
                    "the cheapest arm statistically tied with the highest mean; a cost decides only when it differs by "
-                   "more than 10%, in the column order. model = model files on disk; memory = peak resident memory "
-                   "the arm's index and search added.</p>")
+                   "more than 10%, in the column order. index time = as measured in this run (an index or embeddings "
+                   "restored from the cache count as their lookup time); model = model files on disk; memory = peak "
+                   "resident memory the arm's index and search added (- when restored from an older cache entry)."
+                   "</p>")
     out.append("</section>")
     return "".join(out)
+
+
+def _truth_quality_html(report: Mapping[str, Any]) -> str:
+    """The truth-quality section (:mod:`bakeoff.report.quality`); empty when the report has none."""
+    e = html.escape
+    tq = report.get("truth_quality")
+    if not tq:
+        return ""
+    parts = ['<section id="truth-quality"><h2>Truth quality</h2>']
+    header, rows = truth_quality_rows(report)
+    if rows:
+        holes = tq.get("holes") or {}
+        parts.append('<p class="muted">Judged@k: share of an arm\'s top k that has any judgment (mean over queries). '
+                     'Unjudged documents count as non-relevant in every measure, so a low value means the scores '
+                     'above are lower bounds that can reorder the arms.</p>')
+        parts.append(_table(header, rows, cls="truth-quality"))
+        parts.append(f'<p class="muted">Holes: {holes.get("total", 0)} unjudged (query, document) pairs in the arms\' '
+                     f'pooled top {tq["k"]} over {holes.get("queries", 0)} queries; {holes.get("disputed", 0)} are in '
+                     f'some arms\' top {tq["k"]} but not all. Listed in {e(str(holes.get("file")))}; '
+                     '<code>bakeoff assess</code> grades them with an LLM into a separate judgment file.</p>')
+        if tq.get("round_trip"):
+            rt = tq["round_trip"]
+            parts.append(f'<p class="muted">Source in top k (round trip): share of the {rt["n"]} queries whose source '
+                         f'document (metadata {e(str(rt["field"]))}) the arm ranks in its top k. Reported only: '
+                         'filtering on it would favour the arm used to filter.</p>')
+    lb = tq.get("leak_buckets")
+    if lb:
+        counts = ", ".join(f"{b}: {n}" for b, n in lb["counts"].items())
+        parts.append(f'<h3>Leak-robust verdict ({e(lb["measure"])})</h3><p class="muted">The best arm against each '
+                     f'other arm inside each leak bucket (queries per bucket: {e(counts)}), with a paired randomization '
+                     f'test inside the bucket, Holm-corrected across pairs within a bucket (alpha {lb["alpha"]}). '
+                     'A win only in the high-leak bucket is a win on words copied from the answer.</p>')
+        for pair in lb["pairs"]:
+            h, rows = leak_bucket_rows(pair)
+            parts.append(f'<h4>{e(pair["a"])} &minus; {e(pair["b"])} (delta {pair["delta"]:+.4f})</h4>')
+            parts.append(_table(h, rows, cls="leak-buckets"))
+    parts.append("</section>")
+    return "\n".join(parts)
 
 
 def render_html(report: Mapping[str, Any], *, explorer: Mapping[str, Any]) -> str:

@@ -30,7 +30,10 @@ Schema (``schema_version`` 1)::
         "coverage": {"n_queries", "uncoverable", "partial", "missing_relevant_docs"} | null,
         "failures": {arm: {"count", "queries"}} | null    # coverable queries, no relevant doc in top k
       },
-      "leak": {"values": [...], "mean", "source", ...} | null,
+      "leak": {"values": [...], "per_query": {qid: leak}, "mean", "source", ...} | null,
+      "truth_quality": {"k", "judged", "holes", "round_trip", "leak_buckets"} | null,
+                       # judged@k, unjudged pooled documents, round trip, leak-robust verdict
+                       # (bakeoff.report.quality)
       "broken_arms": [{"name", "type", "empty": {"queries", "n", "share", "max_share", "broken"}, "metrics"}],
                                                      # left out of arms, stats and diagnostics (runner.guards)
       "verdict": {...}                               # bakeoff.report.verdict.build_verdict
@@ -141,14 +144,14 @@ def find_leak(dataset_source: Mapping[str, Any] | None, dataset: Dataset | None,
     pre-binned ``histogram`` ``{"edges": [...], "counts": [...]}``.
     """
     if dataset is not None:
-        vals = []
+        vals: dict[str, float] = {}
         for q in query_ids:
             if q in dataset.queries:
                 v = dataset.queries[q].metadata.get("leak") if isinstance(dataset.queries[q].metadata, Mapping) else None
                 if isinstance(v, (int, float)) and not isinstance(v, bool):
-                    vals.append(float(v))
+                    vals[q] = float(v)
         if vals:
-            return _leak_summary({"values": vals}, source="queries metadata field 'leak'")
+            return _leak_summary({"per_query": vals}, source="queries metadata field 'leak'", query_ids=query_ids)
     folders: list[Path] = []
     src = dataset_source or {}
     for key in ("beir", "queries", "qrels", "corpus"):
@@ -205,8 +208,10 @@ def _leak_summary(leak: Any, *, source: str, query_ids: Sequence[str] = ()) -> d
             if isinstance(v, Mapping):
                 qset = set(query_ids)
                 items = [(q, x) for q, x in v.items() if isinstance(x, (int, float))]
-                chosen = [x for q, x in items if q in qset] if qset and any(q in qset for q, _ in items) else [x for _, x in items]
-                values = [float(x) for x in chosen]
+                if qset and any(q in qset for q, _ in items):
+                    items = [(q, x) for q, x in items if q in qset]
+                    extra["per_query"] = {str(q): float(x) for q, x in items}  # leak by query id (leak buckets)
+                values = [float(x) for _, x in items]
                 break
             if isinstance(v, (list, tuple)):
                 values = [float(x) for x in v if isinstance(x, (int, float))]
@@ -345,6 +350,8 @@ def build_report(
                     diag["failures"][a] = {"count": len(f), "queries": f}
 
     leak = find_leak(results["dataset"].get("source"), dataset, qids)
+    quality = _truth_quality(results, dataset=dataset, runs=runs, qids=qids, primary=primary, comp=comp, leak=leak,
+                             seed=seed, n_resamples=n_resamples, alpha=alpha)
     report = {
         "schema": "bakeoff.report",
         "schema_version": REPORT_SCHEMA_VERSION,
@@ -361,9 +368,22 @@ def build_report(
         "stats": comp.to_dict(),
         "diagnostics": diag,
         "leak": leak,
+        "truth_quality": quality,
+        **({"tune": results["tune"]} if results.get("tune") else {}),  # a `bakeoff tune` sweep
         "broken_arms": broken,
     }
     return _with_verdict(_finite(report))
+
+
+def _truth_quality(results: Mapping[str, Any], *, dataset: Dataset | None, runs: Mapping[str, Run] | None,
+                   qids: Sequence[str], primary: str, comp: Any, leak: Mapping[str, Any] | None, seed: int,
+                   n_resamples: int, alpha: float) -> dict[str, Any] | None:
+    """The truth-quality section (:mod:`bakeoff.report.quality`), arms ordered best first on ``primary``."""
+    from .quality import truth_quality
+
+    order = sorted((a["name"] for a in results["arms"]), key=lambda a: -comp.mean(a, primary).mean)
+    return truth_quality(results, dataset=dataset, runs=runs, query_ids=qids, primary=primary, arm_order=order,
+                         leak=leak, seed=seed, n_resamples=n_resamples, alpha=alpha)
 
 
 # --- guards and verdict (bakeoff.runner.guards, bakeoff.report.verdict) ------------------------------
@@ -404,6 +424,6 @@ def _broken_only_report(results: Mapping[str, Any], broken: list[dict[str, Any]]
                   "means": [], "pairs": []},
         "diagnostics": {"win_tie_loss": {m: [] for m in measures}, "disagreements": [], "churn": [],
                         "decomposition": [], "oracle": {}, "coverage": None, "failures": None},
-        "leak": None, "broken_arms": broken,
+        "leak": None, "truth_quality": None, "broken_arms": broken,
     }
     return _with_verdict(_finite(report))

@@ -12,7 +12,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
-__all__ = ["print_table", "table_rows"]
+__all__ = ["leak_bucket_rows", "print_agreement", "print_table", "print_truth_quality", "table_rows",
+           "truth_quality_rows"]
 
 
 def table_rows(results: Mapping[str, Any], *, measures: Sequence[str] | None = None) -> tuple[list[str], list[list[str]]]:
@@ -193,6 +194,7 @@ def print_report(report: Mapping[str, Any], *, file: IO[str] | None = None) -> N
     for r in rows:
         table.add_row(*r)
     console.print(table)
+    print_truth_quality(report, console)
     st = report["stats"]
     console.print(f"Means with {int(st['confidence'] * 100)}% bootstrap CIs ({st['n_resamples']} resamples, seed "
                   f"{st['seed']}). Letters: the arm is significantly better than those arms (paired randomization "
@@ -280,3 +282,105 @@ def print_verdict(report: Mapping[str, Any], *, console: Any) -> None:
         for r in rows:
             t.add_row(*(escape(c) for c in r))
         console.print(t)
+        console.print("  A cost decides only when it differs by more than 10%, in the column order. Index time is as "
+                      "measured in this run (a cached index counts as its lookup time); memory is the peak the arm's "
+                      "index and search added (- when restored from an older cache entry).", soft_wrap=True)
+
+
+def truth_quality_rows(report: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """Header and rows of the truth-quality table (:mod:`bakeoff.report.quality`): per arm
+    Judged@k, unjudged documents in its top k (of them disputed), round trip @10/@100."""
+    tq = report.get("truth_quality") or {}
+    k = tq.get("k", report.get("k"))
+    judged, holes, rt = tq.get("judged") or {}, tq.get("holes") or {}, tq.get("round_trip") or {}
+    header = ["arm", f"Judged@{k}", f"unjudged in top {k} (disputed)"]
+    if rt:
+        header += [f"source in top {x}" for x in rt["ks"]]
+    rows = []
+    for a in report["arms"]:
+        name = a["name"]
+        if name not in judged:
+            continue
+        row = [name, _fmt(judged[name], 3),
+               f"{holes.get('per_arm', {}).get(name, 0)} ({holes.get('disputed_per_arm', {}).get(name, 0)})"]
+        if rt:
+            row += [_fmt((rt["arms"].get(name) or {}).get(f"top{x}"), 3) for x in rt["ks"]]
+        rows.append(row)
+    return header, rows
+
+
+def leak_bucket_rows(pair: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """Header and rows of one leak-robust verdict table (one pair of arms, one row per leak bucket)."""
+    header = ["leak bucket", "n", "mean A", "mean B", "A-B", "W/T/L", "p (perm)", "p Holm", ""]
+    rows = [[r["bucket"], str(r["n"]), _fmt(r["mean_a"]), _fmt(r["mean_b"]), f"{r['delta']:+.4f}",
+             f"{r['wins']}/{r['ties']}/{r['losses']}", _fmt_p(r.get("p_perm")), _fmt_p(r.get("p_perm_holm")),
+             "*" if r.get("significant") else ""] for r in pair["rows"]]
+    return header, rows
+
+
+def print_truth_quality(report: Mapping[str, Any], console: Any) -> None:
+    """The truth-quality table, the holes summary and the leak-robust verdict (when present)."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    tq = report.get("truth_quality")
+    if not tq:
+        return
+    header, rows = truth_quality_rows(report)
+    if rows:
+        t = Table(title="Truth quality: how much of each arm's top k the judgments cover")
+        for i, h in enumerate(header):
+            t.add_column(h, justify="left" if i == 0 else "right")
+        for r in rows:
+            t.add_row(*(escape(c) for c in r))
+        console.print(t)
+        holes = tq.get("holes") or {}
+        rt = tq.get("round_trip")
+        console.print(f"Holes: {holes.get('total', 0)} unjudged (query, document) pairs in the arms' pooled top "
+                      f"{tq['k']} over {holes.get('queries', 0)} queries, {holes.get('disputed', 0)} of them in some "
+                      f"arms' top {tq['k']} but not all (listed in {holes.get('file')}; grade them with "
+                      "`bakeoff assess`). Unjudged documents count as non-relevant in every measure.", soft_wrap=True)
+        if rt:
+            console.print(f"Round trip: share of the {rt['n']} queries whose source document (metadata "
+                          f"'{rt['field']}') is in the arm's top k; reported, never used as a filter (it favours "
+                          "the arm that would filter).", soft_wrap=True)
+    lb = tq.get("leak_buckets")
+    if lb:
+        counts = ", ".join(f"{b} {n}" for b, n in lb["counts"].items())
+        console.print(f"Leak-robust verdict on {lb['measure']} (queries per leak bucket: {counts}); a win that holds "
+                      "only at high leak is a win on words copied from the answer.", soft_wrap=True)
+        for pair in lb["pairs"]:
+            h, rows = leak_bucket_rows(pair)
+            t = Table(title=f"{pair['a']} - {pair['b']} by leak bucket (delta {pair['delta']:+.4f}; * = significant "
+                            f"after Holm within the bucket, alpha={lb['alpha']})")
+            for i, c in enumerate(h):
+                t.add_column(c, justify="left" if i == 0 else "right")
+            for r in rows:
+                t.add_row(*(escape(c) for c in r))
+            console.print(t)
+
+
+def print_agreement(agr: Mapping[str, Any], *, file: IO[str] | None = None) -> None:
+    """The synthetic-vs-real ranking agreement (:mod:`bakeoff.report.agreement`): both sets' arm means
+    side by side, Kendall's τ with its CI, and the verdict in one sentence."""
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    console = Console(file=file, width=120)
+    labels = agr["labels"]
+    t = Table(title=f"Arm means on {agr['measure']}: {labels[0]} ({agr['n_queries'][0]} queries) vs {labels[1]} "
+                    f"({agr['n_queries'][1]} queries)")
+    t.add_column("arm")
+    for i, lab in enumerate(labels):
+        tag = "synthetic" if lab == agr["synthetic"] else "real"
+        t.add_column(f"{lab} ({tag})", justify="right")
+        t.add_column("rank", justify="right")
+    ranks = [{a: r for r, a in enumerate(sorted(agr["arms"], key=lambda a, m=m: -m[a]), start=1)} for m in agr["means"]]
+    for a in agr["arms"]:
+        t.add_row(escape(a), _fmt(agr["means"][0][a]), str(ranks[0][a]), _fmt(agr["means"][1][a]), str(ranks[1][a]))
+    console.print(t)
+    console.print(escape(agr["text"]), soft_wrap=True)
+    if agr.get("undefined_resamples"):
+        console.print(f"({agr['undefined_resamples']} of {agr['n_resamples']} resamples had all arm means tied: "
+                      "no τ, left out of the CI.)", soft_wrap=True)

@@ -54,6 +54,9 @@ class ReportOutput:
     report: dict[str, Any]
     folder: Path | None = None
     written: list[str] = field(default_factory=list)
+    #: Set by :func:`compare_results` when the two sets have different queries: the ranking
+    #: agreement (:func:`bakeoff.report.agreement.ranking_agreement`), which is then also ``report``.
+    agreement: dict[str, Any] | None = None
 
 
 def parse_deltas(specs: Sequence[str], arms: Sequence[str]) -> list[tuple[str, str]]:
@@ -109,6 +112,7 @@ def write_report(
     from .latex import write_latex
 
     write_latex(out / "report.tex", rep)
+    holes_written = _write_holes(out, rep, dataset=dataset, runs=runs, query_ids=qids)
     if o.html:
         from .html import explorer_data, write_html
 
@@ -116,8 +120,21 @@ def write_report(
         write_html(out / "report.html", rep, explorer=exp)
     atomic_write_json(out / "report.json", rep)
     written = ["report.json", *(["report.html"] if o.html else []), "report.tex", "per_query.csv",
-               *(["per_query.parquet"] if (out / "per_query.parquet").exists() else [])]
+               *(["per_query.parquet"] if (out / "per_query.parquet").exists() else []), *holes_written]
     return ReportOutput(rep, out, written)
+
+
+def _write_holes(out: Path, rep: Mapping[str, Any], *, dataset: Dataset | None, runs: Mapping[str, Run] | None,
+                 query_ids: Sequence[str]) -> list[str]:
+    """``holes.tsv`` (:func:`bakeoff.report.quality.write_holes`) when the report counted holes."""
+    holes = (rep.get("truth_quality") or {}).get("holes")
+    if not holes or dataset is None or runs is None:
+        return []
+    from .quality import write_holes
+
+    arms = [a["name"] for a in rep["arms"] if a["name"] in runs]
+    write_holes(out / holes["file"], {a: runs[a] for a in arms}, dataset, k=holes["k"], query_ids=query_ids)
+    return [holes["file"]]
 
 
 def report_results(results_dir: str | Path, *, out: Path | None = None, data: str | Path | None = None,
@@ -137,12 +154,29 @@ def compare_results(first: str | Path, second: str | Path, *, out: Path | None =
                     data: str | Path | None = None, options: ReportOptions = ReportOptions()) -> ReportOutput:
     """``bakeoff compare``: one report over the arms of two result sets of the same dataset
     (:func:`bakeoff.report.inputs.merge_results`: fingerprints checked, clashing arm names
-    prefixed with their folder's name, or ``A/`` and ``B/``). Written only with ``out``."""
+    prefixed with their folder's name, or ``A/`` and ``B/``). Written only with ``out``.
+
+    Same corpus but different queries (a synthetic set and real queries): the *ranking
+    agreement* of the arms both ran instead (:mod:`bakeoff.report.agreement`, Kendall's τ with
+    a bootstrap CI over ``options.n_resamples`` resamples, at most 2,000), written to
+    ``out/agreement.json``."""
     pa, pb = results_path(first), results_path(second)
     ra, rb = read_results(pa), read_results(pb)
     la, lb = pa.parent.name or "A", pb.parent.name or "B"
     if la == lb:
         la, lb = "A", "B"
+    fa, fb = ra.fingerprints, rb.fingerprints
+    if fa.get("corpus") and fa.get("corpus") == fb.get("corpus") and fa.get("queries") != fb.get("queries"):
+        from .agreement import ranking_agreement
+
+        agr = ranking_agreement(ra, rb, labels=(la, lb), paths=(pa, pb), n_resamples=min(options.n_resamples, 2000),
+                                seed=options.seed)
+        written = []
+        if out is not None:
+            out.mkdir(parents=True, exist_ok=True)
+            atomic_write_json(out / "agreement.json", agr)
+            written.append("agreement.json")
+        return ReportOutput(agr, out, written, agreement=agr)
     merged = merge_results(ra, rb, labels=(la, lb), paths=(pa, pb))
     dataset = load_dataset(ra, path=pa, data=data)
     runs = load_runs(merged, folder=pa.parent)

@@ -27,7 +27,8 @@ Schema (``schema_version`` 1)::
                 "empty": {"queries", "n", "share", "max_share", "broken"},   # empty rankings; broken arms
                 "footprint": {"model_bytes", "peak_rss_mb", "added_mb", "memory_method"},
                 "identical_ids_removed": int          # only with dataset.ignore_identical_ids
-               }]
+               }],
+      "tune": {...}     # optional: the sweep of `bakeoff tune` (schema bakeoff.tune, see bakeoff.tune.sweep)
     }
 
 ``dataset.ignore_identical_ids`` is ``true`` when each query's own id was removed from its
@@ -127,6 +128,8 @@ class Results:
     arms: list[ArmResult]
     excluded: Mapping[str, Sequence[str]] = field(default_factory=dict)
     n_evaluated: int = 0
+    #: Further top-level sections, e.g. ``tune`` (the sweep behind a ``bakeoff tune`` result).
+    extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self, *, run_files: Mapping[str, str] | None = None) -> dict[str, Any]:
         run_files = run_files or {}
@@ -141,6 +144,7 @@ class Results:
             "measures": list(self.measures),
             "queries": {"evaluated": self.n_evaluated, "excluded": {k: list(v) for k, v in self.excluded.items()}},
             "arms": [a.to_dict(run_file=run_files.get(a.name)) for a in self.arms],
+            **_jsonable(self.extra),
         }
 
     def write(self, out: str | Path) -> Path:

@@ -33,7 +33,8 @@ from ..data.loaders import FieldMap
 from ..data.model import Corpus
 from ..errors import ConfigError
 from .llm import LLMClient, Usage
-from .synthetic import ClusterOptions, DescribeOptions, SyntheticTruth, cluster_truth, describe_truth
+from .synthetic import (ClusterOptions, DescribeOptions, SyntheticTruth, cluster_leak_filter, cluster_truth,
+                        describe_truth)
 
 __all__ = ["Embed", "GenerateOutcome", "generate_truth", "open_llm"]
 
@@ -111,6 +112,7 @@ def generate_truth(
     batch_in: Path | None = None,
     batch_out: Path | None = None,
     progress: bool = True,
+    cluster_leak_threshold: float | None = 0.35,
 ) -> GenerateOutcome:
     """``bakeoff generate``: ground truth for ``corpus`` (describe mode for :class:`DescribeOptions`,
     cluster mode for :class:`ClusterOptions`), written with ``out`` as a BEIR folder whose
@@ -118,7 +120,9 @@ def generate_truth(
 
     ``corpus`` is a :class:`~bakeoff.data.model.Corpus` or a path opened by
     :func:`bakeoff.data.datasets.open_corpus` (records mapped by ``fields``), after the options
-    are checked. Cluster mode needs ``embed``; ``batch_in`` applies to describe mode.
+    are checked. Cluster mode needs ``embed``; ``batch_in`` applies to describe mode. Cluster
+    questions whose leak exceeds ``cluster_leak_threshold`` are dropped
+    (:func:`~bakeoff.truth.synthetic.cluster_leak_filter`; ``None`` only records the leak).
     Refused (:class:`~bakeoff.errors.ConfigError`): ``n < 1``, a test fraction outside [0, 1],
     batch files without a cache or with the local LLM.
     """
@@ -150,6 +154,7 @@ def generate_truth(
             vectors, name = embed(corpus)
             truth = cluster_truth(corpus, client, vectors=vectors, options=options, progress=progress,
                                   encoder_name=name)
+            truth = cluster_leak_filter(truth, corpus, threshold=cluster_leak_threshold)
         usage = client.usage
         if client.collect:
             from .llm import write_batch

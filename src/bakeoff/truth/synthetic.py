@@ -400,3 +400,45 @@ def histogram_table(columns: dict[str, list[float]]) -> str:
 
 def provenance_json(truth: SyntheticTruth) -> str:
     return json.dumps(truth.provenance, indent=2, sort_keys=True, default=str)
+
+
+def cluster_leak_filter(truth: SyntheticTruth, corpus: Corpus, *, threshold: float | None = 0.35,
+                        lang: str = "en") -> SyntheticTruth:
+    """Cluster mode's leak filter and statistics (describe mode has them built in).
+
+    Each question's leak is measured against the concatenated (title + text) of its relevant
+    documents (:func:`leak_report`'s rule) and recorded in its metadata (``leak``); with a
+    ``threshold``, questions above it are dropped with their judgments and hard negatives
+    (no regeneration: a cluster answer is one request for several questions). Provenance gets
+    ``leak`` = ``{"kept", "all_generations", "rejection_rate", "threshold", "lang"}`` as in
+    describe mode, and ``counts["rejected_leak"]``.
+    """
+    ids, texts, metas, judg, values = [], [], [], {}, []
+    kept_vals: list[float] = []
+    negatives = dict(truth.provenance.get("hard_negatives") or {})
+    rejected = 0
+    for qid, text, meta in zip(truth.queries.ids, truth.queries.texts, truth.queries.metadata, strict=True):
+        docs = [d for d in truth.qrels.relevant(qid) if d in corpus] if qid in truth.qrels else []
+        source = " ".join(f"{corpus.titles[corpus.position[d]]} {corpus.texts[corpus.position[d]]}" for d in docs)
+        lk = leak(text, source, lang=lang)
+        values.append(lk)
+        if threshold is not None and lk > threshold:
+            rejected += 1
+            negatives.pop(qid, None)
+            continue
+        kept_vals.append(lk)
+        ids.append(qid)
+        texts.append(text)
+        metas.append({**dict(meta), "leak": round(lk, 6)})
+        if qid in truth.qrels:
+            judg[qid] = dict(truth.qrels[qid])
+    prov = dict(truth.provenance)
+    prov["leak"] = {"kept": leak_stats(kept_vals, threshold=threshold),
+                    "all_generations": leak_stats(values, threshold=threshold),
+                    "rejection_rate": rejected / len(values) if values else 0.0, "threshold": threshold, "lang": lang}
+    prov["counts"] = {**dict(prov.get("counts") or {}), "kept": len(ids), "rejected_leak": rejected}
+    if "hard_negatives" in prov:
+        prov["hard_negatives"] = negatives
+        prov["n_hard_negatives"] = sum(len(v) for v in negatives.values())
+    return SyntheticTruth(Queries(tuple(ids), tuple(texts), tuple(metas)), Qrels(judg), prov,
+                          test_fraction=truth.test_fraction, split_seed=truth.split_seed)

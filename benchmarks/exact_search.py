@@ -1,0 +1,94 @@
+"""Exact dense search: the float64 reference vs the float32-screened exact search, in one run.
+
+Vectors: ``benchmarks/scaling.py``'s generated corpora (seeded random unit vectors, dim 384,
+``<workdir>/<n>/doc_vecs.npy`` memory-mapped, ``query_vecs.npy``); made here if missing.
+For each size, each method runs in its own subprocess (so ``peak RSS`` = that process's
+``ru_maxrss``, data included), searches ``--queries`` queries for the top ``--k``, writes a
+TREC run file and prints its sha256: equal hashes = bit-identical rankings and scores.
+
+    nice python benchmarks/exact_search.py --sizes 100000,1000000 --queries 100 --k 100
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+def run_one(method: str, workdir: Path, *, n_queries: int, k: int, out: Path) -> dict[str, Any]:
+    from bakeoff.arms.exact import exact_search, exact_search_reference, gemv_model
+    from bakeoff.data.model import Run
+    from bakeoff.data.writers import write_trec_run
+
+    docs = np.load(workdir / "doc_vecs.npy", mmap_mode="r")
+    q = np.load(workdir / "query_vecs.npy")[:n_queries]
+    ids = [f"d{i}" for i in range(docs.shape[0])]
+    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    fn = exact_search if method == "new" else exact_search_reference
+    t0 = time.perf_counter()
+    ranked = fn(q, docs, ids, k=k)
+    wall = time.perf_counter() - t0
+    run = Run.from_ranked(method, {f"q{i}": r for i, r in enumerate(ranked)})
+    write_trec_run(run, out, tag="exact")
+    return {"method": method, "n": int(docs.shape[0]), "queries": int(q.shape[0]), "k": k,
+            "ms_per_query": 1000 * wall / q.shape[0], "wall_s": wall, "rss_before_mb": rss0,
+            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "sha256": hashlib.sha256(out.read_bytes()).hexdigest(), "blas": str(gemv_model())}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default="100000,1000000")
+    ap.add_argument("--queries", type=int, default=100)
+    ap.add_argument("--k", type=int, default=100)
+    ap.add_argument("--workdir", default="/tmp/bakeoff-scaling")
+    ap.add_argument("--methods", default="old,new")
+    ap.add_argument("--json", default=None)
+    ap.add_argument("--stage", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--n", type=int, default=0, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    root = Path(args.workdir)
+    if args.stage:
+        res = run_one(args.stage, root / str(args.n), n_queries=args.queries, k=args.k,
+                      out=root / f"exact-{args.stage}-{args.n}.run")
+        print(json.dumps(res))
+        return
+    sys.path.insert(0, str(Path(__file__).parent))
+    from scaling import generate
+
+    rows: list[dict[str, Any]] = []
+    for n in [int(s) for s in args.sizes.split(",")]:
+        generate(root / str(n), n, n_queries=max(200, args.queries), dim=384, seed=0)
+        for method in args.methods.split(","):
+            proc = subprocess.run([sys.executable, __file__, "--stage", method, "--n", str(n), "--workdir", str(root),
+                                   "--queries", str(args.queries), "--k", str(args.k)], check=False, capture_output=True,
+                                  text=True)
+            if proc.returncode != 0:
+                print(f"# {method} n={n} failed: {proc.stderr.strip()[-2000:]}", file=sys.stderr)
+                continue
+            row = json.loads(proc.stdout.strip().splitlines()[-1])
+            rows.append(row)
+            print(f"# {json.dumps(row)}", file=sys.stderr, flush=True)
+    print(f"\n{'n':>9s} {'method':6s} {'ms/query':>10s} {'ratio':>7s} {'peak_MB':>8s}  sha256 of the run file")
+    for r in rows:
+        old = next((o for o in rows if o["n"] == r["n"] and o["method"] == "old"), None)
+        ratio = f"{old['ms_per_query'] / r['ms_per_query']:7.1f}" if old else f"{'':7s}"
+        print(f"{r['n']:9d} {r['method']:6s} {r['ms_per_query']:10.2f} {ratio} {r['peak_rss_mb']:8.0f}  {r['sha256']}")
+    for n in sorted({r["n"] for r in rows}):
+        hs = {r["sha256"] for r in rows if r["n"] == n}
+        print(f"n={n}: run files {'IDENTICAL' if len(hs) == 1 else 'DIFFER'}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,70 @@
+"""``bakeoff assess RESULTS_DIR --llm ...``: grade the unjudged pooled documents with an LLM."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from ._common import make_cache
+
+
+def assess_cmd(
+    results_dir: Annotated[Path, typer.Argument(help="Folder written by `bakeoff run --out` (or its results.json).")],
+    llm: Annotated[str, typer.Option(help="local | openai:<model> | ollama:<model> | <base_url>|<model>.")] = "local",
+    arms: Annotated[Optional[str], typer.Option(help="Comma-separated arms to pool (default: all).")] = None,
+    depth: Annotated[int, typer.Option(help="Pool each arm's top DEPTH documents.")] = 10,
+    max_pairs: Annotated[Optional[int], typer.Option(help="Grade at most this many holes (disputed first).")] = None,
+    relevant_from: Annotated[int, typer.Option(help="Lowest assessed grade (0-3) counted relevant when merged.")] = 2,
+    out: Annotated[Optional[Path], typer.Option(help="Output folder (default RESULTS_DIR/assessed).")] = None,
+    data: Annotated[Optional[Path], typer.Option(help="BEIR folder, if the dataset moved since the run.")] = None,
+    concurrency: Annotated[Optional[int], typer.Option(help="Requests in flight (default 4; local 1).")] = None,
+    price: Annotated[Optional[str], typer.Option(help="USD per 1M tokens 'prompt,completion' (overrides the table).")] = None,
+    cache: Annotated[str, typer.Option(help="Cache policy: use, refresh or off.")] = "use",
+    cache_dir: Annotated[Optional[Path], typer.Option(help="Cache folder.")] = None,
+    progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
+) -> None:
+    """Grade each unjudged document in the arms' pooled top DEPTH 0-3 with an LLM (UMBRELA-style rubric).
+
+    Writes assessed.qrels (a separate judgment file) and assessment.json (provenance, counts, cost, and every
+    arm's metrics with the original labels and with original + assessed labels, side by side)."""
+    from ..truth.assess import AssessOptions, assess_results
+
+    chosen = tuple(a.strip() for a in arms.split(",") if a.strip()) if arms else ()
+    options = AssessOptions(depth=depth, arms=chosen, max_pairs=max_pairs, relevant_from=relevant_from)
+    done = assess_results(results_dir, llm=llm, options=options, out=out, data=data, cache=make_cache(cache, cache_dir),
+                          concurrency=concurrency, price=price, progress=progress)
+    c, u = done.counts, done.usage
+    typer.echo(f"holes: {c['holes']} unjudged (query, document) pairs in the pooled top {depth} "
+               f"({c['disputed']} disputed); asked {c['asked']}, assessed {c['assessed']}, failed {c['failed']} "
+               f"(invalid after re-asking; {c['re_asked']} re-asks), skipped {c['skipped']}")
+    typer.echo("grades: " + ", ".join(f"{g}: {n}" for g, n in done.grades.items()))
+    typer.echo(f"llm: {u['requests']} requests ({u['cache_hits']} cached), {u['prompt_tokens']} prompt + "
+               f"{u['completion_tokens']} completion tokens, ${u['cost_usd']:.4f}; {done.seconds:.1f} s "
+               f"(startup {done.llm_startup_s:.1f} s)")
+    _print_side_by_side(done)
+    typer.echo(f"wrote {', '.join(done.written)} in {done.folder} (assessed labels are kept apart from the originals)")
+
+
+def _print_side_by_side(done: object) -> None:
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    measures, rows = done.measures, done.metrics  # type: ignore[attr-defined]
+    table = Table(title="Metrics with the original labels | with original + assessed labels")
+    table.add_column("arm")
+    for m in measures:
+        table.add_column(f"{m} orig", justify="right")
+        table.add_column(f"{m} +assessed", justify="right")
+    for r in rows:
+        cells = []
+        for m in measures:
+            cells += [f"{r['original'][m]:.4f}", f"{r['with_assessed'][m]:.4f}"]
+        table.add_row(escape(r["arm"]), *cells)
+    Console(width=max(100, 24 + 30 * len(measures))).print(table)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("assess")(assess_cmd)

@@ -1,0 +1,340 @@
+"""An LLM assessor for the *holes* of a judgment set (``bakeoff assess``).
+
+A hole is an unjudged document in the pooled top ``depth`` of the arms
+(:func:`bakeoff.data.pool.holes`). Each one is graded 0-3 by an LLM with an
+UMBRELA-style prompt (Upadhyay et al. 2024, "UMBRELA: UMbrela is the (open-source
+reproduction of the) Bing RELevance Assessor", after Thomas et al. 2023): the TREC-style
+rubric
+
+    0 = the passage has nothing to do with the query
+    1 = related to the query but does not answer it
+    2 = has some answer, but unclear or hidden among extraneous information
+    3 = dedicated to the query and contains the exact answer
+
+and the steps "consider the underlying intent of the search; measure how well the content
+matches a likely intent (M); measure how trustworthy the passage is (T); decide on a final
+score (O)". The answer is structured: ``{"intent_match": M, "trustworthiness": T,
+"final_score": O}``, each an integer in 0..3 (a pydantic schema). Instruction models get a
+chat prompt; base models (the bundled Gemma 3 270M) a few-shot completion in the same
+rubric. An answer that does not validate (a grade outside 0..3, broken JSON) is re-asked
+with another sampling seed (``schema_retries``, :class:`bakeoff.truth.llm.LLMClient`) and,
+if it never validates, counted as ``failed`` and left unjudged. Answers are cached and their
+tokens priced by the same client as ``bakeoff generate``.
+
+**Never mixed silently.** The grades go to their own TREC qrels file
+(``assessed.qrels``), beside ``assessment.json`` holding the provenance (model and client
+configuration without any key, the prompt text and its sha256, the parameters, the date,
+the counts, the usage and the cost) and the metrics of every arm with the original labels
+and with original + assessed labels side by side. For the merged evaluation an assessed
+grade ``g`` counts as ``min(g, top)`` when ``g >= relevant_from`` (default 2: "has an
+answer") and 0 otherwise, with ``top`` the highest original grade (1 for binary sets such
+as SciFact), so that an assessed "3" never outweighs an original "1". Original judgments
+always win (only unjudged pairs are assessed).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import logging
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .._io import atomic_write_json
+from ..cache import Cache
+from ..data.model import Corpus, Qrels, Run
+from ..data.pool import Hole, holes
+from ..errors import ConfigError, InputError
+from ..metrics import evaluate
+from .llm import ChatRequest, Generation, LLMClient
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pydantic import BaseModel
+
+__all__ = ["ASSESS_INSTRUCTION", "AssessOptions", "AssessOutcome", "assess_completion", "assess_messages",
+           "assess_request", "assess_results", "assess_schema", "grade_pairs", "merged_qrels", "prompt_hash"]
+
+log = logging.getLogger("bakeoff")
+
+ASSESS_INSTRUCTION = (
+    "Given a query and a passage, grade the passage on an integer scale of 0 to 3:\n"
+    "0 = the passage has nothing to do with the query,\n"
+    "1 = the passage seems related to the query but does not answer it,\n"
+    "2 = the passage has some answer for the query, but the answer may be a bit unclear, or hidden amongst "
+    "extraneous information,\n"
+    "3 = the passage is dedicated to the query and contains the exact answer.\n"
+    "Split the problem into steps: consider the underlying intent of the search; measure how well the content "
+    "matches a likely intent of the query (M, 0-3); measure how trustworthy the passage is (T, 0-3); consider "
+    "these aspects and their relative importance and decide on a final score (O, 0-3). Each score is an integer."
+)
+
+#: Worked examples for base models, in the rubric's terms: the same query with a passage that answers
+#: it and one that does not, so a small model sees that the grade depends on the pair, not on the query.
+_SHOTS: tuple[tuple[str, str, int, int, int], ...] = (
+    ("does vitamin d help bones",
+     "Vitamin D supplementation reduced hip fractures by 20% in adults over 65 in a randomised trial.", 3, 3, 3),
+    ("does vitamin d help bones",
+     "The mitochondrion is the site of oxidative phosphorylation in eukaryotic cells.", 0, 3, 0),
+    ("what causes earthquakes",
+     "Volcanoes are openings in the Earth's crust through which lava and gases escape.", 1, 3, 1),
+    ("how do I copy a folder in python",
+     "shutil.copy(src, dst): copy the file src to dst. See also copytree for whole directories.", 2, 3, 2),
+    ("what causes earthquakes",
+     "Earthquakes happen when stress built up where tectonic plates meet is suddenly released along a fault.",
+     3, 3, 3),
+)
+_COMPLETION_HEADER = ("Relevance assessments. " + ASSESS_INSTRUCTION.split("\n", 1)[0]
+                      + " 0 = nothing to do with the query, 1 = related but does not answer it, 2 = some answer, "
+                      "unclear or hidden, 3 = dedicated to the query with the exact answer. M = match with the "
+                      "query's intent, T = trustworthiness, O = final score.\n\n")
+
+
+def assess_schema() -> type[BaseModel]:
+    """``{"intent_match": 0..3, "trustworthiness": 0..3, "final_score": 0..3}`` (integers)."""
+    from pydantic import BaseModel, Field
+
+    class Assessment(BaseModel):
+        intent_match: int = Field(ge=0, le=3)
+        trustworthiness: int = Field(ge=0, le=3)
+        final_score: int = Field(ge=0, le=3)
+
+    return Assessment
+
+
+def _answer(m: int, t: int, o: int) -> str:
+    return json.dumps({"intent_match": m, "trustworthiness": t, "final_score": o})
+
+
+def _user(query: str, passage: str) -> str:
+    return (f"{ASSESS_INSTRUCTION}\n\nQuery: {query}\nPassage: {passage}\n\n"
+            'Answer as JSON: {"intent_match": M, "trustworthiness": T, "final_score": O}')
+
+
+def assess_messages(query: str, passage: str) -> tuple[dict[str, str], ...]:
+    """Chat turns for instruction models: the rubric and the pair (zero-shot, as UMBRELA)."""
+    return ({"role": "system", "content": "You are a search quality rater evaluating the relevance of passages."},
+            {"role": "user", "content": _user(query, passage)})
+
+
+def assess_completion(query: str, passage: str) -> tuple[str, str]:
+    """``(prompt, prefill)`` for base models: a few-shot log of graded pairs ending with this pair."""
+    parts = [_COMPLETION_HEADER]
+    for q, p, m, t, o in _SHOTS:
+        parts.append(f"Query: {q}\nPassage: {p}\nGrades: {_answer(m, t, o)}\n\n")
+    parts.append(f"Query: {query}\nPassage: {passage}\nGrades: ")
+    return "".join(parts), '{"intent_match": '
+
+
+def prompt_hash(style: str) -> str:
+    """sha256 of the prompt template of ``style`` (``chat`` or ``completion``), rendered with placeholders."""
+    if style == "completion":
+        text = "".join(assess_completion("{query}", "{passage}"))
+    else:
+        text = json.dumps(assess_messages("{query}", "{passage}"), sort_keys=True)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True, kw_only=True)
+class AssessOptions:
+    """How holes are chosen and graded (all recorded in provenance).
+
+    ``depth``: pool cutoff; ``arms``: the arms pooled (default all with a run);
+    ``max_pairs``: grade at most this many holes (disputed ones first, then by best rank,
+    then query order; the rest are counted as ``skipped``); ``relevant_from``: the lowest
+    assessed grade counted relevant in the merged evaluation.
+    """
+
+    depth: int = 10
+    arms: tuple[str, ...] = ()
+    max_pairs: int | None = None
+    max_doc_chars: int = 1000
+    temperature: float = 0.0
+    max_tokens: int = 48
+    seed: int = 0
+    relevant_from: int = 2
+
+
+def _doc_text(corpus: Corpus, doc_id: str, max_chars: int) -> str:
+    i = corpus.position[doc_id]
+    title, text = corpus.titles[i], corpus.texts[i]
+    full = " ".join((f"{title}\n{text}" if title else text).split())
+    return full if len(full) <= max_chars else full[:max_chars].rsplit(" ", 1)[0] + " ..."
+
+
+def assess_request(query: str, passage: str, client: LLMClient, options: AssessOptions) -> ChatRequest:
+    """The request grading one (query, passage) pair in the client's prompt style."""
+    params: dict[str, Any] = {"temperature": options.temperature, "max_tokens": options.max_tokens,
+                              "seed": options.seed}
+    if client.config.prompt_style == "completion":
+        prompt, prefill = assess_completion(query, passage)
+        return ChatRequest.completion(prompt, assess_schema(), {**params, "stop": ["\n"]}, prefill=prefill)
+    return ChatRequest(assess_messages(query, passage), assess_schema(), params)
+
+
+def grade_pairs(client: LLMClient, pairs: Sequence[tuple[str, str]], *, options: AssessOptions = AssessOptions(),
+                progress: bool = True) -> list[Generation]:
+    """Grade ``(query text, passage text)`` pairs; a Generation per pair (``value.final_score`` when ok)."""
+    reqs = [assess_request(q, p, client, options) for q, p in pairs]
+    return client.generate_many(reqs, progress=progress, desc="assess")
+
+
+def merged_qrels(original: Qrels, assessed: Mapping[str, Mapping[str, int]], *, relevant_from: int = 2) -> Qrels:
+    """Original judgments plus the assessed ones mapped to the original scale (module docstring)."""
+    top = max((g for q in original for g in original[q].values()), default=1)
+    top = max(top, 1)
+    out: dict[str, dict[str, int]] = {q: dict(original[q]) for q in original}
+    for q, docs in assessed.items():
+        row = out.setdefault(q, {})
+        for d, g in docs.items():
+            if d not in row:
+                row[d] = min(int(g), top) if int(g) >= relevant_from else 0
+    return Qrels(out)
+
+
+@dataclass
+class AssessOutcome:
+    """What ``bakeoff assess`` did: counts, the metrics table, the files written, usage and time."""
+
+    counts: dict[str, int]
+    metrics: list[dict[str, Any]]
+    measures: list[str]
+    grades: dict[str, int]
+    usage: dict[str, Any]
+    seconds: float
+    llm_startup_s: float
+    folder: Path | None = None
+    written: list[str] = field(default_factory=list)
+
+
+def _order(hs: Sequence[Hole], query_ids: Sequence[str]) -> list[Hole]:
+    pos = {q: i for i, q in enumerate(query_ids)}
+    return sorted(hs, key=lambda h: (not h.disputed, h.best_rank, pos.get(h.query_id, 0), h.doc_id))
+
+
+def _side_by_side(results: Mapping[str, Any], runs: Mapping[str, Run], original: Qrels, merged: Qrels, *,
+                  query_ids: Sequence[str], depth: int) -> tuple[list[str], list[dict[str, Any]]]:
+    k = int(results["k"])
+    measures = [m for m in (f"ndcg@{k}", f"recall@{k}", f"mrr@{k}") if m in results["measures"]] or \
+        list(results["measures"][:3])
+    measures = [*measures, f"judged@{depth}"]
+    rows = []
+    for a in results["arms"]:
+        name = a["name"]
+        if name not in runs:
+            continue
+        before = evaluate(runs[name], original, measures, query_ids=query_ids, relevance_level=1)
+        after = evaluate(runs[name], merged, measures, query_ids=query_ids, relevance_level=1)
+        rows.append({"arm": name, "original": {m: before.means[m] for m in measures},
+                     "with_assessed": {m: after.means[m] for m in measures}, "n_queries": len(before.query_ids)})
+    return measures, rows
+
+
+def assess_results(
+    results_dir: str | Path,
+    *,
+    llm: str = "local",
+    options: AssessOptions = AssessOptions(),
+    out: str | Path | None = None,
+    data: str | Path | None = None,
+    cache: Cache | None = None,
+    concurrency: int | None = None,
+    price: str | None = None,
+    progress: bool = True,
+    open_client: Callable[..., Any] | None = None,
+) -> AssessOutcome:
+    """``bakeoff assess``: grade the holes of a results folder (see the module docstring).
+
+    Writes ``assessed.qrels`` and ``assessment.json`` into ``out`` (default
+    ``RESULTS_DIR/assessed``). Bad input (no results, unknown arm, an arm without a run,
+    ``depth < 1``) raises before anything is asked or written.
+    """
+    from ..data.writers import write_trec_qrels
+    from ..runner.reopen import load_dataset, load_runs, results_path
+    from ..runner.results import read_results
+    from .generate import open_llm
+
+    if options.depth < 1:
+        raise ConfigError("--depth must be >= 1")
+    if options.max_pairs is not None and options.max_pairs < 0:
+        raise ConfigError("--max-pairs must be >= 0")
+    path = results_path(results_dir)
+    results = read_results(path)
+    names = results.arm_names
+    chosen = list(options.arms) or names
+    for a in chosen:
+        if a not in names:
+            raise ConfigError(f"--arms: unknown arm {a!r}; arms in {path}: {', '.join(names)}")
+    dataset = load_dataset(results, path=path, data=data)
+    runs = load_runs(results, folder=path.parent)
+    missing = [a for a in chosen if a not in runs]
+    if missing:
+        raise InputError(f"arm {missing[0]!r} has no run file to pool", path=path, field="arms.run_file")
+    qids = results.query_ids
+    pooled = {a: runs[a] for a in chosen}
+    all_holes = _order(holes(pooled, dataset.qrels, k=options.depth, query_ids=qids), qids)
+    todo = all_holes if options.max_pairs is None else all_holes[:options.max_pairs]
+    folder = Path(out) if out is not None else path.parent / "assessed"
+
+    t0 = time.perf_counter()
+    with (open_client or open_llm)(llm, cache=cache, concurrency=concurrency, price=price) as client:
+        started = time.perf_counter() - t0
+        pairs = [(dataset.queries[h.query_id].text, _doc_text(dataset.corpus, h.doc_id, options.max_doc_chars))
+                 for h in todo]
+        gens = grade_pairs(client, pairs, options=options, progress=progress)
+        usage = client.usage.as_dict()
+        config = client.config.public()
+        style = client.config.prompt_style
+    seconds = time.perf_counter() - t0
+
+    assessed: dict[str, dict[str, int]] = {}
+    records = []
+    grades: Counter[str] = Counter({str(g): 0 for g in range(4)})
+    for h, g in zip(todo, gens, strict=True):
+        rec: dict[str, Any] = {"query_id": h.query_id, "doc_id": h.doc_id, "best_rank": h.best_rank,
+                               "arms": list(h.arms), "disputed": h.disputed, "attempts": g.attempts,
+                               "cached": g.cached}
+        if g.ok:
+            v = g.value
+            assessed.setdefault(h.query_id, {})[h.doc_id] = int(v.final_score)
+            grades[str(v.final_score)] += 1
+            rec.update(grade=int(v.final_score), intent_match=int(v.intent_match),
+                       trustworthiness=int(v.trustworthiness))
+        else:
+            rec.update(grade=None, error=g.error)
+        records.append(rec)
+    n_ok = sum(1 for g in gens if g.ok)
+    counts = {"holes": len(all_holes), "disputed": sum(1 for h in all_holes if h.disputed), "asked": len(todo),
+              "assessed": n_ok, "failed": len(todo) - n_ok, "skipped": len(all_holes) - len(todo),
+              "queries": len({h.query_id for h in todo}), "re_asked": int(usage.get("schema_retries", 0)),
+              "cache_hits": int(usage.get("cache_hits", 0))}
+    merged = merged_qrels(dataset.qrels, assessed, relevant_from=options.relevant_from)
+    measures, rows = _side_by_side(results, runs, dataset.qrels, merged, query_ids=qids, depth=options.depth)
+    example = (list(assess_completion("{query}", "{passage}")) if style == "completion"
+               else list(assess_messages("{query}", "{passage}")))
+    prov = {
+        "schema": "bakeoff.assessment", "schema_version": 1,
+        "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "results": str(path),
+        "dataset": {"name": results.dataset.get("name"), "fingerprints": dict(results.fingerprints)},
+        "llm": config,
+        "prompt": {"method": "UMBRELA-style 0-3 rubric (Upadhyay et al. 2024)", "style": style,
+                   "instruction": ASSESS_INSTRUCTION, "template": example, "sha256": prompt_hash(style)},
+        "parameters": {**asdict(options), "arms": chosen, "schema": assess_schema().model_json_schema()},
+        "merge_rule": (f"assessed grade g counts as min(g, highest original grade) when g >= "
+                       f"{options.relevant_from}, else 0; original judgments always win"),
+        "counts": counts, "grades": dict(grades), "usage": usage, "seconds": round(seconds, 3),
+        "llm_startup_s": round(started, 3),
+        "measures": measures, "metrics": rows,
+        "judgments": records,
+        "files": {"qrels": "assessed.qrels"},
+    }
+    folder.mkdir(parents=True, exist_ok=True)
+    write_trec_qrels(Qrels(assessed), folder / "assessed.qrels")
+    atomic_write_json(folder / "assessment.json", prov)
+    return AssessOutcome(counts, rows, measures, dict(grades), usage, seconds, started, folder,
+                         ["assessed.qrels", "assessment.json"])
