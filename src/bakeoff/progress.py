@@ -1,24 +1,63 @@
-"""Progress bars (tqdm) with counts, rate and ETA, written to stderr; off when disabled."""
+"""Progress bars (tqdm) with counts, rate and ETA, written to stderr; off when disabled or when stderr
+is not a terminal (a log file or a pipe gets the messages, never the carriage-return redraws).
+
+Messages printed while bars are shown go through :func:`write_line` (a line of their own), and
+:func:`close_bars` clears every bar before the command line's final error line."""
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-__all__ = ["progress_bar", "ticking"]
+__all__ = ["close_bars", "progress_bar", "ticking", "write_line"]
 
 T = TypeVar("T")
 
 
 def progress_bar(iterable: Iterable[T] | None = None, *, total: int | None = None, desc: str = "",
                  enabled: bool = True, unit: str = "it") -> Any:
-    """A tqdm bar (``iterable`` wrapped, or a manual bar when ``None``); a no-op bar when disabled."""
+    """A tqdm bar (``iterable`` wrapped, or a manual bar when ``None``); a no-op bar when disabled
+    or when stderr is not a terminal."""
     from tqdm.auto import tqdm
 
-    return tqdm(iterable, total=total, desc=desc, disable=not enabled, unit=unit, dynamic_ncols=True,
-                mininterval=0.5, leave=False)
+    on_terminal = bool(getattr(sys.stderr, "isatty", lambda: False)())
+    return tqdm(iterable, total=total, desc=desc, disable=not (enabled and on_terminal), unit=unit,
+                dynamic_ncols=True, mininterval=0.5, leave=False)
+
+
+def _open_bars() -> list[Any]:
+    """The tqdm bars currently displayed (none when tqdm was never imported)."""
+    if "tqdm" not in sys.modules:
+        return []
+    from tqdm import tqdm
+
+    return [bar for bar in list(getattr(tqdm, "_instances", ())) if not getattr(bar, "disable", False)]
+
+
+def write_line(text: str) -> None:
+    """``text`` as one line on stderr, on a line of its own even while progress bars are shown."""
+    if _open_bars():
+        from tqdm import tqdm
+
+        tqdm.write(text, file=sys.stderr)
+    else:
+        print(text, file=sys.stderr, flush=True)
+
+
+def close_bars() -> None:
+    """Close every open progress bar (bakeoff's and libraries'), clearing its line, so that the next
+    message starts a fresh line."""
+    for bar in _open_bars():
+        try:
+            bar.leave = False
+            bar.close()
+        except Exception:  # a bar in a broken state must not hide the error being reported  # noqa: BLE001, S110
+            pass
+    if "tqdm" in sys.modules:
+        sys.stderr.flush()
 
 
 @contextmanager

@@ -103,8 +103,12 @@ def test_bad_options() -> None:
         AnnArm(base=BM25Arm())
 
 
-def test_build_shows_phase_and_progress(capsys: Any) -> None:
-    """FAISS gives no callback: the bar names the phase and counts added rows (stderr)."""
+def test_build_shows_phase_and_progress(capsys: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """FAISS gives no callback: the bar names the phase and counts added rows (stderr, a terminal:
+    bars are drawn only there)."""
+    import sys
+
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
     corpus, _, base = _data(n=600, d=16)
     arm = AnnArm(name="h", base=base, index="hnsw", M=8, ef_construction=16, add_batch=200)
     arm.index(corpus, ctx=Context(corpus=corpus, progress=True))

@@ -109,7 +109,7 @@ def test_broken_plugin_is_one_line_naming_it(site: Path, tmp_path: Path) -> None
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
     err = bad.stderr.strip().splitlines()
     assert len(err) == 2 and err[0].startswith("warning: arm plugin 'broken' (bakeoff_broken:BrokenArm from bakeoff-broken 0.1) failed")
-    assert err[-1].startswith("error: unknown arm type 'nosuch'; known: ") and "overlap" in err[-1]
+    assert err[-1].startswith("error: --arm 'nosuch': unknown arm type 'nosuch'; known: ") and "overlap" in err[-1]
     assert "broken" not in err[-1].split("known: ")[1]
 
 

@@ -154,8 +154,13 @@ def test_pgvector_user_table_and_wrong_column(pg_dsn: str) -> None:
         ctx.search(PgVectorArm(name="b2", base=base, dsn=pg_dsn, table="items", id_column="item_id"), queries, k=10)
 
 
-def test_pgvector_pipeline_chunks_equal_one_by_one_and_build_progress(pg_dsn: str, capsys: Any) -> None:
-    """Pipelined, binary-vector batches return what one text-literal query at a time returns."""
+def test_pgvector_pipeline_chunks_equal_one_by_one_and_build_progress(pg_dsn: str, capsys: Any,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pipelined, binary-vector batches return what one text-literal query at a time returns
+    (stderr plays a terminal: bars are drawn only there)."""
+    import sys
+
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
     corpus, queries, base = _vectors(seed=5, n=400)
     ctx = Context(corpus=corpus, progress=True)
     arm = PgVectorArm(name="pgp", base=base, dsn=pg_dsn, index="hnsw", m=8, ef_construction=32, pipeline=3)

@@ -108,7 +108,7 @@ def test_qrels_doc_absent_from_corpus_warns_and_continues(tmp_path):
 def test_config_errors_exit_2(tmp_path):
     data = beir_folder(tmp_path / "data")
     for arm, msg in [("nope", "unknown arm type 'nope'"), ("bm25:k1", "option 'k1' is not key=value"),
-                     ("bm25:colour=red", "unexpected keyword argument 'colour'")]:
+                     ("bm25:colour=red", "unknown option 'colour'")]:
         code, _, stderr = cli("run", "--beir", str(data), "--arm", arm, "--cache", "off")
         assert code == 2 and msg in stderr, stderr
     bad = write(tmp_path / "bad.toml", "[dataset\nbeir=1")

@@ -61,7 +61,13 @@ def test_agreement_verdicts_and_ci() -> None:
     a1 = ranking_agreement(noisy_a, noisy_b, labels=("a", "b"), n_resamples=400, seed=9)
     a2 = ranking_agreement(noisy_a, noisy_b, labels=("a", "b"), n_resamples=400, seed=9)
     assert (a1["ci_low"], a1["ci_high"]) == (a2["ci_low"], a2["ci_high"])
-    assert a1["ci_low"] <= 0 <= a1["ci_high"] and a1["verdict"] != "broadly the same order"
+    assert a1["ci_low"] <= 0 <= a1["ci_high"] and a1["verdict"] not in ("broadly the same order", "same order")
+    # same order on the point estimate but the CI reaches 0: said plainly
+    close_a = _results([0.40, 0.43, 0.46], 15, spread=0.2, seed=12, prefix="s")
+    close_b = _results([0.40, 0.43, 0.46], 15, spread=0.2, seed=112, prefix="r")
+    c = ranking_agreement(close_a, close_b, labels=("a", "b"), n_resamples=400, seed=1)
+    assert c["tau"] == 1.0 and c["ci_low"] <= 0
+    assert c["verdict"] == "same order, not reliably" and "NOT reliably" in c["text"]
     # tau of the point estimate is scipy's on the arm means computed here
     from scipy.stats import kendalltau
 

@@ -98,3 +98,25 @@ def test_truth_quality_section_in_chromium(tmp_path: Path) -> None:
             browser.close()
     assert errors == []
     assert (ARTIFACTS / "report-truth-quality.png").stat().st_size > 10_000
+
+
+def test_demo_results_reopen_through_their_truth_folder(tmp_path: Path) -> None:
+    """`bakeoff demo` records no dataset specification, only the BEIR folder it wrote (dataset.truth):
+    report and assess reopen the data from there (fingerprints still checked)."""
+    from bakeoff.cli import main
+
+    results = run_tiny(tmp_path)
+    res = json.loads((results / "results.json").read_text())
+    res["dataset"]["source"] = "bakeoff demo"
+    res["dataset"]["truth"] = str(tmp_path / "tiny")
+    (results / "results.json").write_text(json.dumps(res))
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main(["report", str(results), "--resamples", "50", "--no-html"]) == 0
+    rep = json.loads((results / "report.json").read_text())
+    assert rep["truth_quality"]["holes"]["total"] > 0
+    res["dataset"]["truth"] = str(tmp_path / "gone")
+    (results / "results.json").write_text(json.dumps(res))
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        assert main(["report", str(results), "--resamples", "50", "--no-html"]) == 2
+    assert "gone" in err.getvalue() and len(err.getvalue().strip().splitlines()) == 1

@@ -59,7 +59,7 @@ def test_ignore_identical_ids_through_the_cli(tmp_path: Path) -> None:
     res = read_results(tmp_path / "toml")
     assert res.ignore_identical_ids and res.arms[0].per_query["mrr@10"] == {"q1": 1.0, "q2": 1.0}
     assert res.arms[0].empty["max_share"] == 0.25
-    bad = write(tmp_path / "bad.toml", f'[dataset]\nbeir = "{data}"\n[run]\nignore_identical_ids = "yes"\n'
+    bad = write(tmp_path / "bad.toml", f'[dataset]\nbeir = "{data}"\n[run]\nignore_identical_ids = "maybe"\n'
                                        '[[arms]]\ntype = "bm25"\n')
     assert main(["run", str(bad), "--no-progress"]) == 2
 

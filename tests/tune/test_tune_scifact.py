@@ -111,7 +111,8 @@ def test_ties_go_to_the_first_setting_and_slices_hold_queries_apart(tmp_path, sc
 
 
 def test_kfold_each_query_gets_the_setting_chosen_without_its_fold(tmp_path, scifact_path):
-    out = run_tune(tmp_path, Cache(tmp_path / "cache"), beir=scifact_path, arms=["bm25", "tfidf", "h=rrf:arms=bm25+tfidf"],
+    out = run_tune(tmp_path, Cache(tmp_path / "cache"), beir=scifact_path,
+                   arms=["bm25", "tfidf", "h=rrf:arms=bm25+tfidf"],
                    tune_arm="h", params=["k=1,60"], dev="kfold:3", seed=0)
     t = out.tune
     test = load_beir(scifact_path, split="test")

@@ -39,6 +39,7 @@ from ..data.model import Corpus, Queries, Run
 from ..data.ranking import rank
 from ..errors import ConfigError, MissingDependencyError
 from ..progress import progress_bar, ticking
+from ..validation import NonNegativeInt, PositiveInt
 from .base import Arm, ArmContext, DocMask, group_by_mask, register_arm
 
 __all__ = ["AnnArm", "recall_of_exact"]
@@ -77,17 +78,17 @@ class AnnArm(Arm):
         base: Arm,
         index: str = "hnsw",
         metric: str = "ip",
-        M: int = 32,
-        ef_construction: int = 40,
-        ef_search: int = 64,
-        nlist: int | None = None,
-        nprobe: int = 8,
-        m: int = 16,
-        nbits: int = 8,
-        train_size: int = 100_000,
-        seed: int = 0,
-        build_threads: int = 1,
-        add_batch: int = 65_536,
+        M: PositiveInt = 32,
+        ef_construction: PositiveInt = 40,
+        ef_search: PositiveInt = 64,
+        nlist: PositiveInt | None = None,
+        nprobe: PositiveInt = 8,
+        m: PositiveInt = 16,
+        nbits: PositiveInt = 8,
+        train_size: PositiveInt = 100_000,
+        seed: NonNegativeInt = 0,
+        build_threads: PositiveInt = 1,
+        add_batch: PositiveInt = 65_536,
     ) -> None:
         super().__init__(name=name)
         if not isinstance(base, Arm) or not hasattr(base, "embed_corpus") or not hasattr(base, "embed_queries"):

@@ -50,6 +50,7 @@ import numpy as np
 from ..cache import Cache, cache_key, checkpointed_rows
 from ..data.model import Corpus, Queries, Run
 from ..errors import ConfigError
+from ..validation import NonNegative, PositiveInt
 from ..versions import version_of
 from .base import Arm, ArmContext, DocMask, group_by_mask, register_arm
 from .exact import exact_search
@@ -162,14 +163,14 @@ class DenseArm(Arm):
         prefix_query: str | None = None,
         prefix_doc: str | None = None,
         prefixes: str | None = None,
-        batch_size: int = 32,
+        batch_size: PositiveInt = 32,
         precision: str | None = None,
         backend: str | None = None,
         base_url: str | None = None,
         api_key_env: str | None = None,
-        max_seq_length: int | None = None,
-        price_per_1k_tokens: float | None = None,
-        checkpoint_rows: int | None = None,
+        max_seq_length: PositiveInt | None = None,
+        price_per_1k_tokens: NonNegative | None = None,
+        checkpoint_rows: PositiveInt | None = None,
         encoder: Encoder | None = None,
         **extra: Any,
     ) -> None:
@@ -256,7 +257,7 @@ class DenseArm(Arm):
         arr = encode_checkpointed(
             self.encoder, texts, kind=kind, cache=ctx.cache, cache_kind=cache_kind, key=key,
             batch_size=self.batch_size, checkpoint_rows=self.checkpoint_rows if kind == "doc" else 4096,
-            progress=ctx.progress, desc=f"encode {kind}s {self.name}",
+            progress=ctx.progress, desc=f"encode {'queries' if kind == 'query' else 'documents'} {self.name}",
             engine=ctx.extras.get("encode_engine"), lookup=False)
         meta = {"encode_s": time.perf_counter() - t0, "encode_cpu_s": time.process_time() - c0,
                 "n": float(len(texts))}

@@ -97,6 +97,7 @@ import numpy as np
 from ..data.model import Queries, Run
 from ..data.ranking import top_k
 from ..errors import ConfigError
+from ..validation import Fraction, NonNegative, PositiveInt
 from .base import Arm, ArmContext, DocMask, register_arm
 
 __all__ = [
@@ -289,7 +290,8 @@ def _arm_list(arms: Any, *, type_name: str, name: str | None) -> list[Arm]:
         arms = [arms]
     arms = list(arms or [])
     if len(arms) < 2 or not all(isinstance(a, Arm) for a in arms):
-        raise ConfigError(f"arm {name or type_name!r} ({type_name}): arms= needs at least two arms, e.g. arms=bm25+dense")
+        raise ConfigError(f"arm {name or type_name!r} ({type_name}): arms= needs at least two arms, "
+                          "e.g. arms=bm25+dense")
     return arms
 
 
@@ -374,7 +376,7 @@ class RRFArm(_FusionArm):
     default 1 each).
     """
 
-    def __init__(self, *, name: str | None = None, arms: Any = None, k: float = 60, depth: int = 100,
+    def __init__(self, *, name: str | None = None, arms: Any = None, k: NonNegative = 60, depth: PositiveInt = 100,
                  weights: Any = None) -> None:
         super().__init__(name=name, arms=arms, depth=depth)
         self.k_rrf = _rrf_constant(k, "rrf")
@@ -422,10 +424,10 @@ class ConvexArm(_FusionArm):
         *,
         name: str | None = None,
         arms: Any = None,
-        weight: float | None = None,
+        weight: Fraction | None = None,
         weights: Any = None,
         norm: str = "minmax",
-        depth: int = 100,
+        depth: PositiveInt = 100,
     ) -> None:
         super().__init__(name=name, arms=arms, depth=depth)
         if weight is not None and weights is not None:

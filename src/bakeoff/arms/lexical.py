@@ -16,6 +16,7 @@ from ..data.model import Corpus, Queries, Run
 from ..data.ranking import top_k_indices
 from ..errors import ConfigError, MissingDependencyError
 from ..progress import progress_bar
+from ..validation import Fraction, NonNegative, PositiveInt
 from ..versions import version_of
 from ._text import make_analyzer, make_stemmer, stopword_list
 from .base import Arm, ArmContext, DocMask, group_by_mask, register_arm
@@ -57,9 +58,9 @@ class BM25Arm(Arm):
         self,
         *,
         name: str | None = None,
-        k1: float = 1.5,
-        b: float = 0.75,
-        delta: float = 0.5,
+        k1: NonNegative = 1.5,
+        b: Fraction = 0.75,
+        delta: NonNegative = 0.5,
         method: str = "lucene",
         stemmer: str | None = None,
         stopwords: str | None = "auto",
@@ -93,7 +94,7 @@ class BM25Arm(Arm):
             stopwords=list(stopword_list(self.stopwords)) or None,
             stemmer=_StemAdapter(self.stemmer) if self.stemmer else None,
             return_ids=ids,
-            show_progress=ctx.progress and ids,
+            show_progress=False,  # bakeoff's own bars only
         )
 
     def index(self, corpus: Corpus, *, ctx: ArmContext) -> None:
@@ -103,7 +104,7 @@ class BM25Arm(Arm):
             raise MissingDependencyError("bm25s", "lexical", "the bm25 arm") from None
         tokens = self._tokenize(corpus.full_texts(), ctx=ctx, ids=True)
         retriever = bm25s.BM25(k1=self.k1, b=self.b, delta=self.delta, method=self.method)
-        retriever.index(tokens, show_progress=ctx.progress)
+        retriever.index(tokens, show_progress=False)
         self._retriever, self._corpus = retriever, corpus
 
     def search(self, queries: Queries, *, k: int, ctx: ArmContext, mask: DocMask | None = None) -> Run:
@@ -154,7 +155,7 @@ class TfidfArm(Arm):
         stemmer: str | None = None,
         stopwords: str | None = "auto",
         sublinear_tf: bool = True,
-        min_df: int = 1,
+        min_df: PositiveInt = 1,
         lower: bool = True,
     ) -> None:
         super().__init__(name=name)
@@ -183,9 +184,13 @@ class TfidfArm(Arm):
         self._vectorizer = TfidfVectorizer(analyzer=analyzer, sublinear_tf=self.sublinear_tf, min_df=self.min_df,
                                            dtype=np.float64)
         texts = corpus.full_texts()
-        self._matrix = self._vectorizer.fit_transform(
-            progress_bar(texts, total=len(texts), desc=f"index {self.name}", enabled=ctx.progress)
-        ).tocsr()
+        try:
+            self._matrix = self._vectorizer.fit_transform(
+                progress_bar(texts, total=len(texts), desc=f"index {self.name}", enabled=ctx.progress)
+            ).tocsr()
+        except ValueError as exc:  # min_df above the corpus size, or no term left at all
+            raise ConfigError(f"tfidf arm {self.name!r}: no term to index with min_df={self.min_df} over "
+                              f"{len(texts)} documents ({exc})") from None
         self._corpus = corpus
 
     def search(self, queries: Queries, *, k: int, ctx: ArmContext, mask: DocMask | None = None) -> Run:

@@ -19,6 +19,12 @@ listed. Built-in types win over a plugin of the same name. A plugin that fails
 to import gives one line naming it (a :class:`~bakeoff.errors.ConfigError` when
 its type was asked for, a logged warning when types are only listed), never a
 traceback.
+
+**Options** are validated before an arm is built, against a schema derived from the arm class's
+keyword parameters (:func:`options_schema`, :func:`bakeoff.validation.signature_model`): the
+annotation is the type and carries the constraints (``k1: NonNegative = 1.5``, ``b: Fraction``,
+``batch_size: PositiveInt``, ``method: Literal[...]``), so declaring a parameter declares its
+validation — for plugins too. Unknown options are refused with the closest valid name.
 """
 
 from __future__ import annotations
@@ -27,11 +33,14 @@ import importlib
 import logging
 from collections.abc import Iterator, Mapping
 from importlib.metadata import EntryPoint, entry_points
+from typing import Any
 
 from ..errors import ConfigError
+from ..validation import Schema, closest, signature_model, validate
 from .base import ARM_TYPES, Arm, ArmFactory, register_arm
 
-__all__ = ["BUILTIN_MODULES", "ENTRY_POINT_GROUP", "ArmTypes", "arm_type", "arm_types"]
+__all__ = ["BUILTIN_MODULES", "ENTRY_POINT_GROUP", "ArmTypes", "arm_type", "arm_types", "options_schema",
+           "validate_options"]
 
 log = logging.getLogger("bakeoff")
 
@@ -141,3 +150,41 @@ class ArmTypes(Mapping[str, ArmFactory]):
 def arm_types() -> ArmTypes:
     """All arm types by name (built-in modules imported on first call; plugins as described above)."""
     return ArmTypes()
+
+
+#: Constructor parameters that name other arms (``arms=a+b``, ``base=a``): resolved by the builder.
+REFERENCE_OPTIONS: tuple[str, ...] = ("arms", "base")
+#: Constructor parameters that are objects for programmatic use, not options a user can write.
+_NOT_OPTIONS: tuple[str, ...] = ("encoder",)
+
+_SCHEMAS: dict[Any, type[Schema]] = {}
+
+
+def options_schema(factory: ArmFactory) -> type[Schema]:
+    """The option schema of an arm type: its constructor's keyword parameters (see the module docstring)."""
+    if factory not in _SCHEMAS:
+        init = factory.__init__ if isinstance(factory, type) else factory
+        label = getattr(factory, "type", getattr(factory, "__name__", "arm"))
+        _SCHEMAS[factory] = signature_model(init, name=f"{label}_options", skip=_NOT_OPTIONS,
+                                            any_type=REFERENCE_OPTIONS)
+    return _SCHEMAS[factory]
+
+
+def validate_options(type_name: str, options: Mapping[str, Any], *, where: str,
+                     line_of: Any = None, line_prefix: tuple[str | int, ...] = (), context: str = "") -> dict[str, Any]:
+    """``options`` of an arm of type ``type_name`` checked against its schema: the options given, with
+    their validated values (defaults stay the constructor's). An unknown type or option, a wrong type
+    or a value out of range is one :class:`~bakeoff.errors.ConfigError` line starting with ``where``."""
+    factory = arm_type(type_name)
+    if factory is None:
+        known = sorted(arm_types())
+        hint = closest(type_name, known)
+        tip = f" (did you mean {hint!r}?)" if hint else ""
+        line = line_of((*line_prefix, "type")) if line_of is not None else None
+        head = where + (f":{line}" if line else "") + ": " + (f"{context}: " if context else "")
+        raise ConfigError(f"{head}unknown arm type {type_name!r}{tip}; known: {', '.join(known)}")
+    model = validate(options_schema(factory), dict(options), where=where, line_of=line_of, line_prefix=line_prefix,
+                     noun="option", context=context)
+    out = {key: getattr(model, key) for key in options if key in type(model).model_fields}
+    out.update(model.model_extra or {})
+    return out

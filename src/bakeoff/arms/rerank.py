@@ -38,7 +38,9 @@ from __future__ import annotations
 
 import hashlib
 import time
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import Field
 
 import numpy as np
 
@@ -46,6 +48,7 @@ from ..cache import cache_key, checkpointed_rows
 from ..data.model import Corpus, Queries, Run
 from ..data.ranking import top_k
 from ..errors import ConfigError
+from ..validation import NonNegativeInt, PositiveInt
 from ..versions import version_of
 from .base import Arm, ArmContext, DocMask, register_arm
 from ..models.cross_encoders import BACKENDS, PRECISIONS, CrossEncoderScorer, model_identity
@@ -88,14 +91,14 @@ class RerankArm(Arm):
         name: str | None = None,
         base: Arm | None = None,
         model: str | None = None,
-        top: int = 100,
+        top: PositiveInt = 100,
         precision: str | None = None,
         backend: str = "torch",
-        batch_size: int = 32,
-        max_length: int = 256,
-        seed: int = 0,
+        batch_size: PositiveInt = 32,
+        max_length: Annotated[int, Field(ge=8)] = 256,
+        seed: NonNegativeInt = 0,
         revision: str | None = None,
-        chunk: int = 1024,
+        chunk: PositiveInt = 1024,
     ) -> None:
         super().__init__(name=name)
         if not isinstance(base, Arm):

@@ -3,13 +3,15 @@
 
 from __future__ import annotations
 
+import functools
 import importlib
 import logging
 import sys
+import traceback
 
 import typer
 
-from ..errors import BakeoffError
+from ..errors import BakeoffError, describe_os_error
 
 __all__ = ["COMMAND_MODULES", "build_app", "main"]
 
@@ -31,29 +33,113 @@ def build_app() -> typer.Typer:
     return app
 
 
+@functools.cache
+def _command() -> typer.core.TyperGroup:
+    """The app as a command object, built once per process (building it parses every command's
+    signature; tests call :func:`main` hundreds of times)."""
+    return typer.main.get_command(build_app())  # type: ignore[return-value]
+
+
 class _OneLine(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
-        return f"{record.levelname.lower()}: {record.getMessage()}".replace("\n", " ")
+        return " ".join(f"{record.levelname.lower()}: {record.getMessage()}".split())
+
+
+def write_line(text: str) -> None:
+    from ..progress import write_line as write  # imported when used: building the app stays light
+
+    write(text)
+
+
+def close_bars() -> None:
+    from ..progress import close_bars as close
+
+    close()
+
+
+class _BarSafeHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Log lines on stderr on a line of their own, never on a progress bar's line."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            write_line(self.format(record))
+        except Exception:  # logging must never raise  # noqa: BLE001
+            self.handleError(record)
+
+
+#: Printed after the traceback of an unexpected exception (a bug, not a user error).
+BUG_REPORT = ("bakeoff: this is a bug in bakeoff, not a problem with your input; please report it with the "
+              "command line and the traceback above")
+
+
+def _fail(message: str) -> int:
+    """Clear progress bars, print ``error: MESSAGE`` as one line on stderr; exit code 2."""
+    close_bars()
+    write_line("error: " + " ".join(str(message).split()))
+    return 2
+
+
+def _usage_message(exc: typer.TyperException) -> str:
+    """A usage error (typer's vendored click exceptions carry the command context) as one line."""
+    ctx = getattr(exc, "ctx", None)
+    where = f"{ctx.command_path}: " if ctx is not None else ""
+    tip = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+    got = ""
+    cause = exc.__cause__
+    if hasattr(cause, "errors"):  # typer coerces option values with pydantic: quote the bad value
+        try:
+            got = f" (got {cause.errors()[0]['input']!r})"  # type: ignore[union-attr]
+        except Exception:  # noqa: BLE001
+            got = ""
+    return where + exc.format_message() + got + tip
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point: runs the app; a :class:`BakeoffError` prints one line and exits 2."""
-    handler = logging.StreamHandler(sys.stderr)
+    """Entry point and the one error boundary of the command line.
+
+    * expected failures — :class:`BakeoffError` (bad input, configuration, missing extras, servers
+      that fail or answer nonsense), usage errors, ``OSError`` (disk full, permissions, a folder
+      where a file is due, symlink loops ...), inputs nested too deeply to parse — print ONE line
+      ``error: ...`` on stderr after clearing any progress bar, and exit 2;
+    * an interrupt exits 130;
+    * anything else is a bug: the traceback, then a line asking for a report, exit 1.
+    """
+    handler = _BarSafeHandler(sys.stderr)
     handler.setFormatter(_OneLine())
     log = logging.getLogger("bakeoff")
     log.addHandler(handler)
     log.setLevel(logging.INFO)
     log.propagate = False
     try:
-        build_app()(args=argv, prog_name="bakeoff", standalone_mode=True)
+        rv = _command().main(args=argv, prog_name="bakeoff", standalone_mode=False)
+        return rv if isinstance(rv, int) and not isinstance(rv, bool) else 0
     except BakeoffError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return _fail(str(exc))
+    except typer.TyperException as exc:  # usage errors (bad option, bad value, missing argument)
+        if type(exc).__name__ == "NoArgsIsHelpError":  # bare `bakeoff` / `bakeoff label`: the help
+            exc.show()  # type: ignore[attr-defined]
+            return int(getattr(exc, "exit_code", 2))
+        return _fail(_usage_message(exc))
+    except typer.Exit as exc:
+        return int(exc.exit_code)
+    except typer.Abort:
+        close_bars()
+        write_line("aborted")
+        return 1
+    except KeyboardInterrupt:
+        close_bars()
+        write_line("interrupted")
+        return 130
+    except OSError as exc:
+        return _fail(describe_os_error(exc))
+    except RecursionError:
+        return _fail("an input is nested too deeply to read (e.g. JSON nested thousands of levels)")
     except SystemExit as exc:
         return int(exc.code or 0) if isinstance(exc.code, int) or exc.code is None else 1
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+    except Exception:  # noqa: BLE001
+        close_bars()
+        traceback.print_exc()
+        write_line(BUG_REPORT)
+        return 1
     finally:
         log.removeHandler(handler)
-    return 0

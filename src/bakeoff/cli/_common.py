@@ -6,6 +6,10 @@ stays fast); everything else is imported inside the command functions.
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -19,9 +23,52 @@ if TYPE_CHECKING:
 #: written out so that building the CLI does not import the statistics module.
 DEFAULT_RESAMPLES = 10_000
 
-ResamplesOpt = Annotated[int, typer.Option(help="Bootstrap resamples and permutations.")]
+def open_fraction(value: float | None) -> float | None:
+    """Callback of options that are a level strictly between 0 and 1 (``--alpha``)."""
+    if value is not None and not 0.0 < value < 1.0:
+        raise typer.BadParameter(f"must lie strictly between 0 and 1, got {value}")
+    return value
+
+
+def finite(value: float | None) -> float | None:
+    """Callback of number options that must be finite (no ``inf``, ``nan``)."""
+    import math
+
+    if value is not None and not math.isfinite(value):
+        raise typer.BadParameter(f"must be a finite number, got {value}")
+    return value
+
+
+def measure_names(values: list[str] | None) -> list[str] | None:
+    """Callback of ``--measure``: each must parse (``ndcg@10``, ``recall@100`` ...; cutoffs >= 1)."""
+    from ..metrics import parse_measure
+
+    for v in values or []:
+        try:
+            parse_measure(v)
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc)) from None
+    return values
+
+
+def folder_path(value: Path | None) -> Path | None:
+    """Callback of options naming an output or cache folder: it may not exist yet, but it may not be a
+    file, nor lie below one."""
+    if value is None:
+        return value
+    for p in (value, *value.parents):
+        if p.exists() or p.is_symlink():
+            if not p.is_dir():
+                what = "is" if p == value else f"lies below {str(p)!r}, which is"
+                raise typer.BadParameter(f"{str(value)!r} {what} a file, not a folder")
+            break
+    return value
+
+
+ResamplesOpt = Annotated[int, typer.Option(min=1, help="Bootstrap resamples and permutations (>= 1).")]
 SeedOpt = Annotated[int, typer.Option(help="Seed of the resampling.")]
-AlphaOpt = Annotated[float, typer.Option(help="Significance level after Holm correction.")]
+AlphaOpt = Annotated[float, typer.Option(callback=open_fraction, help="Significance level after Holm correction, "
+                                         "in (0, 1).")]
 DeltaOpt = Annotated[list[str], typer.Option("--delta", help="A..B: also decompose mean(A)-mean(B) by buckets.")]
 ProgressOpt = Annotated[bool, typer.Option(help="Show progress bars.")]
 
@@ -35,7 +82,12 @@ def make_cache(policy: str, cache_dir: Path | None) -> Cache | None:
         raise ConfigError(f"--cache must be use, refresh or off, got {policy!r}")
     if policy == "off":
         return None
-    return Cache(cache_dir or default_cache_dir(), policy=policy)  # type: ignore[arg-type]
+    folder = cache_dir or default_cache_dir()
+    try:
+        folder_path(folder)
+    except typer.BadParameter as exc:
+        raise ConfigError(f"cache folder: {exc.format_message()}") from None
+    return Cache(folder, policy=policy)  # type: ignore[arg-type]
 
 
 def show_report(done: ReportOutput) -> None:
@@ -54,3 +106,39 @@ def warn_all(lines: list[str]) -> None:
     log = logging.getLogger("bakeoff")
     for line in lines:
         log.warning(line)
+
+
+def write_staged(out: Path, write: Callable[[Path], Path]) -> Path:
+    """Run ``write(folder) -> main file`` into a fresh hidden folder inside ``out``, then move each file
+    into place, the main file last; return the main file's final path.
+
+    Nothing half-written: when ``write`` fails (disk full, permissions ...) the staging folder is
+    removed, files already in ``out`` are untouched, and ``out`` itself (with any parent folders) is
+    removed if this call created it. Moves are renames within one file system (atomic per file).
+    """
+    out = Path(out)
+    created = None
+    for p in (out, *out.parents):
+        if p.exists():
+            break
+        created = p
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        stage = Path(tempfile.mkdtemp(prefix=".bakeoff-writing-", dir=out))
+        try:
+            main_file = write(stage)
+            rel_main = main_file.relative_to(stage)
+            files = sorted((f for f in stage.rglob("*") if f.is_file()), key=lambda f: f.relative_to(stage) == rel_main)
+            for f in files:
+                target = out / f.relative_to(stage)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(f, target)
+        finally:
+            shutil.rmtree(stage, ignore_errors=True)
+    except BaseException as exc:
+        if created is not None:
+            shutil.rmtree(created, ignore_errors=True)
+        if isinstance(exc, OSError) and exc.filename is None:  # a failed write() names no file: name the folder
+            exc.filename = str(out)
+        raise
+    return out / rel_main

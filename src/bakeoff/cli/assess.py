@@ -63,7 +63,9 @@ def _print_side_by_side(done: object) -> None:
         for m in measures:
             cells += [f"{r['original'][m]:.4f}", f"{r['with_assessed'][m]:.4f}"]
         table.add_row(escape(r["arm"]), *cells)
-    Console(width=max(100, 24 + 30 * len(measures))).print(table)
+    name_w = max([3, *(len(r["arm"]) for r in rows)]) + 3
+    width = name_w + sum(max(len(m) + 13, 10) for m in measures) * 2 + 4
+    Console(width=max(100, width)).print(table)
 
 
 def register(app: typer.Typer) -> None:

@@ -7,13 +7,13 @@ from typing import Annotated, Optional
 
 import typer
 
-from ._common import DEFAULT_RESAMPLES, AlphaOpt, DeltaOpt, ProgressOpt, ResamplesOpt, SeedOpt, show_report
+from ._common import DEFAULT_RESAMPLES, folder_path, AlphaOpt, DeltaOpt, ProgressOpt, ResamplesOpt, SeedOpt, show_report
 
 
 def compare_cmd(
     first: Annotated[Path, typer.Argument(help="results.json (or its folder) of the first result set.")],
     second: Annotated[Path, typer.Argument(help="results.json (or its folder) of the second result set.")],
-    out: Annotated[Optional[Path], typer.Option(help="Also write report.json/.html/.tex and per_query files here.")] = None,
+    out: Annotated[Optional[Path], typer.Option(callback=folder_path, help="Also write report.json/.html/.tex and per_query files here.")] = None,
     data: Annotated[Optional[Path], typer.Option(help="BEIR folder, if the dataset moved since the runs.")] = None,
     resamples: ResamplesOpt = DEFAULT_RESAMPLES,
     seed: SeedOpt = 0,

@@ -7,12 +7,12 @@ from typing import Annotated, Optional
 
 import typer
 
-from ._common import DEFAULT_RESAMPLES, AlphaOpt, DeltaOpt, ProgressOpt, ResamplesOpt, SeedOpt, show_report
+from ._common import DEFAULT_RESAMPLES, folder_path, AlphaOpt, DeltaOpt, ProgressOpt, ResamplesOpt, SeedOpt, show_report
 
 
 def report_cmd(
     results_dir: Annotated[Path, typer.Argument(help="Folder written by `bakeoff run --out` (or its results.json).")],
-    out: Annotated[Optional[Path], typer.Option(help="Where to write the report files (default: RESULTS_DIR).")] = None,
+    out: Annotated[Optional[Path], typer.Option(callback=folder_path, help="Where to write the report files (default: RESULTS_DIR).")] = None,
     data: Annotated[Optional[Path], typer.Option(help="BEIR folder, if the dataset moved since the run.")] = None,
     resamples: ResamplesOpt = DEFAULT_RESAMPLES,
     seed: SeedOpt = 0,

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ._common import make_cache
+from ._common import finite, folder_path, make_cache, measure_names, write_staged
 
 
 def run(
@@ -22,21 +22,24 @@ def run(
     text_field: Annotated[list[str], typer.Option("--text-field", help="Record text field; repeat for one document per field.")] = ["text"],
     title_field: Annotated[Optional[str], typer.Option("--title-field", help="Record field holding the title.")] = "title",
     arm: Annotated[list[str], typer.Option("--arm", help="[NAME=]TYPE[:key=value,...]; repeatable.")] = [],
-    k: Annotated[Optional[int], typer.Option(help="Cutoff for the reported metrics.")] = None,
-    depth: Annotated[Optional[int], typer.Option(help="Documents retrieved per query (>= k).")] = None,
-    measure: Annotated[list[str], typer.Option("--measure", help="Measure to compute (repeatable), e.g. ndcg@10.")] = [],
-    out: Annotated[Optional[Path], typer.Option(help="Output folder for results.json and runs/.")] = None,
+    k: Annotated[Optional[int], typer.Option(min=1, help="Cutoff for the reported metrics.")] = None,
+    depth: Annotated[Optional[int], typer.Option(min=1, help="Documents retrieved per query (>= k).")] = None,
+    measure: Annotated[list[str], typer.Option("--measure", callback=measure_names,
+                                               help="Measure to compute (repeatable), e.g. ndcg@10.")] = [],
+    out: Annotated[Optional[Path], typer.Option(callback=folder_path,
+                                                help="Output folder for results.json and runs/.")] = None,
     cache: Annotated[Optional[str], typer.Option(help="Cache policy: use, refresh or off.")] = None,
-    cache_dir: Annotated[Optional[Path], typer.Option(help="Cache folder (default $BAKEOFF_CACHE_DIR or ~/.cache/bakeoff).")] = None,
+    cache_dir: Annotated[Optional[Path], typer.Option(callback=folder_path, help="Cache folder (default "
+                                                      "$BAKEOFF_CACHE_DIR or ~/.cache/bakeoff).")] = None,
     strip_html: Annotated[bool, typer.Option(help="Reduce HTML markup to text.")] = False,
     normalize_space: Annotated[bool, typer.Option(help="Normalise Unicode spaces and newlines.")] = False,
     dedupe: Annotated[bool, typer.Option(help="Keep the first of duplicate document ids (default: error).")] = False,
-    min_chars: Annotated[int, typer.Option(help="Drop documents shorter than this many characters.")] = 0,
+    min_chars: Annotated[int, typer.Option(min=0, help="Drop documents shorter than this many characters.")] = 0,
     progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
     hourly_rate: Annotated[Optional[float], typer.Option(
-        "--hourly-rate", help="Machine price in USD/hour for $/1k queries (default 0.08925, a 2-vCPU cloud VM).")] = None,
+        "--hourly-rate", min=0, callback=finite, help="Machine price in USD/hour for $/1k queries (default 0.08925, a 2-vCPU cloud VM).")] = None,
     latency_sample: Annotated[Optional[int], typer.Option(
-        "--latency-sample", help="Queries timed one by one per arm for p50/p95 latency (0: skip).")] = None,
+        "--latency-sample", min=0, help="Queries timed one by one per arm for p50/p95 latency (0: skip).")] = None,
     latency_seed: Annotated[Optional[int], typer.Option("--latency-seed", help="Seed of the latency sample.")] = None,
     as_of: Annotated[Optional[bool], typer.Option("--as-of/--latest", help="Versioned corpora: search each query "
                      "against the versions in force on its date (default) or each unit's latest text.")] = None,
@@ -90,6 +93,12 @@ def run(
     from ..report.gate import parse_floor
 
     floors = [parse_floor(f) for f in [*fail_under, *(f"{m}={v}" for m, v in cfg.fail_under.items())]]
+    out_dir = out or (Path(cfg.out) if cfg.out else None)
+    if out_dir is not None and out is None:  # [run] out of a TOML file: checked before any work
+        try:
+            folder_path(out_dir)
+        except typer.BadParameter as exc:
+            raise ConfigError(f"{config}: [run] out: {exc.format_message()}") from None
     results = run_config(cfg, k=k, depth=depth, measures=measure, cache=make_cache(cache or cfg.cache, cache_dir),
                          progress=progress, as_of=as_of, only_single=only_single, unmasked=unmasked, engine=engine,
                          ray_address=ray_address, hourly_rate=hourly_rate, latency_sample=latency_sample,
@@ -98,9 +107,8 @@ def run(
     table = results.to_dict()
     gate = check_floors(table, floors) if floors else None  # a bad floor exits 2 before anything is written
     print_table(table)
-    out_dir = out or (Path(cfg.out) if cfg.out else None)
     if out_dir is not None:
-        typer.echo(f"wrote {results.write(out_dir)}")
+        typer.echo(f"wrote {write_staged(out_dir, results.write)}")
     if gate is not None:
         for line in gate.lines:
             typer.echo(f"gate: {line}")

@@ -11,7 +11,8 @@ from ._common import DEFAULT_RESAMPLES, AlphaOpt, ProgressOpt, ResamplesOpt, mak
 
 
 def tune(
-    config: Annotated[Path | None, typer.Argument(help="TOML file: \\[dataset], \\[\\[arms]] and optionally \\[tune].")] = None,
+    config: Annotated[Path | None, typer.Argument(
+        help="TOML file: \\[dataset], \\[\\[arms]] and optionally \\[tune].")] = None,
     beir: Annotated[Path | None, typer.Option(help="BEIR folder (instead of a CONFIG).")] = None,
     split: Annotated[str, typer.Option(help="Test split of the BEIR folder (never used for choosing).")] = "test",
     arm: Annotated[list[str], typer.Option("--arm", help="[NAME=]TYPE[:key=value,...]; repeatable.")] = [],

@@ -13,10 +13,13 @@ Commands and modules open datasets through :func:`bakeoff.data.datasets.open_dat
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import itertools
 import json
 import os
+import sys
+import unicodedata
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +36,7 @@ __all__ = [
     "LoadReport",
     "attach",
     "beir_qrels_path",
+    "check_id",
     "load_beir",
     "load_ir_datasets",
     "read_beir_corpus",
@@ -56,10 +60,15 @@ class LoadReport:
     qrels_docs_missing_example: str | None = None
     queries_without_judgments: int = 0
     judged_queries_missing: int = 0
+    empty_documents: int = 0
+    empty_documents_example: str | None = None
     notes: list[str] = field(default_factory=list)
 
     def warnings(self) -> list[str]:
         out = []
+        if self.empty_documents:
+            out.append(f"{self.empty_documents} documents have no text nor title (e.g. {self.empty_documents_example!r}); "
+                       "text arms can never retrieve them")
         if self.duplicate_ids:
             out.append(f"dropped {self.duplicate_ids} documents with a duplicate id (kept the first)")
         if self.short_dropped:
@@ -85,7 +94,32 @@ class LoadReport:
             "qrels_docs_missing": self.qrels_docs_missing,
             "queries_without_judgments": self.queries_without_judgments,
             "judged_queries_missing": self.judged_queries_missing,
+            "empty_documents": self.empty_documents,
         }
+
+
+def id_problem(value: str) -> str | None:
+    """Why ``value`` cannot be a document or query id, or ``None`` when it can.
+
+    TREC run and qrels files separate columns by whitespace, so an id must be non-empty and hold
+    no whitespace (any Unicode space, tab, newline) and no control character; otherwise a run
+    written by ``bakeoff run`` could not be read back."""
+    if not value:
+        return "empty id"
+    for i, ch in enumerate(value):
+        if ch.isspace() or unicodedata.category(ch) in ("Cc", "Cs", "Zl", "Zp"):
+            what = "whitespace" if ch.isspace() else "a control character"
+            return (f"id {value[:40]!r} holds {what} ({ch!r} at position {i + 1}); TREC run and qrels files "
+                    "cannot carry it — rename the id")
+    return None
+
+
+def check_id(value: str, *, path: PathLike, line: int | None, field: str) -> str:
+    """``value`` if it can be a document or query id (:func:`id_problem`), else an InputError."""
+    problem = id_problem(value)
+    if problem is not None:
+        raise InputError(problem, path=path, line=line, field=field)
+    return value
 
 
 def _lines(path: Path) -> Iterator[tuple[int, str]]:
@@ -96,8 +130,19 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
         raise InputError("no such file", path=path) from None
     except IsADirectoryError:
         raise InputError("is a folder, expected a file", path=path) from None
+    except OSError as exc:  # permissions, symlink loops, a FIFO that fails ...
+        raise InputError(f"cannot read ({exc.strerror or type(exc).__name__})", path=path) from None
     with fh:
-        for no, raw in enumerate(fh, start=1):
+        no = 0
+        while True:
+            try:
+                raw = fh.readline()
+            except OSError as exc:  # an I/O error, or a special file that cannot be read
+                raise InputError(f"cannot read ({exc.strerror or type(exc).__name__})", path=path,
+                                 line=no + 1) from None
+            if not raw:
+                return
+            no += 1
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
@@ -119,6 +164,8 @@ def _json_lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             obj = json.loads(text)
         except json.JSONDecodeError as exc:
             raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", path=path, line=no) from None
+        except RecursionError:
+            raise InputError("JSON nested too deeply to read", path=path, line=no) from None
         if not isinstance(obj, dict):
             raise InputError("expected a JSON object", path=path, line=no)
         yield no, obj
@@ -146,7 +193,9 @@ class _CorpusBuilder:
         self.meta: list[Mapping[str, Any]] = []
         self.first_line: dict[str, int] = {}
 
-    def add(self, doc_id: str, title: str, text: str, meta: Mapping[str, Any], line: int) -> None:
+    def add(self, doc_id: str, title: str, text: str, meta: Mapping[str, Any], line: int, *,
+            field: str = "id") -> None:
+        check_id(doc_id, path=self.path, line=line, field=field)
         if doc_id in self.first_line:
             if not self.clean.dedupe:
                 raise InputError(
@@ -164,6 +213,9 @@ class _CorpusBuilder:
         if self.clean.min_chars and len(text) < self.clean.min_chars:
             self.report.short_dropped += 1
             return
+        if not text.strip() and not title.strip():
+            self.report.empty_documents += 1
+            self.report.empty_documents_example = self.report.empty_documents_example or doc_id
         self.ids.append(doc_id)
         self.titles.append(title)
         self.texts.append(text)
@@ -188,7 +240,7 @@ def read_beir_corpus(
         text = _field_str(obj, "text", path=path, line=no)
         title = _field_str(obj, "title", path=path, line=no, required=False)
         meta = obj.get("metadata") or {}
-        b.add(doc_id, title, text, meta if isinstance(meta, dict) else {"metadata": meta}, no)
+        b.add(doc_id, title, text, meta if isinstance(meta, dict) else {"metadata": meta}, no, field="_id")
     return b.build()
 
 
@@ -200,6 +252,7 @@ def read_beir_queries(path: PathLike) -> Queries:
     seen: dict[str, int] = {}
 
     def add(qid: str, text: str, meta: Mapping[str, Any], no: int) -> None:
+        check_id(qid, path=path, line=no, field="_id")
         if qid in seen:
             raise InputError(f"duplicate query id {qid!r} (first on line {seen[qid]})", path=path, line=no, field="_id")
         seen[qid] = no
@@ -248,14 +301,7 @@ def _iter_records(path: Path, fmt: str) -> Iterator[tuple[int, dict[str, Any]]]:
     if fmt == "jsonl":
         yield from _json_lines(path)
     elif fmt == "csv":
-        stream = (t for _, t in _lines(path))
-        first = next(stream, "")
-        delimiter = "\t" if path.suffix.lower() == ".tsv" or first.count("\t") > first.count(",") else ","
-        reader = csv.DictReader(itertools.chain([first], stream), delimiter=delimiter)
-        for row in reader:
-            if None in row:
-                raise InputError("more columns than the header", path=path, line=reader.line_num)
-            yield reader.line_num, dict(row)
+        yield from _csv_records(path)
     elif fmt == "parquet":
         try:
             import pyarrow.parquet as pq
@@ -272,6 +318,48 @@ def _iter_records(path: Path, fmt: str) -> Iterator[tuple[int, dict[str, Any]]]:
                 yield row_no, rec
     else:  # pragma: no cover - guarded by caller
         raise ValueError(fmt)
+
+
+#: Largest CSV field read (characters); Python's default (131,072) is smaller than many documents.
+CSV_FIELD_LIMIT = min(sys.maxsize, 2**31 - 1)
+
+
+@contextlib.contextmanager
+def _csv_field_limit(limit: int) -> Iterator[None]:
+    old = csv.field_size_limit(limit)
+    try:
+        yield
+    finally:
+        csv.field_size_limit(old)
+
+
+def _csv_records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Rows of a CSV/TSV file with a header, strictly parsed: a quote left open (which would
+    swallow the following rows) or any malformed quoting is an InputError naming the line where
+    the bad row starts. Fields may be as long as :data:`CSV_FIELD_LIMIT`."""
+    stream = (t for _, t in _lines(path))
+    first = next(stream, "")
+    delimiter = "\t" if path.suffix.lower() == ".tsv" or first.count("\t") > first.count(",") else ","
+    with _csv_field_limit(CSV_FIELD_LIMIT):
+        reader = csv.DictReader(itertools.chain([first], stream), delimiter=delimiter, strict=True)
+        try:
+            _ = reader.fieldnames  # reads the header
+        except csv.Error as exc:
+            raise InputError(f"malformed CSV header: {exc}", path=path, line=1) from None
+        while True:
+            start = reader.line_num + 1
+            try:
+                row = next(reader)
+            except StopIteration:
+                return
+            except csv.Error as exc:
+                msg = str(exc)
+                if "end of data" in msg or "EOF" in msg:
+                    msg = "a quoted field opened on this line is never closed (it swallows every later line)"
+                raise InputError(f"malformed CSV: {msg}", path=path, line=start) from None
+            if None in row:
+                raise InputError("more columns than the header", path=path, line=start)
+            yield start, dict(row)
 
 
 def read_records(
@@ -297,8 +385,7 @@ def read_records(
     used = {fields.id, *fields.text, *(() if fields.title is None else (fields.title,))}
     for no, rec in _iter_records(path, fmt):
         base = _field_str(rec, fields.id, path=path, line=no)
-        if not base:
-            raise InputError("empty id", path=path, line=no, field=fields.id)
+        check_id(base, path=path, line=no, field=fields.id)
         title = _field_str(rec, fields.title, path=path, line=no, required=False) if fields.title else ""
         keys = fields.metadata if fields.metadata is not None else [k for k in rec if k not in used]
         meta = {k: rec[k] for k in keys if k in rec}
@@ -309,7 +396,8 @@ def read_records(
             text = _field_str(rec, f, path=path, line=no, required=not multi)
             if multi and not text.strip():
                 continue
-            b.add(f"{base}_{f}" if multi else base, title, text, {**meta, **({"field": f} if multi else {})}, no)
+            b.add(f"{base}_{f}" if multi else base, title, text, {**meta, **({"field": f} if multi else {})}, no,
+                  field=fields.id)
     return b.build()
 
 
@@ -333,10 +421,19 @@ def read_folder(
         raise InputError("not a folder", path=root)
     report = report if report is not None else LoadReport()
     b = _CorpusBuilder(root, clean, report)
-    files = sorted(p for p in root.rglob("*") if p.is_file() and p.suffix.lower() in suffixes)
+    try:
+        files = sorted(p for p in root.rglob("*") if p.suffix.lower() in suffixes and (p.is_file() or p.is_symlink()))
+    except OSError as exc:
+        raise InputError(f"cannot list the folder ({exc.strerror or type(exc).__name__}: {exc.filename})",
+                         path=root) from None
     for i, f in enumerate(files, start=1):
+        if f.is_symlink() and not f.is_file():
+            raise InputError("a symbolic link that leads nowhere (broken, or a loop)", path=f)
         text = "".join(t for _, t in _lines(f))
         rel = f.relative_to(root).with_suffix("").as_posix()
+        if id_problem(rel):
+            raise InputError(f"the file name makes the document id {rel!r}, which TREC files cannot carry "
+                             "(whitespace or control characters); rename the file", path=f, field="id")
         title = ""
         if f.suffix.lower() in (".html", ".htm"):
             low = text.lower()
@@ -349,7 +446,7 @@ def read_folder(
                 if line.startswith("#"):
                     title = line.lstrip("#").strip()
                     break
-        b.add(rel, title, text, {"path": f.relative_to(root).as_posix()}, i)
+        b.add(rel, title, text, {"path": f.relative_to(root).as_posix()}, i, field="id")
     return b.build()
 
 

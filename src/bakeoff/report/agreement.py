@@ -12,9 +12,10 @@ ran (matched by name):
   and their τ; the CI is the percentile interval of the finite values (a resample whose
   means are all tied has no τ; those are counted as ``undefined``). Seeded by a
   :class:`numpy.random.Generator` from :func:`bakeoff.stats.derive_rng`.
-* a plain **verdict**: *same order* (τ = 1), *broadly the same order* (τ > 0 and the CI's
-  lower end above 0), else *does not reliably rank the arms as the real queries do*; and
-  whether both sets name the same best arm.
+* a plain **verdict**: *same order* (τ = 1 and the CI's lower end above 0), *same order, not
+  reliably* (τ = 1 but the CI reaches 0: resampling reorders the arms), *broadly the same
+  order* (τ > 0 and the CI above 0), else *does not reliably rank the arms as the real queries
+  do*; and whether both sets name the same best arm.
 
 Which set is synthetic: the one whose BEIR folder holds a ``provenance.json`` of ``bakeoff
 generate`` (``mode`` describe/clusters) or a ``bakeoff demo`` truth; when neither or both
@@ -108,14 +109,18 @@ def ranking_agreement(first: Mapping[str, Any], second: Mapping[str, Any], *, la
     real = 1 - synthetic
     best = [arms[int(np.argmax(mean_a))], arms[int(np.argmax(mean_b))]]
     same_best = best[0] == best[1]
+    reliable = math.isfinite(lo) and lo > 0
     if math.isfinite(tau) and tau >= 1.0 - 1e-12:
-        verdict = "same order"
-    elif math.isfinite(tau) and tau > 0 and math.isfinite(lo) and lo > 0:
+        verdict = "same order" if reliable else "same order, not reliably"
+    elif math.isfinite(tau) and tau > 0 and reliable:
         verdict = "broadly the same order"
     else:
         verdict = "not reliably the same order"
     sentence = {
-        "same order": "ranks the arms exactly as the real queries do",
+        "same order": "ranks the arms exactly as the real queries do, and reliably (τ's CI is above 0)",
+        "same order, not reliably": "puts the arms in the same order as the real queries here, but NOT reliably: "
+                                    "resampling the queries reorders them (τ's CI reaches 0 or below; the arms are "
+                                    "too close to tell apart)",
         "broadly the same order": "ranks the arms broadly as the real queries do (τ > 0, its CI above 0)",
         "not reliably the same order": "does NOT reliably rank the arms as the real queries do (τ's CI reaches 0 "
                                        "or below)",

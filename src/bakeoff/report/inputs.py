@@ -4,18 +4,81 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import Field, model_validator
 
 from ..errors import InputError
 from ..runner.reopen import load_dataset, load_runs, results_path
 from ..runner.results import StoredResults
+from ..runner.results import read_results as _read_json
+from ..validation import OpenSchema, PositiveInt, validate
 
-__all__ = ["results_path", "load_dataset", "load_runs", "merge_results"]
+__all__ = ["ResultsRecord", "load_dataset", "load_runs", "merge_results", "read_results", "results_path"]
 
 log = logging.getLogger("bakeoff")
+
+
+# What a report reads of a results.json (unknown keys are allowed: readers ignore them).
+Score = Annotated[float, Field(allow_inf_nan=True)]
+
+
+class _ArmRecord(OpenSchema):
+    name: str
+    metrics: dict[str, Score | None]
+    per_query: dict[str, dict[str, Score]]
+    run_file: str | None = None
+    children: list[str] | None = None
+
+
+class _DatasetRecord(OpenSchema):
+    name: str | None = None
+    split: str | None = None
+    source: dict[str, Any] | str = Field(default_factory=dict)  # bakeoff demo: a label; data in dataset.truth
+    fingerprints: dict[str, str] = Field(default_factory=dict)
+
+
+class ResultsRecord(OpenSchema):
+    """The part of ``results.json`` (:mod:`bakeoff.runner.results`) that reports rely on."""
+
+    dataset: _DatasetRecord
+    k: PositiveInt
+    measures: list[str] = Field(min_length=1)
+    arms: list[_ArmRecord] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _per_query_covers_measures(self) -> ResultsRecord:
+        for i, arm in enumerate(self.arms):
+            for m in self.measures:
+                if m not in arm.per_query:
+                    raise ValueError(f"arms[{i}] ({arm.name!r}) has no per_query values for measure {m!r}")
+        names = [a.name for a in self.arms]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ValueError(f"arm names repeated: {dup}")
+        return self
+
+
+def read_results(path: str | Path) -> StoredResults:
+    """A ``results.json`` (file or folder) read for a report: valid JSON of the bakeoff schema and
+    holding what reports read (:class:`ResultsRecord`); otherwise one InputError naming the file
+    and the field."""
+    p = results_path(path)
+    try:
+        results = _read_json(p)
+    except RecursionError:
+        raise InputError("JSON nested too deeply to read", path=p) from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not valid UTF-8 (byte {exc.start})", path=p) from None
+    except IsADirectoryError:
+        raise InputError("is a folder, expected results.json", path=p) from None
+    raw = json.loads(p.read_text(encoding="utf-8"))  # as written (the typed view fills absent keys in)
+    validate(ResultsRecord, raw, where=str(p), error=InputError)
+    return results
 
 
 def merge_results(first: Mapping[str, Any], second: Mapping[str, Any], *, labels: Sequence[str],
@@ -35,9 +98,16 @@ def merge_results(first: Mapping[str, Any], second: Mapping[str, Any], *, labels
     if first["k"] != second["k"]:
         raise InputError(f"the two result sets use different cutoffs (k={first['k']} vs {second['k']})",
                          path=paths[1], field="k")
-    measures = [m for m in first["measures"] if m in second["measures"]]
-    if not measures:
-        raise InputError("the two result sets share no measure", path=paths[1], field="measures")
+    sa, sb = first["dataset"].get("split"), second["dataset"].get("split")
+    if sa != sb:
+        raise InputError(f"the two result sets are on different splits ({sa!r} vs {sb!r})", path=paths[1],
+                         field="dataset.split")
+    if set(first["measures"]) != set(second["measures"]):
+        only_a = sorted(set(first["measures"]) - set(second["measures"]))
+        only_b = sorted(set(second["measures"]) - set(first["measures"]))
+        raise InputError(f"the two result sets computed different measures (only in the first: {only_a}; only in "
+                         f"the second: {only_b}); run both with the same --measure", path=paths[1], field="measures")
+    measures = list(first["measures"])
     qa = set(first["arms"][0]["per_query"][measures[0]]) if first["arms"] else set()
     qb = set(second["arms"][0]["per_query"][measures[0]]) if second["arms"] else set()
     if qa != qb:

@@ -153,7 +153,7 @@ def find_leak(dataset_source: Mapping[str, Any] | None, dataset: Dataset | None,
         if vals:
             return _leak_summary({"per_query": vals}, source="queries metadata field 'leak'", query_ids=query_ids)
     folders: list[Path] = []
-    src = dataset_source or {}
+    src = dataset_source if isinstance(dataset_source, Mapping) else {}  # bakeoff demo records a string
     for key in ("beir", "queries", "qrels", "corpus"):
         if src.get(key):
             p = Path(str(src[key]))

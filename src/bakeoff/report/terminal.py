@@ -69,9 +69,9 @@ def _ms(value: float) -> str:
 
 
 def _usd(value: float) -> str:
-    if value == 0:
-        return "0"
-    return f"{value:.4f}" if value >= 0.0001 else f"{value:.2e}"
+    """USD per 1,000 queries: one format for every row, three significant digits in scientific
+    notation (``6.52e-06``, ``1.00e-02``), so magnitudes compare at a glance."""
+    return f"{value:.2e}"
 
 
 def _lower_bound(results: Mapping[str, Any]) -> bool:
@@ -373,7 +373,8 @@ def print_agreement(agr: Mapping[str, Any], *, file: IO[str] | None = None) -> N
                     f"({agr['n_queries'][1]} queries)")
     t.add_column("arm")
     for i, lab in enumerate(labels):
-        tag = "synthetic" if lab == agr["synthetic"] else "real"
+        tag = "real" if lab != agr["synthetic"] else ("synthetic" if any(agr.get("synthetic_detected", [True]))
+                                                      else "taken as synthetic")
         t.add_column(f"{lab} ({tag})", justify="right")
         t.add_column("rank", justify="right")
     ranks = [{a: r for r, a in enumerate(sorted(agr["arms"], key=lambda a, m=m: -m[a]), start=1)} for m in agr["means"]]

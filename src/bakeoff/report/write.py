@@ -23,7 +23,7 @@ from ..data.model import Dataset, Run
 from ..errors import ConfigError
 from ..stats import DEFAULT_RESAMPLES
 from .inputs import load_dataset, load_runs, merge_results, results_path
-from ..runner.results import read_results
+from .inputs import read_results
 
 __all__ = ["ReportOptions", "ReportOutput", "compare_results", "parse_deltas", "report_results", "write_report"]
 

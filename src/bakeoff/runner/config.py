@@ -18,14 +18,18 @@ import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator
 
 from ..arms.base import Arm
-from ..arms.registry import arm_types
+from ..arms.registry import arm_type, validate_options
 from ..data.clean import CleanOptions
 from ..data.datasets import DatasetSpec
 from ..data.loaders import FieldMap
 from ..errors import BakeoffError, ConfigError
+from ..validation import (Fraction, NonNegative, NonNegativeInt, OpenSchema, Positive, PositiveInt, Schema,
+                          toml_key_line, validate)
 
 __all__ = ["ArmSpec", "BakeoffConfig", "build_arms", "load_config", "parse_arm_spec", "parse_value"]
 
@@ -73,23 +77,31 @@ def parse_arm_spec(spec: str) -> ArmSpec:
             key, eq, value = part.partition("=")
             if not eq or not key.strip():
                 raise ConfigError(f"--arm {spec!r}: option {part!r} is not key=value")
+            if key.strip() in options:
+                raise ConfigError(f"--arm {spec!r}: option {key.strip()!r} given twice")
             options[key.strip()] = parse_value(value)
+    if name is not None and not name:
+        raise ConfigError(f"--arm {spec!r}: empty NAME before '='")
+    options = validate_options(type_name, options, where=f"--arm {spec!r}")
     default_name = text.partition("=")[2].strip() if name else text
     return ArmSpec(name or default_name, type_name, options)
 
 
 def build_arms(specs: Sequence[ArmSpec]) -> list[Arm]:
     """Instantiate arms in order; options naming earlier arms (``arms=a+b``, ``base=a``)
-    are resolved to those arm objects. Unknown types and bad options are ConfigErrors."""
-    types = arm_types()
-    built: dict[str, Arm] = {}
+    are resolved to those arm objects. Unknown types and bad options are ConfigErrors
+    (every spec is validated before the first arm is built, so a bad last arm costs nothing)."""
+    checked: list[tuple[ArmSpec, dict[str, Any]]] = []
+    names: set[str] = set()
     for spec in specs:
-        if spec.name in built:
+        if spec.name in names:
             raise ConfigError(f"two arms are named {spec.name!r}; give one a NAME= prefix")
-        factory = types.get(spec.type)
-        if factory is None:
-            raise ConfigError(f"unknown arm type {spec.type!r}; known: {', '.join(sorted(types))}")
-        opts = dict(spec.options)
+        names.add(spec.name)
+        checked.append((spec, validate_options(spec.type, spec.options, where=f"arm {spec.name!r} ({spec.type})")))
+    built: dict[str, Arm] = {}
+    for spec, opts in checked:
+        factory = arm_type(spec.type)
+        assert factory is not None  # validate_options refused unknown types
         for key in ("arms", "base"):
             if key in opts and isinstance(opts[key], str):
                 names = [n.strip() for n in opts[key].split("+") if n.strip()]
@@ -133,10 +145,108 @@ def _resolve(base: Path, value: Any) -> Any:
     return value
 
 
+# The TOML schema: one model per table. Keys, types and ranges are declared here; validate() turns
+# any violation into one line naming the file, the line of the key and the key path.
+
+
+def _measure(text: str) -> str:
+    """A measure name that :func:`bakeoff.metrics.parse_measure` accepts, printed back canonically."""
+    from ..metrics import parse_measure
+
+    try:
+        return str(parse_measure(text))
+    except (ValueError, BakeoffError) as exc:
+        raise ValueError(str(exc).replace("\n", " ")) from None
+
+
+Measure = Annotated[str, AfterValidator(_measure)]
+
+
+class FieldsTable(Schema):
+    """``[dataset.fields]``: the record fields of a JSONL/CSV/Parquet corpus (:class:`FieldMap`)."""
+
+    id: str = "id"
+    text: str | list[str] = "text"
+    title: str | None = "title"
+    metadata: list[str] | None = None
+
+
+class CleanTable(Schema):
+    """``[dataset.clean]`` (:class:`CleanOptions`)."""
+
+    strip_html: bool = False
+    normalize_space: bool = False
+    dedupe: bool = False
+    min_chars: NonNegativeInt = 0
+
+
+class DatasetTable(Schema):
+    """``[dataset]`` (:class:`bakeoff.data.datasets.DatasetSpec`)."""
+
+    beir: str | None = None
+    irds: str | None = None
+    corpus: str | None = None
+    queries: str | None = None
+    qrels: str | None = None
+    split: str = "test"
+    name: str | None = None
+    fields: FieldsTable = FieldsTable()
+    clean: CleanTable = CleanTable()
+    chunk: dict[str, Any] | None = None
+
+
+class RunTable(Schema):
+    """``[run]``: cutoff, depth, measures, output folder, cache policy, cost and latency settings."""
+
+    k: PositiveInt = 10
+    depth: PositiveInt | None = None
+    measures: list[Measure] | None = None
+    out: str | None = None
+    cache: Literal["use", "refresh", "off"] = "use"
+    hourly_rate: NonNegative | None = None
+    latency_sample: NonNegativeInt = 50
+    latency_seed: int = 0
+    #: guards and the CI floor (:mod:`bakeoff.runner.guards`, :func:`bakeoff.report.gate.fail_under`)
+    ignore_identical_ids: bool = False
+    max_empty_share: Fraction = 0.5
+    fail_under: dict[str, float] = {}
+
+
+class EngineTable(Schema):
+    """``[engine]``: the Ray engine (:class:`bakeoff.engine.ray_engine.RayEngine`)."""
+
+    ray: str
+    actors: PositiveInt = 2
+    num_cpus: PositiveInt | None = None
+    cpus_per_actor: Positive = 1.0
+    object_store_memory: PositiveInt | None = None
+
+
+class ArmTable(OpenSchema):
+    """``[[arms]]``: ``type``, optional ``name``; the other keys are the arm type's options
+    (validated by the arm's own schema, :func:`bakeoff.arms.registry.validate_options`)."""
+
+    type: str
+    name: str | None = None
+
+
+class ConfigFile(Schema):
+    """A whole bake-off TOML file."""
+
+    dataset: DatasetTable
+    run: RunTable = RunTable()
+    arms: list[ArmTable] | None = None
+    arm: list[ArmTable] | None = None
+    engine: Literal["local", "ray"] | EngineTable | None = None
+    #: ``bakeoff tune``'s sweep (checked by :func:`bakeoff.tune.sweep.tune_spec_from_table`).
+    tune: dict[str, Any] | None = None
+
+
 def load_config(path: str | Path) -> BakeoffConfig:
     """Read a bake-off TOML file; relative paths resolve against the file's folder.
 
-    Layout::
+    Layout (every table and key is declared in the schema above; anything else is an error
+    naming the closest valid key)::
 
         [dataset]               # beir = "PATH" | irds = "NAME" | corpus/queries/qrels = "PATH"
         split = "test"
@@ -145,97 +255,98 @@ def load_config(path: str | Path) -> BakeoffConfig:
         [dataset.chunk]         # tokens|sentences|paragraphs = N, overlap, tokenizer, aggregate (maxp|firstp)
         [run]                   # k, depth, measures, out, cache, hourly_rate, latency_sample, latency_seed,
                                 # ignore_identical_ids, max_empty_share, fail_under = {"ndcg@10" = 0.6}
+        [engine]                # ray = "auto"|ADDRESS|"local", actors, num_cpus, cpus_per_actor
+        [tune]                  # bakeoff tune: arm, params, search ... (bakeoff.tune)
         [[arms]]                # name, type, then the arm's options
     """
     path = Path(path)
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise ConfigError(f"{path}: no such file") from None
-    except UnicodeDecodeError:
-        raise ConfigError(f"{path}: not valid UTF-8") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
-    base = path.parent
-    ds = dict(raw.get("dataset") or {})
-    if not ds:
-        raise ConfigError(f"{path}: missing [dataset] table")
+        raise ConfigError("no such file", path=path) from None
+    except IsADirectoryError:
+        raise ConfigError("is a folder; expected a TOML file", path=path) from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"not valid UTF-8 (byte {exc.start})", path=path) from None
     try:
-        fields_raw = ds.pop("fields", {}) or {}
-        if "text" in fields_raw and isinstance(fields_raw["text"], str):
-            fields_raw["text"] = [fields_raw["text"]]
-        fields = FieldMap(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in fields_raw.items()})  # type: ignore[arg-type]
-        clean = CleanOptions(**(ds.pop("clean", {}) or {}))
-        if ds.get("chunk") is not None:  # [dataset.chunk]: passages (bakeoff.ingest.chunking)
-            from ..ingest.chunking import ChunkSpec
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        m = re.search(r"\(at line (\d+), column \d+\)", str(exc))
+        raise ConfigError(f"invalid TOML: {exc!s}", path=path, line=int(m.group(1)) if m else None) from None
 
-            ds["chunk"] = ChunkSpec.from_mapping(ds["chunk"], where=f"{path}: [dataset.chunk]")
-        for key in ("beir", "corpus", "queries", "qrels"):
-            if key in ds:
-                ds[key] = _resolve(base, ds[key])
-        dspec = DatasetSpec(fields=fields, clean=clean, **ds)
-    except TypeError as exc:
-        raise ConfigError(f"{path}: [dataset]: {exc}") from None
+    def line_of(key: tuple[str | int, ...]) -> int | None:
+        return toml_key_line(text, key)
+
+    where = str(path)
+    doc = validate(ConfigFile, raw, where=where, line_of=line_of)
+    base = path.parent
+    ds = doc.dataset
+    chunk = None
+    if ds.chunk is not None:  # [dataset.chunk]: passages (bakeoff.ingest.chunking)
+        from ..ingest.chunking import ChunkSpec
+
+        line = line_of(("dataset", "chunk"))
+        chunk = ChunkSpec.from_mapping(ds.chunk, where=f"{path}{f':{line}' if line else ''}: [dataset.chunk]")
+    text_fields = [ds.fields.text] if isinstance(ds.fields.text, str) else list(ds.fields.text)
+    if not text_fields:
+        raise ConfigError("needs at least one text field", path=path, line=line_of(("dataset", "fields", "text")),
+                          field="dataset.fields.text")
+    fields = FieldMap(id=ds.fields.id, text=tuple(text_fields), title=ds.fields.title,
+                      metadata=None if ds.fields.metadata is None else tuple(ds.fields.metadata))
+    clean = CleanOptions(**ds.clean.model_dump())
+    sources = {key: _resolve(base, getattr(ds, key)) for key in ("beir", "corpus", "queries", "qrels")
+               if getattr(ds, key) is not None}
+    for key, value in sources.items():
+        if not Path(value).exists() and not Path(value).is_symlink():
+            raise ConfigError(f"dataset.{key}: {value!r} does not exist", path=path,
+                              line=line_of(("dataset", key)))
+    if not (sources.get("beir") or ds.irds or sources.get("corpus")):
+        raise ConfigError("[dataset] needs beir = \"PATH\", irds = \"NAME\" or corpus = \"PATH\"", path=path,
+                          line=line_of(("dataset",)), field="dataset")
+    dspec = DatasetSpec(irds=ds.irds, split=ds.split, name=ds.name, fields=fields, clean=clean, chunk=chunk, **sources)
+    tables = doc.arms if doc.arms is not None else doc.arm
+    key = "arms" if doc.arms is not None else "arm"
+    if not tables:
+        raise ConfigError("no [[arms]] tables", path=path)
     arms: list[ArmSpec] = []
-    for i, table in enumerate(raw.get("arms") or raw.get("arm") or [], start=1):
-        t = dict(table)
-        if "type" not in t:
-            raise ConfigError(f"{path}: [[arms]] #{i}: missing 'type'")
-        type_name = str(t.pop("type")).lower()
-        name = str(t.pop("name", type_name))
-        if isinstance(t.get("arms"), list):
-            t["arms"] = "+".join(t["arms"])
-        for key in ("model", "path"):
-            if key in t and isinstance(t[key], str) and (t[key].startswith(".") or "/" in t[key]):
-                candidate = base / t[key]
+    for i, table in enumerate(tables):
+        type_name = table.type.strip().lower()
+        name = table.name if table.name is not None else type_name
+        opts = dict(table.model_extra or {})
+        if isinstance(opts.get("arms"), list):
+            opts["arms"] = "+".join(str(a) for a in opts["arms"])
+        for ref in ("model", "path"):
+            if ref in opts and isinstance(opts[ref], str) and (opts[ref].startswith(".") or "/" in opts[ref]):
+                candidate = base / opts[ref]
                 if candidate.exists():
-                    t[key] = str(candidate)
-        arms.append(ArmSpec(name, type_name, t))
-    if not arms:
-        raise ConfigError(f"{path}: no [[arms]] tables")
-    run = dict(raw.get("run") or {})
-    known = {"k", "depth", "measures", "out", "cache", "hourly_rate", "latency_sample", "latency_seed",
-             "ignore_identical_ids", "max_empty_share", "fail_under"}
-    extra = {k: v for k, v in raw.items() if k not in ("dataset", "arms", "arm", "run")}
-    unknown = set(run) - known
-    if unknown:
-        raise ConfigError(f"{path}: [run]: unknown keys {sorted(unknown)}")
+                    opts[ref] = str(candidate)
+        opts = validate_options(type_name, opts, where=where, context=f"[[{key}]] #{i + 1} ({type_name} {name!r})",
+                                line_of=line_of, line_prefix=(key, i))
+        arms.append(ArmSpec(name, type_name, opts))
+    run = doc.run
+    extra: dict[str, Any] = {}
+    if doc.engine is not None:
+        extra["engine"] = doc.engine if isinstance(doc.engine, str) else doc.engine.model_dump(exclude_none=True)
+    if doc.tune is not None:
+        extra["tune"] = doc.tune
     return BakeoffConfig(
         dataset=dspec,
         arms=tuple(arms),
-        k=int(run.get("k", 10)),
-        depth=int(run.get("depth", max(100, int(run.get("k", 10))))),
-        measures=tuple(run["measures"]) if "measures" in run else None,
-        out=_resolve(base, run["out"]) if "out" in run else None,
-        cache=str(run.get("cache", "use")),
+        k=run.k,
+        depth=run.depth if run.depth is not None else max(100, run.k),
+        measures=None if run.measures is None else tuple(run.measures),
+        out=_resolve(base, run.out) if run.out is not None else None,
+        cache=run.cache,
         extra=extra,
-        hourly_rate=float(run["hourly_rate"]) if "hourly_rate" in run else None,
-        latency_sample=int(run.get("latency_sample", 50)),
-        latency_seed=int(run.get("latency_seed", 0)),
-        ignore_identical_ids=_flag(run.get("ignore_identical_ids", False), f"{path}: [run] ignore_identical_ids"),
-        max_empty_share=float(run.get("max_empty_share", 0.5)) if isinstance(run.get("max_empty_share", 0.5),
-                                                                              (int, float)) else _bad_share(path),
-        fail_under=_floors(run.get("fail_under", {}), path),
+        hourly_rate=run.hourly_rate,
+        latency_sample=run.latency_sample,
+        latency_seed=run.latency_seed,
+        ignore_identical_ids=run.ignore_identical_ids,
+        max_empty_share=run.max_empty_share,
+        fail_under=dict(run.fail_under),
     )
 
 
-def _flag(value: Any, where: str) -> bool:
-    if not isinstance(value, bool):
-        raise ConfigError(f"{where} must be true or false, got {value!r}")
-    return value
-
-
-def _bad_share(path: Path) -> float:
-    raise ConfigError(f"{path}: [run] max_empty_share must be a number between 0 and 1")
-
-
-def _floors(value: Any, path: Path) -> dict[str, float]:
-    """``[run] fail_under = {"ndcg@10" = 0.6}`` (a table of measure -> minimum mean)."""
-    if not isinstance(value, Mapping) or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
-                                                 for v in value.values()):
-        raise ConfigError(f"{path}: [run] fail_under must be a table of measure = minimum, e.g. "
-                          '{ "ndcg@10" = 0.6 }')
-    return {str(k): float(v) for k, v in value.items()}
 
 
 def check_unique(names: Sequence[str]) -> None:

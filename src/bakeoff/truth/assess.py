@@ -56,7 +56,7 @@ from .llm import ChatRequest, Generation, LLMClient
 if TYPE_CHECKING:  # pragma: no cover
     from pydantic import BaseModel
 
-__all__ = ["ASSESS_INSTRUCTION", "AssessOptions", "AssessOutcome", "assess_completion", "assess_messages",
+__all__ = ["ASSESS_INSTRUCTION", "COMPLETION_GRAMMAR", "AssessOptions", "AssessOutcome", "assess_completion", "assess_messages",
            "assess_request", "assess_results", "assess_schema", "grade_pairs", "merged_qrels", "prompt_hash"]
 
 log = logging.getLogger("bakeoff")
@@ -166,13 +166,23 @@ def _doc_text(corpus: Corpus, doc_id: str, max_chars: int) -> str:
     return full if len(full) <= max_chars else full[:max_chars].rsplit(" ", 1)[0] + " ..."
 
 
+#: GBNF grammar of the completion after the prefill, sent to llama.cpp servers (``grammar`` is a
+#: llama-cpp-python extension of ``/v1/completions``): three grades in 0..3 and the closing brace.
+COMPLETION_GRAMMAR = ('root ::= [0-3] ", \\"trustworthiness\\": " [0-3] ", \\"final_score\\": " [0-3] "}"')
+
+
 def assess_request(query: str, passage: str, client: LLMClient, options: AssessOptions) -> ChatRequest:
-    """The request grading one (query, passage) pair in the client's prompt style."""
+    """The request grading one (query, passage) pair in the client's prompt style. A completion
+    request to a llama.cpp server (the bundled model) carries :data:`COMPLETION_GRAMMAR`, so the
+    small model can only answer in the schema; the answer is validated all the same."""
     params: dict[str, Any] = {"temperature": options.temperature, "max_tokens": options.max_tokens,
                               "seed": options.seed}
     if client.config.prompt_style == "completion":
         prompt, prefill = assess_completion(query, passage)
-        return ChatRequest.completion(prompt, assess_schema(), {**params, "stop": ["\n"]}, prefill=prefill)
+        extra: dict[str, Any] = {"stop": ["\n"]}
+        if "llama-cpp" in client.config.identity:
+            extra["grammar"] = COMPLETION_GRAMMAR
+        return ChatRequest.completion(prompt, assess_schema(), {**params, **extra}, prefill=prefill)
     return ChatRequest(assess_messages(query, passage), assess_schema(), params)
 
 
@@ -305,7 +315,7 @@ def assess_results(
             rec.update(grade=int(v.final_score), intent_match=int(v.intent_match),
                        trustworthiness=int(v.trustworthiness))
         else:
-            rec.update(grade=None, error=g.error)
+            rec.update(grade=None, error=g.error, raw=(g.raw or "")[:200])
         records.append(rec)
     n_ok = sum(1 for g in gens if g.ok)
     counts = {"holes": len(all_holes), "disputed": sum(1 for h in all_holes if h.disputed), "asked": len(todo),

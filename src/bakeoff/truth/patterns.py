@@ -47,7 +47,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import Field
+
 from ..errors import InputError
+from ..validation import Schema, toml_key_line, validate
 
 __all__ = [
     "BUILTIN",
@@ -263,14 +266,31 @@ def load_patterns(path: str | Path) -> PatternSet:
         raise InputError("not valid UTF-8", path=path) from None
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"invalid TOML: {exc}", path=path) from None
-    law = raw.get("law", [])
-    law = [law] if isinstance(law, str) else list(law)
-    decree = raw.get("decree", [])
-    decree = [decree] if isinstance(decree, str) else list(decree)
-    extra = raw.get("pattern", raw.get("patterns", []))
-    if not isinstance(extra, list):
-        raise InputError("expected [[pattern]] tables", path=path, field="pattern")
-    return builtin_patterns(
-        str(raw.get("extends", "es")), law=law, decree=decree, target_id=str(raw.get("target_id", "art-{num}")),
-        placeholder=str(raw.get("placeholder", "[CITA OMITIDA]")), extra=extra, where=str(path),
-    )
+    text = path.read_text(encoding="utf-8")
+    doc = validate(PatternFile, raw, where=str(path), line_of=lambda key: toml_key_line(text, key), error=InputError)
+    law = [doc.law] if isinstance(doc.law, str) else list(doc.law)
+    decree = [doc.decree] if isinstance(doc.decree, str) else list(doc.decree)
+    tables = doc.pattern if doc.patterns is None else [*doc.pattern, *doc.patterns]
+    extra = [t.model_dump(exclude_none=True) for t in tables]
+    return builtin_patterns(doc.extends, law=law, decree=decree, target_id=doc.target_id,
+                            placeholder=doc.placeholder, extra=extra, where=str(path))
+
+
+class PatternTable(Schema):
+    """One ``[[pattern]]`` table (a bad ``kind`` or ``regex`` skips the pattern, see the module docstring)."""
+
+    name: str | None = None
+    kind: str = "target"
+    regex: str | None = None
+
+
+class PatternFile(Schema):
+    """A pattern file's keys (see the module docstring); anything else is an error."""
+
+    extends: str = "es"
+    law: str | list[str] = Field(default_factory=list)
+    decree: str | list[str] = Field(default_factory=list)
+    target_id: str = "art-{num}"
+    placeholder: str = "[CITA OMITIDA]"
+    pattern: list[PatternTable] = Field(default_factory=list)
+    patterns: list[PatternTable] | None = None

@@ -29,7 +29,8 @@ def summary_lines(tune: Mapping[str, Any], *, max_trials: int = 40) -> list[str]
     trials = sorted(tune["trials"], key=lambda t: (-(t["dev"] if t["dev"] is not None else -1e9), t["index"]))
     out.append(f"  {'#':>3}  dev {m:<10}  cached  params")
     for t in trials[:max_trials]:
-        out.append(f"  {t['index']:>3}  {_f(t['dev']):<14}  {'yes' if t['cached'] else 'no':<6}  {_params(t['params'])}")
+        cached = "yes" if t["cached"] else "no"
+        out.append(f"  {t['index']:>3}  {_f(t['dev']):<14}  {cached:<6}  {_params(t['params'])}")
     if len(trials) > max_trials:
         out.append(f"  ... {len(trials) - max_trials} more in tune.json")
     ch = tune["chosen"]

