@@ -47,7 +47,8 @@ bit**, much faster:
    ``interface/gemv.c``, OpenBLAS ≥ 0.3.27). Each candidate's position class in the
    reference's block is computed from those rules and its score is produced by the same
    BLAS on a 4-row (``4x4``), 2-row (``4x2``) or 3-row (last row: ``4x1``) matrix holding
-   it — the same kernel, the same float64 operations. The final ranking is
+   it — the same kernel, the same float64 operations (four ``4x4`` candidates share one 4-row
+   matrix: that kernel sums each of its four columns with its own accumulators). The final ranking is
    :func:`~bakeoff.data.ranking.top_k_indices` over the candidates.
 
 Where that model does not describe numpy's BLAS (not OpenBLAS, another threading layer,
@@ -192,12 +193,17 @@ def _reference_scores(rows64: np.ndarray, x: np.ndarray, cls: np.ndarray) -> np.
     """float64 scores of ``rows64`` as the reference's kernels of class ``cls`` compute them."""
     out = np.empty(rows64.shape[0], dtype=np.float64)
     d = rows64.shape[1]
-    for c, width, pick in ((4, 4, 0), (2, 2, 0), (1, 3, 2)):
+    sel = np.flatnonzero(cls == 4)
+    if sel.size:  # four candidates per 4-row gemv: the 4x4 kernel sums each column on its own
+        mats = np.zeros((-(-sel.size // 4) * 4, d), dtype=np.float64)
+        mats[: sel.size] = rows64[sel]
+        out[sel] = np.matmul(mats.reshape(-1, 4, d), x).reshape(-1)[: sel.size]
+    for c, width, pick in ((2, 2, 0), (1, 3, 2)):
         sel = np.flatnonzero(cls == c)
         if sel.size == 0:
             continue
         # each selected row fills all ``width`` rows of its own small matrix: a gemv of
-        # ``width`` rows runs ``width // 4`` 4x4 kernels, or the 4x2 pair, or pair + 4x1.
+        # 2 rows runs the 4x2 kernel; of 3 rows, the 4x2 pair then the 4x1 single (picked).
         mats = np.ascontiguousarray(np.broadcast_to(rows64[sel][:, None, :], (sel.size, width, d)))
         out[sel] = np.matmul(mats, x)[:, pick]
     return out

@@ -369,7 +369,7 @@ class PgVectorArm(_PgArm):
                     conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")
             binary = self._binary_vectors(conn)
             for m, rows in group_by_mask(queries, mask):
-                stmt = self._query_sql(m is not None)
+                stmt = self._query_sql(m is not None).as_string(conn)  # composed once, not per query
                 allowed = None if m is None else [self._corpus.ids[i] for i in np.flatnonzero(m)]
                 for s in range(0, len(rows), self.pipeline):
                     chunk = rows[s : s + self.pipeline]
