@@ -163,7 +163,7 @@ def _caveats(report: Mapping[str, Any], candidates: Sequence[str], m: str, any_s
     low = [(a, judged[a]) for a in candidates if isinstance(judged.get(a), (int, float)) and judged[a] < JUDGED_LOW]
     if low:
         out.append(f"judged@{k} is low for " + ", ".join(f"{a} ({v:.2f})" for a, v in low) + ": most of their top "
-                   f"{k} has no judgment and counts as wrong, so {m} understates them.")
+                   f"{k} has no judgment and counts as non-relevant, so {m} may understate them.")
     if n_arms >= 2 and not any_significant:
         out.append(f"No pair of arms differs significantly on {m}: with these queries the test cannot separate any "
                    "of them.")
