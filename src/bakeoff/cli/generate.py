@@ -26,6 +26,17 @@ def generate(
     questions_per_cluster: Annotated[int, typer.Option(help="clusters: questions asked per cluster.")] = 2,
     grades: Annotated[str, typer.Option(help="clusters: grade by relevant rank, 'g1,g2,...;default'.")] = "3,2,2;1",
     encoder: Annotated[Optional[str], typer.Option(help="clusters: dense model for the embeddings (default MiniLM).")] = None,
+    encoder_key_env: Annotated[str, typer.Option(help="clusters: NAME of the variable holding the key of an openai: encoder.")] = "OPENAI_API_KEY",
+    specificity: Annotated[str, typer.Option(help="Specificity scorer: local (bundled Gemma in-process), off, or a completions server spec.")] = "local",
+    specificity_threshold: Annotated[Optional[float], typer.Option(help="Keep queries whose specificity (nats/token) is at least this (default 1.0).")] = None,
+    specificity_top: Annotated[Optional[float], typer.Option(help="Keep only this top fraction of queries by specificity.")] = None,
+    min_doc_chars: Annotated[int, typer.Option(help="describe: never sample documents shorter than this (characters).")] = 60,
+    style: Annotated[str, typer.Option(help="Query style: question, keywords or typos.")] = "question",
+    prompt_lang: Annotated[str, typer.Option(help="Language of the prompt and its examples: en or es.")] = "en",
+    persona: Annotated[Optional[str], typer.Option(help="Who searches, e.g. 'a tenant in a deposit dispute'.")] = None,
+    instruction: Annotated[Optional[str], typer.Option(help="Extra instruction added to the prompt.")] = None,
+    preset: Annotated[Optional[str], typer.Option(help="Named constraint set: seed000.")] = None,
+    reasoning_effort: Annotated[Optional[str], typer.Option(help="Reasoning models: minimal, low, medium or high.")] = None,
     test_fraction: Annotated[float, typer.Option(help="Share of queries in qrels/test.tsv (rest: train).")] = 0.5,
     concurrency: Annotated[Optional[int], typer.Option(help="Requests in flight (default 4; local 1).")] = None,
     price: Annotated[Optional[str], typer.Option(help="USD per 1M tokens 'prompt,completion' (overrides the table).")] = None,
@@ -48,16 +59,23 @@ def generate(
     from ..data.loaders import FieldMap
     from ..errors import ConfigError
     from ..truth.generate import generate_truth
+    from ..truth.prompts import PromptControl
     from ..truth.repair import GradeMap
+    from ..truth.specificity import DEFAULT_THRESHOLD, SpecificityOptions
     from ..truth.synthetic import ClusterOptions, DescribeOptions
 
     if mode not in ("describe", "clusters"):
         raise ConfigError(f"mode must be describe or clusters, got {mode!r}")
-    doc_chars = {"max_doc_chars": max_doc_chars} if max_doc_chars else {}
+    doc_chars: dict = {"max_doc_chars": max_doc_chars} if max_doc_chars else {}
+    doc_chars["prompt"] = PromptControl(style=style, lang=prompt_lang, persona=persona, instruction=instruction,  # type: ignore[arg-type]
+                                        preset=preset)
+    doc_chars["specificity"] = None if specificity == "off" else SpecificityOptions(
+        threshold=DEFAULT_THRESHOLD if specificity_threshold is None else specificity_threshold,
+        keep_fraction=specificity_top)
     if mode == "describe":
         opts: DescribeOptions | ClusterOptions = DescribeOptions(
             n=n, seed=seed, leak_threshold=leak_threshold, max_regenerations=regenerations, stratify_by=stratify_by,
-            lang=lang, test_fraction=test_fraction, **doc_chars)
+            lang=lang, test_fraction=test_fraction, min_doc_chars=min_doc_chars, **doc_chars)
     else:
         try:
             gm = GradeMap.parse(grades)
@@ -70,11 +88,11 @@ def generate(
     if mode == "clusters":
         from ..runner.embed import embed_corpus
 
-        embed = partial(embed_corpus, model=encoder, cache=cache_obj, progress=progress)
+        embed = partial(embed_corpus, model=encoder, cache=cache_obj, progress=progress, api_key_env=encoder_key_env)
     fields = FieldMap(id=id_field, text=(text_field,), title=title_field)
     done = generate_truth(corpus, options=opts, out=out, fields=fields, llm=llm, cache=cache_obj,
                           concurrency=concurrency, price=price, embed=embed, batch_in=batch_in, batch_out=batch_out,
-                          progress=progress)
+                          progress=progress, specificity=specificity, reasoning_effort=reasoning_effort)
     if done.ingested is not None:
         c = done.ingested
         typer.echo(f"batch results: {c['ingested']} ingested, {c['invalid']} invalid, {c['unknown']} unknown")
@@ -88,10 +106,17 @@ def generate(
         lk = prov["leak"]
         typer.echo(f"kept {prov['counts']['kept']} of {prov['counts']['sampled']} sampled documents; "
                    f"mean leak {lk['kept']['mean']:.3f}; rejection rate {lk['rejection_rate']:.1%}")
-    else:
+        typer.echo("rejected generations: " + ", ".join(f"{k} {v}" for k, v in prov["rejections"].items())
+                   + f"; documents too short to sample: {prov['documents']['too_short']}")
+    if mode != "describe":
         rep = ", ".join(f"{k} {v}" for k, v in prov["repairs"].items() if v)
         typer.echo(f"kept {prov['counts']['kept']} questions from {prov['counts'].get('clusters', 0)} clusters; "
                    f"repairs: {rep or 'none'}; hard negatives {prov['n_hard_negatives']}")
+    if "specificity" in prov:
+        sp = prov["specificity"]["all_candidates"]
+        if sp["n"]:
+            typer.echo(f"specificity of {sp['n']} candidates (nats/token): p10 {sp['p10']:+.2f}, median {sp['p50']:+.2f}, "
+                       f"p90 {sp['p90']:+.2f}; below threshold {sp.get('share_below', 0.0):.0%}")
     typer.echo(f"wrote {out} (run it: bakeoff run --beir {out} --arm bm25 ...)")
 
 

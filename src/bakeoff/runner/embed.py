@@ -7,6 +7,8 @@ would index and share its cache entries (and its crash-safe checkpoints).
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from ..cache import Cache
@@ -17,11 +19,20 @@ __all__ = ["embed_corpus"]
 
 
 def embed_corpus(corpus: Corpus, *, model: str | None = None, cache: Cache | None = None,
-                 progress: bool = True) -> tuple[np.ndarray, str]:
+                 progress: bool = True, api_key_env: str | None = None,
+                 base_url: str | None = None) -> tuple[np.ndarray, str]:
     """``((len(corpus), dim) vectors, encoder identity)`` of the dense arm with ``model``
-    (``None``: the offline MiniLM)."""
+    (``None``: the offline MiniLM). An ``openai:<model>`` encoder reads its key from the
+    variable named ``api_key_env`` (default ``OPENAI_API_KEY``) and talks to ``base_url``
+    (default ``$OPENAI_BASE_URL``, else the public API), as ``--llm openai:...`` does."""
     from ..arms.dense import DenseArm
 
-    arm = DenseArm(model=model)
+    opts: dict[str, str] = {}
+    if model is not None and model.lower().startswith("openai:"):
+        opts["api_key_env"] = api_key_env or "OPENAI_API_KEY"
+        url = base_url or os.environ.get("OPENAI_BASE_URL")
+        if url:
+            opts["base_url"] = url
+    arm = DenseArm(model=model, **opts)
     ctx = Context(corpus=corpus, cache=cache, progress=progress)
     return arm.embed_corpus(corpus, ctx=ctx), str(arm.encoder.identity())

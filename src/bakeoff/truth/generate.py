@@ -44,7 +44,7 @@ Embed = Callable[[Corpus], tuple[np.ndarray, str]]
 
 @contextlib.contextmanager
 def open_llm(spec: str, *, cache: Cache | None, concurrency: int | None = None,
-             price: str | None = None) -> Iterator[LLMClient]:
+             price: str | None = None, reasoning_effort: str | None = None) -> Iterator[LLMClient]:
     """An :class:`~bakeoff.truth.llm.LLMClient` for ``--llm`` (``local`` starts and stops the
     bundled llama.cpp server; see :func:`bakeoff.truth.llm.parse_llm_spec` for the others).
     ``price`` is ``"PROMPT_USD_PER_1M,COMPLETION_USD_PER_1M"`` (overrides the price table)."""
@@ -59,6 +59,10 @@ def open_llm(spec: str, *, cache: Cache | None, concurrency: int | None = None,
         overrides["price"] = Price(p, c)
     if concurrency:
         overrides["concurrency"] = concurrency
+    if reasoning_effort:
+        if reasoning_effort not in ("minimal", "low", "medium", "high"):
+            raise ConfigError(f"--reasoning-effort must be minimal, low, medium or high, got {reasoning_effort!r}")
+        overrides["reasoning_effort"] = reasoning_effort
     if spec == "local":
         from .local_llm import LocalLLMServer
 
@@ -81,6 +85,7 @@ class GenerateOutcome:
 
     usage: Usage
     truth: SyntheticTruth | None = None
+    scorer_startup_s: float = 0.0
     folder: Path | None = None
     batch_requests: int = 0
     ingested: dict[str, int] | None = None
@@ -112,6 +117,8 @@ def generate_truth(
     batch_in: Path | None = None,
     batch_out: Path | None = None,
     progress: bool = True,
+    specificity: str | None = "local",
+    reasoning_effort: str | None = None,
     cluster_leak_threshold: float | None = 0.35,
 ) -> GenerateOutcome:
     """``bakeoff generate``: ground truth for ``corpus`` (describe mode for :class:`DescribeOptions`,
@@ -123,6 +130,9 @@ def generate_truth(
     are checked. Cluster mode needs ``embed``; ``batch_in`` applies to describe mode. Cluster
     questions whose leak exceeds ``cluster_leak_threshold`` are dropped
     (:func:`~bakeoff.truth.synthetic.cluster_leak_filter`; ``None`` only records the leak).
+    ``specificity`` names the query-likelihood scorer of the specificity filter (``local``: the
+    bundled Gemma in-process; ``off``/``None``: no filter; else a completions server spec, see
+    :func:`bakeoff.truth.specificity.open_likelihood`); its options are ``options.specificity``.
     Refused (:class:`~bakeoff.errors.ConfigError`): ``n < 1``, a test fraction outside [0, 1],
     batch files without a cache or with the local LLM.
     """
@@ -141,19 +151,30 @@ def generate_truth(
         corpus = open_corpus(corpus, fields=fields)
     ingested = None
     t0 = time.perf_counter()
-    with open_llm(llm, cache=cache, concurrency=concurrency, price=price) as client:
+    with contextlib.ExitStack() as stack:
+        client = stack.enter_context(open_llm(llm, cache=cache, concurrency=concurrency, price=price,
+                                              reasoning_effort=reasoning_effort))
         started = time.perf_counter() - t0
+        scorer = None
+        t1 = time.perf_counter()
+        if options.specificity is not None and batch_out is None:
+            from .specificity import open_likelihood
+
+            scorer = open_likelihood(specificity)
+            if scorer is not None:
+                stack.callback(scorer.close)  # type: ignore[attr-defined]
+        scorer_s = time.perf_counter() - t1
         if batch_out is not None:
             client.collect = []
         if isinstance(options, DescribeOptions):
             if batch_in is not None:
                 ingested = _ingest(client, batch_in, corpus, options)
-            truth = describe_truth(corpus, client, options=options, progress=progress)
+            truth = describe_truth(corpus, client, options=options, progress=progress, scorer=scorer)
         else:
             assert embed is not None
             vectors, name = embed(corpus)
             truth = cluster_truth(corpus, client, vectors=vectors, options=options, progress=progress,
-                                  encoder_name=name)
+                                  encoder_name=name, scorer=scorer)
             truth = cluster_leak_filter(truth, corpus, threshold=cluster_leak_threshold)
         usage = client.usage
         if client.collect:
@@ -163,4 +184,5 @@ def generate_truth(
             return GenerateOutcome(usage, batch_requests=n_req, ingested=ingested, llm_startup_s=started)
     truth.provenance["corpus"] = {"source": source or "corpus"}
     folder = truth.write(out, corpus=corpus) if out is not None else None
-    return GenerateOutcome(usage, truth=truth, folder=folder, ingested=ingested, llm_startup_s=started)
+    return GenerateOutcome(usage, truth=truth, folder=folder, ingested=ingested, llm_startup_s=started,
+                           scorer_startup_s=scorer_s)

@@ -18,6 +18,9 @@ Conventions
 * **Caching**: a validated answer is cached under ``cache_key({model, messages,
   schema, params, response_format})`` (kind ``llm``), so a re-run costs nothing
   and a crashed run resumes where it stopped. Failures are not cached.
+* **Reasoning models** (o-series, gpt-5 family; :func:`is_reasoning_model`): chat requests send
+  ``max_completion_tokens`` instead of ``max_tokens``, no ``temperature``/``top_p``, and
+  ``reasoning_effort`` when :attr:`LLMConfig.reasoning_effort` is set (see :meth:`LLMClient.body`).
 * **Cost**: ``prompt_tokens * prompt_usd_per_1m / 1e6 + completion_tokens *
   completion_usd_per_1m / 1e6`` from a configurable :class:`Price` (batch results
   are multiplied by ``batch_discount``). Cache hits cost 0 in this run.
@@ -59,9 +62,15 @@ __all__ = [
     "parse_llm_spec",
     "write_batch",
     "ingest_batch",
+    "is_reasoning_model",
+    "REASONING_PREFIXES",
 ]
 
 log = logging.getLogger("bakeoff")
+
+#: Lower bound of ``max_completion_tokens`` for reasoning models: the budget covers the hidden
+#: reasoning tokens too, and a 64-token budget ends before any visible answer.
+REASONING_MIN_TOKENS = 2048
 
 ResponseFormat = Literal["json_schema", "json_object_schema", "none"]
 
@@ -78,12 +87,35 @@ class Price:
 
 
 #: List prices (USD per 1M tokens) used when no price is configured; override with ``LLMConfig.price``.
+#: gpt-5 family: OpenAI list prices (standard tier, per 1M tokens, input/output) as published on
+#: openai.com/api/pricing for gpt-5 ($1.25/$10), gpt-5-mini ($0.25/$2) and gpt-5-nano ($0.05/$0.40);
+#: reasoning tokens are billed as completion tokens (they are counted in ``completion_tokens``).
 DEFAULT_PRICES: Mapping[str, Price] = {
     "gpt-4o-mini": Price(0.15, 0.60),
     "gpt-4o": Price(2.50, 10.00),
+    "gpt-4.1": Price(2.00, 8.00),
     "gpt-4.1-mini": Price(0.40, 1.60),
     "gpt-4.1-nano": Price(0.10, 0.40),
+    "gpt-5": Price(1.25, 10.00),
+    "gpt-5-mini": Price(0.25, 2.00),
+    "gpt-5-nano": Price(0.05, 0.40),
+    "o4-mini": Price(1.10, 4.40),
+    "o3": Price(2.00, 8.00),
+    "o3-mini": Price(1.10, 4.40),
 }
+
+#: Model-name prefixes of reasoning models, which refuse ``temperature`` (other than the default)
+#: and ``max_tokens`` on chat completions: they take ``max_completion_tokens`` and ``reasoning_effort``.
+REASONING_PREFIXES: tuple[str, ...] = ("o1", "o3", "o4", "gpt-5")
+
+
+def is_reasoning_model(model: str) -> bool:
+    """True for the o-series and the gpt-5 family (``gpt-5``, ``gpt-5-mini``, ``gpt-5-2025-08-07`` ...);
+    a provider prefix such as ``openai/`` is ignored. ``gpt-5-chat-latest`` is a chat model (not reasoning)."""
+    name = model.rsplit("/", 1)[-1].lower()
+    if name.startswith("gpt-5") and "chat" in name:
+        return False
+    return any(name == p or name.startswith(p + "-") for p in REASONING_PREFIXES)
 
 
 @dataclass(frozen=True)
@@ -105,13 +137,29 @@ class LLMConfig:
     price: Price | None = None
     batch_discount: float = 0.5
     model_id: str | None = None
+    #: Reasoning models only (see :func:`is_reasoning_model`): ``minimal``, ``low``, ``medium`` or ``high``.
+    reasoning_effort: str | None = None
+    #: ``None``: decided by :func:`is_reasoning_model` from the model name; True/False force it.
+    reasoning: bool | None = None
+
+    @property
+    def is_reasoning(self) -> bool:
+        return is_reasoning_model(self.model) if self.reasoning is None else self.reasoning
+
+    def resolved_price(self) -> Price:
+        if self.price is not None:
+            return self.price
+        if self.model in DEFAULT_PRICES:
+            return DEFAULT_PRICES[self.model]
+        # dated snapshots (gpt-5-mini-2025-08-07) cost what their family costs
+        for name in sorted(DEFAULT_PRICES, key=len, reverse=True):
+            if self.model.startswith(name + "-2"):
+                return DEFAULT_PRICES[name]
+        return Price()
 
     @property
     def identity(self) -> str:
         return self.model_id or self.model
-
-    def resolved_price(self) -> Price:
-        return self.price or DEFAULT_PRICES.get(self.model, Price())
 
     def public(self) -> dict[str, Any]:
         """The configuration as stored in provenance: the key variable's *name* only."""
@@ -263,7 +311,8 @@ class LLMClient:
 
     # -- identity ------------------------------------------------------------
     def request_key(self, req: ChatRequest) -> str:
-        return cache_key({
+        extra = {"reasoning_effort": self.config.reasoning_effort} if self.config.reasoning_effort else {}
+        return cache_key({**extra,
             "kind": "llm-chat",
             "model": self.config.identity,
             "messages": [dict(m) for m in req.messages],
@@ -280,10 +329,22 @@ class LLMClient:
         return "completions" if req.prompt is not None else "chat/completions"
 
     def body(self, req: ChatRequest, *, seed_offset: int = 0) -> dict[str, Any]:
-        """The JSON body of ``POST /chat/completions`` (or ``/completions``) for ``req``."""
+        """The JSON body of ``POST /chat/completions`` (or ``/completions``) for ``req``.
+
+        For a reasoning model (:attr:`LLMConfig.is_reasoning`) on chat completions: ``max_tokens``
+        becomes ``max_completion_tokens`` (which also bounds the hidden reasoning tokens, so it is
+        raised to at least ``REASONING_MIN_TOKENS``), ``temperature`` and ``top_p`` are dropped (those
+        models refuse any value but the default), and ``reasoning_effort`` is sent when configured."""
         params = dict(req.params)
         if seed_offset and "seed" in params:
             params["seed"] = int(params["seed"]) + seed_offset
+        if self.config.is_reasoning and req.prompt is None:
+            params.pop("temperature", None)
+            params.pop("top_p", None)
+            if "max_tokens" in params:
+                params["max_completion_tokens"] = max(int(params.pop("max_tokens")), REASONING_MIN_TOKENS)
+            if self.config.reasoning_effort:
+                params["reasoning_effort"] = self.config.reasoning_effort
         if req.prompt is not None:
             return {"model": self.config.model, "prompt": req.prompt + req.prefill, **params}
         body: dict[str, Any] = {"model": self.config.model, "messages": [dict(m) for m in req.messages], **params}

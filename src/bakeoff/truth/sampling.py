@@ -7,6 +7,11 @@ remainders (ties: stratum name ascending), capped at ``N_g``. Rows within a
 stratum are drawn without replacement with the given ``np.random.Generator``;
 strata are visited in name order, so the result depends only on the seed.
 
+Eligibility: with ``min_chars > 0`` only documents whose text (whitespace runs collapsed to one
+space; the title is not counted) has at least ``min_chars`` characters are sampled — a one-line
+docstring such as "Deprecated AST node class." carries no question anyone could ask. The
+eligible rows are filtered *before* sampling, so ``min_chars=0`` samples exactly as before.
+
 Split: query ``q`` is in *test* iff ``int(sha256(f"{seed}\\0{q}")[:16], 16) / 2**64 <
 test_fraction`` — stable under adding or removing other queries.
 """
@@ -22,14 +27,24 @@ import numpy as np
 
 from ..data.model import Corpus
 
-__all__ = ["sample_rows", "sampled_mix", "split_of", "MISSING"]
+__all__ = ["sample_rows", "sampled_mix", "split_of", "eligible_rows", "MISSING"]
 
 MISSING = "<missing>"
 
 
-def _strata(corpus: Corpus, field: str) -> dict[str, list[int]]:
+def eligible_rows(corpus: Corpus, *, min_chars: int = 0) -> np.ndarray:
+    """Rows whose whitespace-collapsed text has at least ``min_chars`` characters (all rows for 0)."""
+    if min_chars <= 0:
+        return np.arange(len(corpus), dtype=np.int64)
+    return np.asarray([i for i, t in enumerate(corpus.texts) if len(" ".join(t.split())) >= min_chars],
+                      dtype=np.int64)
+
+
+def _strata(corpus: Corpus, field: str, rows: Iterable[int] | None = None) -> dict[str, list[int]]:
     groups: dict[str, list[int]] = {}
-    for i, meta in enumerate(corpus.metadata):
+    for i in (range(len(corpus)) if rows is None else rows):
+        i = int(i)
+        meta = corpus.metadata[i]
         value = meta.get(field) if meta else None
         groups.setdefault(MISSING if value is None else str(value), []).append(i)
     return dict(sorted(groups.items()))
@@ -54,13 +69,19 @@ def _allocate(sizes: Mapping[str, int], n: int) -> dict[str, int]:
     return alloc
 
 
-def sample_rows(corpus: Corpus, n: int, *, rng: np.random.Generator, stratify_by: str | None = None) -> np.ndarray:
-    """``min(n, len(corpus))`` distinct row indices, in sampling order."""
-    if n <= 0 or len(corpus) == 0:
+def sample_rows(corpus: Corpus, n: int, *, rng: np.random.Generator, stratify_by: str | None = None,
+                eligible: np.ndarray | None = None) -> np.ndarray:
+    """``min(n, len(pool))`` distinct row indices, in sampling order; the pool is ``eligible``
+    (see :func:`eligible_rows`) or every row."""
+    if eligible is not None and len(eligible) == len(corpus):
+        eligible = None  # every row: sample exactly as without the filter
+    pool_size = len(corpus) if eligible is None else len(eligible)
+    if n <= 0 or pool_size == 0:
         return np.empty(0, dtype=np.int64)
     if stratify_by is None:
-        return rng.choice(len(corpus), size=min(n, len(corpus)), replace=False).astype(np.int64)
-    strata = _strata(corpus, stratify_by)
+        picked = rng.choice(pool_size, size=min(n, pool_size), replace=False).astype(np.int64)
+        return picked if eligible is None else np.asarray(eligible, dtype=np.int64)[picked]
+    strata = _strata(corpus, stratify_by, eligible)
     alloc = _allocate({g: len(rows) for g, rows in strata.items()}, n)
     picked: list[int] = []
     for g, rows in strata.items():

@@ -32,7 +32,7 @@ import shutil
 import tempfile
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -43,10 +43,12 @@ from ..data.model import Corpus, Qrels, Queries
 from ..data.writers import write_beir
 from .leak import leak, leak_histogram, leak_stats
 from .llm import ChatRequest, LLMClient
-from .prompts import (CLUSTER_INSTRUCTION, CLUSTER_SHOT_QUESTIONS, DESCRIBE_INSTRUCTION, DESCRIBE_SHOT_QUERIES, cluster_messages,
-                      cluster_schema, describe_completion, describe_messages, describe_schema)
+from .prompts import (CLUSTER_INSTRUCTION, CLUSTER_SHOT_QUESTIONS, DESCRIBE_SHOT_QUERIES, PromptControl, cluster_completion,
+                      cluster_messages, cluster_question_schema, cluster_schema, describe_completion, describe_messages, describe_schema,
+                      shot_queries)
 from .repair import REPAIR_KINDS, GradeMap, repair_question
-from .sampling import sample_rows, sampled_mix, split_of
+from .sampling import eligible_rows, sample_rows, sampled_mix, split_of
+from .specificity import QueryLikelihood, SpecificityOptions, keep_mask, score_stats, specificity_scores
 
 __all__ = ["DescribeOptions", "ClusterOptions", "SyntheticTruth", "describe_truth", "cluster_truth",
            "cluster_corpus"]
@@ -76,6 +78,11 @@ class DescribeOptions:
     temperature: float = 0.8
     max_tokens: int = 64
     test_fraction: float = 0.5
+    #: Documents whose text (whitespace collapsed) is shorter are never sampled (too short to describe).
+    min_doc_chars: int = 0
+    #: How queries are scored and kept when a scorer is given (``None``: no specificity filter).
+    specificity: SpecificityOptions | None = field(default_factory=SpecificityOptions)
+    prompt: PromptControl = field(default_factory=PromptControl)
 
 
 @dataclass(frozen=True)
@@ -93,6 +100,8 @@ class ClusterOptions:
     max_tokens: int = 1024
     test_fraction: float = 0.5
     schema_max_docs: int = 16
+    specificity: SpecificityOptions | None = field(default_factory=SpecificityOptions)
+    prompt: PromptControl = field(default_factory=PromptControl)
 
 
 @dataclass
@@ -159,29 +168,54 @@ def describe_request(corpus: Corpus, row: int, client: LLMClient, options: Descr
                               "seed": o.seed * 100_003 + attempt}
     text = _doc_text(corpus, row, o.max_doc_chars)
     if client.config.prompt_style == "completion":
-        prompt, prefill = describe_completion(text)
+        prompt, prefill = describe_completion(text, o.prompt)
         return ChatRequest.completion(prompt, describe_schema(), {**params, "stop": ["\n"]}, prefill=prefill)
-    return ChatRequest(describe_messages(text), describe_schema(), params)
+    return ChatRequest(describe_messages(text, o.prompt), describe_schema(), params)
 
 
 def describe_requests(corpus: Corpus, client: LLMClient, options: DescribeOptions, *, attempt: int) -> list[ChatRequest]:
     """Round ``attempt``'s request for every sampled document (used to match batch results)."""
-    rows = sample_rows(corpus, options.n, rng=np.random.default_rng(options.seed), stratify_by=options.stratify_by)
+    rows = sample_rows(corpus, options.n, rng=np.random.default_rng(options.seed), stratify_by=options.stratify_by,
+                       eligible=eligible_rows(corpus, min_chars=options.min_doc_chars))
     return [describe_request(corpus, int(r), client, options, attempt=attempt) for r in rows]
 
 
+def _score_text(corpus: Corpus, row: int) -> str:
+    """The document as the specificity scorer reads it: title and text."""
+    title, text = corpus.titles[row], corpus.texts[row]
+    return f"{title}\n{text}" if title else text
+
+
 def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOptions = DescribeOptions(),
-                   progress: bool = True) -> SyntheticTruth:
-    """Describe-mode ground truth (see the module docstring)."""
+                   progress: bool = True, scorer: QueryLikelihood | None = None) -> SyntheticTruth:
+    """Describe-mode ground truth (see the module docstring).
+
+    Filters, in order, each counted under its reason: ``failed`` (no valid answer),
+    ``copied_example`` (echoes a few-shot example), ``too_short`` (< ``min_query_words``),
+    ``rejected`` (leak > ``leak_threshold``), ``low_specificity`` (with a ``scorer`` and
+    ``options.specificity``: score below the threshold, see :mod:`bakeoff.truth.specificity`).
+    Each rejection sends the document to the next regeneration round. ``keep_fraction`` is
+    applied at the end (``below_top_fraction``). Kept queries carry ``specificity`` in metadata.
+    """
     o = options
     rng = np.random.default_rng(o.seed)
-    rows = sample_rows(corpus, o.n, rng=rng, stratify_by=o.stratify_by)
+    eligible = eligible_rows(corpus, min_chars=o.min_doc_chars)
+    rows = sample_rows(corpus, o.n, rng=rng, stratify_by=o.stratify_by, eligible=eligible)
     schema = describe_schema()
     completion = client.config.prompt_style == "completion"
+    examples = shot_queries(o.prompt)
+    spec = o.specificity if scorer is not None else None
 
-    accepted: dict[int, tuple[str, float, int]] = {}
+    accepted: dict[int, tuple[str, float, int, float | None]] = {}
     all_leaks: list[float] = []
+    all_spec: list[float] = []
+    spec_stats: dict[str, int] = {}
     counts = Counter[str]()
+    audit: list[dict[str, Any]] = []  # every answered generation with its outcome
+
+    def note(r: int, attempt: int, query: str, outcome: str, **extra: Any) -> None:
+        audit.append({"doc": corpus.ids[r], "round": attempt, "query": query, "outcome": outcome, **extra})
+
     open_rows = [int(r) for r in rows]
     for attempt in range(o.max_regenerations + 1):
         if not open_rows:
@@ -189,6 +223,7 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
         reqs = [describe_request(corpus, r, client, o, attempt=attempt) for r in open_rows]
         gens = client.generate_many(reqs, progress=progress, desc=f"describe (round {attempt + 1})")
         still_open: list[int] = []
+        candidates: list[tuple[int, str, float]] = []
         for r, g in zip(open_rows, gens, strict=True):
             if g.pending:
                 counts["pending"] += 1
@@ -199,12 +234,14 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
                 still_open.append(r)
                 continue
             q = " ".join(g.value.query.split())
-            if _copies_example(q):
+            if _copies_example(q, examples=examples):
                 counts["copied_example"] += 1
+                note(r, attempt, q, "copied_example")
                 still_open.append(r)
                 continue
             if len(q.split()) < o.min_query_words:
                 counts["too_short"] += 1
+                note(r, attempt, q, "too_short")
                 still_open.append(r)
                 continue
             source = f"{corpus.titles[r]} {corpus.texts[r]}"
@@ -213,20 +250,48 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
             counts["scored"] += 1
             if lk > o.leak_threshold:
                 counts["rejected"] += 1
+                note(r, attempt, q, "leak", leak=round(lk, 6))
                 still_open.append(r)
                 continue
-            accepted[r] = (q, lk, attempt)
+            candidates.append((r, q, lk))
+        scores: list[float | None] = [None] * len(candidates)
+        if spec is not None and candidates:
+            got = specificity_scores([(q, _score_text(corpus, r)) for r, q, _ in candidates], scorer,  # type: ignore[arg-type]
+                                     options=spec, cache=client.cache, progress=progress, stats=spec_stats,
+                                     others=_random_others(corpus, spec))
+            scores = [x.score for x in got]
+            all_spec.extend(x.score for x in got)
+        for (r, q, lk), sc in zip(candidates, scores, strict=True):
+            extra = {"leak": round(lk, 6)} if sc is None else {"leak": round(lk, 6), "specificity": round(sc, 6)}
+            if sc is not None and spec is not None and spec.threshold is not None and sc < spec.threshold:
+                counts["low_specificity"] += 1
+                note(r, attempt, q, "low_specificity", **extra)
+                still_open.append(r)
+                continue
+            note(r, attempt, q, "kept", **extra)
+            accepted[r] = (q, lk, attempt, sc)
         open_rows = still_open
-    counts["dropped_docs"] = len(open_rows)
+    if spec is not None and spec.keep_fraction is not None and accepted:
+        order = sorted(accepted)
+        mask = keep_mask([accepted[r][3] or 0.0 for r in order], replace(spec, threshold=None))
+        for r, keep in zip(order, mask, strict=True):
+            if not keep:
+                counts["below_top_fraction"] += 1
+                note(r, accepted[r][2], accepted[r][0], "below_top_fraction")
+                del accepted[r]
+    counts["dropped_docs"] = len(rows) - len(accepted)
     qids, texts, metas, judg = [], [], [], {}
     for pos, r in enumerate(int(x) for x in rows):
         if r not in accepted:
             continue
-        q, lk, attempt = accepted[r]
+        q, lk, attempt, sc = accepted[r]
         qid = f"describe-{pos:05d}"
         qids.append(qid)
         texts.append(q)
-        metas.append({"source_doc": corpus.ids[r], "leak": round(lk, 6), "attempt": attempt})
+        meta: dict[str, Any] = {"source_doc": corpus.ids[r], "leak": round(lk, 6), "attempt": attempt}
+        if sc is not None:
+            meta["specificity"] = round(sc, 6)
+        metas.append(meta)
         judg[qid] = {corpus.ids[r]: 1}
     kept = [accepted[r][1] for r in accepted]
     scored = counts["scored"]
@@ -234,22 +299,44 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
         "mode": "describe",
         "llm": client.config.public(),
         "prompts": {"style": client.config.prompt_style,
-                    "example": (describe_completion("<document text>") if completion
-                                else list(describe_messages("<document text>"))),
-                    "instruction": DESCRIBE_INSTRUCTION},
+                    "example": (describe_completion("<document text>", o.prompt) if completion
+                                else list(describe_messages("<document text>", o.prompt))),
+                    "instruction": o.prompt.describe_instruction(), "control": asdict(o.prompt)},
         "parameters": {**asdict(o), "schema": schema.model_json_schema()},
         "leak": {"kept": leak_stats(kept, threshold=o.leak_threshold),
                  "all_generations": leak_stats(all_leaks, threshold=o.leak_threshold),
                  "rejection_rate": counts["rejected"] / scored if scored else 0.0,
                  "threshold": o.leak_threshold, "lang": o.lang},
         "counts": {"sampled": len(rows), "kept": len(qids), **dict(counts)},
+        "documents": {"corpus": len(corpus), "eligible": int(len(eligible)),
+                      "too_short": len(corpus) - int(len(eligible)), "min_doc_chars": o.min_doc_chars},
+        "rejections": {"failed": counts["failed"], "copied_example": counts["copied_example"],
+                       "too_short": counts["too_short"], "leak": counts["rejected"],
+                       "low_specificity": counts["low_specificity"],
+                       "below_top_fraction": counts["below_top_fraction"]},
+        "generations": audit,
         "usage": client.usage.as_dict(),
     }
+    if spec is not None:
+        kept_spec = [accepted[r][3] for r in accepted if accepted[r][3] is not None]
+        prov["specificity"] = {"scorer": scorer.identity(), "options": asdict(spec),  # type: ignore[union-attr]
+                               "all_candidates": score_stats(all_spec, threshold=spec.threshold),
+                               "kept": score_stats(kept_spec, threshold=spec.threshold),
+                               "evaluations": dict(spec_stats)}
     if o.stratify_by:
         prov["sampled_mix"] = sampled_mix(corpus, rows, o.stratify_by)
         prov["kept_mix"] = sampled_mix(corpus, [r for r in rows if int(r) in accepted], o.stratify_by)
     return SyntheticTruth(Queries(tuple(qids), tuple(texts), tuple(metas)), Qrels(judg), prov,
                           test_fraction=o.test_fraction, split_seed=o.seed)
+
+
+def _random_others(corpus: Corpus, spec: SpecificityOptions) -> list[str]:
+    """Candidate documents of the ``random`` baseline (empty for ``none``): up to 200 rows drawn with
+    ``spec.seed`` — the same in every round, so the reference documents are read once per round."""
+    if spec.baseline != "random" or len(corpus) < 2:
+        return []
+    rows = np.random.default_rng(spec.seed).choice(len(corpus), size=min(200, len(corpus)), replace=False)
+    return [_score_text(corpus, int(r)) for r in rows]
 
 
 # -- cluster mode ------------------------------------------------------------------
@@ -281,7 +368,7 @@ def _members(labels: np.ndarray, vectors: np.ndarray, c: int, limit: int) -> lis
 def cluster_truth(corpus: Corpus, client: LLMClient, *, vectors: np.ndarray | None = None,
                   embed: Callable[[Corpus], np.ndarray] | None = None,
                   options: ClusterOptions = ClusterOptions(), progress: bool = True,
-                  encoder_name: str = "") -> SyntheticTruth:
+                  encoder_name: str = "", scorer: QueryLikelihood | None = None) -> SyntheticTruth:
     """Cluster-mode ground truth. Give the document ``vectors`` (row-aligned with ``corpus``) or an
     ``embed(corpus) -> vectors`` function."""
     o = options
@@ -297,58 +384,113 @@ def cluster_truth(corpus: Corpus, client: LLMClient, *, vectors: np.ndarray | No
     clusters = [c for c in rng.permutation(int(labels.max()) + 1) if (labels == c).sum() >= 2]
     need = math.ceil(o.n / max(1, o.questions_per_cluster))
     chosen = [int(c) for c in clusters[:need]]
-    schema = cluster_schema(max_questions=o.questions_per_cluster, max_docs=o.schema_max_docs)
+    completion = client.config.prompt_style == "completion"
+    schema = (cluster_question_schema(max_docs=o.schema_max_docs) if completion
+              else cluster_schema(max_questions=o.questions_per_cluster, max_docs=o.schema_max_docs))
     params = {"temperature": o.temperature, "max_tokens": o.max_tokens, "seed": o.seed}
     members: dict[int, list[int]] = {}
-    reqs = []
+    reqs: list[ChatRequest] = []
+    req_cluster: list[int] = []
     for c in chosen:
         rows = _members(labels, vectors, c, o.max_cluster_docs)
         members[c] = rows
         docs = [(f"D{i + 1}", _doc_text(corpus, r, o.max_doc_chars)) for i, r in enumerate(rows)]
-        reqs.append(ChatRequest(cluster_messages(docs, n_questions=o.questions_per_cluster), schema, params))
+        if completion:  # base models: one question per request, a different seed each
+            prompt, prefill = cluster_completion(docs, o.prompt)
+            for qi in range(o.questions_per_cluster):
+                reqs.append(ChatRequest.completion(prompt, schema, {**params, "seed": o.seed * 100_003 + qi,
+                                                                    "max_tokens": min(o.max_tokens, 160),
+                                                                    "stop": ["\n"]}, prefill=prefill))
+                req_cluster.append(c)
+        else:
+            reqs.append(ChatRequest(cluster_messages(docs, n_questions=o.questions_per_cluster, control=o.prompt),
+                                    schema, params))
+            req_cluster.append(c)
     gens = client.generate_many(reqs, progress=progress, desc="clusters")
     repairs: Counter[str] = Counter({k: 0 for k in (*REPAIR_KINDS, "copied_example")})
     counts: Counter[str] = Counter()
-    qids, texts, metas, judg, negatives = [], [], [], {}, {}
-    for c, g in zip(chosen, gens, strict=True):
+    # (cluster, question index, repaired question) of every question that survives the repairs
+    survivors: list[tuple[int, int, Any]] = []
+    seen_clusters: set[int] = set()
+    per_cluster_q: Counter[int] = Counter()
+    for c, g in zip(req_cluster, gens, strict=True):
         if g.pending:
             counts["pending"] += 1
             continue
-        counts["clusters"] += 1
+        if c not in seen_clusters:
+            seen_clusters.add(c)
+            counts["clusters"] += 1
         if not g.ok:
-            counts["failed_clusters"] += 1
+            counts["failed_clusters" if not completion else "failed_questions"] += 1
             continue
-        rows = members[c]
-        label_to_doc = {f"D{i + 1}": corpus.ids[r] for i, r in enumerate(rows)}
-        for qi, q in enumerate(g.value.questions):
+        label_list = [f"D{i + 1}" for i in range(len(members[c]))]
+        if completion:
+            answers = [str(a).strip() for a in g.value.answers]
+            listed = [a for a in answers if a in label_list]
+            judgments = [{"id": a, "relevant": True, "rank": i + 1, "reason": ""} for i, a in enumerate(answers)]
+            judgments += [{"id": x, "relevant": False, "rank": len(answers) + 1 + i, "reason": ""}
+                          for i, x in enumerate(x for x in label_list if x not in listed)]
+            questions = [(g.value.question, judgments)]
+        else:
+            questions = [(q.question, q.judgments) for q in g.value.questions]
+        for question, judgments in questions:
+            qi = per_cluster_q[c]
+            per_cluster_q[c] += 1
             counts["questions_generated"] += 1
-            if _copies_example(q.question, examples=CLUSTER_SHOT_QUESTIONS):
+            if _copies_example(question, examples=CLUSTER_SHOT_QUESTIONS):
                 repairs["copied_example"] += 1
                 counts["questions_dropped"] += 1
                 continue
-            fixed, rc = repair_question(q.question, q.judgments, list(label_to_doc))
+            fixed, rc = repair_question(question, judgments, label_list)
             repairs.update(rc)
             if fixed is None:
                 counts["questions_dropped"] += 1
                 continue
-            if len(qids) >= o.n:
-                counts["questions_over_n"] += 1
-                continue
-            qid = f"cluster-{c:05d}-{qi}"
-            grades = fixed.grades(o.grade_map)
-            qids.append(qid)
-            texts.append(" ".join(fixed.question.split()))
-            metas.append({"cluster": c, "ranking": [label_to_doc[x] for x in fixed.order],
-                          "reasons": {label_to_doc[k]: v for k, v in fixed.reasons.items()}})
-            judg[qid] = {label_to_doc[x]: gr for x, gr in grades.items()}
-            negatives[qid] = [label_to_doc[x] for x in fixed.negatives()]
+            survivors.append((c, qi, fixed))
+    spec = o.specificity if scorer is not None else None
+    spec_scores: list[float | None] = [None] * len(survivors)
+    spec_stats: dict[str, int] = {}
+    if spec is not None and survivors:
+        pairs = []
+        for c, _, fixed in survivors:
+            top = members[c][int(fixed.order[0][1:]) - 1]
+            pairs.append((" ".join(fixed.question.split()), _score_text(corpus, top)))
+        got = specificity_scores(pairs, scorer, options=spec, cache=client.cache, progress=progress,  # type: ignore[arg-type]
+                                 stats=spec_stats, others=_random_others(corpus, spec))
+        spec_scores = [x.score for x in got]
+    qids, texts, metas, judg, negatives = [], [], [], {}, {}
+    for (c, qi, fixed), sc in zip(survivors, spec_scores, strict=True):
+        if sc is not None and spec is not None and spec.threshold is not None and sc < spec.threshold:
+            counts["low_specificity"] += 1
+            counts["questions_dropped"] += 1
+            continue
+        if len(qids) >= o.n:
+            counts["questions_over_n"] += 1
+            continue
+        label_to_doc = {f"D{i + 1}": corpus.ids[r] for i, r in enumerate(members[c])}
+        qid = f"cluster-{c:05d}-{qi}"
+        if qid in judg:
+            continue
+        grades = fixed.grades(o.grade_map)
+        qids.append(qid)
+        texts.append(" ".join(fixed.question.split()))
+        meta: dict[str, Any] = {"cluster": c, "ranking": [label_to_doc[x] for x in fixed.order],
+                                "reasons": {label_to_doc[k]: v for k, v in fixed.reasons.items()}}
+        if sc is not None:
+            meta["specificity"] = round(sc, 6)
+        metas.append(meta)
+        judg[qid] = {label_to_doc[x]: gr for x, gr in grades.items()}
+        negatives[qid] = [label_to_doc[x] for x in fixed.negatives()]
     sizes = np.bincount(labels)
     prov: dict[str, Any] = {
         "mode": "clusters",
         "llm": client.config.public(),
         "encoder": encoder_name,
-        "prompts": {"instruction": CLUSTER_INSTRUCTION,
-                    "example": list(cluster_messages([("D1", "<document text>")], n_questions=o.questions_per_cluster))},
+        "prompts": {"instruction": CLUSTER_INSTRUCTION, "style": client.config.prompt_style,
+                    "control": asdict(o.prompt),
+                    "example": (cluster_completion([("D1", "<document text>")], o.prompt) if completion else
+                                list(cluster_messages([("D1", "<document text>")], n_questions=o.questions_per_cluster,
+                                                      control=o.prompt)))},
         "parameters": {**asdict(o), "schema": schema.model_json_schema()},
         "clustering": {"n_clusters": int(len(sizes)), "mean_size": float(sizes.mean()),
                        "min_size": int(sizes.min()), "max_size": int(sizes.max()), "used": len(chosen)},
@@ -358,6 +500,13 @@ def cluster_truth(corpus: Corpus, client: LLMClient, *, vectors: np.ndarray | No
         "n_hard_negatives": sum(len(v) for v in negatives.values()),
         "usage": client.usage.as_dict(),
     }
+    if spec is not None:
+        prov["specificity"] = {"scorer": scorer.identity(), "options": asdict(spec),  # type: ignore[union-attr]
+                               "all_candidates": score_stats([x for x in spec_scores if x is not None],
+                                                             threshold=spec.threshold),
+                               "kept": score_stats([m["specificity"] for m in metas if "specificity" in m],
+                                                   threshold=spec.threshold),
+                               "evaluations": dict(spec_stats)}
     return SyntheticTruth(Queries(tuple(qids), tuple(texts), tuple(metas)), Qrels(judg), prov,
                           test_fraction=o.test_fraction, split_seed=o.seed)
 

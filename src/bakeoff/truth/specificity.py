@@ -1,0 +1,441 @@
+"""Specificity of a generated query: how much its source document raises its likelihood.
+
+The query-likelihood criterion of InPars / UPR-style filters, scored by any causal language
+model that exposes token log-probabilities of a *given* text::
+
+    prefix(d) = "Document: " + d[:max_doc_chars] + "\\n\\nA question this document answers:"
+    lp(q | d) = (1 / |T|) * sum_{t in T} log p(t | prefix(d), earlier tokens of T)
+    specificity(q, d) = lp(q | d) - lp(q | b)
+
+``T`` are the tokens of ``" " + q`` (tokenized on their own, without BOS, so the query tokens are
+identical under every prefix; the space keeps the word boundary after the colon). The baseline
+``b`` is either the empty document (``baseline="none"``: ``prefix("")``, one evaluation per
+query) or the mean of ``lp(q | d')`` over ``n_random`` documents drawn (seeded) from the other
+documents of the corpus (``baseline="random"``, the default: ``n_random + 1`` documents drawn once,
+each pair averaging over the ``n_random`` ones — or all — that are not its own document). The
+random baseline controls for what *any* document of the corpus makes likely ("how do I ... in
+python" after any docstring); the empty document does not. A positive score means the document makes the
+query more likely than no (or an unrelated) document does; generic questions that fit any
+document score near 0, questions about something else below 0.
+
+Log-probabilities come from a :class:`QueryLikelihood` backend:
+
+* :class:`LlamaLikelihood` — a GGUF model in-process through llama-cpp-python (default: the
+  bundled Gemma 3 270M). It keeps its own KV cache: consecutive calls that share a token prefix
+  (the same document, several queries) only decode the new tokens, and logits are requested
+  only for the positions that predict query tokens (the 262k-entry vocabulary makes
+  all-position logits the dominant cost). Weight repacking is off while the model loads (see
+  :mod:`bakeoff.truth.llama_server`: repacked Q4_K kernels crash llama.cpp on AMX CPUs).
+* :class:`CompletionsLikelihood` — any OpenAI-compatible ``POST /v1/completions`` that echoes the
+  prompt with log-probabilities (``echo=true, logprobs=1, max_tokens=1``): vLLM, the
+  llama-cpp-python server (its echo path builds log-softmax rows of the whole context window in
+  Python, so it is slow for a 262k vocabulary), ... Query tokens are the echoed tokens whose
+  ``text_offset`` is at or after the end of the prefix.
+
+Every ``lp`` is cached (kind ``specificity``) under ``{model identity, prefix text, query,
+code_version}``, so a re-run decodes nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+import numpy as np
+
+from ..cache import Cache, cache_key
+from ..errors import BakeoffError, ConfigError
+
+__all__ = [
+    "DEFAULT_THRESHOLD",
+    "PROMPT",
+    "CompletionsLikelihood",
+    "LlamaLikelihood",
+    "QueryLikelihood",
+    "SpecificityOptions",
+    "SpecificityScore",
+    "open_likelihood",
+    "score_stats",
+    "specificity_prefix",
+    "specificity_scores",
+]
+
+log = logging.getLogger("bakeoff")
+
+#: The scoring prompt; the query follows after one space.
+PROMPT = "Document: {document}\n\nA question this document answers:"
+CODE_VERSION = "1"
+
+#: Default keep threshold on the specificity score (mean nats per query token); chosen from the
+#: measurements in ``benchmarks/truth_quality.py`` (see :class:`SpecificityOptions`).
+DEFAULT_THRESHOLD = 1.0
+
+
+def specificity_prefix(document: str, *, max_doc_chars: int = 1500) -> str:
+    """``prefix(d)`` of the module docstring; whitespace runs collapse to one space first."""
+    text = " ".join(document.split())[:max_doc_chars]
+    return PROMPT.format(document=text)
+
+
+class QueryLikelihood(Protocol):
+    """Token log-probabilities of a continuation given a prefix."""
+
+    def identity(self) -> str:
+        """Everything that changes the numbers (model file, library version); part of cache keys."""
+        ...
+
+    def logprobs(self, prefix: str, continuation: str) -> list[float]:
+        """``log p`` (natural log) of each token of ``continuation`` after ``prefix``."""
+        ...
+
+
+# -- in-process llama.cpp --------------------------------------------------------------
+
+@contextlib.contextmanager
+def _no_repack() -> Iterator[None]:
+    """Model loads inside this block get ``use_extra_bufts=False`` (llama.cpp's ``--no-repack``);
+    ``BAKEOFF_LLAMA_REPACK=1`` keeps repacking. The patched default is restored on exit."""
+    if os.environ.get("BAKEOFF_LLAMA_REPACK") == "1":
+        yield
+        return
+    import llama_cpp.llama_cpp as low
+
+    original = low.llama_model_default_params
+
+    def no_extra_bufts():  # type: ignore[no-untyped-def]
+        params = original()
+        params.use_extra_bufts = False
+        return params
+
+    low.llama_model_default_params = no_extra_bufts
+    try:
+        yield
+    finally:
+        low.llama_model_default_params = original
+
+
+def _log_softmax_at(logits: np.ndarray, token: int) -> float:
+    """``log softmax(logits)[token]`` in float64."""
+    x = logits.astype(np.float64)
+    m = float(x.max())
+    return float(x[token] - m - math.log(float(np.exp(x - m).sum())))
+
+
+class LlamaLikelihood:
+    """A GGUF model in-process (llama-cpp-python), scoring with prefix reuse (see module docstring).
+
+    ``n_threads`` defaults to ``$BAKEOFF_LLM_THREADS`` or 1 (the local server's rule: spin-waiting
+    threads collapse on a contended machine). Not thread-safe; :meth:`close` frees the model.
+    """
+
+    def __init__(self, *, model_path: Path | None = None, n_ctx: int = 2048, n_batch: int = 512,
+                 n_threads: int | None = None) -> None:
+        try:
+            import llama_cpp
+        except ImportError as exc:
+            from ..errors import MissingDependencyError
+
+            raise MissingDependencyError("llama-cpp-python", "llm", "the specificity filter") from exc
+        from .local_llm import gemma_model_path
+
+        self.model_path = Path(model_path) if model_path else gemma_model_path()
+        threads = n_threads or int(os.environ.get("BAKEOFF_LLM_THREADS", "1"))
+        with _no_repack():
+            self._llm = llama_cpp.Llama(model_path=str(self.model_path), n_ctx=n_ctx, n_batch=n_batch,
+                                        n_ubatch=n_batch, n_threads=threads, n_threads_batch=threads,
+                                        logits_all=False, verbose=False)
+        self._low = llama_cpp
+        self.n_ctx, self.n_batch = n_ctx, n_batch
+        self._batch = llama_cpp.llama_batch_init(n_batch, 0, 1)
+        self._tokens: list[int] = []  # what the KV cache holds (sequence 0)
+        self._version = getattr(llama_cpp, "__version__", "?")
+        self.decoded_tokens = 0
+
+    def identity(self) -> str:
+        repack = "repack" if os.environ.get("BAKEOFF_LLAMA_REPACK") == "1" else "norepack"
+        return f"{self.model_path.name}@llama-cpp-python-{self._version}+{repack}"
+
+    def close(self) -> None:
+        if self._batch is not None:
+            self._low.llama_batch_free(self._batch)
+            self._batch = None
+        self._llm.close()
+
+    def __enter__(self) -> LlamaLikelihood:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def tokenize(self, text: str, *, bos: bool) -> list[int]:
+        return list(self._llm.tokenize(text.encode("utf-8"), add_bos=bos, special=False))
+
+    def logprobs(self, prefix: str, continuation: str) -> list[float]:
+        head = self.tokenize(prefix, bos=True)
+        tail = self.tokenize(continuation, bos=False)
+        return self.token_logprobs(head, tail)
+
+    def token_logprobs(self, head: Sequence[int], tail: Sequence[int]) -> list[float]:
+        """``log p(tail[i] | head + tail[:i])`` for each i; reuses the KV cache of the longest common
+        prefix with the previous call."""
+        if not tail:
+            return []
+        tokens = list(head) + list(tail)
+        if len(tokens) > self.n_ctx:
+            raise BakeoffError(f"prompt of {len(tokens)} tokens exceeds the context window of {self.n_ctx}")
+        need_from = len(head) - 1  # position whose logits predict tail[0]
+        common = 0
+        for a, b in zip(self._tokens, tokens):
+            if a != b:
+                break
+            common += 1
+        start = min(common, need_from)
+        mem = self._low.llama_get_memory(self._llm.ctx)
+        if not self._low.llama_memory_seq_rm(mem, -1, start, -1):
+            self._low.llama_memory_clear(mem, True)
+            start = 0
+        self._tokens = tokens[:start]
+        out: list[float] = []
+        ctx = self._llm.ctx
+        for b0 in range(start, len(tokens), self.n_batch):
+            chunk = tokens[b0:b0 + self.n_batch]
+            batch = self._batch
+            batch.n_tokens = len(chunk)
+            wanted: list[tuple[int, int]] = []  # (index in batch, token predicted)
+            for i, tok in enumerate(chunk):
+                pos = b0 + i
+                batch.token[i] = tok
+                batch.pos[i] = pos
+                batch.n_seq_id[i] = 1
+                batch.seq_id[i][0] = 0
+                flag = need_from <= pos < len(tokens) - 1
+                batch.logits[i] = flag
+                if flag:
+                    wanted.append((i, tokens[pos + 1]))
+            rc = self._low.llama_decode(ctx, batch)
+            if rc != 0:
+                self._tokens = []
+                self._low.llama_memory_clear(mem, True)
+                raise BakeoffError(f"llama_decode failed with code {rc}")
+            self.decoded_tokens += len(chunk)
+            self._tokens.extend(chunk)
+            n_vocab = self._llm.n_vocab()
+            for i, nxt in wanted:
+                ptr = self._low.llama_get_logits_ith(ctx, i)
+                row = np.ctypeslib.as_array(ptr, shape=(n_vocab,))
+                out.append(_log_softmax_at(row, nxt))
+        return out
+
+
+# -- OpenAI-compatible completions -----------------------------------------------------------
+
+class CompletionsLikelihood:
+    """Prompt log-probabilities from ``POST {base_url}/completions`` with ``echo=true, logprobs=1,
+    max_tokens=1`` (see module docstring). ``api_key_env`` names the variable holding the key."""
+
+    def __init__(self, *, base_url: str, model: str, api_key_env: str | None = None, model_id: str | None = None,
+                 timeout_s: float = 300.0, max_retries: int = 3) -> None:
+        from ..net import HttpClient
+
+        self.base_url, self.model, self.model_id = base_url.rstrip("/"), model, model_id
+        self._http = HttpClient(base_url=self.base_url, auth_env=api_key_env, timeout=timeout_s, retries=max_retries)
+
+    def identity(self) -> str:
+        return self.model_id or f"{self.model}@{self.base_url}"
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> CompletionsLikelihood:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def logprobs(self, prefix: str, continuation: str) -> list[float]:
+        body = {"model": self.model, "prompt": prefix + continuation, "echo": True, "logprobs": 1,
+                "max_tokens": 1, "temperature": 0.0}
+        resp = self._http.post_json("completions", body)
+        try:
+            lp = resp["choices"][0]["logprobs"]
+            offsets, values = lp["text_offset"], lp["token_logprobs"]
+        except (KeyError, IndexError, TypeError):
+            raise BakeoffError(f"{self.base_url}/completions returned no prompt logprobs (echo=true, logprobs=1 "
+                               "unsupported?)") from None
+        n_prompt = _prompt_token_count(resp, len(values))
+        cut = len(prefix)
+        out = [float(v) for off, v in zip(offsets[:n_prompt], values[:n_prompt], strict=True)
+               if off is not None and off >= cut and v is not None]
+        if not out:
+            raise BakeoffError(f"{self.base_url}/completions echoed no token of the query")
+        return out
+
+
+def _prompt_token_count(resp: dict[str, Any], n_values: int) -> int:
+    """Echoed tokens that belong to the prompt: all but the generated ones (``completion_tokens``)."""
+    usage = resp.get("usage") or {}
+    gen = int(usage.get("completion_tokens") or 0)
+    return max(0, n_values - gen)
+
+
+# -- scoring ----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class SpecificityOptions:
+    """How queries are scored and which are kept.
+
+    ``threshold``: keep a query when ``specificity >= threshold`` (``None``: no threshold);
+    ``keep_fraction``: additionally keep only the top fraction of the (threshold-passing) queries.
+    Default: random-document baseline, threshold 1.0 nats/token. Chosen by reading the 112 scored
+    candidates of a demo run (stdlib docstrings, Gemma 3 270M): with the empty-document baseline
+    generic "how do I ... in python" questions scored 0.5-1.5 against any docstring; with the
+    random-document baseline they fall under ~0.8, while candidates at >= 1.0 were answerable by
+    their document about twice as often as those below.
+    """
+
+    threshold: float | None = DEFAULT_THRESHOLD
+    keep_fraction: float | None = None
+    max_doc_chars: int = 1500
+    baseline: Literal["none", "random"] = "random"
+    n_random: int = 3
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.keep_fraction is not None and not 0.0 < self.keep_fraction <= 1.0:
+            raise ConfigError("specificity keep fraction must be in (0, 1]")
+        if self.baseline not in ("none", "random"):
+            raise ConfigError(f"specificity baseline must be none or random, got {self.baseline!r}")
+
+
+@dataclass(frozen=True)
+class SpecificityScore:
+    """``score = lp_doc - lp_base`` (mean nats per query token) over ``n_tokens`` query tokens."""
+
+    score: float
+    lp_doc: float
+    lp_base: float
+    n_tokens: int
+
+
+def _cached_mean_lp(lm: QueryLikelihood, prefix: str, query: str, cache: Cache | None,
+                    stats: dict[str, int]) -> tuple[float, int]:
+    key = cache_key({"kind": "specificity-lp", "model": lm.identity(), "prefix": prefix, "query": query,
+                     "code_version": CODE_VERSION})
+    if cache is not None:
+        hit = cache.get_json("specificity", key)
+        if hit is not None:
+            stats["cached"] += 1
+            return float(hit["mean"]), int(hit["n"])
+    values = lm.logprobs(prefix, " " + query)
+    stats["evaluated"] += 1
+    mean = float(np.mean(values)) if values else 0.0
+    if cache is not None:
+        cache.put_json("specificity", key, {"mean": mean, "n": len(values), "model": lm.identity()})
+    return mean, len(values)
+
+
+def specificity_scores(pairs: Sequence[tuple[str, str]], lm: QueryLikelihood, *, options: SpecificityOptions = SpecificityOptions(),
+                       cache: Cache | None = None, others: Sequence[str] = (), progress: bool = False,
+                       stats: dict[str, int] | None = None) -> list[SpecificityScore]:
+    """Score ``(query, document text)`` pairs (results in input order).
+
+    Pairs are evaluated grouped by document, so a backend with prefix reuse reads each
+    document once. ``others`` are the candidate documents of the ``random`` baseline (a
+    document equal to the pair's own is never drawn); ``stats`` (if given) receives counts
+    ``evaluated`` and ``cached``.
+    """
+    from ..progress import progress_bar
+
+    o = options
+    st: dict[str, int] = stats if stats is not None else {}
+    st.setdefault("evaluated", 0)
+    st.setdefault("cached", 0)
+    prefixes = [specificity_prefix(d, max_doc_chars=o.max_doc_chars) for _, d in pairs]
+    order = sorted(range(len(pairs)), key=lambda i: (prefixes[i], i))
+    lp_doc: dict[int, tuple[float, int]] = {}
+    bar = progress_bar(total=len(pairs), desc="specificity", enabled=progress, unit="q")
+    for i in order:
+        lp_doc[i] = _cached_mean_lp(lm, prefixes[i], pairs[i][0], cache, st)
+        bar.update(1)
+    bar.close()
+    base: dict[int, float] = {}
+    if o.baseline == "none":
+        empty = specificity_prefix("", max_doc_chars=o.max_doc_chars)
+        for i, (q, _) in enumerate(pairs):
+            base[i] = _cached_mean_lp(lm, empty, q, cache, st)[0]
+    else:
+        refs = baseline_documents(others, n=o.n_random, seed=o.seed)
+        ref_prefixes = [specificity_prefix(x, max_doc_chars=o.max_doc_chars) for x in refs]
+        # one pass per reference document over every query: its prefix is decoded once
+        per_ref: dict[int, dict[int, float]] = {}
+        for k, prefix in enumerate(ref_prefixes):
+            for i, (q, _) in enumerate(pairs):
+                if refs[k] != pairs[i][1]:
+                    per_ref.setdefault(i, {})[k] = _cached_mean_lp(lm, prefix, q, cache, st)[0]
+        for i in range(len(pairs)):
+            base[i] = float(np.mean(list(per_ref[i].values())))
+    return [SpecificityScore(score=lp_doc[i][0] - base[i], lp_doc=lp_doc[i][0], lp_base=base[i], n_tokens=lp_doc[i][1])
+            for i in range(len(pairs))]
+
+
+def baseline_documents(others: Sequence[str], *, n: int, seed: int) -> list[str]:
+    """The ``n + 1`` reference documents of the ``random`` baseline: drawn once (seeded) from
+    ``others``, so each is read once for all queries (a pair never uses its own document, hence
+    one spare)."""
+    pool = list(dict.fromkeys(others))
+    if len(pool) < 2:
+        raise ConfigError("the random specificity baseline needs at least two other documents")
+    rng = np.random.default_rng(seed)
+    picks = rng.choice(len(pool), size=min(len(pool), n + 1), replace=False)
+    return [pool[int(j)] for j in picks]
+
+
+def keep_mask(scores: Sequence[float], options: SpecificityOptions) -> list[bool]:
+    """Which scores pass: ``>= threshold`` (when set), then the top ``keep_fraction`` of those
+    (``ceil(fraction * passing)``, ties by position)."""
+    keep = [options.threshold is None or s >= options.threshold for s in scores]
+    if options.keep_fraction is not None:
+        idx = [i for i, k in enumerate(keep) if k]
+        n = math.ceil(options.keep_fraction * len(idx))
+        top = set(sorted(idx, key=lambda i: (-scores[i], i))[:n])
+        keep = [i in top for i in range(len(scores))]
+    return keep
+
+
+def score_stats(values: Sequence[float], *, threshold: float | None = None) -> dict[str, Any]:
+    """``n``, ``mean``, quantiles (``p10, p25, p50, p75, p90``) and a histogram of scores in 0.5-wide
+    bins over [-2, 4] (outside values fall in the end bins)."""
+    arr = np.asarray(list(values), dtype=float)
+    out: dict[str, Any] = {"n": int(arr.size)}
+    if arr.size:
+        out["mean"] = float(arr.mean())
+        for p in (10, 25, 50, 75, 90):
+            out[f"p{p}"] = float(np.percentile(arr, p))
+        edges = np.arange(-2.0, 4.01, 0.5)
+        clipped = np.clip(arr, edges[0], edges[-1] - 1e-9)
+        counts, _ = np.histogram(clipped, bins=edges)
+        out["histogram"] = {f"{lo:+.1f}": int(c) for lo, c in zip(edges[:-1], counts, strict=True)}
+    if threshold is not None:
+        out["threshold"] = threshold
+        out["share_below"] = float((arr < threshold).mean()) if arr.size else 0.0
+    return out
+
+
+def open_likelihood(spec: str | None) -> QueryLikelihood | None:
+    """The scorer for ``--specificity``: ``off`` / ``None`` -> ``None``; ``local`` -> the bundled Gemma
+    in-process; ``openai:<model>`` / ``ollama:<model>`` / ``<base_url>|<model>`` -> a completions
+    server that echoes prompt logprobs."""
+    if spec is None or spec == "off":
+        return None
+    if spec == "local":
+        return LlamaLikelihood()
+    from .llm import parse_llm_spec
+
+    cfg = parse_llm_spec(spec)
+    return CompletionsLikelihood(base_url=cfg.base_url, model=cfg.model, api_key_env=cfg.api_key_env)
