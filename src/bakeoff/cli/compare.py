@@ -21,25 +21,42 @@ def compare_cmd(
     delta: DeltaOpt = [],
     html: Annotated[bool, typer.Option(help="With --out, write report.html (needs the [report] extra).")] = True,
     progress: ProgressOpt = True,
+    fail_if_worse: Annotated[list[str], typer.Option(
+        "--fail-if-worse", help="CI gate: exit 1 when SECOND (NEW) is significantly worse than FIRST (BASE) on this "
+        "measure, e.g. ndcg@10 (repeatable; paired test, Holm across arms, --alpha).")] = [],
+    margin: Annotated[float, typer.Option(help="With --fail-if-worse: drops up to this much never fail.")] = 0.0,
 ) -> None:
     """Compare two result sets (same corpus, queries and judgments: fingerprints are checked).
 
     Arms with the same name in both sets are prefixed with their folder name (A/..., B/...).
     Same corpus, different queries (SYNTHETIC REAL): whether the synthetic queries rank the arms as the real
     ones do (Kendall's tau with a bootstrap CI).
+    With --fail-if-worse the exit status is 1 when NEW is significantly worse (one line per
+    failing check), 0 otherwise; result sets on different data, splits or queries exit 2.
     """
     from ..report.write import ReportOptions, compare_results
 
+    gate = None
+    if fail_if_worse:  # checked first: bad input exits 2 before any report is computed
+        from ..report.gate import gate_files
+
+        gate = gate_files(first, second, measures=fail_if_worse, alpha=alpha, margin=margin, n_resamples=resamples,
+                          seed=seed)
     options = ReportOptions(n_resamples=resamples, seed=seed, alpha=alpha, deltas=delta, html=html, progress=progress)
     done = compare_results(first, second, out=out, data=data, options=options)
     if done.agreement is None:
         show_report(done)
-        return
-    from ..report.terminal import print_agreement
+    else:
+        from ..report.terminal import print_agreement
 
-    print_agreement(done.agreement)
-    if done.written:
-        typer.echo(f"wrote {', '.join(done.written)} in {done.folder}")
+        print_agreement(done.agreement)
+        if done.written:
+            typer.echo(f"wrote {', '.join(done.written)} in {done.folder}")
+    if gate is not None:
+        for line in gate.lines:
+            typer.echo(f"gate: {line}")
+        if gate.failed:
+            raise typer.Exit(1)
 
 
 def register(app: typer.Typer) -> None:

@@ -53,6 +53,13 @@ def run(
                      "(MiniLM tokens), sentences=4,overlap=1 or paragraphs=1; arms index passages.")] = None,
     aggregate: Annotated[Optional[str], typer.Option(help="With --chunk: document score from passages, maxp "
                          "(best passage, default) or firstp (first passage).")] = None,
+    fail_under: Annotated[list[str], typer.Option("--fail-under", help="CI gate: exit 1 when an arm's mean is below "
+                          "the floor, [ARM:]MEASURE=VALUE, e.g. ndcg@10=0.60 (repeatable).")] = [],
+    ignore_identical_ids: Annotated[Optional[bool], typer.Option(
+        "--ignore-identical-ids/--keep-identical-ids", help="Remove each query's own id from its ranking (datasets "
+        "whose queries are also documents: ArguAna, Quora).")] = None,
+    max_empty_share: Annotated[Optional[float], typer.Option(
+        "--max-empty-share", help="An arm empty for more than this share of queries is broken (default 0.5).")] = None,
 ) -> None:
     """Run a bake-off and print one table; with --out, write results.json and TREC runs."""
     from ..data.clean import CleanOptions
@@ -82,6 +89,10 @@ def run(
             clean=clean,
         )
         cfg = BakeoffConfig(dataset=dspec, arms=tuple(parse_arm_spec(a) for a in arm))
+    from ..report.gate import fail_under as check_floors
+    from ..report.gate import parse_floor
+
+    floors = [parse_floor(f) for f in [*fail_under, *(f"{m}={v}" for m, v in cfg.fail_under.items())]]
     out_dir = out or (Path(cfg.out) if cfg.out else None)
     if out_dir is not None and out is None:  # [run] out of a TOML file: checked before any work
         try:
@@ -91,10 +102,18 @@ def run(
     results = run_config(cfg, k=k, depth=depth, measures=measure, cache=make_cache(cache or cfg.cache, cache_dir),
                          progress=progress, as_of=as_of, only_single=only_single, unmasked=unmasked, engine=engine,
                          ray_address=ray_address, hourly_rate=hourly_rate, latency_sample=latency_sample,
-                         latency_seed=latency_seed, chunk=chunk, aggregate=aggregate)
-    print_table(results.to_dict())
+                         latency_seed=latency_seed, chunk=chunk, aggregate=aggregate,
+                         ignore_identical_ids=ignore_identical_ids, max_empty_share=max_empty_share)
+    table = results.to_dict()
+    gate = check_floors(table, floors) if floors else None  # a bad floor exits 2 before anything is written
+    print_table(table)
     if out_dir is not None:
         typer.echo(f"wrote {write_staged(out_dir, results.write)}")
+    if gate is not None:
+        for line in gate.lines:
+            typer.echo(f"gate: {line}")
+        if gate.failed:
+            raise typer.Exit(1)
 
 
 def register(app: typer.Typer) -> None:

@@ -218,8 +218,11 @@ def _body(report: Mapping[str, Any]) -> str:
     parts = [f"<h1>bakeoff report: {e(str(ds.get('name')))} ({e(str(ds.get('split')))})</h1>",
              f'<p class="muted">{report["n_queries"]} evaluated queries, {e(str(ds.get("n_docs")))} documents, '
              f'k={report["k"]}; generated {e(report["created"])} by bakeoff {e(report["bakeoff_version"])}.</p>']
+    parts.append(_verdict_html(report))
     if report.get("note"):
         parts.append(f'<p class="note" id="small-sample-note">{e(report["note"])}</p>')
+    if not report["arms"]:
+        return "\n".join(parts)
     header, rows = report_rows(report)
     parts.append("<h2>Summary</h2>" + _table(header, rows, left=2, cls="summary"))
     parts.append(f'<p class="muted">Means with {int(st["confidence"] * 100)}% bootstrap (BCa) CIs, {st["n_resamples"]} '
@@ -300,6 +303,35 @@ def _body(report: Mapping[str, Any]) -> str:
     letters = dict(zip([a["name"] for a in report["arms"]], _letters(len(report["arms"]))))
     parts.append('<p class="muted">Arm letters: ' + e(", ".join(f"{v} = {k}" for k, v in letters.items())) + "</p>")
     return "\n".join(parts)
+
+
+def _verdict_html(report: Mapping[str, Any]) -> str:
+    """The verdict section (:mod:`bakeoff.report.verdict`): decision, details, caveats, cost table."""
+    from .verdict import cost_rows
+
+    e = html.escape
+    v = report.get("verdict")
+    if not v:
+        return ""
+    out = ['<section id="verdict" class="verdict"><h2>Verdict</h2>',
+           f'<p class="headline">{e(v["headline"])}</p>']
+    details = [line for line in v["lines"][1:] if not line.startswith("Caveat: ")]
+    if details:
+        out.append("<ul>" + "".join(f"<li>{e(line)}</li>" for line in details) + "</ul>")
+    if v.get("caveats"):
+        out.append('<ul class="caveats">' + "".join(f'<li class="caveat">Caveat: {e(c)}</li>' for c in v["caveats"])
+                   + "</ul>")
+    header, rows = cost_rows(v)
+    if len(rows) > 1:
+        out.append(_table(header, rows, left=2, cls="costs"))
+        out.append(f'<p class="muted">On {e(v["measure"])}, alpha = {v["alpha"]} after Holm correction. The pick is '
+                   "the cheapest arm statistically tied with the highest mean; a cost decides only when it differs by "
+                   "more than 10%, in the column order. index time = as measured in this run (an index or embeddings "
+                   "restored from the cache count as their lookup time); model = model files on disk; memory = peak "
+                   "resident memory the arm's index and search added (- when restored from an older cache entry)."
+                   "</p>")
+    out.append("</section>")
+    return "".join(out)
 
 
 def _truth_quality_html(report: Mapping[str, Any]) -> str:

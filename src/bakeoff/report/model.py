@@ -31,10 +31,15 @@ Schema (``schema_version`` 1)::
         "failures": {arm: {"count", "queries"}} | null    # coverable queries, no relevant doc in top k
       },
       "leak": {"values": [...], "per_query": {qid: leak}, "mean", "source", ...} | null,
-      "truth_quality": {"k", "judged", "holes", "round_trip", "leak_buckets"} | null
+      "truth_quality": {"k", "judged", "holes", "round_trip", "leak_buckets"} | null,
                        # judged@k, unjudged pooled documents, round trip, leak-robust verdict
                        # (bakeoff.report.quality)
+      "broken_arms": [{"name", "type", "empty": {"queries", "n", "share", "max_share", "broken"}, "metrics"}],
+                                                     # left out of arms, stats and diagnostics (runner.guards)
+      "verdict": {...}                               # bakeoff.report.verdict.build_verdict
     }
+
+Each arm row also carries ``footprint`` (model size, peak memory) and ``empty`` from results.json.
 
 Non-finite floats are written as ``null``. Readers ignore unknown keys; a breaking
 change bumps ``schema_version``.
@@ -251,6 +256,10 @@ def build_report(
     text, judgments or rankings (disagreement text, churn, buckets, coverage).
     ``deltas`` adds ``(a, b)`` pairs to decompose, besides every (arm, composite) pair.
     """
+    results, broken = _without_broken(results)
+    if not results["arms"]:
+        return _broken_only_report(results, broken, measures=measures, sources=sources, alpha=alpha, seed=seed,
+                                   n_resamples=n_resamples, confidence=confidence)
     arms = [a["name"] for a in results["arms"]]
     measures = list(measures or results["measures"])
     primary = primary_measure(results) if primary_measure(results) in measures else measures[0]
@@ -278,6 +287,7 @@ def build_report(
         arm_rows.append({"name": a["name"], "type": a.get("type"), "children": _children(a),
                          "timing": dict(a.get("timing") or {}), "latency_ms": lat, "latency_kind": lat_kind,
                          "cost": a.get("cost"), "cached": bool(a.get("cached")),
+                         "footprint": a.get("footprint"), "empty": a.get("empty"),
                          "metrics": metrics, "beats": beats})
 
     diag: dict[str, Any] = {}
@@ -360,8 +370,9 @@ def build_report(
         "leak": leak,
         "truth_quality": quality,
         **({"tune": results["tune"]} if results.get("tune") else {}),  # a `bakeoff tune` sweep
+        "broken_arms": broken,
     }
-    return _finite(report)
+    return _with_verdict(_finite(report))
 
 
 def _truth_quality(results: Mapping[str, Any], *, dataset: Dataset | None, runs: Mapping[str, Run] | None,
@@ -373,3 +384,46 @@ def _truth_quality(results: Mapping[str, Any], *, dataset: Dataset | None, runs:
     order = sorted((a["name"] for a in results["arms"]), key=lambda a: -comp.mean(a, primary).mean)
     return truth_quality(results, dataset=dataset, runs=runs, query_ids=qids, primary=primary, arm_order=order,
                          leak=leak, seed=seed, n_resamples=n_resamples, alpha=alpha)
+
+
+# --- guards and verdict (bakeoff.runner.guards, bakeoff.report.verdict) ------------------------------
+
+def _without_broken(results: Mapping[str, Any]) -> tuple[Mapping[str, Any], list[dict[str, Any]]]:
+    """``results`` without its broken arms (empty rankings for too many queries, recorded by the
+    run in ``empty.broken``), and those arms as ``{"name", "type", "empty", "metrics"}``: they are
+    listed apart, never ranked, tested or diagnosed. Composite arms built on a broken arm stay."""
+    broken = [a for a in results["arms"] if (a.get("empty") or {}).get("broken")]
+    if not broken:
+        return results, []
+    rows = [{"name": a["name"], "type": a.get("type"), "empty": a.get("empty"), "metrics": a.get("metrics")}
+            for a in broken]
+    names = {a["name"] for a in broken}
+    return {**dict(results), "arms": [a for a in results["arms"] if a["name"] not in names]}, rows
+
+
+def _with_verdict(report: dict[str, Any]) -> dict[str, Any]:
+    from .verdict import build_verdict
+
+    report["verdict"] = _finite(build_verdict(report))
+    return report
+
+
+def _broken_only_report(results: Mapping[str, Any], broken: list[dict[str, Any]], *, measures: Sequence[str] | None,
+                        sources: Sequence[str], alpha: float, seed: int, n_resamples: int,
+                        confidence: float) -> dict[str, Any]:
+    """The report when every arm is broken: no statistics, no diagnostics, the broken list and the verdict."""
+    measures = list(measures or results["measures"])
+    first = broken[0]["empty"] or {}
+    report = {
+        "schema": "bakeoff.report", "schema_version": REPORT_SCHEMA_VERSION, "bakeoff_version": bakeoff_version(),
+        "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"), "sources": list(sources),
+        "dataset": dict(results["dataset"]), "k": int(results["k"]), "measures": measures,
+        "primary": primary_measure(results) if primary_measure(results) in measures else measures[0],
+        "n_queries": int(first.get("n") or 0), "note": None, "arms": [],
+        "stats": {"n_resamples": n_resamples, "confidence": confidence, "alpha": alpha, "seed": seed,
+                  "means": [], "pairs": []},
+        "diagnostics": {"win_tie_loss": {m: [] for m in measures}, "disagreements": [], "churn": [],
+                        "decomposition": [], "oracle": {}, "coverage": None, "failures": None},
+        "leak": None, "truth_quality": None, "broken_arms": broken,
+    }
+    return _with_verdict(_finite(report))

@@ -23,7 +23,7 @@ def table_rows(results: Mapping[str, Any], *, measures: Sequence[str] | None = N
     measures = list(measures or ([f"recall@{k}", f"mrr@{k}"] if lower else [f"ndcg@{k}", f"recall@{k}", f"mrr@{k}"]))
     header = ["arm", *[m.replace("ndcg", "NDCG").replace("recall", "Recall").replace("mrr", "MRR")
                        + (" (lower bound)" if lower else "") for m in measures],
-              "p50 ms", "p95 ms", "$/1k q", "cached"]
+              "p50 ms", "p95 ms", "$/1k q", "model MB", "mem MB", "cached"]
     extras = sorted({m for a in results["arms"] for m in a.get("extra_metrics", {})})
     header[len(measures) + 1 : len(measures) + 1] = extras
     rows = []
@@ -41,9 +41,27 @@ def table_rows(results: Mapping[str, Any], *, measures: Sequence[str] | None = N
         name = a["name"]
         if a.get("fine_tuned"):
             name += f" (trained on {a['fine_tuned'].get('trained_on')})"
+        name += _broken_mark(a)
         rows.append([name, *[f"{v:.4f}" for v in vals], *["" if v is None else f"{v:.4f}" for v in ex],
-                     p50, p95, "-" if usd is None else _usd(usd), "yes" if a.get("cached") else ""])
+                     p50, p95, "-" if usd is None else _usd(usd), *_footprint_cells(a), "yes" if a.get("cached") else ""])
     return header, rows
+
+
+def _broken_mark(arm: Mapping[str, Any]) -> str:
+    """`` BROKEN (empty for 100% of queries)`` for an arm the empty-run guard flagged, else ``""``."""
+    empty = arm.get("empty") or {}
+    if not empty.get("broken"):
+        return ""
+    return f" BROKEN (empty for {empty.get('share', 0):.0%} of queries)"
+
+
+def _footprint_cells(arm: Mapping[str, Any]) -> list[str]:
+    """``model MB`` (model files on disk; 0 for arms without a model) and ``mem MB`` (peak memory the
+    arm's index and search added, :mod:`bakeoff.runner.footprint`); ``-`` when not recorded."""
+    fp = arm.get("footprint") or {}
+    size, mem = fp.get("model_bytes"), fp.get("added_mb")
+    return ["-" if size is None else f"{size / float(1 << 20):.0f}",
+            "-" if mem is None else f"{mem:.0f}"]
 
 
 def _ms(value: float) -> str:
@@ -84,6 +102,12 @@ def print_table(results: Mapping[str, Any], *, measures: Sequence[str] | None = 
     if _lower_bound(results):
         console.print("citation-mined: Recall/MRR are LOWER BOUNDS (uncited targets are unknown, not wrong)",
                       soft_wrap=True)
+    for a in results["arms"]:
+        empty = a.get("empty") or {}
+        if empty.get("broken"):
+            console.print(f"BROKEN: {escape(a['name'])} returned an empty ranking for {empty['queries']} of "
+                          f"{empty['n']} queries (more than {empty['max_share']:.0%}); reports leave it out of the "
+                          "ranking and the tests.", soft_wrap=True)
 
 
 def _letters(n: int) -> list[str]:
@@ -157,6 +181,9 @@ def print_report(report: Mapping[str, Any], *, file: IO[str] | None = None) -> N
     from rich.table import Table
 
     console = Console(file=file, width=160)
+    print_verdict(report, console=console)
+    if not report["arms"]:
+        return
     ds = report["dataset"]
     title = (f"{ds.get('name')} ({ds.get('split')}): {report['n_queries']} queries, {ds.get('n_docs')} docs; "
              f"k={report['k']}")
@@ -228,6 +255,36 @@ def print_report(report: Mapping[str, Any], *, file: IO[str] | None = None) -> N
         if dg.get("failures"):
             console.print("Retrieval failures (coverable queries with no relevant document in the top "
                           f"{k}): " + ", ".join(f"{a} {f['count']}" for a, f in dg["failures"].items()) + ".")
+
+
+# --- the verdict (bakeoff.report.verdict) ------------------------------------------------------------
+
+def print_verdict(report: Mapping[str, Any], *, console: Any) -> None:
+    """The verdict at the top of the terminal report: the decision, head-room, broken arms, caveats,
+    then the costs of every valid arm (candidates marked)."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    from .verdict import cost_rows
+
+    v = report.get("verdict")
+    if not v:
+        return
+    console.print(f"[bold]Verdict[/bold] (on {escape(v['measure'])}, alpha={v['alpha']}): {escape(v['headline'])}",
+                  soft_wrap=True)
+    for line in v["lines"][1:]:
+        console.print("  " + escape(line), soft_wrap=True)
+    header, rows = cost_rows(v)
+    if len(rows) > 1:
+        t = Table(title="What each arm costs (the pick is the cheapest arm statistically tied with the best)")
+        for i, h in enumerate(header):
+            t.add_column(h, justify="left" if i < 2 else "right")
+        for r in rows:
+            t.add_row(*(escape(c) for c in r))
+        console.print(t)
+        console.print("  A cost decides only when it differs by more than 10%, in the column order. Index time is as "
+                      "measured in this run (a cached index counts as its lookup time); memory is the peak the arm's "
+                      "index and search added (- when restored from an older cache entry).", soft_wrap=True)
 
 
 def truth_quality_rows(report: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:

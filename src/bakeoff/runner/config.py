@@ -28,7 +28,8 @@ from ..data.clean import CleanOptions
 from ..data.datasets import DatasetSpec
 from ..data.loaders import FieldMap
 from ..errors import BakeoffError, ConfigError
-from ..validation import NonNegative, NonNegativeInt, OpenSchema, Positive, PositiveInt, Schema, toml_key_line, validate
+from ..validation import (Fraction, NonNegative, NonNegativeInt, OpenSchema, Positive, PositiveInt, Schema,
+                          toml_key_line, validate)
 
 __all__ = ["ArmSpec", "BakeoffConfig", "build_arms", "load_config", "parse_arm_spec", "parse_value"]
 
@@ -132,6 +133,9 @@ class BakeoffConfig:
     hourly_rate: float | None = None
     latency_sample: int = 50
     latency_seed: int = 0
+    ignore_identical_ids: bool = False
+    max_empty_share: float = 0.5
+    fail_under: Mapping[str, float] = field(default_factory=dict)
 
 
 def _resolve(base: Path, value: Any) -> Any:
@@ -202,6 +206,10 @@ class RunTable(Schema):
     hourly_rate: NonNegative | None = None
     latency_sample: NonNegativeInt = 50
     latency_seed: int = 0
+    #: guards and the CI floor (:mod:`bakeoff.runner.guards`, :func:`bakeoff.report.gate.fail_under`)
+    ignore_identical_ids: bool = False
+    max_empty_share: Fraction = 0.5
+    fail_under: dict[str, float] = {}
 
 
 class EngineTable(Schema):
@@ -245,7 +253,8 @@ def load_config(path: str | Path) -> BakeoffConfig:
         [dataset.fields]        # for JSONL/CSV/Parquet corpora: id, text (list), title, metadata
         [dataset.clean]         # strip_html, normalize_space, dedupe, min_chars
         [dataset.chunk]         # tokens|sentences|paragraphs = N, overlap, tokenizer, aggregate (maxp|firstp)
-        [run]                   # k, depth, measures, out, cache, hourly_rate, latency_sample, latency_seed
+        [run]                   # k, depth, measures, out, cache, hourly_rate, latency_sample, latency_seed,
+                                # ignore_identical_ids, max_empty_share, fail_under = {"ndcg@10" = 0.6}
         [engine]                # ray = "auto"|ADDRESS|"local", actors, num_cpus, cpus_per_actor
         [tune]                  # bakeoff tune: arm, params, search ... (bakeoff.tune)
         [[arms]]                # name, type, then the arm's options
@@ -332,7 +341,12 @@ def load_config(path: str | Path) -> BakeoffConfig:
         hourly_rate=run.hourly_rate,
         latency_sample=run.latency_sample,
         latency_seed=run.latency_seed,
+        ignore_identical_ids=run.ignore_identical_ids,
+        max_empty_share=run.max_empty_share,
+        fail_under=dict(run.fail_under),
     )
+
+
 
 
 def check_unique(names: Sequence[str]) -> None:

@@ -29,6 +29,12 @@ from ``time.perf_counter``):
 ``tokens``, ``requests`` and ``cost_usd``; the context records their increase
 during index and search in ``ctx.usage[fp] = {"index": {...}, "search": {...}}``.
 Timings and usage are stored with a cached run and restored on a hit.
+
+**Memory** (:class:`bakeoff.runner.footprint.PeakMemory`): the peak resident set size of the
+process while the arm indexed and searched (with any input it searched for the first time
+inside that call), in ``timings[fp]["memory"]``
+(``peak_rss_mb``, ``start_rss_mb``, ``added_mb``, ``method``); stored and restored with the
+run like the times.
 """
 
 from __future__ import annotations
@@ -45,6 +51,7 @@ import numpy as np
 from ..arms.base import Arm, DocMask, _all_single, _usage_delta, subtree, subtree_sum
 from ..cache import Cache, cache_key
 from ..data.model import Corpus, Queries, Run
+from .footprint import PeakMemory
 
 __all__ = ["Context"]
 
@@ -76,6 +83,7 @@ class Context:
     _indexed: set[str] = field(default_factory=set, repr=False)
     _frames: list[float] = field(default_factory=list, repr=False)
     _hit_keys: set[str] = field(default_factory=set, repr=False)
+    _memory: PeakMemory | None = field(default=None, repr=False)
 
     def was_cached(self, arm: Arm, queries: Queries, *, k: int, mask: DocMask | None = None) -> bool:
         """Whether this exact run (arm, queries, depth, mask) came from the cache, as opposed to
@@ -148,10 +156,14 @@ class Context:
                 self._hit_keys.add(key)
                 self._memo[key] = run
                 return run
-        self.ensure_indexed(arm)
-        before = arm.usage()
-        run, elapsed, nested = self._nested_call(lambda: arm.search(queries, k=k, ctx=self, mask=mask))
+        if self._memory is None:
+            self._memory = PeakMemory()
+        with self._memory.frame() as memory:
+            self.ensure_indexed(arm)
+            before = arm.usage()
+            run, elapsed, nested = self._nested_call(lambda: arm.search(queries, k=k, ctx=self, mask=mask))
         timing = self.timings.setdefault(fp, {})
+        timing["memory"] = memory
         timing["search_s"] = elapsed
         timing["own_search_s"] = max(0.0, elapsed - nested)
         timing["n_queries"] = float(len(queries))

@@ -21,11 +21,18 @@ Schema (``schema_version`` 1)::
                          "usage": {"index": {...}, "search": {...}}, "tokens_per_query"},
                 "extra_metrics": {"ann_recall@10": float, ...},   # optional, arm-specific figures
                 "run_file": "runs/<name>.trec",
-                "fine_tuned": {"trained_on", "split", "kind", "base_model", "data_fingerprint", "model", "option"}
+                "fine_tuned": {"trained_on", "split", "kind", "base_model", "data_fingerprint", "model", "option"},
                               # only for arms whose model folder holds bakeoff_training.json
+                # added (still schema 1), see bakeoff.runner.guards / bakeoff.runner.footprint:
+                "empty": {"queries", "n", "share", "max_share", "broken"},   # empty rankings; broken arms
+                "footprint": {"model_bytes", "peak_rss_mb", "added_mb", "memory_method"},
+                "identical_ids_removed": int          # only with dataset.ignore_identical_ids
                }],
       "tune": {...}     # optional: the sweep of `bakeoff tune` (schema bakeoff.tune, see bakeoff.tune.sweep)
     }
+
+``dataset.ignore_identical_ids`` is ``true`` when each query's own id was removed from its
+rankings (absent otherwise); ``timing.memory`` holds the arm's own peak-memory measurement.
 
 Timing keys are defined in :mod:`bakeoff.arms.base` (``index_s`` is the
 arm's own one-time cost, ``*_total_s`` include its inputs; ``ms_per_query`` is
@@ -233,6 +240,21 @@ class StoredArm(dict[str, Any]):
     def extra_metrics(self) -> Mapping[str, float]:
         return self.get("extra_metrics") or {}
 
+    @property
+    def empty(self) -> Mapping[str, Any] | None:
+        """Empty-ranking record (:func:`bakeoff.runner.guards.empty_guard`); ``None`` in older files."""
+        return self.get("empty")
+
+    @property
+    def broken(self) -> bool:
+        """True when the run was empty for more than the allowed share of queries."""
+        return bool((self.empty or {}).get("broken", False))
+
+    @property
+    def footprint(self) -> Mapping[str, Any]:
+        """``model_bytes``, ``peak_rss_mb``, ``added_mb`` (empty in older files)."""
+        return self.get("footprint") or {}
+
 
 class StoredResults(dict[str, Any]):
     """A ``results.json`` as read: the JSON object (plain ``dict`` semantics, written back
@@ -271,6 +293,11 @@ class StoredResults(dict[str, Any]):
     def fingerprints(self) -> Mapping[str, str]:
         """sha256 of the corpus, queries and qrels the run was computed on."""
         return self.dataset.get("fingerprints") or {}
+
+    @property
+    def ignore_identical_ids(self) -> bool:
+        """Whether each query's own id was removed from its rankings (``--ignore-identical-ids``)."""
+        return bool(self.dataset.get("ignore_identical_ids", False))
 
     @property
     def label_kind(self) -> str:

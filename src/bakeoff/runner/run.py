@@ -19,6 +19,8 @@ from ..data.model import Dataset, Run
 from ..metrics import Measure, default_measures, evaluate, measures_for
 from .context import Context
 from .costs import DEFAULT_HOURLY_RATE, arm_cost, arm_timing
+from .footprint import model_bytes
+from .guards import DEFAULT_MAX_EMPTY_SHARE, check_share, drop_identical_ids, empty_guard
 from .results import ArmResult, Results
 
 if TYPE_CHECKING:
@@ -58,6 +60,8 @@ def run_bakeoff(
     hourly_rate: float = DEFAULT_HOURLY_RATE,
     mask: DocMask | None = None,
     chunk: Any = None,
+    max_empty_share: float = DEFAULT_MAX_EMPTY_SHARE,
+    ignore_identical_ids: bool = False,
 ) -> Results:
     """Index, search and evaluate every arm on ``dataset``.
 
@@ -85,7 +89,14 @@ def run_bakeoff(
     documents (MaxP / FirstP) before evaluation, with enough passages retrieved that
     ``depth`` documents remain (see :mod:`bakeoff.ingest.chunking`). The chunking
     parameters and the passages' fingerprint go to ``dataset.chunk`` in results.json.
+
+    Guards (:mod:`bakeoff.runner.guards`): each arm's share of evaluated queries with an empty
+    ranking is recorded in ``empty`` and the arm is ``broken`` above ``max_empty_share``;
+    ``ignore_identical_ids`` removes each query's own id from its ranking before evaluation.
+    Each arm's ``footprint`` (:mod:`bakeoff.runner.footprint`) holds its model size on disk and
+    the peak memory of its subtree's index and search.
     """
+    max_empty_share = check_share(max_empty_share)
     depth = max(k, depth if depth is not None else 100)
     ms = measures_for(dataset.label_kind, k=k, depth=depth, requested=measures)
     # --- chunking (bakeoff.ingest.chunking): arms see passages; runs are aggregated to documents ---
@@ -114,7 +125,12 @@ def run_bakeoff(
         run, arm_run, arm_k = search(arm)
         ctx.measure_latency(arm, dataset.queries, k=arm_k, sample=latency_sample, seed=latency_seed,
                             mask=None if chunked is None else chunked.expand_mask(mask))
+        guards: dict[str, Any] = {}
+        if ignore_identical_ids:
+            run, guards["identical_ids_removed"] = drop_identical_ids(run)
         evaluation = evaluate(run, dataset.qrels, ms, query_ids=dataset.queries.ids)
+        guards["empty"] = empty_guard(run, evaluation.query_ids, max_share=max_empty_share)
+        guards["footprint"] = _footprint(arm, ctx)
         fp = arm.fingerprint()
         # Optional hook (dense, rerank): what the arm's model was fine-tuned on.
         mark = arm.provenance()
@@ -136,7 +152,7 @@ def run_bakeoff(
                        **({"children": [c.name for c in arm.children()]} if arm.children() else {}),
                        **({"fine_tuned": mark} if mark else {}),
                        **({"extra_metrics": extra} if extra else {}),
-                       **({"passage_depth": arm_k} if chunked is not None else {})},
+                       **({"passage_depth": arm_k} if chunked is not None else {}), **guards},
             )
         )
     info = {
@@ -151,6 +167,7 @@ def run_bakeoff(
         },
         **dict(dataset.info),
         **({"chunk": chunked.info()} if chunked is not None else {}),
+        **({"ignore_identical_ids": True} if ignore_identical_ids else {}),
     }
     if chunked is not None:
         info["fingerprints"]["passages"] = chunked.passages.fingerprint()
@@ -164,6 +181,23 @@ def run_bakeoff(
         excluded=excluded,
         n_evaluated=len(evaluation.query_ids) if evaluation else 0,
     )
+
+
+def _footprint(arm: Arm, ctx: Context) -> dict[str, Any]:
+    """``{"model_bytes", "peak_rss_mb", "added_mb"}`` of ``arm`` with its inputs: model files on
+    disk (:func:`~bakeoff.runner.footprint.model_bytes`), the highest process peak RSS and the sum
+    of the memory each arm of the subtree added while indexing and searching (``None`` when not
+    measured, e.g. a run restored from an older cache entry)."""
+    from ..arms.base import subtree
+
+    mems = [ctx.timings.get(node.fingerprint(), {}).get("memory") or {} for node in subtree(arm)]
+    peaks = [m["peak_rss_mb"] for m in mems if isinstance(m.get("peak_rss_mb"), (int, float))]
+    added = [m.get("added_mb") for m in mems]
+    return {"model_bytes": model_bytes(arm),
+            "peak_rss_mb": max(peaks) if peaks and len(peaks) == len(mems) else None,
+            "added_mb": (sum(float(a) for a in added if a is not None)
+                         if added and all(isinstance(a, (int, float)) for a in added) else None),
+            "memory_method": next((m.get("method") for m in mems if m.get("method")), None)}
 
 
 def run_config(
@@ -184,6 +218,8 @@ def run_config(
     latency_seed: int | None = None,
     chunk: str | None = None,
     aggregate: str | None = None,
+    ignore_identical_ids: bool | None = None,
+    max_empty_share: float | None = None,
 ) -> Results:
     """``bakeoff run``: build the arms of ``cfg``, open its dataset (search mode ``as_of`` /
     ``only_single`` / ``unmasked``, see :func:`bakeoff.data.datasets.open_dataset`), log the
@@ -192,7 +228,8 @@ def run_config(
     table, default ``cfg.extra["engine"]``) encodes corpora through
     :func:`bakeoff.engine.make_engine`. ``dataset.source`` in the results is ``cfg.dataset``.
     ``chunk`` (``tokens=128,overlap=32`` ...) and ``aggregate`` (``maxp``/``firstp``) override the
-    file's ``[dataset.chunk]`` (see :mod:`bakeoff.ingest.chunking`).
+    file's ``[dataset.chunk]`` (see :mod:`bakeoff.ingest.chunking`). ``ignore_identical_ids`` and
+    ``max_empty_share`` override ``[run]``'s (see :mod:`bakeoff.runner.guards`).
     """
     from ..data.datasets import open_dataset
     from ..engine import make_engine
@@ -223,7 +260,10 @@ def run_config(
                           progress=progress, mask=mask, ctx=ctx,
                           latency_sample=latency_sample if latency_sample is not None else cfg.latency_sample,
                           latency_seed=latency_seed if latency_seed is not None else cfg.latency_seed,
-                          hourly_rate=rate if rate is not None else DEFAULT_HOURLY_RATE, chunk=chunk_spec)
+                          hourly_rate=rate if rate is not None else DEFAULT_HOURLY_RATE, chunk=chunk_spec,
+                          ignore_identical_ids=(ignore_identical_ids if ignore_identical_ids is not None
+                                                else cfg.ignore_identical_ids),
+                          max_empty_share=max_empty_share if max_empty_share is not None else cfg.max_empty_share)
     results.dataset = {**results.dataset, "source": cfg.dataset.as_dict()}
     return results
 

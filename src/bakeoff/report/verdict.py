@@ -1,0 +1,306 @@
+"""The verdict: from the report's numbers to what to deploy, in words the tests support.
+
+:func:`build_verdict` reads a report (:func:`bakeoff.report.model.build_report`) and
+decides, on the report's primary measure ``m``:
+
+1. **best**: the valid arm with the highest mean ``m`` (the first listed on an exact tie);
+2. **tied**: the other arms whose paired randomization test against the best is *not*
+   significant after Holm correction (``p_holm >= alpha``; the family is every pair of
+   arms on ``m``, as in the report's tables). The best arm and these are the
+   **candidates**; an arm significantly below the best is never recommended.
+3. **pick**: among the candidates, the cheapest to run. Costs are compared in this order,
+   and a cost decides only when one arm's figure is more than :data:`TOLERANCE` (10 %)
+   above the other's (smaller differences are noise of the timer or the allocator):
+   p50 single-query latency (``latency_ms``), machine + API ``$/1k queries``, one-time
+   index time (``index_total_s``), model size on disk, peak memory added
+   (``footprint.added_mb``). A figure missing for either arm skips that cost. When no
+   cost decides, the higher mean wins. The pick runs through the candidates in
+   descending mean, replacing the current pick whenever the challenger is cheaper than both
+   the current pick and the best arm.
+4. **head-room**: the oracle (best arm per query, :func:`bakeoff.diagnose.oracle`) minus
+   the best arm's mean -- what a perfect per-query router or fusion could add.
+5. **caveats**: citation-mined labels (every measure is a lower bound); fewer than
+   :data:`bakeoff.stats.SMALL_SAMPLE` queries; leak-heavy synthetic queries (more than
+   :data:`LEAK_HEAVY_SHARE` of the queries with leak >= :data:`LEAK_HEAVY`); judged@k
+   below :data:`JUDGED_LOW` for a candidate (when the report has judged@k); no pair of arms
+   significantly different at all.
+
+Broken arms (:mod:`bakeoff.runner.guards`: empty rankings for too many queries) are not
+in the report's arms; the verdict lists them apart and never ranks them.
+
+Wording rules: "best" is only ever "has the highest mean"; "better"/"worse" only for a
+significant pair; a non-significant pair is "statistically tied (Holm p=...)", never
+"as good as"; speed and size ratios are measurements, stated with both figures.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+__all__ = ["JUDGED_LOW", "LEAK_HEAVY", "LEAK_HEAVY_SHARE", "TOLERANCE", "build_verdict", "costs_of", "fmt_p"]
+
+#: A cost decides between two arms only when one figure exceeds the other by more than this share.
+TOLERANCE = 0.10
+#: A query is leak-heavy when its leak (share of rare words copied from the source) is at least this.
+LEAK_HEAVY = 0.5
+#: The leak caveat applies when more than this share of the queries is leak-heavy.
+LEAK_HEAVY_SHARE = 0.25
+#: The judged@k caveat applies when a candidate's judged@k is below this.
+JUDGED_LOW = 0.5
+
+#: (key, label, unit, comparative phrase) of each cost, in the order they decide.
+_COSTS: tuple[tuple[str, str, str, str], ...] = (
+    ("latency_ms", "p50 latency", "ms", "faster per query"),
+    ("usd_per_1k", "$/1k queries", "$", "cheaper per query"),
+    ("index_s", "index time", "s", "faster to index"),
+    ("model_mb", "model size", "MB", "smaller on disk"),
+    ("memory_mb", "peak memory added", "MB", "lighter in memory"),
+)
+
+
+def fmt_p(p: float | None) -> str:
+    """``p=0.41``, ``p=0.032``, ``p<0.001`` (``p=n/a`` when missing)."""
+    if p is None or (isinstance(p, float) and math.isnan(p)):
+        return "p=n/a"
+    if p < 0.001:
+        return "p<0.001"
+    return f"p={p:.2g}" if p < 0.1 else f"p={p:.2f}"
+
+
+def _num(v: Any) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None
+
+
+def costs_of(arm: Mapping[str, Any]) -> dict[str, float | None]:
+    """The costs the verdict compares, from a report arm row (``None`` when not recorded)."""
+    timing = arm.get("timing") or {}
+    fp = arm.get("footprint") or {}
+    model = _num(fp.get("model_bytes"))
+    return {
+        "latency_ms": _num(arm.get("latency_ms")),
+        "usd_per_1k": _num((arm.get("cost") or {}).get("usd_per_1k_queries")),
+        "index_s": _num(timing.get("index_total_s", timing.get("index_s"))),
+        "model_mb": None if model is None else model / float(1 << 20),
+        "memory_mb": _num(fp.get("added_mb")),
+    }
+
+
+def _ratio(a: float, b: float) -> float:
+    """``b / a`` for costs (how many times ``a`` is cheaper); inf when ``a`` is 0 and ``b`` is not."""
+    if a <= 0:
+        return math.inf if b > 0 else 1.0
+    return b / a
+
+
+def _decider(a: Mapping[str, float | None], b: Mapping[str, float | None]) -> tuple[str, float] | None:
+    """The first cost on which ``a`` is cheaper than ``b`` by more than the tolerance: ``(key, ratio)``;
+    ``None`` when ``b`` is cheaper first or no cost decides."""
+    for key, *_ in _COSTS:
+        x, y = a.get(key), b.get(key)
+        if x is None or y is None:
+            continue
+        if _ratio(x, y) > 1.0 + TOLERANCE:
+            return key, _ratio(x, y)
+        if _ratio(y, x) > 1.0 + TOLERANCE:
+            return None
+    return None
+
+
+def _fmt_cost(key: str, v: float | None) -> str:
+    if v is None:
+        return "-"
+    if key == "usd_per_1k":
+        return "0" if v == 0 else (f"{v:.4f}" if v >= 1e-4 else f"{v:.2e}")
+    if v == 0:
+        return "0"
+    if key in ("latency_ms", "index_s"):
+        return f"{v:.0f}" if v >= 100 else (f"{v:.1f}" if v >= 10 else f"{v:.2f}")
+    return f"{v:.0f}" if v >= 10 else f"{v:.1f}"
+
+
+def _x(r: float) -> str:
+    if math.isinf(r):
+        return "free vs paid"
+    return f"{r:.0f}x" if r >= 10 else f"{r:.1f}x"
+
+
+def _names(items: Sequence[str]) -> str:
+    items = list(items)
+    if len(items) <= 2:
+        return " and ".join(items)
+    return ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _pair(report: Mapping[str, Any], a: str, b: str, m: str) -> Mapping[str, Any] | None:
+    for p in report["stats"]["pairs"]:
+        if p["measure"] == m and {p["a"], p["b"]} == {a, b}:
+            return p
+    return None
+
+
+def _caveats(report: Mapping[str, Any], candidates: Sequence[str], m: str, any_significant: bool,
+             n_arms: int) -> list[str]:
+    out: list[str] = []
+    prov = (report.get("dataset") or {}).get("provenance") or {}
+    if prov.get("label_kind") == "citation":
+        out.append("Labels are citation-mined: only cited documents are known relevant, so every measure is a "
+                   "lower bound and an arm finding uncited relevant documents is not credited.")
+    n = int(report.get("n_queries") or 0)
+    if report.get("note") or n < 30:
+        out.append(f"Only {n} queries: the tests have little power, and a tie here may hide a real difference.")
+    leak = report.get("leak") or {}
+    values = leak.get("values") or list((leak.get("per_query") or {}).values())
+    if values:
+        heavy = sum(1 for v in values if v >= LEAK_HEAVY) / len(values)
+        if heavy > LEAK_HEAVY_SHARE:
+            out.append(f"{heavy:.0%} of the queries are leak-heavy (leak >= {LEAK_HEAVY}: they reuse most of the "
+                       "rare words of their source document), which favours lexical arms; read the leak-bucket "
+                       "section before trusting a lexical win.")
+    judged = ((report.get("truth_quality") or {}).get("judged") or {})
+    k = report.get("k")
+    low = [(a, judged[a]) for a in candidates if isinstance(judged.get(a), (int, float)) and judged[a] < JUDGED_LOW]
+    if low:
+        out.append(f"judged@{k} is low for " + ", ".join(f"{a} ({v:.2f})" for a, v in low) + ": most of their top "
+                   f"{k} has no judgment and counts as non-relevant, so {m} may understate them.")
+    if n_arms >= 2 and not any_significant:
+        out.append(f"No pair of arms differs significantly on {m}: with these queries the test cannot separate any "
+                   "of them.")
+    return out
+
+
+def build_verdict(report: Mapping[str, Any]) -> dict[str, Any]:
+    """The verdict of ``report`` (rules in the module docstring)::
+
+        {"measure", "alpha", "best", "pick", "candidates": [name, ...],
+         "tied": [{"name", "mean", "diff", "p_holm"}], "below": [{"name", "mean", "diff", "p_holm"}],
+         "reason": {"cost", "ratio"} | null, "oracle": {"mean", "headroom"} | null,
+         "costs": {arm: {cost: value}}, "broken": [{"name", "empty", "n", "share"}],
+         "caveats": [str], "headline": str, "lines": [str]}
+
+    ``headline`` is the decision sentence; ``lines`` the headline, then head-room, broken
+    arms and caveats, each one sentence.
+    """
+    m = report["primary"]
+    alpha = float(report["stats"]["alpha"])
+    arms = list(report["arms"])
+    broken = [{"name": b["name"], **{key: (b.get("empty") or {}).get(key) for key in ("queries", "n", "share",
+                                                                                      "max_share")}}
+              for b in report.get("broken_arms") or []]
+    out: dict[str, Any] = {"measure": m, "alpha": alpha, "best": None, "pick": None, "candidates": [], "tied": [],
+                           "below": [], "reason": None, "oracle": None, "costs": {}, "broken": broken,
+                           "caveats": [], "headline": "", "lines": []}
+    broken_lines = [f"Broken, left out of the ranking and the tests: {b['name']} (empty ranking for {b['queries']} "
+                    f"of {b['n']} queries, {b['share']:.0%} > {b['max_share']:.0%})." for b in broken]
+    if not arms:
+        out["headline"] = "No valid arm: every arm returned empty rankings; nothing to recommend."
+        out["lines"] = [out["headline"], *broken_lines]
+        return out
+    mean = {a["name"]: float(a["metrics"][m]["mean"]) for a in arms}
+    ci = {a["name"]: (a["metrics"][m].get("ci_low"), a["metrics"][m].get("ci_high")) for a in arms}
+    costs = {a["name"]: costs_of(a) for a in arms}
+    out["costs"] = costs
+    order = sorted(mean, key=lambda a: -mean[a])  # stable: the first listed wins an exact tie
+    best = order[0]
+    out["best"] = best
+    for other in order[1:]:
+        p = _pair(report, best, other, m)
+        p_holm = None if p is None else p.get("p_perm_holm")
+        row = {"name": other, "mean": mean[other], "diff": mean[best] - mean[other], "p_holm": p_holm}
+        (out["below"] if p is not None and p.get("significant") else out["tied"]).append(row)
+    candidates = [best, *(t["name"] for t in out["tied"])]
+    out["candidates"] = candidates
+    pick, reason = best, None
+    for c in candidates[1:]:  # a challenger must be cheaper than the current pick and than the best
+        if _decider(costs[c], costs[pick]) is not None and _decider(costs[c], costs[best]) is not None:
+            pick = c
+    if pick != best:
+        reason = _decider(costs[pick], costs[best])
+    out["pick"] = pick
+    out["reason"] = None if reason is None else {"cost": reason[0], "ratio": reason[1]}
+
+    lo, hi = ci[best]
+    best_txt = f"{best} has the highest mean {m} ({mean[best]:.4f}" + (
+        f", 95% CI [{lo:.4f}, {hi:.4f}])" if lo is not None and hi is not None else ")")
+    if len(arms) == 1:
+        head = f"Only one valid arm, {best}: {m} = {mean[best]:.4f}; nothing to compare it with → {best}."
+    elif not out["tied"]:
+        worst_p = max((r["p_holm"] for r in out["below"] if r["p_holm"] is not None), default=None)
+        head = (f"{best_txt} and is significantly better than every other arm (Holm {fmt_p(worst_p).replace('p=', 'p≤')}"
+                f" for the closest) → deploy {best}.")
+    elif pick == best:
+        tied_txt = _names([f"{t['name']} (Holm {fmt_p(t['p_holm'])})" for t in out["tied"]])
+        if all(costs[c].get("latency_ms") is None for c in candidates):
+            why = "no latency was measured to tell them apart, so the higher mean decides"
+        else:
+            wins = [_decider(costs[best], costs[t["name"]]) for t in out["tied"]]
+            if all(w is not None for w in wins):
+                key, ratio = wins[0]  # type: ignore[misc]
+                first = out["tied"][0]["name"]
+                why = (f"{best} is also the cheapest of them to run ({_x(ratio)} {_label(key)} than {first}: "
+                       f"{_cost_name(key)} {_fmt_cost(key, costs[best][key])} vs "
+                       f"{_fmt_cost(key, costs[first][key])} {_unit(key)})")
+            else:
+                why = "none of them is cheaper to run by more than 10%, so the higher mean decides"
+        head = (f"{best_txt}; {tied_txt} {'is' if len(out['tied']) == 1 else 'are'} statistically tied with it "
+                f"(no significant difference after Holm); {why} → deploy {best}.")
+    else:
+        p = next(t for t in out["tied"] if t["name"] == pick)
+        others = [t for t in out["tied"] if t["name"] != pick]
+        r = out["reason"]
+        assert r is not None
+        key = r["cost"]
+        figures = f"{_fmt_cost(key, costs[pick][key])} vs {_fmt_cost(key, costs[best][key])} {_unit(key)}"
+        head = (f"{best} and {pick} are statistically tied on {m} (Holm {fmt_p(p['p_holm'])}; {best} "
+                f"{mean[best]:.4f} vs {pick} {mean[pick]:.4f}); {pick} is {_x(r['ratio'])} {_label(key)} "
+                f"({_cost_name(key)} {figures}) → deploy {pick}.")
+        if others:
+            head += (" Also tied with the best: " + _names([f"{t['name']} (Holm {fmt_p(t['p_holm'])})" for t in others])
+                     + ".")
+    lines = [head]
+    if out["below"] and len(arms) > 1:
+        fastest = min((a for a in mean if costs[a]["latency_ms"] is not None),
+                      key=lambda a: costs[a]["latency_ms"], default=None)  # type: ignore[arg-type,return-value]
+        row = next((r for r in out["below"] if r["name"] == fastest), None)
+        if row is not None and fastest is not None:
+            lines.append(f"The fastest arm, {fastest} (p50 {_fmt_cost('latency_ms', costs[fastest]['latency_ms'])} ms), "
+                         f"is significantly below {best} on {m} by {row['diff']:.4f} (Holm {fmt_p(row['p_holm'])}).")
+    oracle = ((report.get("diagnostics") or {}).get("oracle") or {}).get(m)
+    if oracle and len(arms) > 1 and oracle.get("mean") is not None:
+        out["oracle"] = {"mean": oracle["mean"], "headroom": oracle.get("headroom")}
+        lines.append(f"Head-room: picking the best arm for each query (oracle) would reach {oracle['mean']:.4f} "
+                     f"{m}, {oracle.get('headroom') or 0:+.4f} over {best}; a router or a fusion can gain at most "
+                     "that much.")
+    lines.extend(broken_lines)
+    n_sig = any(p.get("significant") for p in report["stats"]["pairs"] if p["measure"] == m)
+    out["caveats"] = _caveats(report, candidates, m, n_sig, len(arms))
+    lines.extend(f"Caveat: {c}" for c in out["caveats"])
+    out["headline"] = head
+    out["lines"] = lines
+    return out
+
+
+def _label(key: str) -> str:
+    return next(c[3] for c in _COSTS if c[0] == key)
+
+
+def _cost_name(key: str) -> str:
+    return next(c[1] for c in _COSTS if c[0] == key)
+
+
+def _unit(key: str) -> str:
+    return next(c[2] for c in _COSTS if c[0] == key)
+
+
+def cost_rows(verdict: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """Header and rows of the candidates' cost table (every valid arm; candidates marked)."""
+    header = ["arm", "status", *[f"{c[1]} ({c[2]})" for c in _COSTS]]
+    rows = []
+    cands = set(verdict.get("candidates") or [])
+    for name, costs in (verdict.get("costs") or {}).items():
+        status = "pick" if name == verdict.get("pick") else ("tied with best" if name in cands else "below best")
+        if name == verdict.get("best") and name != verdict.get("pick"):
+            status = "best mean"
+        rows.append([name, status, *[_fmt_cost(c[0], costs.get(c[0])) for c in _COSTS]])
+    return header, rows

