@@ -55,7 +55,7 @@ def test_cli_unreachable_database_is_one_line_exit_2(tiny_beir: Path, tmp_path: 
 
 def test_toml_engine_table(tmp_path: Path) -> None:
     cfg = tmp_path / "b.toml"
-    cfg.write_text('[dataset]\nbeir = "x"\n[engine]\nray = "auto"\nactors = 4\n[[arms]]\ntype = "bm25"\n')
+    cfg.write_text('[dataset]\nbeir = "."\n[engine]\nray = "auto"\nactors = 4\n[[arms]]\ntype = "bm25"\n')
     from bakeoff.engine import make_engine
 
     eng = make_engine(load_config(cfg).extra.get("engine"))

@@ -49,12 +49,14 @@ def _digest(folder: Path) -> dict[str, str]:
 
 
 def _stable(results: Path) -> dict:
-    """results.json without what differs between two runs of the same bake-off (clock, timings, cost)."""
+    """results.json without what differs between two runs of the same bake-off (clock, timings, cost, memory)."""
     obj = json.loads(results.read_text())
     obj.pop("created")
     for arm in obj["arms"]:
         arm.pop("timing")
         arm.pop("cost", None)
+        for measured in ("peak_rss_mb", "added_mb"):
+            arm.get("footprint", {}).pop(measured, None)
     return obj
 
 

@@ -17,7 +17,7 @@ def generate(
     llm: Annotated[str, typer.Option(help="local | openai:<model> | ollama:<model> | <base_url>|<model>.")] = "local",
     n: Annotated[int, typer.Option("-n", help="Number of queries wanted.")] = 200,
     seed: Annotated[int, typer.Option(help="Seed of sampling, clustering and generation.")] = 0,
-    leak_threshold: Annotated[float, typer.Option(help="describe: reject queries with leak above this.")] = 0.35,
+    leak_threshold: Annotated[float, typer.Option(help="reject queries whose leak (share of their words copied from the source documents) is above this; both modes.")] = 0.35,
     regenerations: Annotated[int, typer.Option(help="describe: regenerations of a rejected query.")] = 3,
     stratify_by: Annotated[Optional[str], typer.Option(help="describe: metadata field to stratify sampling by.")] = None,
     lang: Annotated[str, typer.Option(help="Common-word list of the leak metric: en or es.")] = "en",
@@ -92,7 +92,8 @@ def generate(
     fields = FieldMap(id=id_field, text=(text_field,), title=title_field)
     done = generate_truth(corpus, options=opts, out=out, fields=fields, llm=llm, cache=cache_obj,
                           concurrency=concurrency, price=price, embed=embed, batch_in=batch_in, batch_out=batch_out,
-                          progress=progress, specificity=specificity, reasoning_effort=reasoning_effort)
+                          progress=progress, specificity=specificity, reasoning_effort=reasoning_effort,
+                          cluster_leak_threshold=leak_threshold)
     if done.ingested is not None:
         c = done.ingested
         typer.echo(f"batch results: {c['ingested']} ingested, {c['invalid']} invalid, {c['unknown']} unknown")
