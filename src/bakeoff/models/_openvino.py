@@ -15,7 +15,9 @@ names>/``, written into a temporary sibling folder and moved in with one
 ``os.replace`` (a crashed or concurrent writer never leaves a half model; the
 loser of a race discards its copy). The next process reads the IR instead of
 tracing (~3 s for MiniLM, counted by :func:`conversions`). Compiled blobs are
-cached by OpenVINO itself under ``<cache>/openvino/compiled`` (``CACHE_DIR``).
+*not* cached (OpenVINO's ``CACHE_DIR``): a model imported from that cache hung
+at destruction in 2 of 4 test runs here (a stream thread waiting for the GIL
+that the destructor's thread join holds), so each process compiles the IR.
 
 :func:`infer_batches` runs a list of input batches through an asynchronous
 request queue and returns the first output of each, in input order. A
@@ -116,7 +118,6 @@ def compile_module(
         xml = folder / "model.xml"
         if xml.is_file() and (folder / "model.bin").is_file():
             model = core.read_model(str(xml))
-        core.set_property({"CACHE_DIR": str(_cache_root(cache_dir) / "compiled")})
     if model is None:
         model = _convert(ov, module, example, names)
         if cache_key is not None:
