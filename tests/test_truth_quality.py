@@ -127,3 +127,10 @@ def test_quick_quality_for_the_demo() -> None:
     assert qq["holes"]["total"] == 4 and qq["holes"]["per_arm"] == {"a": 2, "b": 4}
     # source in top 10: a has d1 (q1) and d6 (q2); b has d1 (q1, rank 3) and d6 (q2, rank 1)
     assert qq["round_trip"]["arms"] == {"a": {"top10": 1.0, "top100": 1.0}, "b": {"top10": 1.0, "top100": 1.0}}
+    # the demo prints the same figures before its results table
+    from bakeoff.demo import judged_lines
+
+    lines = judged_lines(qq)
+    assert lines[0] == "judged@3: a 0.583, b 0.333"
+    assert lines[1].startswith(f"holes: 4 unjudged (query, document) pairs in the arms' top 3, {qq['holes']['disputed']} ")
+    assert lines[2] == "round trip (source document in the arm's top 10 / top 100): a 1.00/1.00, b 1.00/1.00"

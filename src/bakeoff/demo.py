@@ -12,8 +12,8 @@ Stages (each timed, each with a progress bar):
    BEIR folder ``<out>/truth`` so ``bakeoff run --beir <out>/truth`` repeats it.
 3. **arms** — TF-IDF, BM25, BM25 + Snowball stemmer, dense MiniLM (offline), and
    RRF of stemmed BM25 + dense; then the quality of the truth (:func:`truth_quality_lines`:
-   filters and their counts, the specificity distribution, and every function of
-   :data:`QUALITY_SECTIONS`) *before* the results table, ``<out>/results.json``.
+   filters and their counts, the specificity distribution; :func:`judged_lines`: judged@10,
+   holes and round-trip rates per arm) *before* the results table, ``<out>/results.json``.
 
 Everything is cached (generations, embeddings, runs), so a second run takes seconds.
 """
@@ -27,7 +27,7 @@ from typing import Any
 
 from .cache import Cache
 
-__all__ = ["DEMO_ARMS", "DemoReport", "run_demo", "truth_quality_lines", "QUALITY_SECTIONS", "BIGGER_MODEL_HINT",
+__all__ = ["DEMO_ARMS", "DemoReport", "run_demo", "truth_quality_lines", "judged_lines", "BIGGER_MODEL_HINT",
            "MIN_DOC_CHARS"]
 
 #: Documents shorter than this (characters of docstring text) are not sampled. Measured on a demo
@@ -43,7 +43,7 @@ BIGGER_MODEL_HINT = (
     "or `--llm openai:gpt-5-mini` (with OPENAI_API_KEY set), then `bakeoff run --beir truth ...`")
 
 
-def truth_quality_lines(provenance: dict[str, Any], results: dict[str, Any] | None = None) -> list[str]:
+def truth_quality_lines(provenance: dict[str, Any]) -> list[str]:
     """The truth's own quality as text lines: documents skipped as too short, each filter's
     rejection count, and the specificity distribution of the candidates and of the kept queries."""
     lines = []
@@ -71,14 +71,24 @@ def truth_quality_lines(provenance: dict[str, Any], results: dict[str, Any] | No
         hist = spec["all_candidates"].get("histogram")
         if hist:
             lines.append("  histogram: " + " ".join(f"[{k}]{v}" for k, v in hist.items() if v))
-    for section in QUALITY_SECTIONS:
-        lines.extend(section(provenance, results or {}))
     return lines
 
 
-#: Extra truth-quality sections printed before the results table: ``fn(provenance, results dict) ->
-#: lines``. The hook for round-trip rates and judged@10 (:mod:`bakeoff.truth` quality checks).
-QUALITY_SECTIONS: list[Any] = []
+def judged_lines(quality: dict[str, Any]) -> list[str]:
+    """Text lines of :func:`bakeoff.report.quality.quick_quality`'s answer: judged@k per arm (share of
+    each arm's top k that has a judgment), the holes (unjudged pooled pairs; disputed = in some arms'
+    top k but not all), and the round trip (share of queries whose source document is in the arm's
+    top 10 / top 100; reported, never used as a filter: it favours the arm it would filter with)."""
+    k = quality["k"]
+    lines = [f"judged@{k}: " + ", ".join(f"{a} {v:.3f}" for a, v in quality["judged"].items())]
+    h = quality["holes"]
+    lines.append(f"holes: {h['total']} unjudged (query, document) pairs in the arms' top {k}, {h['disputed']} "
+                 "where the arms disagree (`bakeoff report` lists them; `bakeoff assess` grades them)")
+    rt = quality.get("round_trip")
+    if rt:
+        lines.append("round trip (source document in the arm's top 10 / top 100): "
+                     + ", ".join(f"{a} {v['top10']:.2f}/{v['top100']:.2f}" for a, v in rt["arms"].items()))
+    return lines
 
 #: The demo's arms as ``--arm`` specifications.
 DEMO_ARMS: tuple[str, ...] = (
@@ -103,6 +113,7 @@ def run_demo(*, out: Path, n: int = 100, seed: int = 0, cache: Cache | None = No
              arms: tuple[str, ...] = DEMO_ARMS, echo: Any = print, min_doc_chars: int = MIN_DOC_CHARS) -> DemoReport:
     """Run the three stages; write ``out/truth`` (BEIR) and ``out/results.json``."""
     from .data.model import Dataset
+    from .report.quality import quick_quality
     from .report.terminal import print_table
     from .runner.config import build_arms, parse_arm_spec
     from .runner.run import run_bakeoff
@@ -148,7 +159,9 @@ def run_demo(*, out: Path, n: int = 100, seed: int = 0, cache: Cache | None = No
     report.results = as_dict
     echo(f"[3/3] arms: {', '.join(a.name for a in built)} ({report.stages['arms']:.1f} s)")
     echo("quality of this ground truth:")
-    for line in truth_quality_lines(prov, as_dict):
+    quality = quick_quality(dataset, {a.name: a.run for a in results.arms}, k=10)
+    report.truth["quality"] = quality
+    for line in [*truth_quality_lines(prov), *judged_lines(quality)]:
         echo("  " + line)
     echo(BIGGER_MODEL_HINT)
     print_table(as_dict)

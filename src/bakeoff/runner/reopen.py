@@ -35,17 +35,16 @@ def results_path(path: str | Path) -> Path:
     return p / "results.json" if p.is_dir() else p
 
 
-def _stored(results: Mapping[str, Any]) -> StoredResults:
-    return results if isinstance(results, StoredResults) else StoredResults.from_dict(results)
-
-
 def load_dataset(results: Mapping[str, Any], *, path: Path, data: str | Path | None = None) -> Dataset:
     """Reopen the dataset of ``results`` (read from ``path``) and check its fingerprints."""
     res = _stored(results)
     raw = res.dataset.get("source")
     src = dict(raw) if isinstance(raw, Mapping) else {}
     if not src and res.dataset.get("truth"):  # bakeoff demo: the BEIR folder of its generated truth
-        src = {"beir": str(res.dataset["truth"]), "split": res.dataset.get("split", "test")}
+        truth = Path(str(res.dataset["truth"]))
+        if not truth.exists() and (path.parent / "truth").is_dir():  # recorded relative to where the demo ran
+            truth = path.parent / "truth"
+        src = {"beir": str(truth), "split": res.dataset.get("split", "test")}
     if data is not None:
         src = {"beir": str(data), "split": src.get("split", res.dataset.get("split", "test"))}
     if not src:
