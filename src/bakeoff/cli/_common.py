@@ -17,6 +17,7 @@ import typer
 
 if TYPE_CHECKING:
     from ..cache import Cache
+    from ..report.gate import GateResult
     from ..report.write import ReportOutput
 
 #: Bootstrap resamples by default; equals :data:`bakeoff.stats.DEFAULT_RESAMPLES` (a test checks),
@@ -97,6 +98,17 @@ def show_report(done: ReportOutput) -> None:
     print_report(done.report)
     if done.written:
         typer.echo(f"wrote {', '.join(done.written)} in {done.folder}")
+
+
+def finish_gate(gate: GateResult | None) -> None:
+    """Print a CI gate's lines (``gate: ...``) and exit 1 when it failed (``compare --fail-if-worse``,
+    ``run --fail-under``)."""
+    if gate is None:
+        return
+    for line in gate.lines:
+        typer.echo(f"gate: {line}")
+    if gate.failed:
+        raise typer.Exit(1)
 
 
 def warn_all(lines: list[str]) -> None:

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ._common import DEFAULT_RESAMPLES, folder_path, AlphaOpt, DeltaOpt, ProgressOpt, ResamplesOpt, SeedOpt, show_report
+from ._common import finish_gate, DEFAULT_RESAMPLES, folder_path, AlphaOpt, DeltaOpt, ProgressOpt, ResamplesOpt, SeedOpt, show_report
 
 
 def compare_cmd(
@@ -52,11 +52,7 @@ def compare_cmd(
         print_agreement(done.agreement)
         if done.written:
             typer.echo(f"wrote {', '.join(done.written)} in {done.folder}")
-    if gate is not None:
-        for line in gate.lines:
-            typer.echo(f"gate: {line}")
-        if gate.failed:
-            raise typer.Exit(1)
+    finish_gate(gate)
 
 
 def register(app: typer.Typer) -> None:

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ._common import finite, folder_path, make_cache, measure_names, write_staged
+from ._common import finish_gate, finite, folder_path, make_cache, measure_names, write_staged
 
 
 def run(
@@ -109,11 +109,7 @@ def run(
     print_table(table)
     if out_dir is not None:
         typer.echo(f"wrote {write_staged(out_dir, results.write)}")
-    if gate is not None:
-        for line in gate.lines:
-            typer.echo(f"gate: {line}")
-        if gate.failed:
-            raise typer.Exit(1)
+    finish_gate(gate)
 
 
 def register(app: typer.Typer) -> None:
