@@ -137,13 +137,14 @@ def test_random_document_baseline_reads_each_reference_once(lm, cache) -> None:
 def test_real_llama_cpp_server_scores_own_document_higher(lm) -> None:
     """The llama.cpp server of LocalLLMServer answers /v1/completions with echo=true, logprobs=1:
     its prompt-token logprobs give the in-process model's numbers. Its echo path sorts the 262k
-    vocabulary in Python for every prompt token, so prompts here are tiny (and the context small)."""
+    vocabulary in Python for every prompt token, so prompts here are tiny (and the context small).
+    Prompt logprobs need the server's logits_all on (generation runs with it off)."""
     from bakeoff.truth.local_llm import LocalLLMServer
     from bakeoff.truth.specificity import CompletionsLikelihood
 
     own_doc, other_doc = "math.gcd: greatest common divisor of integers.", "time.sleep: pause for some seconds."
     query = " how to get the greatest common divisor"
-    with LocalLLMServer(n_ctx=128) as server:
+    with LocalLLMServer(n_ctx=128, prompt_logprobs=True) as server:
         with CompletionsLikelihood(base_url=server.base_url, model=server.config().model) as remote:
             own = remote.logprobs(specificity_prefix(own_doc), query)
             other = remote.logprobs(specificity_prefix(other_doc), query)
