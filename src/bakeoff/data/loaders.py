@@ -19,7 +19,6 @@ import itertools
 import json
 import os
 import sys
-import unicodedata
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,7 +28,7 @@ from ..errors import InputError, MissingDependencyError
 from .clean import CleanOptions, html_to_text
 from .judgments import is_sqlite, read_judgments
 from .model import Corpus, Dataset, Qrels, Queries, Query
-from .trec import read_qrels, read_trec_run  # the TREC readers live in .trec (trec_eval's rules)
+from .trec import bad_id_char, read_qrels, read_trec_run  # the TREC readers live in .trec (trec_eval's rules)
 
 __all__ = [
     "FieldMap",
@@ -106,12 +105,13 @@ def id_problem(value: str) -> str | None:
     written by ``bakeoff run`` could not be read back."""
     if not value:
         return "empty id"
-    for i, ch in enumerate(value):
-        if ch.isspace() or unicodedata.category(ch) in ("Cc", "Cs", "Zl", "Zp"):
-            what = "whitespace" if ch.isspace() else "a control character"
-            return (f"id {value[:40]!r} holds {what} ({ch!r} at position {i + 1}); TREC run and qrels files "
-                    "cannot carry it — rename the id")
-    return None
+    i = bad_id_char(value)
+    if i is None:
+        return None
+    ch = value[i]
+    what = "whitespace" if ch.isspace() else "a control character"
+    return (f"id {value[:40]!r} holds {what} ({ch!r} at position {i + 1}); TREC run and qrels files "
+            "cannot carry it — rename the id")
 
 
 def check_id(value: str, *, path: PathLike, line: int | None, field: str) -> str:
