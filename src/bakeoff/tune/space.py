@@ -19,7 +19,6 @@ list (an empty grid), an inverted range, ``trials < 1``, an option the arm does 
 
 from __future__ import annotations
 
-import difflib
 import inspect
 import itertools
 import math
@@ -30,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError
+from ..validation import closest
 
 __all__ = ["SEARCHES", "Range", "SearchSpace", "arm_options", "check_options", "parse_param"]
 
@@ -182,7 +182,7 @@ def check_options(space: SearchSpace, factory: Any, *, arm: str, type_name: str,
             continue
         if name in _STRUCTURAL:
             raise ConfigError(f"{where}: {name!r} wires arms together and cannot be tuned")
-        close = difflib.get_close_matches(name, known, n=1, cutoff=0.5)
-        hint = f"did you mean {close[0]!r}? " if close else ""
+        close = closest(name, known)
+        hint = f"did you mean {close!r}? " if close else ""
         raise ConfigError(f"{where}: arm {arm!r} ({type_name}) has no parameter {name!r}; {hint}"
                           f"its parameters: {', '.join(known)}")
