@@ -38,7 +38,8 @@ print(json.dumps({"encoder_conversions": after_encoder, "conversions": _openvino
 
 def _run(cache: Path) -> dict:
     env = {**os.environ, "BAKEOFF_CACHE_DIR": str(cache), "HF_HUB_OFFLINE": "1"}
-    out = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, check=True)
+    out = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, check=True,
+                         timeout=600)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 

@@ -19,9 +19,10 @@ tracing (~3 s for MiniLM, counted by :func:`conversions`). Compiled blobs are
 at destruction in 2 of 4 test runs here (a stream thread waiting for the GIL
 that the destructor's thread join holds), so each process compiles the IR.
 
-:func:`infer_batches` runs a list of input batches through an asynchronous
-request queue and returns the first output of each, in input order. A
-batch's result depends only on its own inputs, whichever stream ran it.
+:func:`infer_batches` runs a list of input batches through a ring of
+asynchronous infer requests (no Python callbacks on OpenVINO's threads) and
+returns the first output of each, in input order. A batch's result depends
+only on its own inputs, whichever stream ran it.
 """
 
 from __future__ import annotations
@@ -154,19 +155,38 @@ def _save(ov: Any, model: Any, folder: Path) -> None:
 
 
 def infer_batches(compiled: Any, feeds: Sequence[Mapping[str, np.ndarray]]) -> list[np.ndarray]:
-    """The first output of ``compiled`` for each feed dict, in order (async, all streams busy)."""
-    import openvino as ov
+    """The first output of ``compiled`` for each feed dict, in order (all streams busy).
 
+    A ring of ``OPTIMAL_NUMBER_OF_INFER_REQUESTS`` requests: feed ``i`` goes to request ``i mod n``,
+    which is first waited on (``wait`` releases the GIL) and its previous output copied out. No
+    Python callback runs on OpenVINO's stream threads, so they never need the GIL: with
+    ``AsyncInferQueue`` callbacks, destroying the compiled model (which joins those threads while
+    the caller holds the GIL) deadlocked in CI.
+    """
+    n = max(1, min(len(feeds), int(compiled.get_property("OPTIMAL_NUMBER_OF_INFER_REQUESTS"))))
+    requests = [compiled.create_infer_request() for _ in range(n)]
+    owner: list[int | None] = [None] * n  # feed index each request is running
     results: list[np.ndarray | None] = [None] * len(feeds)
 
-    def done(request: Any, index: int) -> None:
-        results[index] = request.get_output_tensor(0).data.copy()
+    def collect(slot: int) -> None:
+        index = owner[slot]
+        if index is not None:
+            requests[slot].wait()
+            results[index] = requests[slot].get_output_tensor(0).data.copy()
+            owner[slot] = None
 
-    queue = ov.AsyncInferQueue(compiled, max(1, int(compiled.get_property("OPTIMAL_NUMBER_OF_INFER_REQUESTS"))))
-    queue.set_callback(done)
-    for i, feed in enumerate(feeds):
-        queue.start_async({k: np.ascontiguousarray(v, dtype=np.int64) for k, v in feed.items()}, i)
-    queue.wait_all()
+    try:
+        for i, feed in enumerate(feeds):
+            slot = i % n
+            collect(slot)
+            requests[slot].start_async({k: np.ascontiguousarray(v, dtype=np.int64) for k, v in feed.items()})
+            owner[slot] = i
+        for slot in range(n):
+            collect(slot)
+    finally:
+        for slot, request in enumerate(requests):  # never leave a request running into its destructor
+            if owner[slot] is not None:
+                request.wait()
     missing = [i for i, r in enumerate(results) if r is None]
     if missing:
         raise RuntimeError(f"OpenVINO returned no output for batch(es) {missing[:5]}")
