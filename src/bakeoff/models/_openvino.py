@@ -19,9 +19,11 @@ tracing (~3 s for MiniLM, counted by :func:`conversions`). Compiled blobs are
 at destruction in 2 of 4 test runs here (a stream thread waiting for the GIL
 that the destructor's thread join holds), so each process compiles the IR.
 
-:func:`infer_batches` runs a list of input batches through a ring of
-asynchronous infer requests (no Python callbacks on OpenVINO's threads) and
-returns the first output of each, in input order. A batch's result depends
+:func:`infer_unordered` runs a list of input batches through a pool of
+asynchronous infer requests (more in flight than streams; no Python callbacks
+on OpenVINO's threads) and yields the first output of each as it completes, so
+the caller can post-process one batch while the streams compute the next;
+:func:`infer_batches` collects them in input order. A batch's result depends
 only on its own inputs, whichever stream ran it.
 """
 
@@ -33,7 +35,7 @@ import os
 import shutil
 import tempfile
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,8 +43,8 @@ import numpy as np
 
 from ..errors import MissingDependencyError
 
-__all__ = ["OV_PRECISIONS", "compile_module", "conversions", "import_openvino", "infer_batches", "model_folder",
-           "output_module", "token_count_order"]
+__all__ = ["OV_PRECISIONS", "compile_module", "conversions", "import_openvino", "infer_batches", "infer_unordered",
+           "model_folder", "output_module", "token_count_order"]
 
 _CONVERSIONS = [0]
 
@@ -154,39 +156,64 @@ def _save(ov: Any, model: Any, folder: Path) -> None:
         shutil.rmtree(stage, ignore_errors=True)
 
 
-def infer_batches(compiled: Any, feeds: Sequence[Mapping[str, np.ndarray]]) -> list[np.ndarray]:
-    """The first output of ``compiled`` for each feed dict, in order (all streams busy).
+#: Infer requests kept in flight per ``OPTIMAL_NUMBER_OF_INFER_REQUESTS``: a queued request starts
+#: on whichever stream frees up first, so no stream idles while Python collects a result.
+REQUESTS_PER_STREAM = 2
+#: How long one blocking wait lasts before the other in-flight requests are polled again (ms).
+POLL_MS = 2
 
-    A ring of ``OPTIMAL_NUMBER_OF_INFER_REQUESTS`` requests: feed ``i`` goes to request ``i mod n``,
-    which is first waited on (``wait`` releases the GIL) and its previous output copied out. No
-    Python callback runs on OpenVINO's stream threads, so they never need the GIL: with
-    ``AsyncInferQueue`` callbacks, destroying the compiled model (which joins those threads while
-    the caller holds the GIL) deadlocked in CI.
+
+def infer_unordered(compiled: Any, feeds: Sequence[Mapping[str, np.ndarray]], *,
+                    in_flight: int | None = None) -> Iterator[tuple[int, np.ndarray]]:
+    """Yield ``(i, first output of compiled for feeds[i])`` for every feed, in completion order.
+
+    ``in_flight`` requests (default ``REQUESTS_PER_STREAM x OPTIMAL_NUMBER_OF_INFER_REQUESTS``) are
+    started with ``start_async``; the caller's thread then waits for *any* of them: every in-flight
+    request is polled with ``wait_for(0)`` and, when none is done, the oldest is waited on for
+    ``POLL_MS`` (the wait releases the GIL). A finished request's output is copied out, yielded, and
+    the request takes the next feed. No Python callback runs on OpenVINO's stream threads, so they
+    never need the GIL: with ``AsyncInferQueue`` callbacks, destroying the compiled model (which
+    joins those threads while the caller holds the GIL) deadlocked in CI. Unlike a fixed ring
+    (feed ``i`` on request ``i mod n``), a stream slowed by a busy core never holds back the others.
+    Leaving the loop early (an exception in the consumer) still waits for every started request.
     """
-    n = max(1, min(len(feeds), int(compiled.get_property("OPTIMAL_NUMBER_OF_INFER_REQUESTS"))))
+    if not feeds:
+        return
+    if in_flight is None:
+        in_flight = REQUESTS_PER_STREAM * int(compiled.get_property("OPTIMAL_NUMBER_OF_INFER_REQUESTS"))
+    n = max(1, min(len(feeds), int(in_flight)))
     requests = [compiled.create_infer_request() for _ in range(n)]
-    owner: list[int | None] = [None] * n  # feed index each request is running
-    results: list[np.ndarray | None] = [None] * len(feeds)
-
-    def collect(slot: int) -> None:
-        index = owner[slot]
-        if index is not None:
-            requests[slot].wait()
-            results[index] = requests[slot].get_output_tensor(0).data.copy()
-            owner[slot] = None
-
+    owner: dict[int, int] = {}  # request slot -> feed index, in start order (oldest first)
+    free = list(range(n))
+    following = 0
     try:
-        for i, feed in enumerate(feeds):
-            slot = i % n
-            collect(slot)
-            requests[slot].start_async({k: np.ascontiguousarray(v, dtype=np.int64) for k, v in feed.items()})
-            owner[slot] = i
-        for slot in range(n):
-            collect(slot)
+        while following < len(feeds) or owner:
+            while free and following < len(feeds):
+                slot = free.pop()
+                feed = feeds[following]
+                requests[slot].start_async({k: np.ascontiguousarray(v, dtype=np.int64) for k, v in feed.items()})
+                owner[slot] = following
+                following += 1
+            done = [slot for slot in owner if requests[slot].wait_for(0)]
+            if not done:
+                requests[next(iter(owner))].wait_for(POLL_MS)
+                continue
+            for slot in done:
+                index = owner.pop(slot)
+                out = requests[slot].get_output_tensor(0).data.copy()
+                free.append(slot)
+                yield index, out
     finally:
-        for slot, request in enumerate(requests):  # never leave a request running into its destructor
-            if owner[slot] is not None:
-                request.wait()
+        for slot in owner:  # never leave a request running into its destructor
+            requests[slot].wait()
+
+
+def infer_batches(compiled: Any, feeds: Sequence[Mapping[str, np.ndarray]], *,
+                  in_flight: int | None = None) -> list[np.ndarray]:
+    """The first output of ``compiled`` for each feed dict, in input order (:func:`infer_unordered`)."""
+    results: list[np.ndarray | None] = [None] * len(feeds)
+    for index, out in infer_unordered(compiled, feeds, in_flight=in_flight):
+        results[index] = out
     missing = [i for i, r in enumerate(results) if r is None]
     if missing:
         raise RuntimeError(f"OpenVINO returned no output for batch(es) {missing[:5]}")

@@ -14,7 +14,9 @@ sorted by token count within each call and cut into batches of
 ``batch_size`` (padding waste ~0.2 % on SciFact, vs ~4 % when sorting by
 characters); the token states come back as float32 and the model's remaining
 modules (pooling, normalisation, dense layers) run in PyTorch fp32, so any
-sentence-transformers pipeline keeps its own pooling. **Queries stay on the
+sentence-transformers pipeline keeps its own pooling. Each batch is pooled as
+soon as its states arrive (while the streams compute the next batches), so only
+the in-flight batches' token states are held, not the whole call's. **Queries stay on the
 exact fp32 PyTorch path** (:class:`~.st.SentenceTransformerEncoder`), share its
 cache entries and are bit-identical to the ``dense`` fp32 arm's, for the same
 reason as the torch bf16 mode: they are a sliver of the work and rounding one
@@ -34,7 +36,14 @@ import numpy as np
 
 from ...errors import ConfigError
 from ...versions import version_of
-from .._openvino import OV_PRECISIONS, compile_module, import_openvino, infer_batches, output_module, token_count_order
+from .._openvino import (
+    OV_PRECISIONS,
+    compile_module,
+    import_openvino,
+    infer_unordered,
+    output_module,
+    token_count_order,
+)
 from ..cpu import cpu_capability
 from .base import TextKind, apply_prefix, check_kind, l2_normalise
 from .st import SentenceTransformerEncoder
@@ -143,13 +152,17 @@ class OpenVinoEncoder:
         order = token_count_order(counts)
         batches = [order[s : s + batch_size] for s in range(0, len(order), batch_size)]
         features = [self._features(model, [prefixed[i] for i in rows]) for rows in batches]
-        states = infer_batches(compiled, [{n: f[n].numpy() for n in self._inputs} for f in features])
+        feeds = [{n: f[n].numpy() for n in self._inputs} for f in features]
         out = np.empty((len(prefixed), self.dim), dtype=np.float32)
+        seen = 0
         with torch.inference_mode():  # the model's own pooling / normalisation / dense modules, fp32
-            for rows, feats, hidden in zip(batches, features, states, strict=True):
-                f = dict(feats)
+            for b, hidden in infer_unordered(compiled, feeds):  # pool each batch while the streams run on
+                f = dict(features[b])
                 f["token_embeddings"] = torch.from_numpy(np.asarray(hidden, dtype=np.float32))
                 for module in list(model)[1:]:
                     f = module(f)
-                out[rows] = f["sentence_embedding"].float().numpy()
+                out[batches[b]] = f["sentence_embedding"].float().numpy()
+                seen += 1
+        if seen != len(batches):
+            raise RuntimeError(f"OpenVINO returned {seen} of {len(batches)} batches")
         return l2_normalise(out)
