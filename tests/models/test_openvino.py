@@ -181,3 +181,52 @@ def test_rerank_arm_backend_option(ce_fp32, tmp_path) -> None:
     agree = sum(g[0][0] == r[0][0] for g, r in ((got.get(q), ref.get(q)) for q in queries.ids) if g and r)
     assert agree == len(queries.ids)  # same top document as fp32 for every query
     assert ctx.timings[arm.fingerprint()]["pairs_scored"] > 0
+
+
+# --- the request pool ---------------------------------------------------------------------------
+
+
+def _feeds(fast, sizes):
+    """Feeds of different batch sizes and sequence lengths (the encoder's own tokenisation)."""
+    model = fast._st._load()
+    out, start = [], 0
+    for size in sizes:
+        feats = fast._features(model, TEXTS[start : start + size])
+        out.append({n: feats[n].numpy() for n in fast._inputs})
+        start = (start + size) % len(TEXTS)
+    return out
+
+
+def test_infer_unordered_yields_each_batch_once_equal_to_a_lone_request(fast) -> None:
+    from bakeoff.models._openvino import infer_batches, infer_unordered
+
+    compiled = fast._compile()
+    feeds = _feeds(fast, [3, 1, 4, 1, 5, 2, 6])
+    lone = compiled.create_infer_request()
+    expected = [lone.infer(f)[0].copy() for f in feeds]  # one request, one batch at a time
+    for in_flight in (1, 3, None):  # None: 2 per stream
+        seen = dict(infer_unordered(compiled, feeds, in_flight=in_flight))
+        assert sorted(seen) == list(range(len(feeds)))
+        for i, want in enumerate(expected):
+            assert seen[i].shape == (feeds[i]["input_ids"].shape[0], feeds[i]["input_ids"].shape[1], 384)
+            assert np.array_equal(seen[i], want)  # whichever stream ran it
+    assert all(np.array_equal(a, b) for a, b in zip(infer_batches(compiled, feeds), expected, strict=True))
+    assert infer_batches(compiled, []) == []
+
+
+def test_infer_unordered_consumer_error_waits_for_started_requests(fast) -> None:
+    """Leaving the loop early waits for the requests still running; the compiled model is then
+    destroyed without hanging (the CI deadlock came from stream threads needing the GIL)."""
+    import gc
+
+    from bakeoff.models._openvino import infer_unordered
+
+    fresh = make_encoder(None, backend="openvino")
+    compiled = fresh._compile()
+    feeds = _feeds(fast, [4] * 8)
+    with pytest.raises(KeyError):
+        for _i, _out in infer_unordered(compiled, feeds, in_flight=4):
+            raise KeyError("consumer failed")
+    fresh._compiled = None
+    del compiled
+    gc.collect()

@@ -102,7 +102,7 @@ class CrossEncoderScorer:
         self,
         *,
         model: str | None = None,
-        precision: str = "fp32",
+        precision: str | None = None,  # None: fp32 on torch, bf16 on openvino (as the rerank arm)
         max_length: int = 256,
         seed: int = 0,
         revision: str | None = None,
