@@ -13,7 +13,8 @@ Two measurements, for each scorer of :mod:`bakeoff.truth.answerability`:
    judged by hand "answerable by its source document" (yes/no). ROC AUC of the score for that label,
    and the answerable share of the queries kept at several thresholds.
 
-Scorers: ``minilm`` (the bundled all-MiniLM-L6-v2 bi-encoder cosine, the default) and
+Scorers: ``use`` (the multilingual Universal Sentence Encoder cosine, the default), ``minilm`` (the
+bundled all-MiniLM-L6-v2 bi-encoder cosine: the dense arm's model) and
 ``bundled-cross-encoder`` (the same weights loaded as the rerank arm's default cross-encoder, whose
 classification head is missing from the checkpoint and freshly seeded: what the rerank arm's default
 scores with; the filter refuses it), plus ``--cross-encoder MODEL`` for a trained reranker where its
@@ -36,8 +37,12 @@ from sklearn.metrics import roc_auc_score
 
 from bakeoff.cache import Cache
 from bakeoff.data import load_beir
-from bakeoff.truth.answerability import (AnswerabilityOptions, BiEncoderAnswerability, CrossEncoderAnswerability,
-                                         answerability_scores)
+from bakeoff.truth.answerability import (
+    AnswerabilityOptions,
+    BiEncoderAnswerability,
+    CrossEncoderAnswerability,
+    answerability_scores,
+)
 
 JUDGED = Path(__file__).parent / "data" / "answerability_judged.jsonl"
 
@@ -65,7 +70,7 @@ def scifact(scorer, name: str, *, data: Path, n: int, seed: int, cache: Cache) -
     corpus = ds.corpus
     qids = [q for q in ds.queries.ids if q in ds.qrels and any(d in corpus for d in ds.qrels.relevant(q))][:n]
     qtext = dict(zip(ds.queries.ids, ds.queries.texts, strict=True))
-    own = [sorted(d for d in ds.qrels.relevant(q) if d in corpus)[0] for q in qids]
+    own = [min(d for d in ds.qrels.relevant(q) if d in corpus) for q in qids]
     rng = np.random.default_rng(seed)
 
     def other(d: str) -> str:
@@ -125,7 +130,9 @@ def main() -> None:
     ap.add_argument("--no-untrained", action="store_true", help="skip the bundled (untrained-head) cross-encoder")
     args = ap.parse_args()
     cache = Cache()
-    scorers: list[tuple[str, Any, list[float]]] = [("minilm", BiEncoderAnswerability(), [0.4, 0.5, 0.55, 0.6, 0.65, 0.7])]
+    scorers: list[tuple[str, Any, list[float]]] = [
+        ("use", BiEncoderAnswerability(model="use"), [0.4, 0.45, 0.5, 0.55, 0.6]),
+        ("minilm", BiEncoderAnswerability(), [0.4, 0.5, 0.55, 0.6, 0.65, 0.7])]
     if not args.no_untrained:
         scorers.append(("bundled-cross-encoder (untrained head)", UntrainedCrossEncoder(), [-0.5, 0.0, 0.5]))
     if args.cross_encoder:

@@ -14,17 +14,22 @@ import pytest
 pytest.importorskip("sentence_transformers")
 pytest.importorskip("httpx")
 
-from bakeoff.cache import Cache  # noqa: E402
-from bakeoff.cli import main  # noqa: E402
-from bakeoff.data.model import Corpus  # noqa: E402
-from bakeoff.errors import ConfigError  # noqa: E402
-from bakeoff.truth.answerability import (AnswerabilityOptions, BiEncoderAnswerability,  # noqa: E402
-                                         answerability_scores, bias_caveat, keep_mask, open_answerability,
-                                         score_stats)
-from bakeoff.truth.llm import LLMClient, LLMConfig  # noqa: E402
-from bakeoff.truth.synthetic import ClusterOptions, DescribeOptions, cluster_truth, describe_truth  # noqa: E402
-
-from tests.support.fake_openai_chat import FakeOpenAI, Reply  # noqa: E402
+from bakeoff.cache import Cache
+from bakeoff.cli import main
+from bakeoff.data.model import Corpus
+from bakeoff.errors import ConfigError
+from bakeoff.truth.answerability import (
+    AnswerabilityOptions,
+    BiEncoderAnswerability,
+    answerability_scores,
+    bias_caveat,
+    keep_mask,
+    open_answerability,
+    score_stats,
+)
+from bakeoff.truth.llm import LLMClient, LLMConfig
+from bakeoff.truth.synthetic import ClusterOptions, DescribeOptions, cluster_truth, describe_truth
+from tests.support.fake_openai_chat import FakeOpenAI, Reply
 
 GZIP = "gzip.decompress\ndecompress(data) Decompress a gzip compressed string in one shot. Return the decompressed string."
 TAR = "tarfile.TarInfo.isreg\nisreg(self) Return True if the Tarinfo object is a regular file."
