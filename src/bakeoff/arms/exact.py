@@ -61,6 +61,7 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -220,6 +221,49 @@ def _reference_scores(rows64: np.ndarray, x: np.ndarray, cls: np.ndarray) -> np.
 
 
 # --- the fast path ------------------------------------------------------------------------------
+_DOC_BLOCK = 1 << 16  # documents per screening block (256 queries x 65,536 documents: 64 MiB of float32 scores)
+
+# The ONNX graph ``C = Gemm(A, B, transB=1) = A·Bᵀ`` (float32 in, float32 out), as serialised by
+# ``onnx.helper.make_model`` (tests/arms/test_exact.py rebuilds it and compares): ONNX Runtime's MLAS sgemm
+# has AVX-512 kernels where numpy's OpenBLAS may run its AVX2 (Haswell) ones, and importing onnx costs 0.15 s.
+_GEMM_ONNX = bytes.fromhex(
+    "080712003a6f0a1e0a01410a0142120143220447656d6d2a0d0a067472616e73421801a00102120867656d6d5f6162745a150a0141"
+    "12100a0e0801120a0a0312016d0a031201645a150a014212100a0e0801120a0a0312016e0a0312016462150a014312100a0e080112"
+    "0a0a0312016d0a0312016e42040a00100d")
+
+
+def _cpus() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+@functools.lru_cache(maxsize=1)
+def _ort_gemm() -> Any:
+    """An ONNX Runtime session computing ``A·Bᵀ`` in float32 (one per process), or ``None`` without onnxruntime."""
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        return None
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = _cpus()
+    opts.inter_op_num_threads = 1
+    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")  # no busy-wait between blocks
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    opts.log_severity_level = 3
+    return ort.InferenceSession(_GEMM_ONNX, opts, providers=["CPUExecutionProvider"])
+
+
+def _sgemm(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a @ b.T`` for C-contiguous float32 ``a``, ``b``: float32 products summed in float32 in some order
+    (all the error bound assumes), by ONNX Runtime when installed, else numpy's BLAS. Writable result."""
+    sess = _ort_gemm()
+    if sess is None:
+        return a @ b.T
+    return sess.run(None, {"A": a, "B": b})[0]
+
+
 def score_error_bound(d: int, *, cast: bool = True) -> float:
     """The relative coefficient ``c`` of the module docstring for dimension ``d``."""
 
@@ -247,46 +291,6 @@ def _down32(x: np.ndarray) -> np.ndarray:
     over = y.astype(np.float64) > x
     y[over] = np.nextafter(y[over], np.float32(-np.inf))
     return y
-
-
-class _Pool:
-    """Candidates of one query: indices, float32 scores, bounds, and the running lower bound ``L``."""
-
-    __slots__ = ("L", "hi", "idx", "lo")
-
-    def __init__(self) -> None:
-        self.idx: list[np.ndarray] = []
-        self.lo: list[np.ndarray] = []
-        self.hi: list[np.ndarray] = []
-        self.L = -np.inf
-
-    def add(self, idx: np.ndarray, s: np.ndarray, e: float, k: int) -> None:
-        s64 = s.astype(np.float64)
-        finite = np.isfinite(s64)
-        lo = np.where(finite, s64 - e, -np.inf)
-        hi = np.where(finite, s64 + e, np.inf)  # non-finite float32 scores: always candidates
-        self.idx.append(idx)
-        self.lo.append(lo)
-        self.hi.append(hi)
-        if len(self.idx) > 1:
-            self.idx = [np.concatenate(self.idx)]
-            self.lo = [np.concatenate(self.lo)]
-            self.hi = [np.concatenate(self.hi)]
-        lo_all = self.lo[0]
-        if lo_all.size >= k:
-            kth = float(np.partition(lo_all, lo_all.size - k)[lo_all.size - k])
-            if kth > self.L:
-                self.L = kth
-                keep = self.hi[0] >= self.L
-                if not keep.all():
-                    self.idx, self.lo, self.hi = [self.idx[0][keep]], [lo_all[keep]], [self.hi[0][keep]]
-
-    def candidates(self) -> np.ndarray:
-        if not self.idx:
-            return np.empty(0, dtype=np.int64)
-        idx = np.concatenate(self.idx)
-        hi = np.concatenate(self.hi)
-        return np.sort(idx[hi >= self.L])
 
 
 def _fast_ok(q: np.ndarray, docs: np.ndarray) -> bool:
@@ -334,60 +338,120 @@ def exact_search(
     allowed = None if mask is None else np.asarray(mask, dtype=bool)
 
     q_block = max(1, min(nq, 256))
-    d_block = max(1024, max_block // q_block)
-    pools = [_Pool() for _ in range(nq)]
+    d_block = max(1024, min(_DOC_BLOCK, max_block // q_block))
+    cands = _Candidates(nq)
     bar = progress_bar(total=n * nq, desc=desc, enabled=True, unit="pair") if progress else None
     for qs in range(0, nq, q_block):
         qe = min(nq, qs + q_block)
         qb = q32[qs:qe]
         qnb = qn[qs:qe]
+        top = np.full((qe - qs, k), -np.inf)  # the k largest lower bounds s - e seen per query
         for ds in range(0, n, d_block):
             de = min(n, ds + d_block)
-            blk = np.asarray(docs[ds:de], dtype=np.float32)
+            blk = np.ascontiguousarray(docs[ds:de], dtype=np.float32)
             ymax = float(_norm_upper(blk, d).max())
-            S = qb @ blk.T
+            S = _sgemm(qb, blk)
             if allowed is not None and not allowed[ds:de].all():
                 S[:, ~allowed[ds:de]] = -np.inf
             with np.errstate(over="ignore", invalid="ignore"):
                 e = c * qnb * ymax + d * 2.0**-100 * (1.0 + qnb) * (1.0 + ymax)
             safe = bool(np.isfinite(e).all()) and float(qnb.max()) * ymax * 2.0 < _FLT_MAX
-            L = np.array([pools[i].L for i in range(qs, qe)])
-            if safe and np.isneginf(L).any() and de - ds >= k:  # a first bound from this block's k-th float32 score
-                kth = np.partition(S, S.shape[1] - k, axis=1)[:, S.shape[1] - k].astype(np.float64)
+            L = top[:, 0]  # the k-th largest (top is partitioned: its first column is its minimum)
+            if safe and de - ds >= k and np.isneginf(L).any():
+                # a first bound: the k-th score among the block's first 64·k documents (any k documents
+                # bound L from below; a partition over the whole block would cost more than it saves)
+                sub = S[:, : min(S.shape[1], max(k, 64 * k, 4096))]
+                kth = np.partition(sub, sub.shape[1] - k, axis=1)[:, sub.shape[1] - k].astype(np.float64)
                 with np.errstate(invalid="ignore"):
-                    kth = np.where(np.isfinite(kth), kth - e, -np.inf)
-                L = np.maximum(L, kth)
+                    L = np.maximum(L, np.where(np.isfinite(kth), kth - e, -np.inf))
             with np.errstate(invalid="ignore"):
                 thr = _down32(L - e)
             thr[np.isneginf(thr)] = -_FLT_MAX  # -inf scores (masked rows) never pass
-            if safe:
-                live = np.flatnonzero(S.max(axis=1) >= thr)  # rows with at least one candidate here
-                sel = S[live] >= thr[live, None] if live.size < S.shape[0] else S >= thr[:, None]
-            else:  # inputs large, inf or NaN: every non-finite unmasked score is a candidate
-                live = np.arange(S.shape[0])
-                sel = S >= thr[:, None]
+            sel = S >= thr[:, None]
+            if not safe:  # inputs large, inf or NaN: every non-finite unmasked score is a candidate
                 bad = ~np.isfinite(S)
                 if allowed is not None:
                     bad &= allowed[ds:de][None, :]
                 sel |= bad
             flat = np.flatnonzero(sel)  # 1-D: several times faster than a 2-D nonzero
-            rows, cols = live[flat // S.shape[1]], flat % S.shape[1]
-            if rows.size:
-                cuts = np.flatnonzero(np.diff(rows)) + 1
-                starts = np.concatenate([[0], cuts])
-                for a, b in zip(starts, np.concatenate([cuts, [rows.size]])):
-                    r = int(rows[a])
-                    cc = cols[a:b]
-                    pools[qs + r].add(cc + ds, S[r, cc], float(e[r]) if np.isfinite(e[r]) else np.inf, k)
+            if flat.size:
+                rows, cols = np.divmod(flat, S.shape[1])
+                s64 = S.reshape(-1)[flat].astype(np.float64)
+                er = e[rows]
+                finite = np.isfinite(s64) & np.isfinite(er)
+                with np.errstate(invalid="ignore"):
+                    lo = np.where(finite, s64 - er, -np.inf)
+                    hi = np.where(finite, s64 + er, np.inf)
+                top = _merge_top(top, rows, lo, k)
+                cands.add(rows + qs, cols + ds, hi)
+                cands.prune(qs, top[:, 0])
             if bar is not None:
                 bar.update((de - ds) * (qe - qs))
+        cands.prune(qs, top[:, 0], final=True)
     if bar is not None:
         bar.close()
+    return _recheck(q64, docs, doc_ids, cands.by_query(), k=k, model=model,
+                    doc_block=_ref_doc_block(n, max_block))
 
-    doc_block = _ref_doc_block(n, max_block)
+
+def _merge_top(top: np.ndarray, rows: np.ndarray, lo: np.ndarray, k: int) -> np.ndarray:
+    """``top`` (queries × k largest values) updated with the values ``lo`` of rows ``rows`` (sorted)."""
+    counts = np.bincount(rows, minlength=top.shape[0])
+    width = int(counts.max())
+    pad = np.full((top.shape[0], k + width), -np.inf)
+    pad[:, :k] = top
+    starts = np.cumsum(counts) - counts
+    pad[rows, k + np.arange(rows.size) - starts[rows]] = lo
+    return np.partition(pad, width, axis=1)[:, width:]
+
+
+class _Candidates:
+    """Every (query, document) that may still reach its query's top ``k``: flat arrays, pruned as ``L`` rises."""
+
+    def __init__(self, nq: int) -> None:
+        self.nq = nq
+        self.parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self.size = 0
+        self.limit = 1 << 16
+
+    def add(self, qi: np.ndarray, doc: np.ndarray, hi: np.ndarray) -> None:
+        self.parts.append((qi, doc, hi))
+        self.size += qi.size
+
+    def _joined(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if len(self.parts) != 1:
+            self.parts = [tuple(np.concatenate(a) for a in zip(*self.parts, strict=True))]  # type: ignore[misc]
+        return self.parts[0]
+
+    def prune(self, qs: int, L: np.ndarray, *, final: bool = False) -> None:
+        """Drop the candidates of queries ``qs..`` whose upper bound is below that query's ``L``."""
+        if not self.parts or (not final and self.size < self.limit):
+            return
+        qi, doc, hi = self._joined()
+        bound = np.full(self.nq, -np.inf)
+        bound[qs : qs + L.size] = L
+        keep = hi >= bound[qi]
+        self.parts = [(qi[keep], doc[keep], hi[keep])]
+        self.size = int(keep.sum())
+        self.limit = max(self.limit, 2 * self.size)
+
+    def by_query(self) -> list[np.ndarray]:
+        """Sorted candidate documents of each query."""
+        if not self.parts:
+            return [np.empty(0, dtype=np.int64) for _ in range(self.nq)]
+        qi, doc, _ = self._joined()
+        order = np.lexsort((doc, qi))
+        qi, doc = qi[order], doc[order]
+        cuts = np.searchsorted(qi, np.arange(self.nq + 1))
+        return [doc[cuts[i] : cuts[i + 1]] for i in range(self.nq)]
+
+
+def _recheck(q64: np.ndarray, docs: np.ndarray, doc_ids: Sequence[str], cands: list[np.ndarray], *, k: int,
+             model: GemvModel, doc_block: int) -> list[Ranked]:
+    """Each query's top ``k`` among its candidates, scored in float64 exactly as the reference does."""
+    n, d = docs.shape
     out: list[Ranked] = []
-    for i in range(nq):
-        cand = pools[i].candidates()
+    for i, cand in enumerate(cands):
         if cand.size == 0:
             out.append(())
             continue
