@@ -5,8 +5,13 @@ Vectors: ``benchmarks/scaling.py``'s generated corpora (seeded random unit vecto
 For each size, each method runs in its own subprocess (so ``peak RSS`` = that process's
 ``ru_maxrss``, data included), searches ``--queries`` queries for the top ``--k``, writes a
 TREC run file and prints its sha256: equal hashes = bit-identical rankings and scores.
+Methods: ``old`` = :func:`exact_search_reference` (the float64 definition), ``new`` =
+:func:`exact_search` of this tree, ``before`` = :func:`exact_search` of another source tree
+(``--before-src``, e.g. ``git archive <commit> src | tar -x -C /tmp/before``), so a change is
+measured against its predecessor and the reference in one run. ``ratio`` = old / method.
 
-    nice python benchmarks/exact_search.py --sizes 100000,1000000 --queries 100 --k 100
+    nice python benchmarks/exact_search.py --sizes 100000,1000000 --queries 100 --k 100 \
+        --before-src /tmp/before/src
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -33,7 +39,7 @@ def run_one(method: str, workdir: Path, *, n_queries: int, k: int, out: Path) ->
     q = np.load(workdir / "query_vecs.npy")[:n_queries]
     ids = [f"d{i}" for i in range(docs.shape[0])]
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    fn = exact_search if method == "new" else exact_search_reference
+    fn = exact_search_reference if method == "old" else exact_search
     t0 = time.perf_counter()
     ranked = fn(q, docs, ids, k=k)
     wall = time.perf_counter() - t0
@@ -42,7 +48,8 @@ def run_one(method: str, workdir: Path, *, n_queries: int, k: int, out: Path) ->
     return {"method": method, "n": int(docs.shape[0]), "queries": int(q.shape[0]), "k": k,
             "ms_per_query": 1000 * wall / q.shape[0], "wall_s": wall, "rss_before_mb": rss0,
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-            "sha256": hashlib.sha256(out.read_bytes()).hexdigest(), "blas": str(gemv_model())}
+            "sha256": hashlib.sha256(out.read_bytes()).hexdigest(), "blas": str(gemv_model()),
+            "module": str(Path(sys.modules[exact_search.__module__].__file__ or "").resolve())}
 
 
 def main() -> None:
@@ -51,12 +58,16 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=100)
     ap.add_argument("--k", type=int, default=100)
     ap.add_argument("--workdir", default="/tmp/bakeoff-scaling")
-    ap.add_argument("--methods", default="old,new")
+    ap.add_argument("--methods", default=None, help="default: old,new (old,before,new with --before-src)")
+    ap.add_argument("--before-src", default=None, help="a source tree whose exact_search is the 'before' method")
     ap.add_argument("--json", default=None)
     ap.add_argument("--stage", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--n", type=int, default=0, help=argparse.SUPPRESS)
     args = ap.parse_args()
     root = Path(args.workdir)
+    methods = (args.methods or ("old,before,new" if args.before_src else "old,new")).split(",")
+    if "before" in methods and not args.before_src:
+        ap.error("method 'before' needs --before-src")
     if args.stage:
         res = run_one(args.stage, root / str(args.n), n_queries=args.queries, k=args.k,
                       out=root / f"exact-{args.stage}-{args.n}.run")
@@ -68,24 +79,31 @@ def main() -> None:
     rows: list[dict[str, Any]] = []
     for n in [int(s) for s in args.sizes.split(",")]:
         generate(root / str(n), n, n_queries=max(200, args.queries), dim=384, seed=0)
-        for method in args.methods.split(","):
+        for method in methods:
+            env = dict(os.environ)
+            if method == "before":  # the other tree's package first on the path
+                env["PYTHONPATH"] = os.pathsep.join([str(Path(args.before_src).resolve()), env.get("PYTHONPATH", "")])
             proc = subprocess.run([sys.executable, __file__, "--stage", method, "--n", str(n), "--workdir", str(root),
                                    "--queries", str(args.queries), "--k", str(args.k)], check=False, capture_output=True,
-                                  text=True)
+                                  text=True, env=env)
             if proc.returncode != 0:
                 print(f"# {method} n={n} failed: {proc.stderr.strip()[-2000:]}", file=sys.stderr)
                 continue
             row = json.loads(proc.stdout.strip().splitlines()[-1])
             rows.append(row)
             print(f"# {json.dumps(row)}", file=sys.stderr, flush=True)
-    print(f"\n{'n':>9s} {'method':6s} {'ms/query':>10s} {'ratio':>7s} {'peak_MB':>8s}  sha256 of the run file")
+    print(f"\n{'n':>9s} {'method':6s} {'wall_s':>8s} {'ms/query':>10s} {'ratio':>7s} {'peak_MB':>8s}  sha256 of the run file")
     for r in rows:
         old = next((o for o in rows if o["n"] == r["n"] and o["method"] == "old"), None)
         ratio = f"{old['ms_per_query'] / r['ms_per_query']:7.1f}" if old else f"{'':7s}"
-        print(f"{r['n']:9d} {r['method']:6s} {r['ms_per_query']:10.2f} {ratio} {r['peak_rss_mb']:8.0f}  {r['sha256']}")
+        print(f"{r['n']:9d} {r['method']:6s} {r['wall_s']:8.2f} {r['ms_per_query']:10.2f} {ratio} {r['peak_rss_mb']:8.0f}"
+              f"  {r['sha256']}")
     for n in sorted({r["n"] for r in rows}):
         hs = {r["sha256"] for r in rows if r["n"] == n}
-        print(f"n={n}: run files {'IDENTICAL' if len(hs) == 1 else 'DIFFER'}")
+        by = {r["method"]: r for r in rows if r["n"] == n}
+        vs = (f"; new {by['before']['ms_per_query'] / by['new']['ms_per_query']:.2f}x faster than before"
+              if "before" in by and "new" in by else "")
+        print(f"n={n}: run files {'IDENTICAL' if len(hs) == 1 else 'DIFFER'}{vs}")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
 

@@ -69,7 +69,7 @@ from typing import Any
 
 import numpy as np
 
-from ..data.ranking import top_k_indices
+from ..data.ranking import rank_rows, top_k_indices
 from ..progress import progress_bar
 
 __all__ = ["GemvModel", "exact_search", "exact_search_reference", "gemv_model", "score_error_bound"]
@@ -200,28 +200,46 @@ def gemv_model() -> GemvModel | None:
     return GemvModel(nthreads=max(1, int(info.get("num_threads") or 1)), threshold=115200 * 4)
 
 
-def _reference_scores(rows64: np.ndarray, x: np.ndarray, cls: np.ndarray) -> np.ndarray:
-    """float64 scores of ``rows64`` as the reference's kernels of class ``cls`` compute them."""
-    out = np.empty(rows64.shape[0], dtype=np.float64)
-    d = rows64.shape[1]
+def _reference_scores(docs: np.ndarray, rows: np.ndarray, xs: np.ndarray, which: np.ndarray,
+                      cls: np.ndarray) -> np.ndarray:
+    """float64 scores ``docs[rows[j]] · xs[which[j]]`` as the reference's kernels of class ``cls[j]`` compute them.
+
+    Each product is a BLAS ``dgemv`` of a small row-major float64 matrix by one query vector (numpy's
+    ``matmul`` of a stack of matrices by a stack of ``(d, 1)`` columns runs one ``gemv`` per matrix), holding
+    the row where the reference's kernel of that class sums it: four rows of one query per 4-row matrix for
+    ``4x4`` (that kernel sums each row on its own), the row twice in a 2-row matrix for ``4x2``, three times
+    in a 3-row matrix (the last row, summed by ``4x1``) for ``4x1``. Rows are cast to float64 (exact) as
+    they are copied in.
+    """
+    out = np.empty(rows.size, dtype=np.float64)
+    d = docs.shape[1]
     sel = np.flatnonzero(cls == 4)
-    if sel.size:  # four candidates per 4-row gemv: the 4x4 kernel sums each column on its own
-        mats = np.zeros((-(-sel.size // 4) * 4, d), dtype=np.float64)
-        mats[: sel.size] = rows64[sel]
-        out[sel] = np.matmul(mats.reshape(-1, 4, d), x).reshape(-1)[: sel.size]
+    if sel.size:  # rows of one query, four per matrix; a query's last matrix padded with zero rows
+        w = which[sel]
+        counts = np.bincount(w, minlength=xs.shape[0])
+        slots = -(-counts // 4) * 4
+        first = np.cumsum(slots) - slots
+        before = np.cumsum(counts) - counts
+        order = np.argsort(w, kind="stable")
+        slot = np.empty(sel.size, dtype=np.int64)
+        slot[order] = first[w[order]] + np.arange(sel.size) - before[w[order]]
+        mats = np.zeros((int(slots.sum()), d), dtype=np.float64)
+        mats[slot] = docs[rows[sel]]
+        cols = np.repeat(xs, slots // 4, axis=0)[:, :, None]
+        out[sel] = np.matmul(mats.reshape(-1, 4, d), cols).reshape(-1)[slot]
     for c, width, pick in ((2, 2, 0), (1, 3, 2)):
         sel = np.flatnonzero(cls == c)
         if sel.size == 0:
             continue
-        # each selected row fills all ``width`` rows of its own small matrix: a gemv of
-        # 2 rows runs the 4x2 kernel; of 3 rows, the 4x2 pair then the 4x1 single (picked).
-        mats = np.ascontiguousarray(np.broadcast_to(rows64[sel][:, None, :], (sel.size, width, d)))
-        out[sel] = np.matmul(mats, x)[:, pick]
+        mats = np.empty((sel.size, width, d), dtype=np.float64)
+        mats[:] = docs[rows[sel]][:, None, :]
+        out[sel] = np.matmul(mats, xs[which[sel]][:, :, None])[:, pick, 0]
     return out
 
 
 # --- the fast path ------------------------------------------------------------------------------
-_DOC_BLOCK = 1 << 16  # documents per screening block (256 queries x 65,536 documents: 64 MiB of float32 scores)
+_DOC_BLOCK = 1 << 15  # documents per screening block (256 queries x 32,768 documents: 32 MiB of float32 scores)
+_RECHECK_ROWS = 2048  # candidates re-scored per batch of small gemvs (a 6 MiB float64 buffer)
 
 # The ONNX graph ``C = Gemm(A, B, transB=1) = A·Bᵀ`` (float32 in, float32 out), as serialised by
 # ``onnx.helper.make_model`` (tests/arms/test_exact.py rebuilds it and compares): ONNX Runtime's MLAS sgemm
@@ -255,13 +273,21 @@ def _ort_gemm() -> Any:
     return ort.InferenceSession(_GEMM_ONNX, opts, providers=["CPUExecutionProvider"])
 
 
-def _sgemm(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def _sgemm(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """``a @ b.T`` for C-contiguous float32 ``a``, ``b``: float32 products summed in float32 in some order
-    (all the error bound assumes), by ONNX Runtime when installed, else numpy's BLAS. Writable result."""
+    (all the error bound assumes), by ONNX Runtime when installed, else numpy's BLAS. Written into ``out``
+    (C-contiguous float32, reused across blocks: fresh memory is slow to fault in) when given."""
     sess = _ort_gemm()
     if sess is None:
-        return a @ b.T
-    return sess.run(None, {"A": a, "B": b})[0]
+        return np.matmul(a, b.T, out=out)
+    if out is None:
+        return sess.run(None, {"A": a, "B": b})[0]
+    bind = sess.io_binding()
+    for name, arr in (("A", a), ("B", b)):
+        bind.bind_input(name, "cpu", 0, np.float32, list(arr.shape), arr.ctypes.data)
+    bind.bind_output("C", "cpu", 0, np.float32, list(out.shape), out.ctypes.data)
+    sess.run_with_iobinding(bind)
+    return out
 
 
 def score_error_bound(d: int, *, cast: bool = True) -> float:
@@ -340,6 +366,8 @@ def exact_search(
     q_block = max(1, min(nq, 256))
     d_block = max(1024, min(_DOC_BLOCK, max_block // q_block))
     cands = _Candidates(nq)
+    s_buf = np.empty(min(nq, q_block) * min(n, d_block), dtype=np.float32)  # scores of one block
+    sel_buf = np.empty(s_buf.size, dtype=bool)
     bar = progress_bar(total=n * nq, desc=desc, enabled=True, unit="pair") if progress else None
     for qs in range(0, nq, q_block):
         qe = min(nq, qs + q_block)
@@ -350,7 +378,7 @@ def exact_search(
             de = min(n, ds + d_block)
             blk = np.ascontiguousarray(docs[ds:de], dtype=np.float32)
             ymax = float(_norm_upper(blk, d).max())
-            S = _sgemm(qb, blk)
+            S = _sgemm(qb, blk, out=s_buf[: (qe - qs) * (de - ds)].reshape(qe - qs, de - ds))
             if allowed is not None and not allowed[ds:de].all():
                 S[:, ~allowed[ds:de]] = -np.inf
             with np.errstate(over="ignore", invalid="ignore"):
@@ -367,7 +395,7 @@ def exact_search(
             with np.errstate(invalid="ignore"):
                 thr = _down32(L - e)
             thr[np.isneginf(thr)] = -_FLT_MAX  # -inf scores (masked rows) never pass
-            sel = S >= thr[:, None]
+            sel = np.greater_equal(S, thr[:, None], out=sel_buf[: S.size].reshape(S.shape))
             if not safe:  # inputs large, inf or NaN: every non-finite unmasked score is a candidate
                 bad = ~np.isfinite(S)
                 if allowed is not None:
@@ -390,8 +418,8 @@ def exact_search(
         cands.prune(qs, top[:, 0], final=True)
     if bar is not None:
         bar.close()
-    return _recheck(q64, docs, doc_ids, cands.by_query(), k=k, model=model,
-                    doc_block=_ref_doc_block(n, max_block))
+    qi, doc = cands.sorted()
+    return _recheck(q64, docs, doc_ids, qi, doc, k=k, model=model, doc_block=_ref_doc_block(n, max_block))
 
 
 def _merge_top(top: np.ndarray, rows: np.ndarray, lo: np.ndarray, k: int) -> np.ndarray:
@@ -435,35 +463,43 @@ class _Candidates:
         self.size = int(keep.sum())
         self.limit = max(self.limit, 2 * self.size)
 
-    def by_query(self) -> list[np.ndarray]:
-        """Sorted candidate documents of each query."""
+    def sorted(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(query, document)`` of every candidate, ordered by query, then document."""
         if not self.parts:
-            return [np.empty(0, dtype=np.int64) for _ in range(self.nq)]
+            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
         qi, doc, _ = self._joined()
         order = np.lexsort((doc, qi))
-        qi, doc = qi[order], doc[order]
-        cuts = np.searchsorted(qi, np.arange(self.nq + 1))
-        return [doc[cuts[i] : cuts[i + 1]] for i in range(self.nq)]
+        return qi[order], doc[order]
 
 
-def _recheck(q64: np.ndarray, docs: np.ndarray, doc_ids: Sequence[str], cands: list[np.ndarray], *, k: int,
-             model: GemvModel, doc_block: int) -> list[Ranked]:
-    """Each query's top ``k`` among its candidates, scored in float64 exactly as the reference does."""
+def _recheck(q64: np.ndarray, docs: np.ndarray, doc_ids: Sequence[str], qi: np.ndarray, doc: np.ndarray, *,
+             k: int, model: GemvModel, doc_block: int) -> list[Ranked]:
+    """Each query's top ``k`` among its candidates ``(qi, doc)`` (sorted by query, then document), scored in
+    float64 exactly as the reference does and ordered by the tie rule (:func:`rank_rows`)."""
     n, d = docs.shape
-    out: list[Ranked] = []
-    for i, cand in enumerate(cands):
-        if cand.size == 0:
-            out.append(())
-            continue
-        starts = (cand // doc_block) * doc_block
-        cls = np.empty(cand.size, dtype=np.int8)
-        for s0 in np.unique(starts):
-            at = starts == s0
-            rows_in_block = min(doc_block, n - int(s0))
-            cls[at] = model.classes(cand[at] - s0, rows_in_block, d)
-        rows64 = np.asarray(docs[cand], dtype=np.float64)
-        vals = _reference_scores(rows64, q64[i], cls)
-        ids = [doc_ids[j] for j in cand.tolist()]
-        top = top_k_indices(vals, ids, k)
-        out.append(tuple((ids[j], float(vals[j])) for j in top.tolist()))
+    out: list[Ranked] = [() for _ in range(q64.shape[0])]
+    if doc.size == 0:
+        return out
+    cls = np.empty(doc.size, dtype=np.int8)
+    block = doc // doc_block
+    for b in np.unique(block).tolist():  # the reference's document blocks: each its own thread split
+        at = block == b
+        s0 = b * doc_block
+        cls[at] = model.classes(doc[at] - s0, min(doc_block, n - s0), d)
+    vals = np.empty(doc.size, dtype=np.float64)
+    for a in range(0, doc.size, _RECHECK_ROWS):  # bounded buffers: fresh memory is slow to fault in
+        b = min(doc.size, a + _RECHECK_ROWS)
+        vals[a:b] = _reference_scores(docs, doc[a:b], q64, qi[a:b], cls[a:b])
+    order = rank_rows(qi, vals, lambda rows: [doc_ids[j] for j in doc[rows].tolist()])
+    order = order[vals[order] > -np.inf]  # masked documents are never returned
+    g = qi[order]
+    first = np.searchsorted(g, np.arange(q64.shape[0] + 1))
+    keep = np.arange(order.size) - first[g] < k
+    order, g = order[keep], g[keep]
+    ids = [doc_ids[j] for j in doc[order].tolist()]
+    scores = vals[order].tolist()
+    cuts = np.searchsorted(g, np.arange(q64.shape[0] + 1)).tolist()
+    for i in range(q64.shape[0]):
+        if cuts[i] < cuts[i + 1]:
+            out[i] = tuple(zip(ids[cuts[i] : cuts[i + 1]], scores[cuts[i] : cuts[i + 1]], strict=True))
     return out
