@@ -190,3 +190,33 @@ def test_many_queries_and_mass_ties(gemm_backend) -> None:
     for k, m, max_block in ((1, None, 1 << 24), (40, mask, 1 << 24), (250, None, 1 << 14), (7, mask, 1 << 14)):
         assert exact_search(q, docs, ids, k=k, mask=m, max_block=max_block) == exact_search_reference(
             q, docs, ids, k=k, mask=m, max_block=max_block)
+
+
+def _search_in_child(conn, q, docs, ids) -> None:  # pragma: no cover - runs in the forked child
+    conn.send(exact_search(q, docs, ids, k=20))
+    conn.close()
+
+
+def test_forked_child_searches(gemm_backend) -> None:
+    """A child forked after the parent searched (so after ONNX Runtime's thread pool started) searches too,
+    with the same result (ONNX Runtime does not survive a fork: the child screens with numpy's BLAS)."""
+    import multiprocessing as mp
+
+    rng = np.random.default_rng(4)
+    docs = rng.standard_normal((3000, 64)).astype(np.float32)
+    q = rng.standard_normal((5, 64)).astype(np.float32)
+    ids = [f"d{i}" for i in range(3000)]
+    want = exact_search(q, docs, ids, k=20)
+    assert want == exact_search_reference(q, docs, ids, k=20)
+    ctx = mp.get_context("fork")
+    parent, child = ctx.Pipe()
+    proc = ctx.Process(target=_search_in_child, args=(child, q, docs, ids))
+    proc.start()
+    try:
+        assert parent.poll(120), "the forked child did not answer within 120 s"
+        assert parent.recv() == want
+    finally:
+        proc.join(10)
+        if proc.is_alive():
+            proc.kill()
+    assert proc.exitcode == 0

@@ -12,8 +12,12 @@ and NaN never returned). It costs one float64 pass over the corpus per query.
 bit**, much faster:
 
 1. **Screen in float32.** Scores ``ŝ = fl32(x̃·ỹ)`` for a block of queries × a block of
-   documents come from one BLAS ``sgemm`` (``x̃ = fl32(x)``, ``ỹ = fl32(y)``); memory is
-   bounded by ``max_block`` score entries (queries × documents per block).
+   documents come from one float32 matrix product ``sgemm`` (``x̃ = fl32(x)``, ``ỹ = fl32(y)``):
+   ONNX Runtime's MLAS kernel when ``onnxruntime`` is installed (AVX-512 where the CPU has it;
+   numpy's OpenBLAS wheel may run its AVX2 "Haswell" kernels, ~2× slower here), numpy's BLAS
+   otherwise. Both sum float32 products in float32, in some order: all that step 2 assumes.
+   Memory is bounded: at most 256 queries × ``min(32768, max_block // queries)`` (at least 1024)
+   documents of scores per block, in one buffer reused across blocks.
 2. **Bound the error.** For inputs ``x, y`` of dimension ``d``, with ``u32 = 2^-24`` and
    ``u64 = 2^-53`` and ``γ(u) = d·u / (1 − d·u)`` (Higham, *Accuracy and Stability of
    Numerical Algorithms*, 2nd ed., Lemma 3.1 and §3.1: it holds for any summation order,
@@ -36,7 +40,10 @@ bit**, much faster:
    document with ``ŝ + e < L`` has ``s64 < L ≤`` the final ``k``-th score and can be
    neither in the top ``k`` nor tied with its last entry. Every other document is a
    candidate (also every document whose float32 score is not finite, so inf/NaN inputs
-   and float32 overflow behave exactly as in the reference).
+   and float32 overflow behave exactly as in the reference). Per block, one comparison
+   ``ŝ ≥ fl32↓(L − e)`` selects the candidates of all its queries; ``L`` starts at the
+   ``k``-th ``ŝ − e`` of the first ``64·k`` documents and rises as the per-query ``k`` largest
+   ``ŝ − e`` are merged block by block; candidates are kept in flat arrays, pruned as ``L`` rises.
 4. **Re-check in float64, exactly as the reference computes it.** The reference's value
    for a document depends on which OpenBLAS ``dgemv_t`` kernel summed it, and that is a
    function of its position: the x86-64 kernel (``kernel/x86_64/dgemv_t_4.c``) sums
@@ -48,8 +55,10 @@ bit**, much faster:
    reference's block is computed from those rules and its score is produced by the same
    BLAS on a 4-row (``4x4``), 2-row (``4x2``) or 3-row (last row: ``4x1``) matrix holding
    it — the same kernel, the same float64 operations (four ``4x4`` candidates share one 4-row
-   matrix: that kernel sums each of its four columns with its own accumulators). The final ranking is
-   :func:`~bakeoff.data.ranking.top_k_indices` over the candidates.
+   matrix: that kernel sums each of its four columns with its own accumulators), for all
+   queries' candidates in a few ``matmul`` calls (one ``gemv`` per small matrix). The final ranking
+   is the tie rule over the candidates (:func:`~bakeoff.data.ranking.rank_rows`, the same order
+   as :func:`~bakeoff.data.ranking.top_k_indices`; a NaN names the same document).
 
 Where that model does not describe numpy's BLAS (not OpenBLAS, another threading layer,
 an untested version, column-major or strided inputs, ``d == 0``), :func:`exact_search`
@@ -257,20 +266,32 @@ def _cpus() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-@functools.lru_cache(maxsize=1)
+_ORT: dict[str, Any] = {}  # {"pid": the process that made it, "session": the session or None}
+
+
 def _ort_gemm() -> Any:
-    """An ONNX Runtime session computing ``A·Bᵀ`` in float32 (one per process), or ``None`` without onnxruntime."""
+    """An ONNX Runtime session computing ``A·Bᵀ`` in float32 (one per process), or ``None``.
+
+    ``None`` without onnxruntime, and in a process forked after the session was made: ONNX Runtime's
+    global thread pool and locks do not survive a fork (a new session there hangs), so a forked child
+    screens with numpy's BLAS. Intra-op threads = the CPUs this process may use, no busy-waiting.
+    """
+    if _ORT:
+        return _ORT["session"] if _ORT["pid"] == os.getpid() else None
     try:
         import onnxruntime as ort
     except ImportError:
+        _ORT.update(pid=os.getpid(), session=None)
         return None
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = _cpus()
     opts.inter_op_num_threads = 1
-    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")  # no busy-wait between blocks
+    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     opts.log_severity_level = 3
-    return ort.InferenceSession(_GEMM_ONNX, opts, providers=["CPUExecutionProvider"])
+    session = ort.InferenceSession(_GEMM_ONNX, opts, providers=["CPUExecutionProvider"])
+    _ORT.update(pid=os.getpid(), session=session)
+    return session
 
 
 def _sgemm(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
