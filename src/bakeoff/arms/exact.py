@@ -248,6 +248,9 @@ def _reference_scores(docs: np.ndarray, rows: np.ndarray, xs: np.ndarray, which:
 
 # --- the fast path ------------------------------------------------------------------------------
 _DOC_BLOCK = 1 << 15  # documents per screening block (256 queries x 32,768 documents: 32 MiB of float32 scores)
+# ONNX Runtime screens when its session exists in this process or the product is large enough to repay
+# importing it and making the session (~0.1 s) at numpy's ~2x slower sgemm here: 2^31 multiply-adds
+_ORT_MIN_WORK = 1 << 31
 _RECHECK_ROWS = 2048  # candidates re-scored per batch of small gemvs (a 6 MiB float64 buffer)
 
 # The ONNX graph ``C = Gemm(A, B, transB=1) = A·Bᵀ`` (float32 in, float32 out), as serialised by
@@ -294,11 +297,11 @@ def _ort_gemm() -> Any:
     return session
 
 
-def _sgemm(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+def _sgemm(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None, *, ort: bool = True) -> np.ndarray:
     """``a @ b.T`` for C-contiguous float32 ``a``, ``b``: float32 products summed in float32 in some order
-    (all the error bound assumes), by ONNX Runtime when installed, else numpy's BLAS. Written into ``out``
-    (C-contiguous float32, reused across blocks: fresh memory is slow to fault in) when given."""
-    sess = _ort_gemm()
+    (all the error bound assumes), by ONNX Runtime when installed and ``ort``, else numpy's BLAS. Written
+    into ``out`` (C-contiguous float32, reused across blocks: fresh memory is slow to fault in) when given."""
+    sess = _ort_gemm() if ort else None
     if sess is None:
         return np.matmul(a, b.T, out=out)
     if out is None:
@@ -387,6 +390,7 @@ def exact_search(
     q_block = max(1, min(nq, 256))
     d_block = max(1024, min(_DOC_BLOCK, max_block // q_block))
     cands = _Candidates(nq)
+    use_ort = _ORT.get("pid") == os.getpid() or nq * n * d >= _ORT_MIN_WORK
     s_buf = np.empty(min(nq, q_block) * min(n, d_block), dtype=np.float32)  # scores of one block
     sel_buf = np.empty(s_buf.size, dtype=bool)
     bar = progress_bar(total=n * nq, desc=desc, enabled=True, unit="pair") if progress else None
@@ -399,7 +403,7 @@ def exact_search(
             de = min(n, ds + d_block)
             blk = np.ascontiguousarray(docs[ds:de], dtype=np.float32)
             ymax = float(_norm_upper(blk, d).max())
-            S = _sgemm(qb, blk, out=s_buf[: (qe - qs) * (de - ds)].reshape(qe - qs, de - ds))
+            S = _sgemm(qb, blk, out=s_buf[: (qe - qs) * (de - ds)].reshape(qe - qs, de - ds), ort=use_ort)
             if allowed is not None and not allowed[ds:de].all():
                 S[:, ~allowed[ds:de]] = -np.inf
             with np.errstate(over="ignore", invalid="ignore"):
