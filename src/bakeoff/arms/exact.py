@@ -13,8 +13,9 @@ bit**, much faster:
 
 1. **Screen in float32.** Scores ``ŝ = fl32(x̃·ỹ)`` for a block of queries × a block of
    documents come from one float32 matrix product ``sgemm`` (``x̃ = fl32(x)``, ``ỹ = fl32(y)``):
-   ONNX Runtime's MLAS kernel when ``onnxruntime`` is installed (AVX-512 where the CPU has it;
-   numpy's OpenBLAS wheel may run its AVX2 "Haswell" kernels, ~2× slower here), numpy's BLAS
+   ONNX Runtime's MLAS kernel when ``onnxruntime`` is installed and the product has at least
+   2^31 multiply-adds or its session already exists in this process (AVX-512 where the CPU has
+   it; numpy's OpenBLAS wheel may run its AVX2 "Haswell" kernels, ~2× slower here), numpy's BLAS
    otherwise. Both sum float32 products in float32, in some order: all that step 2 assumes.
    Memory is bounded: at most 256 queries × ``min(32768, max_block // queries)`` (at least 1024)
    documents of scores per block, in one buffer reused across blocks.
@@ -251,7 +252,7 @@ _DOC_BLOCK = 1 << 15  # documents per screening block (256 queries x 32,768 docu
 # ONNX Runtime screens when its session exists in this process or the product is large enough to repay
 # importing it and making the session (~0.1 s) at numpy's ~2x slower sgemm here: 2^31 multiply-adds
 _ORT_MIN_WORK = 1 << 31
-_RECHECK_ROWS = 2048  # candidates re-scored per batch of small gemvs (a 6 MiB float64 buffer)
+_RECHECK_ROWS = 512  # candidates re-scored per batch of small gemvs (1.5 MiB float64 buffers)
 
 # The ONNX graph ``C = Gemm(A, B, transB=1) = A·Bᵀ`` (float32 in, float32 out), as serialised by
 # ``onnx.helper.make_model`` (tests/arms/test_exact.py rebuilds it and compares): ONNX Runtime's MLAS sgemm
