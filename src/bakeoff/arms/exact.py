@@ -17,8 +17,9 @@ bit**, much faster:
    2^31 multiply-adds or its session already exists in this process (AVX-512 where the CPU has
    it; numpy's OpenBLAS wheel may run its AVX2 "Haswell" kernels, ~2× slower here), numpy's BLAS
    otherwise. Both sum float32 products in float32, in some order: all that step 2 assumes.
-   Memory is bounded: at most 256 queries × ``min(32768, max_block // queries)`` (at least 1024)
-   documents of scores per block, in one buffer reused across blocks.
+   Memory is bounded: at most 256 queries × ``min(B, max_block // queries)`` (at least 1024)
+   documents of scores per block (``B`` = 32,768 with ONNX Runtime, 131,072 with numpy), in one
+   buffer reused across blocks.
 2. **Bound the error.** For inputs ``x, y`` of dimension ``d``, with ``u32 = 2^-24`` and
    ``u64 = 2^-53`` and ``γ(u) = d·u / (1 − d·u)`` (Higham, *Accuracy and Stability of
    Numerical Algorithms*, 2nd ed., Lemma 3.1 and §3.1: it holds for any summation order,
@@ -248,7 +249,10 @@ def _reference_scores(docs: np.ndarray, rows: np.ndarray, xs: np.ndarray, which:
 
 
 # --- the fast path ------------------------------------------------------------------------------
-_DOC_BLOCK = 1 << 15  # documents per screening block (256 queries x 32,768 documents: 32 MiB of float32 scores)
+# documents per screening block (at most 256 queries: 32 MiB of float32 scores with ONNX Runtime, 128 MiB with
+# numpy's BLAS, whose sgemm gains from longer blocks); max_block caps both
+_DOC_BLOCK = 1 << 15
+_DOC_BLOCK_BLAS = 1 << 17
 # ONNX Runtime screens when its session exists in this process or the product is large enough to repay
 # importing it and making the session (~0.1 s) at numpy's ~2x slower sgemm here: 2^31 multiply-adds
 _ORT_MIN_WORK = 1 << 31
@@ -389,9 +393,9 @@ def exact_search(
     allowed = None if mask is None else np.asarray(mask, dtype=bool)
 
     q_block = max(1, min(nq, 256))
-    d_block = max(1024, min(_DOC_BLOCK, max_block // q_block))
+    use_ort = (_ORT.get("pid") == os.getpid() or nq * n * d >= _ORT_MIN_WORK) and _ort_gemm() is not None
+    d_block = max(1024, min(_DOC_BLOCK if use_ort else _DOC_BLOCK_BLAS, max_block // q_block))
     cands = _Candidates(nq)
-    use_ort = _ORT.get("pid") == os.getpid() or nq * n * d >= _ORT_MIN_WORK
     s_buf = np.empty(min(nq, q_block) * min(n, d_block), dtype=np.float32)  # scores of one block
     sel_buf = np.empty(s_buf.size, dtype=bool)
     bar = progress_bar(total=n * nq, desc=desc, enabled=True, unit="pair") if progress else None
