@@ -220,3 +220,19 @@ def test_forked_child_searches(gemm_backend) -> None:
         if proc.is_alive():
             proc.kill()
     assert proc.exitcode == 0
+
+
+def test_without_onnxruntime_numpy_screens(monkeypatch) -> None:
+    """onnxruntime missing (or failing to load): numpy's BLAS screens, with the same output, on a product large
+    enough that ONNX Runtime would have been used."""
+    import sys
+
+    monkeypatch.setattr(exact_mod, "_ORT", {})
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # import onnxruntime -> ImportError
+    monkeypatch.setattr(exact_mod, "_ORT_MIN_WORK", 1)
+    rng = np.random.default_rng(8)
+    docs = rng.standard_normal((2100, 32)).astype(np.float32)
+    q = rng.standard_normal((3, 32)).astype(np.float32)
+    ids = [f"d{i}" for i in range(2100)]
+    assert exact_search(q, docs, ids, k=15) == exact_search_reference(q, docs, ids, k=15)
+    assert exact_mod._ORT == {"pid": __import__("os").getpid(), "session": None}

@@ -280,24 +280,25 @@ _ORT: dict[str, Any] = {}  # {"pid": the process that made it, "session": the se
 def _ort_gemm() -> Any:
     """An ONNX Runtime session computing ``A·Bᵀ`` in float32 (one per process), or ``None``.
 
-    ``None`` without onnxruntime, and in a process forked after the session was made: ONNX Runtime's
+    ``None`` without a working onnxruntime, and in a process forked after the session was made: ONNX Runtime's
     global thread pool and locks do not survive a fork (a new session there hangs), so a forked child
     screens with numpy's BLAS. Intra-op threads = the CPUs this process may use, no busy-waiting.
     """
     if _ORT:
         return _ORT["session"] if _ORT["pid"] == os.getpid() else None
-    try:
+    session = None
+    try:  # any failure (not installed, a broken install, an old version) leaves numpy's BLAS: same output
         import onnxruntime as ort
-    except ImportError:
-        _ORT.update(pid=os.getpid(), session=None)
-        return None
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = _cpus()
-    opts.inter_op_num_threads = 1
-    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    opts.log_severity_level = 3
-    session = ort.InferenceSession(_GEMM_ONNX, opts, providers=["CPUExecutionProvider"])
+
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = _cpus()
+        opts.inter_op_num_threads = 1
+        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        opts.log_severity_level = 3
+        session = ort.InferenceSession(_GEMM_ONNX, opts, providers=["CPUExecutionProvider"])
+    except Exception:  # noqa: BLE001 - an optional accelerator; the fallback is exact too
+        session = None
     _ORT.update(pid=os.getpid(), session=session)
     return session
 
