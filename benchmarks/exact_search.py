@@ -43,13 +43,14 @@ def run_one(method: str, workdir: Path, *, n_queries: int, k: int, out: Path) ->
     ids = [f"d{i}" for i in range(docs.shape[0])]
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     fn = exact_search_reference if method == "old" else exact_search
-    t0 = time.perf_counter()
+    ru0, t0 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
     ranked = fn(q, docs, ids, k=k)
-    wall = time.perf_counter() - t0
+    wall, ru1 = time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_SELF)
     run = Run.from_ranked(method, {f"q{i}": r for i, r in enumerate(ranked)})
     write_trec_run(run, out, tag="exact")
     return {"method": method, "n": int(docs.shape[0]), "queries": int(q.shape[0]), "k": k,
             "ms_per_query": 1000 * wall / q.shape[0], "wall_s": wall, "rss_before_mb": rss0,
+            "user_s": ru1.ru_utime - ru0.ru_utime, "sys_s": ru1.ru_stime - ru0.ru_stime,  # CPU time of the search
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
             "sha256": hashlib.sha256(out.read_bytes()).hexdigest(), "blas": str(gemv_model()),
             "module": str(Path(sys.modules[exact_search.__module__].__file__ or "").resolve())}
@@ -107,8 +108,8 @@ def main() -> None:
                 row = _stage(method, n, args, root)
                 if row is not None:
                     rows.append(row)
-    print(f"\n{'n':>9s} {'method':6s} {'runs':>4s} {'wall_s':>8s} {'ms/query':>10s} {'min-max ms/q':>15s} {'ratio':>7s}"
-          f" {'peak_MB':>8s}  sha256 of the run file")
+    print(f"\n{'n':>9s} {'method':6s} {'runs':>4s} {'wall_s':>8s} {'user_s':>7s} {'sys_s':>6s} {'ms/query':>10s}"
+          f" {'min-max ms/q':>15s} {'ratio':>7s} {'peak_MB':>8s}  sha256 of the run file")
     table: dict[tuple[int, str], float] = {}
     for n in sorted({r["n"] for r in rows}):
         for method in methods:
@@ -123,7 +124,9 @@ def main() -> None:
             ratio = f"{table[n, 'old'] / med:7.1f}" if (n, "old") in table else f"{'':7s}"
             ms = [r["ms_per_query"] for r in rs]
             shas = sorted({r["sha256"] for r in rs})
-            print(f"{n:9d} {method:6s} {len(rs):4d} {float(np.median([r['wall_s'] for r in rs])):8.2f} {med:10.2f}"
+            cpu = {m: float(np.median([r.get(m, np.nan) for r in rs])) for m in ("user_s", "sys_s")}
+            print(f"{n:9d} {method:6s} {len(rs):4d} {float(np.median([r['wall_s'] for r in rs])):8.2f}"
+                  f" {cpu['user_s']:7.2f} {cpu['sys_s']:6.2f} {med:10.2f}"
                   f" {min(ms):7.2f}-{max(ms):<7.2f} {ratio} {max(r['peak_rss_mb'] for r in rs):8.0f}  {' '.join(shas)}")
         hs = {r["sha256"] for r in rows if r["n"] == n}
         vs = (f"; new {table[n, 'before'] / table[n, 'new']:.2f}x faster than before"
