@@ -197,6 +197,7 @@ def _search_in_child(conn, q, docs, ids) -> None:  # pragma: no cover - runs in 
     conn.close()
 
 
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")  # Python >= 3.12
 def test_forked_child_searches(gemm_backend) -> None:
     """A child forked after the parent searched (so after ONNX Runtime's thread pool started) searches too,
     with the same result (ONNX Runtime does not survive a fork: the child screens with numpy's BLAS)."""
