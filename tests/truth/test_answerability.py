@@ -251,3 +251,21 @@ def test_use_is_the_default_scorer_and_no_default_arm_uses_it(tmp_path: Path) ->
     prov = {"scorer": use.identity() | {"scorer": "bi-encoder"}}
     assert bias_caveat(prov, {"dense": {"kind": "dense", "model": None}, "bm25": {"kind": "bm25"}}) is None
     assert "arm(s) use-dense rank with" in bias_caveat(prov, {"use-dense": {"kind": "dense", "model": "use"}})
+
+
+def test_generate_cli_runs_the_filter_and_prints_it(tmp_path: Path, capsys) -> None:
+    src = tmp_path / "corpus.jsonl"
+    src.write_text("".join(json.dumps({"_id": k, "text": v}) + "\n" for k, v in DOCS.items()))
+    with FakeOpenAI(_describe) as srv:
+        rc = main(["generate", "describe", "--corpus", str(src), "--out", str(tmp_path / "out"), "-n", "3",
+                   "--llm", f"{srv.base_url}|fake", "--specificity", "off", "--no-progress", "--min-doc-chars", "0",
+                   "--leak-threshold", "1.0", "--regenerations", "1", "--answerability", "minilm",
+                   "--answerability-threshold", "0.6", "--cache-dir", str(tmp_path / "cache")])
+    out = capsys.readouterr().out
+    assert rc == 0
+    assert "not_answerable 3" in out and "answerability (cosine of query and document vectors, " \
+        "sentence-transformers/all-MiniLM-L6-v2) of 5 candidates" in out and "below 0.6 60%" in out
+    prov = json.loads((tmp_path / "out" / "provenance.json").read_text())
+    assert prov["counts"]["kept"] == 2 and prov["answerability"]["threshold"] == 0.6
+    queries = [json.loads(x) for x in (tmp_path / "out" / "queries.jsonl").read_text().splitlines()]
+    assert all(q["metadata"]["answerability"] >= 0.6 for q in queries) and len(queries) == 2
