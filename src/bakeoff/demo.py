@@ -58,6 +58,10 @@ DEMO_SPECIFICITY = "off"
 #: the winner (``"minilm"`` here prints the caveat line naming dense and rrf).
 DEMO_ANSWERABILITY = "use"
 
+#: Printed with the truth quality (measured by hand on the default filter's output, see DEMO_ANSWERABILITY).
+ANSWERABLE_NOTE = ("note: read by hand, 14 of 30 kept queries drawn from a demo run were answered by their docstring "
+                   "(the rest ask something it does not answer): treat the table as a rough comparison")
+
 #: Printed with the truth quality: the embedded model is for trying the tool.
 BIGGER_MODEL_HINT = (
     "note: the embedded Gemma 3 270M is for trying the tool; for real ground truth use a bigger model, e.g. "
@@ -208,6 +212,8 @@ def run_demo(*, out: Path, n: int = 100, seed: int = 0, cache: Cache | None = No
     caveat = bias_caveat(prov.get("answerability"), arm_models)
     for line in [*truth_quality_lines(prov), *([caveat] if caveat else []), *judged_lines(quality)]:
         echo("  " + line)
+    if DEMO_ANSWERABILITY == "use":
+        echo(ANSWERABLE_NOTE)
     echo(BIGGER_MODEL_HINT)
     print_table(as_dict)
     results.write(out)
