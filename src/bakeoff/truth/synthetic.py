@@ -200,10 +200,11 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
 
     Filters, in order, each counted under its reason: ``failed`` (no valid answer),
     ``copied_example`` (echoes a few-shot example), ``too_short`` (< ``min_query_words``),
-    ``rejected`` (leak > ``leak_threshold``), ``low_specificity`` (with a ``scorer`` and
-    ``options.specificity``: score below the threshold, see :mod:`bakeoff.truth.specificity`),
-    ``not_answerable`` (with an ``answerer`` and ``options.answerability``: answerability score of
-    (query, source document) below the threshold, see :mod:`bakeoff.truth.answerability`).
+    ``rejected`` (leak > ``leak_threshold``), ``not_answerable`` (with an ``answerer`` and
+    ``options.answerability``: answerability score of (query, source document) below the threshold,
+    see :mod:`bakeoff.truth.answerability`), ``low_specificity`` (with a ``scorer`` and
+    ``options.specificity``: score below the threshold, see :mod:`bakeoff.truth.specificity`; scored
+    only for the candidates that passed answerability, so its distribution covers those).
     Each rejection sends the document to the next regeneration round. The ``keep_fraction`` options
     are applied at the end (``below_top_fraction``, ``below_answerability_top``). Kept queries carry
     ``specificity`` and ``answerability`` in metadata.
@@ -269,32 +270,35 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
                 still_open.append(r)
                 continue
             candidates.append((r, q, lk))
-        scores: list[float | None] = [None] * len(candidates)
-        if spec is not None and candidates:
-            got = specificity_scores([(q, _score_text(corpus, r)) for r, q, _ in candidates], scorer,  # type: ignore[arg-type]
-                                     options=spec, cache=client.cache, progress=progress, stats=spec_stats,
-                                     others=_random_others(corpus, spec))
-            scores = [x.score for x in got]
-            all_spec.extend(x.score for x in got)
+        # answerability first (cheap), then specificity (an LLM pass) only for the candidates that passed it
         answers: list[float | None] = [None] * len(candidates)
         if ans is not None and candidates:
             answers = list(answerability_scores([(q, _score_text(corpus, r)) for r, q, _ in candidates],
                                                 answerer, options=ans, cache=client.cache, stats=ans_stats))  # type: ignore[arg-type]
             all_ans.extend(answers)  # type: ignore[arg-type]
+        passed = [i for i, an in enumerate(answers) if an is None or ans_thr is None or an >= ans_thr]
+        scores: list[float | None] = [None] * len(candidates)
+        if spec is not None and passed:
+            got = specificity_scores([(candidates[i][1], _score_text(corpus, candidates[i][0])) for i in passed],
+                                     scorer, options=spec, cache=client.cache, progress=progress,  # type: ignore[arg-type]
+                                     stats=spec_stats, others=_random_others(corpus, spec))
+            for i, x in zip(passed, got, strict=True):
+                scores[i] = x.score
+            all_spec.extend(x.score for x in got)
         for (r, q, lk), sc, an in zip(candidates, scores, answers, strict=True):
             extra: dict[str, Any] = {"leak": round(lk, 6)}
             if sc is not None:
                 extra["specificity"] = round(sc, 6)
             if an is not None:
                 extra["answerability"] = round(an, 6)
-            if sc is not None and spec is not None and spec.threshold is not None and sc < spec.threshold:
-                counts["low_specificity"] += 1
-                note(r, attempt, q, "low_specificity", **extra)
-                still_open.append(r)
-                continue
             if an is not None and ans_thr is not None and an < ans_thr:
                 counts["not_answerable"] += 1
                 note(r, attempt, q, "not_answerable", **extra)
+                still_open.append(r)
+                continue
+            if sc is not None and spec is not None and spec.threshold is not None and sc < spec.threshold:
+                counts["low_specificity"] += 1
+                note(r, attempt, q, "low_specificity", **extra)
                 still_open.append(r)
                 continue
             note(r, attempt, q, "kept", **extra)
