@@ -5,8 +5,16 @@ Vectors: ``benchmarks/scaling.py``'s generated corpora (seeded random unit vecto
 For each size, each method runs in its own subprocess (so ``peak RSS`` = that process's
 ``ru_maxrss``, data included), searches ``--queries`` queries for the top ``--k``, writes a
 TREC run file and prints its sha256: equal hashes = bit-identical rankings and scores.
+Methods: ``old`` = :func:`exact_search_reference` (the float64 definition), ``new`` =
+:func:`exact_search` of this tree, ``before`` = :func:`exact_search` of another source tree
+(``--before-src``, e.g. ``git archive <commit> src | tar -x -C /tmp/before``), so a change is
+measured against its predecessor and the reference in one run. ``ratio`` = old / method, of
+the medians over ``--repeat`` cold runs (``--old-repeat`` for the reference), repeats interleaved;
+the range is printed beside (a ~1 s run is a snapshot of a shared machine's load; the
+reference's minute averages it).
 
-    nice python benchmarks/exact_search.py --sizes 100000,1000000 --queries 100 --k 100
+    nice python benchmarks/exact_search.py --sizes 100000,1000000 --queries 100 --k 100 \
+        --before-src /tmp/before/src --repeat 3
 """
 
 from __future__ import annotations
@@ -14,6 +22,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -33,16 +42,34 @@ def run_one(method: str, workdir: Path, *, n_queries: int, k: int, out: Path) ->
     q = np.load(workdir / "query_vecs.npy")[:n_queries]
     ids = [f"d{i}" for i in range(docs.shape[0])]
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    fn = exact_search if method == "new" else exact_search_reference
-    t0 = time.perf_counter()
+    fn = exact_search_reference if method == "old" else exact_search
+    ru0, t0 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
     ranked = fn(q, docs, ids, k=k)
-    wall = time.perf_counter() - t0
+    wall, ru1 = time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_SELF)
     run = Run.from_ranked(method, {f"q{i}": r for i, r in enumerate(ranked)})
     write_trec_run(run, out, tag="exact")
     return {"method": method, "n": int(docs.shape[0]), "queries": int(q.shape[0]), "k": k,
             "ms_per_query": 1000 * wall / q.shape[0], "wall_s": wall, "rss_before_mb": rss0,
+            "user_s": ru1.ru_utime - ru0.ru_utime, "sys_s": ru1.ru_stime - ru0.ru_stime,  # CPU time of the search
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-            "sha256": hashlib.sha256(out.read_bytes()).hexdigest(), "blas": str(gemv_model())}
+            "sha256": hashlib.sha256(out.read_bytes()).hexdigest(), "blas": str(gemv_model()),
+            "module": str(Path(sys.modules[exact_search.__module__].__file__ or "").resolve())}
+
+
+def _stage(method: str, n: int, args: argparse.Namespace, root: Path) -> dict[str, Any] | None:
+    """One cold process searching with ``method``; its JSON row (printed to stderr as it comes)."""
+    env = dict(os.environ)
+    if method == "before":  # the other tree's package first on the path
+        env["PYTHONPATH"] = os.pathsep.join([str(Path(args.before_src).resolve()), env.get("PYTHONPATH", "")])
+    proc = subprocess.run([sys.executable, __file__, "--stage", method, "--n", str(n), "--workdir", str(root),
+                           "--queries", str(args.queries), "--k", str(args.k)], check=False, capture_output=True,
+                          text=True, env=env)
+    if proc.returncode != 0:
+        print(f"# {method} n={n} failed: {proc.stderr.strip()[-2000:]}", file=sys.stderr)
+        return None
+    row: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    print(f"# {json.dumps(row)}", file=sys.stderr, flush=True)
+    return row
 
 
 def main() -> None:
@@ -51,12 +78,18 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=100)
     ap.add_argument("--k", type=int, default=100)
     ap.add_argument("--workdir", default="/tmp/bakeoff-scaling")
-    ap.add_argument("--methods", default="old,new")
+    ap.add_argument("--methods", default=None, help="default: old,new (old,before,new with --before-src)")
+    ap.add_argument("--before-src", default=None, help="a source tree whose exact_search is the 'before' method")
+    ap.add_argument("--repeat", type=int, default=1, help="cold runs of each fast method (median reported)")
+    ap.add_argument("--old-repeat", type=int, default=1, help="cold runs of the float64 reference")
     ap.add_argument("--json", default=None)
     ap.add_argument("--stage", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--n", type=int, default=0, help=argparse.SUPPRESS)
     args = ap.parse_args()
     root = Path(args.workdir)
+    methods = (args.methods or ("old,before,new" if args.before_src else "old,new")).split(",")
+    if "before" in methods and not args.before_src:
+        ap.error("method 'before' needs --before-src")
     if args.stage:
         res = run_one(args.stage, root / str(args.n), n_queries=args.queries, k=args.k,
                       out=root / f"exact-{args.stage}-{args.n}.run")
@@ -68,24 +101,37 @@ def main() -> None:
     rows: list[dict[str, Any]] = []
     for n in [int(s) for s in args.sizes.split(",")]:
         generate(root / str(n), n, n_queries=max(200, args.queries), dim=384, seed=0)
-        for method in args.methods.split(","):
-            proc = subprocess.run([sys.executable, __file__, "--stage", method, "--n", str(n), "--workdir", str(root),
-                                   "--queries", str(args.queries), "--k", str(args.k)], check=False, capture_output=True,
-                                  text=True)
-            if proc.returncode != 0:
-                print(f"# {method} n={n} failed: {proc.stderr.strip()[-2000:]}", file=sys.stderr)
-                continue
-            row = json.loads(proc.stdout.strip().splitlines()[-1])
-            rows.append(row)
-            print(f"# {json.dumps(row)}", file=sys.stderr, flush=True)
-    print(f"\n{'n':>9s} {'method':6s} {'ms/query':>10s} {'ratio':>7s} {'peak_MB':>8s}  sha256 of the run file")
-    for r in rows:
-        old = next((o for o in rows if o["n"] == r["n"] and o["method"] == "old"), None)
-        ratio = f"{old['ms_per_query'] / r['ms_per_query']:7.1f}" if old else f"{'':7s}"
-        print(f"{r['n']:9d} {r['method']:6s} {r['ms_per_query']:10.2f} {ratio} {r['peak_rss_mb']:8.0f}  {r['sha256']}")
+        for rep in range(max(args.repeat, args.old_repeat)):  # repeats interleaved: load drifts over minutes
+            for method in methods:
+                if rep >= (args.old_repeat if method == "old" else args.repeat):
+                    continue
+                row = _stage(method, n, args, root)
+                if row is not None:
+                    rows.append(row)
+    print(f"\n{'n':>9s} {'method':6s} {'runs':>4s} {'wall_s':>8s} {'user_s':>7s} {'sys_s':>6s} {'ms/query':>10s}"
+          f" {'min-max ms/q':>15s} {'ratio':>7s} {'peak_MB':>8s}  sha256 of the run file")
+    table: dict[tuple[int, str], float] = {}
     for n in sorted({r["n"] for r in rows}):
+        for method in methods:
+            rs = [r for r in rows if r["n"] == n and r["method"] == method]
+            if rs:
+                table[n, method] = float(np.median([r["ms_per_query"] for r in rs]))
+        for method in methods:
+            rs = [r for r in rows if r["n"] == n and r["method"] == method]
+            if not rs:
+                continue
+            med = table[n, method]
+            ratio = f"{table[n, 'old'] / med:7.1f}" if (n, "old") in table else f"{'':7s}"
+            ms = [r["ms_per_query"] for r in rs]
+            shas = sorted({r["sha256"] for r in rs})
+            cpu = {m: float(np.median([r.get(m, np.nan) for r in rs])) for m in ("user_s", "sys_s")}
+            print(f"{n:9d} {method:6s} {len(rs):4d} {float(np.median([r['wall_s'] for r in rs])):8.2f}"
+                  f" {cpu['user_s']:7.2f} {cpu['sys_s']:6.2f} {med:10.2f}"
+                  f" {min(ms):7.2f}-{max(ms):<7.2f} {ratio} {max(r['peak_rss_mb'] for r in rs):8.0f}  {' '.join(shas)}")
         hs = {r["sha256"] for r in rows if r["n"] == n}
-        print(f"n={n}: run files {'IDENTICAL' if len(hs) == 1 else 'DIFFER'}")
+        vs = (f"; new {table[n, 'before'] / table[n, 'new']:.2f}x faster than before"
+              if (n, "before") in table and (n, "new") in table else "")
+        print(f"n={n}: run files {'IDENTICAL' if len(hs) == 1 else 'DIFFER'} ({sum(r['n'] == n for r in rows)} runs){vs}")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
 

@@ -5,14 +5,17 @@ Stages (each timed, each with a progress bar):
 1. **corpus** — Python standard-library docstrings (:mod:`bakeoff.stdlib_corpus`).
 2. **truth** — describe-mode questions from the local Gemma 3 270M server
    (:mod:`bakeoff.truth.local_llm`) for documents of at least ``MIN_DOC_CHARS``
-   characters, filtered (example copies, too short, leak > 0.35, specificity below
-   :data:`~bakeoff.truth.specificity.DEFAULT_THRESHOLD` scored by the same Gemma
-   in-process, :mod:`bakeoff.truth.specificity`) and regenerated up to three times; every
-   query is evaluated (``test_fraction=1``: the demo trains nothing). Written as a
+   characters, filtered (example copies, too short, and **answerability** below
+   :data:`~bakeoff.truth.answerability.DEFAULT_THRESHOLD`: cosine of the query and its
+   source document under the multilingual USE bi-encoder, a model no demo arm uses,
+   :mod:`bakeoff.truth.answerability`)
+   and regenerated up to three times; leak is recorded, not filtered (:data:`DEMO_LEAK_THRESHOLD`),
+   and the Gemma specificity filter is off (:data:`DEMO_SPECIFICITY`; ``bakeoff generate`` keeps
+   both). Every query is evaluated (``test_fraction=1``: the demo trains nothing). Written as a
    BEIR folder ``<out>/truth`` so ``bakeoff run --beir <out>/truth`` repeats it.
 3. **arms** — TF-IDF, BM25, BM25 + Snowball stemmer, dense MiniLM (offline), and
    RRF of stemmed BM25 + dense; then the quality of the truth (:func:`truth_quality_lines`:
-   filters and their counts, the specificity distribution; :func:`judged_lines`: judged@10,
+   filters and their counts, the answerability distribution, the bias caveat; :func:`judged_lines`: judged@10,
    holes and round-trip rates per arm) *before* the results table, ``<out>/results.json``.
 
 Everything is cached (generations, embeddings, runs), so a second run takes seconds.
@@ -28,13 +31,36 @@ from typing import Any
 from .cache import Cache
 
 __all__ = ["DEMO_ARMS", "DemoReport", "run_demo", "truth_quality_lines", "judged_lines", "BIGGER_MODEL_HINT",
-           "MIN_DOC_CHARS"]
+           "MIN_DOC_CHARS", "DEMO_LEAK_THRESHOLD", "DEMO_SPECIFICITY", "DEMO_ANSWERABILITY"]
 
 #: Documents shorter than this (characters of docstring text) are not sampled. Measured on a demo
 #: run without a floor (100 documents, 187 generations): below 60 characters sit the bare one-liners
 #: ("Deprecated AST node class. Unused in Python 3.", exception classes) — 12.8 % of the corpus;
 #: above that, length did not change how often a kept query was answerable, so the floor stays low.
 MIN_DOC_CHARS = 60
+
+#: The demo's leak threshold: 1.0 rejects nothing (leak is recorded and reported by bucket). Measured on 60
+#: hand-judged generations of a demo run with the 0.35 threshold: 10 of the 20 leak-rejected ones were
+#: answerable by their docstring, 3 of the 40 that passed. A question a one-paragraph docstring answers
+#: shares its rare words ("how to create a decimal from float"); the 0.35 filter kept the off-topic ones.
+DEMO_LEAK_THRESHOLD = 1.0
+
+#: The demo's specificity scorer: off. On those 40 leak-passing generations the MiniLM answerability score
+#: separated answerable from not with ROC AUC 0.86, specificity 0.84, and specificity >= 1.0 on top of
+#: answerability >= 0.4 removed 1 query and no answerable one; it cost ~116 s of Gemma scoring per demo.
+DEMO_SPECIFICITY = "off"
+
+#: The demo's answerability scorer: USE (cosine >= 0.5), a model no demo arm uses. Two demo runs, 30 kept
+#: queries drawn from each (numpy ``default_rng(2026).choice(n_kept, 30)``) and judged by hand: USE kept 51
+#: queries, 14 of 30 answerable by their docstring (dense NDCG@10 0.69, BM25 0.55, dense round trip 0.88);
+#: MiniLM (cosine >= 0.6) kept 47, 21 of 30 answerable, but it is the dense arm's model, so the filter was a
+#: round trip through that arm: dense Recall@10 1.000, NDCG@10 0.82 against BM25's 0.68 -- the filter chose
+#: the winner (``"minilm"`` here prints the caveat line naming dense and rrf).
+DEMO_ANSWERABILITY = "use"
+
+#: Printed with the truth quality (measured by hand on the default filter's output, see DEMO_ANSWERABILITY).
+ANSWERABLE_NOTE = ("note: read by hand, 14 of 30 kept queries drawn from a demo run were answered by their docstring "
+                   "(the rest ask something it does not answer): treat the table as a rough comparison")
 
 #: Printed with the truth quality: the embedded model is for trying the tool.
 BIGGER_MODEL_HINT = (
@@ -55,10 +81,23 @@ def truth_quality_lines(provenance: dict[str, Any]) -> list[str]:
     rej = provenance.get("rejections", {})
     if rej:
         lines.append(f"generations: {counts.get('generations', 0)} answered; rejected: "
-                     + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in rej.items() if k != "below_top_fraction"
-                                 or v)
+                     + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in rej.items()
+                                 if not k.startswith("below_") or v)
                      + f"; kept {counts.get('kept', 0)} queries, {counts.get('dropped_docs', 0)} documents dropped "
                        "after all regenerations")
+    ans = provenance.get("answerability")
+    if ans:
+        thr = ans["threshold"]
+        for name in ("all_candidates", "kept"):
+            st = ans[name]
+            if st["n"]:
+                lines.append(f"answerability ({'candidates' if name == 'all_candidates' else 'kept'}, n={st['n']}, "
+                             f"{ans['score']}, keep >= {thr}): p10 {st['p10']:+.2f}  p25 {st['p25']:+.2f}  "
+                             f"median {st['p50']:+.2f}  p75 {st['p75']:+.2f}  p90 {st['p90']:+.2f}")
+    leak = provenance.get("leak")
+    if leak and leak.get("threshold") is not None and leak["threshold"] >= 1.0:
+        lines.append(f"leak (share of a query's rare words found in its document): recorded, not filtered; kept queries "
+                     f"mean {leak['kept']['mean']:.2f}, median {leak['kept']['median']:.2f}")
     spec = provenance.get("specificity")
     if spec:
         thr = spec["options"]["threshold"]
@@ -118,7 +157,9 @@ def run_demo(*, out: Path, n: int = 100, seed: int = 0, cache: Cache | None = No
     from .runner.config import build_arms, parse_arm_spec
     from .runner.run import run_bakeoff
     from .stdlib_corpus import stdlib_corpus
+    from .truth.answerability import AnswerabilityOptions, bias_caveat
     from .truth.generate import generate_truth
+    from .truth.specificity import SpecificityOptions
     from .truth.synthetic import DescribeOptions
 
     report = DemoReport()
@@ -131,9 +172,11 @@ def run_demo(*, out: Path, n: int = 100, seed: int = 0, cache: Cache | None = No
 
     t0 = time.perf_counter()
     opts = DescribeOptions(n=n, seed=seed, max_regenerations=3, max_doc_chars=500, test_fraction=1.0,
-                           min_doc_chars=min_doc_chars)
+                           min_doc_chars=min_doc_chars, leak_threshold=DEMO_LEAK_THRESHOLD,
+                           specificity=None if DEMO_SPECIFICITY == "off" else SpecificityOptions(),
+                           answerability=AnswerabilityOptions())
     done = generate_truth(corpus, options=opts, llm="local", out=out / "truth", source="python-stdlib-docstrings",
-                          cache=cache, progress=progress)
+                          cache=cache, progress=progress, specificity=DEMO_SPECIFICITY, answerability=DEMO_ANSWERABILITY)
     truth, usage = done.truth, done.usage
     assert truth is not None  # no batch file: the truth is generated
     report.stages["llm_startup"] = done.llm_startup_s
@@ -143,7 +186,8 @@ def run_demo(*, out: Path, n: int = 100, seed: int = 0, cache: Cache | None = No
                     "mean_leak": prov["leak"]["kept"]["mean"], "rejection_rate": prov["leak"]["rejection_rate"],
                     "leak_histogram": prov["leak"]["all_generations"]["histogram"], "counts": prov["counts"],
                     "rejections": prov["rejections"], "documents": prov["documents"],
-                    "specificity": prov.get("specificity"), "usage": usage.as_dict()}
+                    "specificity": prov.get("specificity"),
+                    "answerability": prov.get("answerability"), "usage": usage.as_dict()}
     echo(f"[2/3] truth: {report.truth['kept']} queries kept of {report.truth['sampled']} sampled documents, "
          f"mean leak {report.truth['mean_leak']:.3f}, rejection rate {report.truth['rejection_rate']:.1%} "
          f"({usage.completion_tokens} tokens generated, {usage.cache_hits} cached; {report.stages['truth']:.1f} s)")
@@ -151,7 +195,8 @@ def run_demo(*, out: Path, n: int = 100, seed: int = 0, cache: Cache | None = No
     t0 = time.perf_counter()
     dataset = Dataset(name="python-stdlib-demo", corpus=corpus, queries=truth.queries, qrels=truth.qrels,
                       split="test")
-    built = build_arms([parse_arm_spec(a) for a in arms])
+    specs = [parse_arm_spec(a) for a in arms]
+    built = build_arms(specs)
     results = run_bakeoff(dataset, built, k=10, depth=100, cache=cache, progress=progress)
     report.stages["arms"] = time.perf_counter() - t0
     results.dataset = {**results.dataset, "source": "bakeoff demo", "truth": str(out / "truth")}
@@ -161,8 +206,14 @@ def run_demo(*, out: Path, n: int = 100, seed: int = 0, cache: Cache | None = No
     echo("quality of this ground truth:")
     quality = quick_quality(dataset, {a.name: a.run for a in results.arms}, k=10)
     report.truth["quality"] = quality
-    for line in [*truth_quality_lines(prov), *judged_lines(quality)]:
+    arm_models = {s.name: {"kind": s.type, "model": s.options.get("model"),
+                           "members": [*str(s.options.get("arms", "")).split("+"), str(s.options.get("base", ""))]}
+                  for s in specs}
+    caveat = bias_caveat(prov.get("answerability"), arm_models)
+    for line in [*truth_quality_lines(prov), *([caveat] if caveat else []), *judged_lines(quality)]:
         echo("  " + line)
+    if DEMO_ANSWERABILITY == "use":
+        echo(ANSWERABLE_NOTE)
     echo(BIGGER_MODEL_HINT)
     print_table(as_dict)
     results.write(out)

@@ -37,14 +37,25 @@ def _adversarial(rng: np.random.Generator, n: int, d: int, *, normalise: bool, d
     return x.astype(dtype)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@pytest.fixture(params=["onnxruntime", "numpy"])
+def gemm_backend(request, monkeypatch):
+    """The float32 screening product by ONNX Runtime (when installed) and by numpy's BLAS: both must hold."""
+    if request.param == "numpy":
+        monkeypatch.setattr(exact_mod, "_ort_gemm", lambda: None)
+    elif exact_mod._ort_gemm() is None:
+        pytest.skip("onnxruntime is not installed")
+    return request.param
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 2**32 - 1),
        shape=st.sampled_from([(40, 3), (300, 8), (500, 13), (1199, 384), (1203, 384), (1206, 384), (2593, 384),
                               (3000, 64), (7300, 64)]),
        nq=st.integers(1, 4), k=st.integers(1, 120), normalise=st.booleans(),
        dtype=st.sampled_from([np.float32, np.float32, np.float32, np.float64, np.float16]),
        masked=st.booleans(), small_blocks=st.booleans())
-def test_fast_equals_reference_on_adversarial_ties(seed, shape, nq, k, normalise, dtype, masked, small_blocks) -> None:
+def test_fast_equals_reference_on_adversarial_ties(gemm_backend, seed, shape, nq, k, normalise, dtype, masked,
+                                                    small_blocks) -> None:
     rng = np.random.default_rng(seed)
     n, d = shape
     docs = _adversarial(rng, n, d, normalise=normalise, dtype=dtype)
@@ -75,7 +86,7 @@ def test_fast_path_is_taken_here(monkeypatch) -> None:
     assert exact_search(q, docs, ids, k=50) == want
 
 
-def test_non_finite_inputs_and_huge_values() -> None:
+def test_non_finite_inputs_and_huge_values(gemm_backend) -> None:
     from bakeoff.data.ranking import NaNScoreError
 
     rng = np.random.default_rng(5)
@@ -98,7 +109,7 @@ def test_non_finite_inputs_and_huge_values() -> None:
         assert errors[0] == errors[1]
 
 
-def test_edges() -> None:
+def test_edges(gemm_backend) -> None:
     docs = np.eye(4, dtype=np.float32)
     ids = ["a", "b", "c", "d"]
     q = np.array([[1, 1, 0, 0]], dtype=np.float32)
@@ -140,3 +151,89 @@ def test_error_bound_coefficient() -> None:
     gap = np.abs((x @ y).astype(np.float64) - x.astype(np.float64) @ y.astype(np.float64))
     bound = score_error_bound(384, cast=False) * np.linalg.norm(x.astype(np.float64), axis=1) * np.linalg.norm(y)
     assert (gap <= bound).all() and gap.max() > 0
+
+
+def test_gemm_model_is_onnx_helpers_output() -> None:
+    """The embedded ONNX graph is exactly what onnx.helper builds for C = Gemm(A, B, transB=1), and it computes A·Bᵀ."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Gemm", ["A", "B"], ["C"], transB=1)], "gemm_abt",
+        [helper.make_tensor_value_info("A", TensorProto.FLOAT, ["m", "d"]),
+         helper.make_tensor_value_info("B", TensorProto.FLOAT, ["n", "d"])],
+        [helper.make_tensor_value_info("C", TensorProto.FLOAT, ["m", "n"])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=7, producer_name="")
+    onnx.checker.check_model(model)
+    assert model.SerializeToString() == exact_mod._GEMM_ONNX
+    if exact_mod._ort_gemm() is None:
+        pytest.skip("onnxruntime is not installed")
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((7, 33)).astype(np.float32)
+    b = rng.integers(-8, 8, (50, 33)).astype(np.float32)  # small integers: every product and sum exact in float32
+    a = np.round(a * 4).astype(np.float32)
+    got = exact_mod._sgemm(a, b)
+    assert got.dtype == np.float32 and got.flags.writeable
+    assert np.array_equal(got, (a.astype(np.float64) @ b.T.astype(np.float64)).astype(np.float32))
+
+
+def test_many_queries_and_mass_ties(gemm_backend) -> None:
+    """Two query blocks (> 256 queries) and corpora made of a few repeated vectors: most documents tie, so the
+    candidate store grows past its pruning limit; a mask and a tiny block size cut the corpus differently."""
+    rng = np.random.default_rng(11)
+    distinct = rng.standard_normal((6, 24)).astype(np.float32)
+    docs = distinct[rng.integers(0, 6, 3100)]
+    q = rng.standard_normal((300, 24)).astype(np.float32)
+    q[5] = 0.0  # every score 0: all documents tie
+    ids = [f"d{v:05d}" for v in rng.permutation(3100)]
+    mask = rng.random(3100) < 0.9
+    for k, m, max_block in ((1, None, 1 << 24), (40, mask, 1 << 24), (250, None, 1 << 14), (7, mask, 1 << 14)):
+        assert exact_search(q, docs, ids, k=k, mask=m, max_block=max_block) == exact_search_reference(
+            q, docs, ids, k=k, mask=m, max_block=max_block)
+
+
+def _search_in_child(conn, q, docs, ids) -> None:  # pragma: no cover - runs in the forked child
+    conn.send(exact_search(q, docs, ids, k=20))
+    conn.close()
+
+
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")  # Python >= 3.12
+def test_forked_child_searches(gemm_backend) -> None:
+    """A child forked after the parent searched (so after ONNX Runtime's thread pool started) searches too,
+    with the same result (ONNX Runtime does not survive a fork: the child screens with numpy's BLAS)."""
+    import multiprocessing as mp
+
+    rng = np.random.default_rng(4)
+    docs = rng.standard_normal((3000, 64)).astype(np.float32)
+    q = rng.standard_normal((5, 64)).astype(np.float32)
+    ids = [f"d{i}" for i in range(3000)]
+    want = exact_search(q, docs, ids, k=20)
+    assert want == exact_search_reference(q, docs, ids, k=20)
+    ctx = mp.get_context("fork")
+    parent, child = ctx.Pipe()
+    proc = ctx.Process(target=_search_in_child, args=(child, q, docs, ids))
+    proc.start()
+    try:
+        assert parent.poll(120), "the forked child did not answer within 120 s"
+        assert parent.recv() == want
+    finally:
+        proc.join(10)
+        if proc.is_alive():
+            proc.kill()
+    assert proc.exitcode == 0
+
+
+def test_without_onnxruntime_numpy_screens(monkeypatch) -> None:
+    """onnxruntime missing (or failing to load): numpy's BLAS screens, with the same output, on a product large
+    enough that ONNX Runtime would have been used."""
+    import sys
+
+    monkeypatch.setattr(exact_mod, "_ORT", {})
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # import onnxruntime -> ImportError
+    monkeypatch.setattr(exact_mod, "_ORT_MIN_WORK", 1)
+    rng = np.random.default_rng(8)
+    docs = rng.standard_normal((2100, 32)).astype(np.float32)
+    q = rng.standard_normal((3, 32)).astype(np.float32)
+    ids = [f"d{i}" for i in range(2100)]
+    assert exact_search(q, docs, ids, k=15) == exact_search_reference(q, docs, ids, k=15)
+    assert exact_mod._ORT == {"pid": __import__("os").getpid(), "session": None}

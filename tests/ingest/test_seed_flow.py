@@ -56,7 +56,7 @@ def test_ingest_generate_clusters_run(tmp_path: Path, capsys) -> None:
         assert main(["generate", "clusters", "--corpus", str(corpus), "--out", str(truth), "--llm",
                      f"{llm.base_url}|fake", "-n", "8", "--cluster-size", "5", "--questions-per-cluster", "1",
                      "--test-fraction", "1.0", "--cache-dir", str(tmp_path / "cache"), "--no-progress",
-                     "--leak-threshold", "1.0", "--specificity", "off"]) == 0
+                     "--leak-threshold", "1.0", "--specificity", "off", "--answerability", "off"]) == 0
         n_requests = len(llm.requests)
     out = capsys.readouterr().out
     assert re.search(r"kept \d+ questions from 7 clusters", out), out

@@ -132,3 +132,33 @@ def test_max_empty_share_is_checked() -> None:
     assert check_share("0.2") == 0.2
     with pytest.raises(ConfigError, match="between 0 and 1"):
         check_share(1.5)
+
+
+def test_judged_at_k_in_results_and_table(tmp_path) -> None:
+    """judged@k per arm, by hand: tiny corpus, k=2; the run's top 2 per query against the judged pairs."""
+    from bakeoff.cache import Cache
+    from bakeoff.data.model import Corpus, Dataset, Document, Qrels, Queries, Query
+    from bakeoff.report.terminal import table_rows
+    from bakeoff.runner.config import build_arms, parse_arm_spec
+    from bakeoff.runner.run import run_bakeoff
+
+    docs = ["cats sat on the mat", "dogs and cats are friends", "a cat chased a cat", "nothing here",
+            "stock markets fell sharply", "the mat was red"]
+    corpus = Corpus.from_documents([Document(f"d{i}", t) for i, t in enumerate(docs)])
+    queries = Queries.from_queries([Query("q0", "cat mat"), Query("q1", "markets")])
+    # q0: d0 relevant, d2 judged non-relevant (grade 0 counts as judged); q1: d4 relevant only
+    qrels = Qrels({"q0": {"d0": 1, "d2": 0}, "q1": {"d4": 2}})
+    ds = Dataset(corpus, queries, qrels, name="tiny")
+    res = run_bakeoff(ds, build_arms([parse_arm_spec("bm25")]), k=2, cache=Cache(tmp_path / "c"), progress=False)
+    d = res.to_dict()
+    arm = d["arms"][0]
+    run = res.arms[0].run
+    expected = []
+    for qid in ("q0", "q1"):
+        top = [doc for doc, _ in run[qid][:2]]  # rank order
+        expected.append(sum(doc in qrels[qid] for doc in top) / min(2, len(run[qid])))
+    assert 0 < sum(expected) < 2  # not trivially all or nothing
+    assert arm["judged"] == {"k": 2, "mean": pytest.approx(sum(expected) / 2)}
+    header, rows = table_rows(d)
+    col = header.index("Judged@2")
+    assert rows[0][col] == f"{sum(expected) / 2:.3f}"

@@ -88,3 +88,37 @@ def test_a_server_that_cannot_start_is_a_clean_error(tmp_path) -> None:
     with pytest.raises(BakeoffError, match="exited during startup"):
         srv.start()
     assert srv.proc is None
+
+
+def test_server_ends_when_its_parent_is_killed() -> None:
+    """A parent killed with SIGKILL (no cleanup runs) leaves no model server behind."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    parent = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time\nfrom bakeoff.truth.local_llm import LocalLLMServer\n"
+         "srv = LocalLLMServer().start()\nprint(srv.proc.pid, flush=True)\ntime.sleep(600)"],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        server_pid = int(parent.stdout.readline())
+        os.kill(server_pid, 0)  # running
+        parent.send_signal(signal.SIGKILL)
+        parent.wait(timeout=30)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                with open(f"/proc/{server_pid}/stat") as fh:
+                    if fh.read().rsplit(")", 1)[1].split()[0] == "Z":
+                        break  # exited; a zombie until init reaps it
+            except FileNotFoundError:
+                break
+            time.sleep(0.2)
+        else:
+            os.kill(server_pid, signal.SIGKILL)
+            pytest.fail("the local LLM server outlived its killed parent by 30 s")
+    finally:
+        if parent.poll() is None:
+            parent.kill()

@@ -122,7 +122,7 @@ def test_generate_cli_reasoning_model_sends_the_key_and_writes_it_nowhere(tmp_pa
     with FakeOpenAI([Reply(200, GOOD)]) as srv:
         monkeypatch.setenv("OPENAI_BASE_URL", srv.base_url)
         rc = main(["generate", "describe", "--corpus", str(src), "--out", str(tmp_path / "out"), "-n", "1",
-                   "--llm", "openai:gpt-5-nano", "--reasoning-effort", "minimal", "--specificity", "off",
+                   "--llm", "openai:gpt-5-nano", "--reasoning-effort", "minimal", "--specificity", "off", "--answerability", "off",
                    "--min-doc-chars", "0", "--cache-dir", str(tmp_path / "cache"), "--no-progress"])
         assert rc == 0
         req = srv.requests[0]
@@ -153,7 +153,7 @@ def test_generate_clusters_openai_encoder_sends_the_key(tmp_path: Path, monkeypa
         rc = main(["generate", "clusters", "--corpus", str(src), "--out", str(tmp_path / "out"), "-n", "3",
                    "--cluster-size", "4", "--questions-per-cluster", "3", "--test-fraction", "1.0",
                    "--encoder", "openai:text-embedding-3-small", "--llm", f"{chat.base_url}|fake",
-                   "--specificity", "off", "--cache-dir", str(tmp_path / "cache"), "--no-progress"])
+                   "--specificity", "off", "--answerability", "off", "--cache-dir", str(tmp_path / "cache"), "--no-progress"])
         assert rc == 0
         assert emb.requests and all(r["auth"] == f"Bearer {KEY}" for r in emb.requests)
         assert "Authorization" not in chat.requests[0]["headers"]

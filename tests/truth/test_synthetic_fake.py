@@ -129,7 +129,7 @@ def test_generate_cli_describe_then_run(tmp_path: Path, capsys) -> None:
     with FakeOpenAI(describe_responder) as srv:
         rc = main(["generate", "describe", "--corpus", str(src), "--llm", f"{srv.base_url}|fake", "-n", "3",
                    "--out", str(out), "--cache-dir", str(tmp_path / "cache"), "--no-progress",
-                   "--test-fraction", "1.0", "--min-doc-chars", "0", "--specificity", "off"])
+                   "--test-fraction", "1.0", "--min-doc-chars", "0", "--specificity", "off", "--answerability", "off"])
     assert rc == 0
     printed = capsys.readouterr().out
     assert "kept 3 of 3 sampled documents; mean leak 0.000; rejection rate 25.0%" in printed
@@ -139,7 +139,7 @@ def test_generate_cli_describe_then_run(tmp_path: Path, capsys) -> None:
     # a second identical run is served from the cache: the server is gone, nothing fails
     rc = main(["generate", "describe", "--corpus", str(src), "--llm", "http://127.0.0.1:9/v1|fake", "-n", "3",
                "--out", str(tmp_path / "gen2"), "--cache-dir", str(tmp_path / "cache"), "--no-progress",
-               "--test-fraction", "1.0", "--min-doc-chars", "0", "--specificity", "off"])
+               "--test-fraction", "1.0", "--min-doc-chars", "0", "--specificity", "off", "--answerability", "off"])
     assert rc == 0
     assert (tmp_path / "gen2" / "queries.jsonl").read_text() == (out / "queries.jsonl").read_text()
 
@@ -152,7 +152,7 @@ def test_generate_cli_clusters_embeds_with_the_dense_arm(tmp_path: Path, capsys)
     src.write_text("".join(json.dumps({"_id": f"g{i}", "text": t}) + "\n" for i, t in enumerate(texts, 1)))
     args = ["generate", "clusters", "--corpus", str(src), "--out", str(tmp_path / "out"), "-n", "3",
             "--cluster-size", "4", "--questions-per-cluster", "3", "--test-fraction", "1.0",
-            "--cache-dir", str(tmp_path / "cache"), "--no-progress", "--specificity", "off"]
+            "--cache-dir", str(tmp_path / "cache"), "--no-progress", "--specificity", "off", "--answerability", "off"]
     with FakeOpenAI(_cluster_answer) as srv:
         assert main([*args, "--llm", f"{srv.base_url}|fake"]) == 0
     printed = capsys.readouterr().out
@@ -169,7 +169,8 @@ def test_generate_truth_is_the_public_entry(tmp_path: Path) -> None:
 
     with FakeOpenAI(describe_responder) as srv:
         done = generate_truth(_corpus(), options=DescribeOptions(n=3, test_fraction=1.0), out=tmp_path / "t",
-                              source="three docs", llm=f"{srv.base_url}|fake", progress=False)
+                              source="three docs", llm=f"{srv.base_url}|fake", progress=False,
+                              answerability="off")
     assert done.folder == tmp_path / "t" and done.batch_requests == 0 and done.ingested is None
     prov = json.loads((tmp_path / "t" / "provenance.json").read_text())
     assert prov["corpus"]["source"] == "three docs" and prov["counts"]["kept"] == 3
@@ -200,7 +201,7 @@ def test_generate_cli_batch_out_then_batch_in(tmp_path: Path, capsys) -> None:
     src.write_text("".join(json.dumps({"_id": k, "title": "", "text": v}) + "\n" for k, v in DOCS.items()))
     common = ["generate", "describe", "--corpus", str(src), "--llm", "http://127.0.0.1:9/v1|fake", "-n", "3",
               "--out", str(tmp_path / "out"), "--cache-dir", str(tmp_path / "cache"), "--no-progress",
-              "--min-doc-chars", "0", "--specificity", "off"]
+              "--min-doc-chars", "0", "--specificity", "off", "--answerability", "off"]
 
     def answer(batch: Path, results: Path) -> int:
         lines = [json.loads(x) for x in batch.read_text().splitlines()]

@@ -12,8 +12,14 @@ and NaN never returned). It costs one float64 pass over the corpus per query.
 bit**, much faster:
 
 1. **Screen in float32.** Scores ``ŝ = fl32(x̃·ỹ)`` for a block of queries × a block of
-   documents come from one BLAS ``sgemm`` (``x̃ = fl32(x)``, ``ỹ = fl32(y)``); memory is
-   bounded by ``max_block`` score entries (queries × documents per block).
+   documents come from one float32 matrix product ``sgemm`` (``x̃ = fl32(x)``, ``ỹ = fl32(y)``):
+   ONNX Runtime's MLAS kernel when ``onnxruntime`` is installed and the product has at least
+   2^31 multiply-adds or its session already exists in this process (AVX-512 where the CPU has
+   it; numpy's OpenBLAS wheel may run its AVX2 "Haswell" kernels, ~2× slower here), numpy's BLAS
+   otherwise. Both sum float32 products in float32, in some order: all that step 2 assumes.
+   Memory is bounded: at most 256 queries × ``min(B, max_block // queries)`` (at least 1024)
+   documents of scores per block (``B`` = 32,768 with ONNX Runtime, 131,072 with numpy), in one
+   buffer reused across blocks.
 2. **Bound the error.** For inputs ``x, y`` of dimension ``d``, with ``u32 = 2^-24`` and
    ``u64 = 2^-53`` and ``γ(u) = d·u / (1 − d·u)`` (Higham, *Accuracy and Stability of
    Numerical Algorithms*, 2nd ed., Lemma 3.1 and §3.1: it holds for any summation order,
@@ -36,7 +42,10 @@ bit**, much faster:
    document with ``ŝ + e < L`` has ``s64 < L ≤`` the final ``k``-th score and can be
    neither in the top ``k`` nor tied with its last entry. Every other document is a
    candidate (also every document whose float32 score is not finite, so inf/NaN inputs
-   and float32 overflow behave exactly as in the reference).
+   and float32 overflow behave exactly as in the reference). Per block, one comparison
+   ``ŝ ≥ fl32↓(L − e)`` selects the candidates of all its queries; ``L`` starts at the
+   ``k``-th ``ŝ − e`` of the first ``64·k`` documents and rises as the per-query ``k`` largest
+   ``ŝ − e`` are merged block by block; candidates are kept in flat arrays, pruned as ``L`` rises.
 4. **Re-check in float64, exactly as the reference computes it.** The reference's value
    for a document depends on which OpenBLAS ``dgemv_t`` kernel summed it, and that is a
    function of its position: the x86-64 kernel (``kernel/x86_64/dgemv_t_4.c``) sums
@@ -48,8 +57,10 @@ bit**, much faster:
    reference's block is computed from those rules and its score is produced by the same
    BLAS on a 4-row (``4x4``), 2-row (``4x2``) or 3-row (last row: ``4x1``) matrix holding
    it — the same kernel, the same float64 operations (four ``4x4`` candidates share one 4-row
-   matrix: that kernel sums each of its four columns with its own accumulators). The final ranking is
-   :func:`~bakeoff.data.ranking.top_k_indices` over the candidates.
+   matrix: that kernel sums each of its four columns with its own accumulators), for all
+   queries' candidates in a few ``matmul`` calls (one ``gemv`` per small matrix). The final ranking
+   is the tie rule over the candidates (:func:`~bakeoff.data.ranking.rank_rows`, the same order
+   as :func:`~bakeoff.data.ranking.top_k_indices`; a NaN names the same document).
 
 Where that model does not describe numpy's BLAS (not OpenBLAS, another threading layer,
 an untested version, column-major or strided inputs, ``d == 0``), :func:`exact_search`
@@ -61,6 +72,7 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -68,7 +80,7 @@ from typing import Any
 
 import numpy as np
 
-from ..data.ranking import top_k_indices
+from ..data.ranking import rank_rows, top_k_indices
 from ..progress import progress_bar
 
 __all__ = ["GemvModel", "exact_search", "exact_search_reference", "gemv_model", "score_error_bound"]
@@ -199,27 +211,115 @@ def gemv_model() -> GemvModel | None:
     return GemvModel(nthreads=max(1, int(info.get("num_threads") or 1)), threshold=115200 * 4)
 
 
-def _reference_scores(rows64: np.ndarray, x: np.ndarray, cls: np.ndarray) -> np.ndarray:
-    """float64 scores of ``rows64`` as the reference's kernels of class ``cls`` compute them."""
-    out = np.empty(rows64.shape[0], dtype=np.float64)
-    d = rows64.shape[1]
+def _reference_scores(docs: np.ndarray, rows: np.ndarray, xs: np.ndarray, which: np.ndarray,
+                      cls: np.ndarray) -> np.ndarray:
+    """float64 scores ``docs[rows[j]] · xs[which[j]]`` as the reference's kernels of class ``cls[j]`` compute them.
+
+    Each product is a BLAS ``dgemv`` of a small row-major float64 matrix by one query vector (numpy's
+    ``matmul`` of a stack of matrices by a stack of ``(d, 1)`` columns runs one ``gemv`` per matrix), holding
+    the row where the reference's kernel of that class sums it: four rows of one query per 4-row matrix for
+    ``4x4`` (that kernel sums each row on its own), the row twice in a 2-row matrix for ``4x2``, three times
+    in a 3-row matrix (the last row, summed by ``4x1``) for ``4x1``. Rows are cast to float64 (exact) as
+    they are copied in.
+    """
+    out = np.empty(rows.size, dtype=np.float64)
+    d = docs.shape[1]
     sel = np.flatnonzero(cls == 4)
-    if sel.size:  # four candidates per 4-row gemv: the 4x4 kernel sums each column on its own
-        mats = np.zeros((-(-sel.size // 4) * 4, d), dtype=np.float64)
-        mats[: sel.size] = rows64[sel]
-        out[sel] = np.matmul(mats.reshape(-1, 4, d), x).reshape(-1)[: sel.size]
+    if sel.size:  # rows of one query, four per matrix; a query's last matrix padded with zero rows
+        w = which[sel]
+        counts = np.bincount(w, minlength=xs.shape[0])
+        slots = -(-counts // 4) * 4
+        first = np.cumsum(slots) - slots
+        before = np.cumsum(counts) - counts
+        order = np.argsort(w, kind="stable")
+        slot = np.empty(sel.size, dtype=np.int64)
+        slot[order] = first[w[order]] + np.arange(sel.size) - before[w[order]]
+        mats = np.zeros((int(slots.sum()), d), dtype=np.float64)
+        mats[slot] = docs[rows[sel]]
+        cols = np.repeat(xs, slots // 4, axis=0)[:, :, None]
+        out[sel] = np.matmul(mats.reshape(-1, 4, d), cols).reshape(-1)[slot]
     for c, width, pick in ((2, 2, 0), (1, 3, 2)):
         sel = np.flatnonzero(cls == c)
         if sel.size == 0:
             continue
-        # each selected row fills all ``width`` rows of its own small matrix: a gemv of
-        # 2 rows runs the 4x2 kernel; of 3 rows, the 4x2 pair then the 4x1 single (picked).
-        mats = np.ascontiguousarray(np.broadcast_to(rows64[sel][:, None, :], (sel.size, width, d)))
-        out[sel] = np.matmul(mats, x)[:, pick]
+        mats = np.empty((sel.size, width, d), dtype=np.float64)
+        mats[:] = docs[rows[sel]][:, None, :]
+        out[sel] = np.matmul(mats, xs[which[sel]][:, :, None])[:, pick, 0]
     return out
 
 
 # --- the fast path ------------------------------------------------------------------------------
+# documents per screening block (at most 256 queries: 32 MiB of float32 scores with ONNX Runtime, 128 MiB with
+# numpy's BLAS, whose sgemm gains from longer blocks); max_block caps both
+_DOC_BLOCK = 1 << 15
+_DOC_BLOCK_BLAS = 1 << 17
+# ONNX Runtime screens when its session exists in this process or the product is large enough to repay
+# importing it and making the session (~0.1 s) at numpy's ~2x slower sgemm here: 2^31 multiply-adds
+_ORT_MIN_WORK = 1 << 31
+_RECHECK_ROWS = 512  # candidates re-scored per batch of small gemvs (1.5 MiB float64 buffers)
+
+# The ONNX graph ``C = Gemm(A, B, transB=1) = A·Bᵀ`` (float32 in, float32 out), as serialised by
+# ``onnx.helper.make_model`` (tests/arms/test_exact.py rebuilds it and compares): ONNX Runtime's MLAS sgemm
+# has AVX-512 kernels where numpy's OpenBLAS may run its AVX2 (Haswell) ones, and importing onnx costs 0.15 s.
+_GEMM_ONNX = bytes.fromhex(
+    "080712003a6f0a1e0a01410a0142120143220447656d6d2a0d0a067472616e73421801a00102120867656d6d5f6162745a150a0141"
+    "12100a0e0801120a0a0312016d0a031201645a150a014212100a0e0801120a0a0312016e0a0312016462150a014312100a0e080112"
+    "0a0a0312016d0a0312016e42040a00100d")
+
+
+def _cpus() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+_ORT: dict[str, Any] = {}  # {"pid": the process that made it, "session": the session or None}
+
+
+def _ort_gemm() -> Any:
+    """An ONNX Runtime session computing ``A·Bᵀ`` in float32 (one per process), or ``None``.
+
+    ``None`` without a working onnxruntime, and in a process forked after the session was made: ONNX Runtime's
+    global thread pool and locks do not survive a fork (a new session there hangs), so a forked child
+    screens with numpy's BLAS. Intra-op threads = the CPUs this process may use, no busy-waiting.
+    """
+    if _ORT:
+        return _ORT["session"] if _ORT["pid"] == os.getpid() else None
+    session = None
+    try:  # any failure (not installed, a broken install, an old version) leaves numpy's BLAS: same output
+        import onnxruntime as ort
+
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = _cpus()
+        opts.inter_op_num_threads = 1
+        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        opts.log_severity_level = 3
+        session = ort.InferenceSession(_GEMM_ONNX, opts, providers=["CPUExecutionProvider"])
+    except Exception:  # noqa: BLE001 - an optional accelerator; the fallback is exact too
+        session = None
+    _ORT.update(pid=os.getpid(), session=session)
+    return session
+
+
+def _sgemm(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None, *, ort: bool = True) -> np.ndarray:
+    """``a @ b.T`` for C-contiguous float32 ``a``, ``b``: float32 products summed in float32 in some order
+    (all the error bound assumes), by ONNX Runtime when installed and ``ort``, else numpy's BLAS. Written
+    into ``out`` (C-contiguous float32, reused across blocks: fresh memory is slow to fault in) when given."""
+    sess = _ort_gemm() if ort else None
+    if sess is None:
+        return np.matmul(a, b.T, out=out)
+    if out is None:
+        return sess.run(None, {"A": a, "B": b})[0]
+    bind = sess.io_binding()
+    for name, arr in (("A", a), ("B", b)):
+        bind.bind_input(name, "cpu", 0, np.float32, list(arr.shape), arr.ctypes.data)
+    bind.bind_output("C", "cpu", 0, np.float32, list(out.shape), out.ctypes.data)
+    sess.run_with_iobinding(bind)
+    return out
+
+
 def score_error_bound(d: int, *, cast: bool = True) -> float:
     """The relative coefficient ``c`` of the module docstring for dimension ``d``."""
 
@@ -247,46 +347,6 @@ def _down32(x: np.ndarray) -> np.ndarray:
     over = y.astype(np.float64) > x
     y[over] = np.nextafter(y[over], np.float32(-np.inf))
     return y
-
-
-class _Pool:
-    """Candidates of one query: indices, float32 scores, bounds, and the running lower bound ``L``."""
-
-    __slots__ = ("L", "hi", "idx", "lo")
-
-    def __init__(self) -> None:
-        self.idx: list[np.ndarray] = []
-        self.lo: list[np.ndarray] = []
-        self.hi: list[np.ndarray] = []
-        self.L = -np.inf
-
-    def add(self, idx: np.ndarray, s: np.ndarray, e: float, k: int) -> None:
-        s64 = s.astype(np.float64)
-        finite = np.isfinite(s64)
-        lo = np.where(finite, s64 - e, -np.inf)
-        hi = np.where(finite, s64 + e, np.inf)  # non-finite float32 scores: always candidates
-        self.idx.append(idx)
-        self.lo.append(lo)
-        self.hi.append(hi)
-        if len(self.idx) > 1:
-            self.idx = [np.concatenate(self.idx)]
-            self.lo = [np.concatenate(self.lo)]
-            self.hi = [np.concatenate(self.hi)]
-        lo_all = self.lo[0]
-        if lo_all.size >= k:
-            kth = float(np.partition(lo_all, lo_all.size - k)[lo_all.size - k])
-            if kth > self.L:
-                self.L = kth
-                keep = self.hi[0] >= self.L
-                if not keep.all():
-                    self.idx, self.lo, self.hi = [self.idx[0][keep]], [lo_all[keep]], [self.hi[0][keep]]
-
-    def candidates(self) -> np.ndarray:
-        if not self.idx:
-            return np.empty(0, dtype=np.int64)
-        idx = np.concatenate(self.idx)
-        hi = np.concatenate(self.hi)
-        return np.sort(idx[hi >= self.L])
 
 
 def _fast_ok(q: np.ndarray, docs: np.ndarray) -> bool:
@@ -334,72 +394,143 @@ def exact_search(
     allowed = None if mask is None else np.asarray(mask, dtype=bool)
 
     q_block = max(1, min(nq, 256))
-    d_block = max(1024, max_block // q_block)
-    pools = [_Pool() for _ in range(nq)]
+    use_ort = (_ORT.get("pid") == os.getpid() or nq * n * d >= _ORT_MIN_WORK) and _ort_gemm() is not None
+    d_block = max(1024, min(_DOC_BLOCK if use_ort else _DOC_BLOCK_BLAS, max_block // q_block))
+    cands = _Candidates(nq)
+    s_buf = np.empty(min(nq, q_block) * min(n, d_block), dtype=np.float32)  # scores of one block
+    sel_buf = np.empty(s_buf.size, dtype=bool)
     bar = progress_bar(total=n * nq, desc=desc, enabled=True, unit="pair") if progress else None
     for qs in range(0, nq, q_block):
         qe = min(nq, qs + q_block)
         qb = q32[qs:qe]
         qnb = qn[qs:qe]
+        top = np.full((qe - qs, k), -np.inf)  # the k largest lower bounds s - e seen per query
         for ds in range(0, n, d_block):
             de = min(n, ds + d_block)
-            blk = np.asarray(docs[ds:de], dtype=np.float32)
+            blk = np.ascontiguousarray(docs[ds:de], dtype=np.float32)
             ymax = float(_norm_upper(blk, d).max())
-            S = qb @ blk.T
+            S = _sgemm(qb, blk, out=s_buf[: (qe - qs) * (de - ds)].reshape(qe - qs, de - ds), ort=use_ort)
             if allowed is not None and not allowed[ds:de].all():
                 S[:, ~allowed[ds:de]] = -np.inf
             with np.errstate(over="ignore", invalid="ignore"):
                 e = c * qnb * ymax + d * 2.0**-100 * (1.0 + qnb) * (1.0 + ymax)
             safe = bool(np.isfinite(e).all()) and float(qnb.max()) * ymax * 2.0 < _FLT_MAX
-            L = np.array([pools[i].L for i in range(qs, qe)])
-            if safe and np.isneginf(L).any() and de - ds >= k:  # a first bound from this block's k-th float32 score
-                kth = np.partition(S, S.shape[1] - k, axis=1)[:, S.shape[1] - k].astype(np.float64)
+            L = top[:, 0]  # the k-th largest (top is partitioned: its first column is its minimum)
+            if safe and de - ds >= k and np.isneginf(L).any():
+                # a first bound: the k-th score among the block's first 64·k documents (any k documents
+                # bound L from below; a partition over the whole block would cost more than it saves)
+                sub = S[:, : min(S.shape[1], max(k, 64 * k, 4096))]
+                kth = np.partition(sub, sub.shape[1] - k, axis=1)[:, sub.shape[1] - k].astype(np.float64)
                 with np.errstate(invalid="ignore"):
-                    kth = np.where(np.isfinite(kth), kth - e, -np.inf)
-                L = np.maximum(L, kth)
+                    L = np.maximum(L, np.where(np.isfinite(kth), kth - e, -np.inf))
             with np.errstate(invalid="ignore"):
                 thr = _down32(L - e)
             thr[np.isneginf(thr)] = -_FLT_MAX  # -inf scores (masked rows) never pass
-            if safe:
-                live = np.flatnonzero(S.max(axis=1) >= thr)  # rows with at least one candidate here
-                sel = S[live] >= thr[live, None] if live.size < S.shape[0] else S >= thr[:, None]
-            else:  # inputs large, inf or NaN: every non-finite unmasked score is a candidate
-                live = np.arange(S.shape[0])
-                sel = S >= thr[:, None]
+            sel = np.greater_equal(S, thr[:, None], out=sel_buf[: S.size].reshape(S.shape))
+            if not safe:  # inputs large, inf or NaN: every non-finite unmasked score is a candidate
                 bad = ~np.isfinite(S)
                 if allowed is not None:
                     bad &= allowed[ds:de][None, :]
                 sel |= bad
             flat = np.flatnonzero(sel)  # 1-D: several times faster than a 2-D nonzero
-            rows, cols = live[flat // S.shape[1]], flat % S.shape[1]
-            if rows.size:
-                cuts = np.flatnonzero(np.diff(rows)) + 1
-                starts = np.concatenate([[0], cuts])
-                for a, b in zip(starts, np.concatenate([cuts, [rows.size]])):
-                    r = int(rows[a])
-                    cc = cols[a:b]
-                    pools[qs + r].add(cc + ds, S[r, cc], float(e[r]) if np.isfinite(e[r]) else np.inf, k)
+            if flat.size:
+                rows, cols = np.divmod(flat, S.shape[1])
+                s64 = S.reshape(-1)[flat].astype(np.float64)
+                er = e[rows]
+                finite = np.isfinite(s64) & np.isfinite(er)
+                with np.errstate(invalid="ignore"):
+                    lo = np.where(finite, s64 - er, -np.inf)
+                    hi = np.where(finite, s64 + er, np.inf)
+                top = _merge_top(top, rows, lo, k)
+                cands.add(rows + qs, cols + ds, hi)
+                cands.prune(qs, top[:, 0])
             if bar is not None:
                 bar.update((de - ds) * (qe - qs))
+        cands.prune(qs, top[:, 0], final=True)
     if bar is not None:
         bar.close()
+    qi, doc = cands.sorted()
+    return _recheck(q64, docs, doc_ids, qi, doc, k=k, model=model, doc_block=_ref_doc_block(n, max_block))
 
-    doc_block = _ref_doc_block(n, max_block)
-    out: list[Ranked] = []
-    for i in range(nq):
-        cand = pools[i].candidates()
-        if cand.size == 0:
-            out.append(())
-            continue
-        starts = (cand // doc_block) * doc_block
-        cls = np.empty(cand.size, dtype=np.int8)
-        for s0 in np.unique(starts):
-            at = starts == s0
-            rows_in_block = min(doc_block, n - int(s0))
-            cls[at] = model.classes(cand[at] - s0, rows_in_block, d)
-        rows64 = np.asarray(docs[cand], dtype=np.float64)
-        vals = _reference_scores(rows64, q64[i], cls)
-        ids = [doc_ids[j] for j in cand.tolist()]
-        top = top_k_indices(vals, ids, k)
-        out.append(tuple((ids[j], float(vals[j])) for j in top.tolist()))
+
+def _merge_top(top: np.ndarray, rows: np.ndarray, lo: np.ndarray, k: int) -> np.ndarray:
+    """``top`` (queries × k largest values) updated with the values ``lo`` of rows ``rows`` (sorted)."""
+    counts = np.bincount(rows, minlength=top.shape[0])
+    width = int(counts.max())
+    pad = np.full((top.shape[0], k + width), -np.inf)
+    pad[:, :k] = top
+    starts = np.cumsum(counts) - counts
+    pad[rows, k + np.arange(rows.size) - starts[rows]] = lo
+    return np.partition(pad, width, axis=1)[:, width:]
+
+
+class _Candidates:
+    """Every (query, document) that may still reach its query's top ``k``: flat arrays, pruned as ``L`` rises."""
+
+    def __init__(self, nq: int) -> None:
+        self.nq = nq
+        self.parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self.size = 0
+        self.limit = 1 << 16
+
+    def add(self, qi: np.ndarray, doc: np.ndarray, hi: np.ndarray) -> None:
+        self.parts.append((qi, doc, hi))
+        self.size += qi.size
+
+    def _joined(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if len(self.parts) != 1:
+            self.parts = [tuple(np.concatenate(a) for a in zip(*self.parts, strict=True))]  # type: ignore[misc]
+        return self.parts[0]
+
+    def prune(self, qs: int, L: np.ndarray, *, final: bool = False) -> None:
+        """Drop the candidates of queries ``qs..`` whose upper bound is below that query's ``L``."""
+        if not self.parts or (not final and self.size < self.limit):
+            return
+        qi, doc, hi = self._joined()
+        bound = np.full(self.nq, -np.inf)
+        bound[qs : qs + L.size] = L
+        keep = hi >= bound[qi]
+        self.parts = [(qi[keep], doc[keep], hi[keep])]
+        self.size = int(keep.sum())
+        self.limit = max(self.limit, 2 * self.size)
+
+    def sorted(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(query, document)`` of every candidate, ordered by query, then document."""
+        if not self.parts:
+            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+        qi, doc, _ = self._joined()
+        order = np.lexsort((doc, qi))
+        return qi[order], doc[order]
+
+
+def _recheck(q64: np.ndarray, docs: np.ndarray, doc_ids: Sequence[str], qi: np.ndarray, doc: np.ndarray, *,
+             k: int, model: GemvModel, doc_block: int) -> list[Ranked]:
+    """Each query's top ``k`` among its candidates ``(qi, doc)`` (sorted by query, then document), scored in
+    float64 exactly as the reference does and ordered by the tie rule (:func:`rank_rows`)."""
+    n, d = docs.shape
+    out: list[Ranked] = [() for _ in range(q64.shape[0])]
+    if doc.size == 0:
+        return out
+    cls = np.empty(doc.size, dtype=np.int8)
+    block = doc // doc_block
+    for b in np.unique(block).tolist():  # the reference's document blocks: each its own thread split
+        at = block == b
+        s0 = b * doc_block
+        cls[at] = model.classes(doc[at] - s0, min(doc_block, n - s0), d)
+    vals = np.empty(doc.size, dtype=np.float64)
+    for a in range(0, doc.size, _RECHECK_ROWS):  # bounded buffers: fresh memory is slow to fault in
+        b = min(doc.size, a + _RECHECK_ROWS)
+        vals[a:b] = _reference_scores(docs, doc[a:b], q64, qi[a:b], cls[a:b])
+    order = rank_rows(qi, vals, lambda rows: [doc_ids[j] for j in doc[rows].tolist()])
+    order = order[vals[order] > -np.inf]  # masked documents are never returned
+    g = qi[order]
+    first = np.searchsorted(g, np.arange(q64.shape[0] + 1))
+    keep = np.arange(order.size) - first[g] < k
+    order, g = order[keep], g[keep]
+    ids = [doc_ids[j] for j in doc[order].tolist()]
+    scores = vals[order].tolist()
+    cuts = np.searchsorted(g, np.arange(q64.shape[0] + 1)).tolist()
+    for i in range(q64.shape[0]):
+        if cuts[i] < cuts[i + 1]:
+            out[i] = tuple(zip(ids[cuts[i] : cuts[i + 1]], scores[cuts[i] : cuts[i + 1]], strict=True))
     return out

@@ -30,6 +30,9 @@ def generate(
     specificity: Annotated[str, typer.Option(help="Specificity scorer: local (bundled Gemma in-process), off, or a completions server spec.")] = "local",
     specificity_threshold: Annotated[Optional[float], typer.Option(help="Keep queries whose specificity (nats/token) is at least this (default 1.0).")] = None,
     specificity_top: Annotated[Optional[float], typer.Option(help="Keep only this top fraction of queries by specificity.")] = None,
+    answerability: Annotated[str, typer.Option(help="Answerability scorer: use (multilingual USE bi-encoder cosine), minilm (the dense arm's default model: favours it), cross-encoder:<model> (a trained reranker's logit), bi-encoder:<model>, or off.")] = "use",
+    answerability_threshold: Annotated[float | None, typer.Option(help="Keep queries whose answerability is at least this (default: 0.5 USE cosine, 0.6 other bi-encoders; 0.0 cross-encoder logit).")] = None,
+    answerability_top: Annotated[float | None, typer.Option(help="Keep only this top fraction of queries by answerability.")] = None,
     min_doc_chars: Annotated[int, typer.Option(help="describe: never sample documents shorter than this (characters).")] = 60,
     style: Annotated[str, typer.Option(help="Query style: question, keywords or typos.")] = "question",
     prompt_lang: Annotated[str, typer.Option(help="Language of the prompt and its examples: en or es.")] = "en",
@@ -58,6 +61,7 @@ def generate(
 
     from ..data.loaders import FieldMap
     from ..errors import ConfigError
+    from ..truth.answerability import AnswerabilityOptions
     from ..truth.generate import generate_truth
     from ..truth.prompts import PromptControl
     from ..truth.repair import GradeMap
@@ -72,6 +76,8 @@ def generate(
     doc_chars["specificity"] = None if specificity == "off" else SpecificityOptions(
         threshold=DEFAULT_THRESHOLD if specificity_threshold is None else specificity_threshold,
         keep_fraction=specificity_top)
+    doc_chars["answerability"] = None if answerability == "off" else AnswerabilityOptions(
+        threshold=answerability_threshold, keep_fraction=answerability_top)
     if mode == "describe":
         opts: DescribeOptions | ClusterOptions = DescribeOptions(
             n=n, seed=seed, leak_threshold=leak_threshold, max_regenerations=regenerations, stratify_by=stratify_by,
@@ -93,7 +99,7 @@ def generate(
     done = generate_truth(corpus, options=opts, out=out, fields=fields, llm=llm, cache=cache_obj,
                           concurrency=concurrency, price=price, embed=embed, batch_in=batch_in, batch_out=batch_out,
                           progress=progress, specificity=specificity, reasoning_effort=reasoning_effort,
-                          cluster_leak_threshold=leak_threshold)
+                          cluster_leak_threshold=leak_threshold, answerability=answerability)
     if done.ingested is not None:
         c = done.ingested
         typer.echo(f"batch results: {c['ingested']} ingested, {c['invalid']} invalid, {c['unknown']} unknown")
@@ -112,12 +118,21 @@ def generate(
     if mode != "describe":
         rep = ", ".join(f"{k} {v}" for k, v in prov["repairs"].items() if v)
         typer.echo(f"kept {prov['counts']['kept']} questions from {prov['counts'].get('clusters', 0)} clusters; "
-                   f"repairs: {rep or 'none'}; hard negatives {prov['n_hard_negatives']}")
+                   f"repairs: {rep or 'none'}; hard negatives {prov['n_hard_negatives']}; dropped: low specificity "
+                   f"{prov['counts'].get('low_specificity', 0)}, not answerable {prov['counts'].get('not_answerable', 0)}, "
+                   f"leak {prov['counts'].get('rejected_leak', 0)}")
     if "specificity" in prov:
         sp = prov["specificity"]["all_candidates"]
         if sp["n"]:
             typer.echo(f"specificity of {sp['n']} candidates (nats/token): p10 {sp['p10']:+.2f}, median {sp['p50']:+.2f}, "
                        f"p90 {sp['p90']:+.2f}; below threshold {sp.get('share_below', 0.0):.0%}")
+    if "answerability" in prov:
+        an = prov["answerability"]
+        st = an["all_candidates"]
+        if st["n"]:
+            typer.echo(f"answerability ({an['score']}, {an['scorer'].get('model')}) of {st['n']} candidates: "
+                       f"p10 {st['p10']:+.2f}, median {st['p50']:+.2f}, p90 {st['p90']:+.2f}; below {an['threshold']} "
+                       f"{st.get('share_below', 0.0):.0%}")
     typer.echo(f"wrote {out} (run it: bakeoff run --beir {out} --arm bm25 ...)")
 
 

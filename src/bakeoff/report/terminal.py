@@ -1,6 +1,7 @@
 """The terminal table: one row per arm, side by side.
 
-Columns: the measures, then ``p50 ms``/``p95 ms`` (end-to-end single-query
+Columns: the measures, arm-specific figures, ``Judged@k`` (the share of each arm's top ``k``
+that has any judgment: low means the measures read many unjudged documents as non-relevant), then ``p50 ms``/``p95 ms`` (end-to-end single-query
 latency, :meth:`bakeoff.runner.context.Context.measure_latency`; falls back to the
 batch ``ms/query`` when no latency was measured, marked ``~``), ``$/1k q``
 (:mod:`bakeoff.runner.costs`) and ``cached``.
@@ -25,7 +26,8 @@ def table_rows(results: Mapping[str, Any], *, measures: Sequence[str] | None = N
                        + (" (lower bound)" if lower else "") for m in measures],
               "p50 ms", "p95 ms", "$/1k q", "model MB", "mem MB", "cached"]
     extras = sorted({m for a in results["arms"] for m in a.get("extra_metrics", {})})
-    header[len(measures) + 1 : len(measures) + 1] = extras
+    judged = any("judged" in a for a in results["arms"])  # results written before judged@k have none
+    header[len(measures) + 1 : len(measures) + 1] = [*extras, *([f"Judged@{k}"] if judged else [])]
     rows = []
     for a in results["arms"]:
         vals = [a["metrics"].get(m, math.nan) for m in measures]
@@ -42,7 +44,8 @@ def table_rows(results: Mapping[str, Any], *, measures: Sequence[str] | None = N
         if a.get("fine_tuned"):
             name += f" (trained on {a['fine_tuned'].get('trained_on')})"
         name += _broken_mark(a)
-        rows.append([name, *[f"{v:.4f}" for v in vals], *["" if v is None else f"{v:.4f}" for v in ex],
+        jd = [] if not judged else ["-" if a.get("judged") is None else f"{a['judged']['mean']:.3f}"]
+        rows.append([name, *[f"{v:.4f}" for v in vals], *["" if v is None else f"{v:.4f}" for v in ex], *jd,
                      p50, p95, "-" if usd is None else _usd(usd), *_footprint_cells(a), "yes" if a.get("cached") else ""])
     return header, rows
 

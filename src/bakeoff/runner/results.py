@@ -25,6 +25,7 @@ Schema (``schema_version`` 1)::
                               # only for arms whose model folder holds bakeoff_training.json
                 # added (still schema 1), see bakeoff.runner.guards / bakeoff.runner.footprint:
                 "empty": {"queries", "n", "share", "max_share", "broken"},   # empty rankings; broken arms
+                "judged": {"k": int, "mean": float},   # judged@k: share of the top k with any judgment
                 "footprint": {"model_bytes", "peak_rss_mb", "added_mb", "memory_method"},
                 "identical_ids_removed": int          # only with dataset.ignore_identical_ids
                }],

@@ -130,6 +130,9 @@ def run_bakeoff(
             run, guards["identical_ids_removed"] = drop_identical_ids(run)
         evaluation = evaluate(run, dataset.qrels, ms, query_ids=dataset.queries.ids)
         guards["empty"] = empty_guard(run, evaluation.query_ids, max_share=max_empty_share)
+        # judged@k (metrics module docstring): how much of the top k the labels cover, same queries
+        judged = evaluate(run, dataset.qrels, [f"judged@{k}"], query_ids=evaluation.query_ids)
+        guards["judged"] = {"k": k, "mean": float(judged.means[f"judged@{k}"])}
         guards["footprint"] = _footprint(arm, ctx)
         fp = arm.fingerprint()
         # Optional hook (dense, rerank): what the arm's model was fine-tuned on.

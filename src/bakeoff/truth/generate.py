@@ -120,6 +120,7 @@ def generate_truth(
     specificity: str | None = "local",
     reasoning_effort: str | None = None,
     cluster_leak_threshold: float | None = 0.35,
+    answerability: str | None = "use",
 ) -> GenerateOutcome:
     """``bakeoff generate``: ground truth for ``corpus`` (describe mode for :class:`DescribeOptions`,
     cluster mode for :class:`ClusterOptions`), written with ``out`` as a BEIR folder whose
@@ -133,6 +134,9 @@ def generate_truth(
     ``specificity`` names the query-likelihood scorer of the specificity filter (``local``: the
     bundled Gemma in-process; ``off``/``None``: no filter; else a completions server spec, see
     :func:`bakeoff.truth.specificity.open_likelihood`); its options are ``options.specificity``.
+    ``answerability`` names the scorer of the answerability filter (``use``: the multilingual USE bi-encoder;
+    ``cross-encoder:<model>``; ``off``/``None``: no filter, see
+    :func:`bakeoff.truth.answerability.open_answerability`); its options are ``options.answerability``.
     Refused (:class:`~bakeoff.errors.ConfigError`): ``n < 1``, a test fraction outside [0, 1],
     batch files without a cache or with the local LLM.
     """
@@ -150,6 +154,13 @@ def generate_truth(
         source = source or str(corpus)
         corpus = open_corpus(corpus, fields=fields)
     ingested = None
+    answerer = None
+    if options.answerability is not None and batch_out is None:
+        from .answerability import open_answerability
+
+        answerer = open_answerability(answerability)  # before the LLM starts: a bad spec or threshold costs nothing
+        if answerer is not None:
+            options.answerability.resolved_threshold(answerer)
     t0 = time.perf_counter()
     with contextlib.ExitStack() as stack:
         client = stack.enter_context(open_llm(llm, cache=cache, concurrency=concurrency, price=price,
@@ -169,12 +180,13 @@ def generate_truth(
         if isinstance(options, DescribeOptions):
             if batch_in is not None:
                 ingested = _ingest(client, batch_in, corpus, options)
-            truth = describe_truth(corpus, client, options=options, progress=progress, scorer=scorer)
+            truth = describe_truth(corpus, client, options=options, progress=progress, scorer=scorer,
+                                   answerer=answerer)
         else:
             assert embed is not None
             vectors, name = embed(corpus)
             truth = cluster_truth(corpus, client, vectors=vectors, options=options, progress=progress,
-                                  encoder_name=name, scorer=scorer)
+                                  encoder_name=name, scorer=scorer, answerer=answerer)
             truth = cluster_leak_filter(truth, corpus, threshold=cluster_leak_threshold)
         usage = client.usage
         if client.collect:

@@ -12,6 +12,11 @@ earlier run and cache entry; the cache identity says ``+norepack``).
 llama-cpp-python exposes no server flag for it, so this launcher changes the
 model-parameter defaults before handing over to the real server ``main``.
 Set ``BAKEOFF_LLAMA_REPACK=1`` to turn repacking on.
+
+The server ends itself when the process that started it is gone: a watcher thread
+compares ``os.getppid()`` with the parent it was started by (``BAKEOFF_PARENT_PID``,
+set by :class:`~bakeoff.truth.local_llm.LocalLLMServer`) once a second, so a killed
+``bakeoff demo`` or ``generate`` never leaves a model server behind.
 """
 
 from __future__ import annotations
@@ -32,7 +37,24 @@ def _patch_defaults() -> None:
     low.llama_model_default_params = no_extra_bufts
 
 
+def _exit_with_parent(parent: int, *, every_s: float = 1.0) -> None:
+    """Start a daemon thread that ends this process (``os._exit(0)``) once ``parent`` is no longer
+    its parent (the parent died and the process was re-parented)."""
+    import threading
+    import time
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(every_s)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
 def main() -> None:
+    parent = os.environ.get("BAKEOFF_PARENT_PID", "")
+    if parent.isdigit():
+        _exit_with_parent(int(parent))
     if os.environ.get("BAKEOFF_LLAMA_REPACK") != "1":
         _patch_defaults()
     from llama_cpp.server.__main__ import main as server_main

@@ -118,7 +118,8 @@ class LocalLLMServer:
                "--n_threads", str(self.n_threads), "--n_threads_batch", str(self.n_threads),
                "--logits_all", "true" if self.prompt_logprobs else "false"]
         self._log = tempfile.TemporaryFile()
-        self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        env = {**os.environ, "BAKEOFF_PARENT_PID": str(os.getpid())}  # the server exits when we are gone
+        self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
         self._wait_ready()
         log.debug("local LLM server on %s (pid %d)", self.base_url, self.proc.pid)
         return self

@@ -48,6 +48,9 @@ from .prompts import (CLUSTER_INSTRUCTION, CLUSTER_SHOT_QUESTIONS, DESCRIBE_SHOT
                       shot_queries)
 from .repair import REPAIR_KINDS, GradeMap, repair_question
 from .sampling import eligible_rows, sample_rows, sampled_mix, split_of
+from .answerability import AnswerabilityOptions, AnswerabilityScorer, answerability_scores
+from .answerability import keep_mask as answer_keep_mask
+from .answerability import score_stats as answer_stats
 from .specificity import QueryLikelihood, SpecificityOptions, keep_mask, score_stats, specificity_scores
 
 __all__ = ["DescribeOptions", "ClusterOptions", "SyntheticTruth", "describe_truth", "cluster_truth",
@@ -82,6 +85,8 @@ class DescribeOptions:
     min_doc_chars: int = 0
     #: How queries are scored and kept when a scorer is given (``None``: no specificity filter).
     specificity: SpecificityOptions | None = field(default_factory=SpecificityOptions)
+    #: How queries are scored for answerability when an answerability scorer is given (``None``: no filter).
+    answerability: AnswerabilityOptions | None = field(default_factory=AnswerabilityOptions)
     prompt: PromptControl = field(default_factory=PromptControl)
 
 
@@ -101,6 +106,8 @@ class ClusterOptions:
     test_fraction: float = 0.5
     schema_max_docs: int = 16
     specificity: SpecificityOptions | None = field(default_factory=SpecificityOptions)
+    #: How queries are scored for answerability when an answerability scorer is given (``None``: no filter).
+    answerability: AnswerabilityOptions | None = field(default_factory=AnswerabilityOptions)
     prompt: PromptControl = field(default_factory=PromptControl)
 
 
@@ -187,15 +194,20 @@ def _score_text(corpus: Corpus, row: int) -> str:
 
 
 def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOptions = DescribeOptions(),
-                   progress: bool = True, scorer: QueryLikelihood | None = None) -> SyntheticTruth:
+                   progress: bool = True, scorer: QueryLikelihood | None = None,
+                   answerer: AnswerabilityScorer | None = None) -> SyntheticTruth:
     """Describe-mode ground truth (see the module docstring).
 
     Filters, in order, each counted under its reason: ``failed`` (no valid answer),
     ``copied_example`` (echoes a few-shot example), ``too_short`` (< ``min_query_words``),
-    ``rejected`` (leak > ``leak_threshold``), ``low_specificity`` (with a ``scorer`` and
-    ``options.specificity``: score below the threshold, see :mod:`bakeoff.truth.specificity`).
-    Each rejection sends the document to the next regeneration round. ``keep_fraction`` is
-    applied at the end (``below_top_fraction``). Kept queries carry ``specificity`` in metadata.
+    ``rejected`` (leak > ``leak_threshold``), ``not_answerable`` (with an ``answerer`` and
+    ``options.answerability``: answerability score of (query, source document) below the threshold,
+    see :mod:`bakeoff.truth.answerability`), ``low_specificity`` (with a ``scorer`` and
+    ``options.specificity``: score below the threshold, see :mod:`bakeoff.truth.specificity`; scored
+    only for the candidates that passed answerability, so its distribution covers those).
+    Each rejection sends the document to the next regeneration round. The ``keep_fraction`` options
+    are applied at the end (``below_top_fraction``, ``below_answerability_top``). Kept queries carry
+    ``specificity`` and ``answerability`` in metadata.
     """
     o = options
     rng = np.random.default_rng(o.seed)
@@ -205,8 +217,12 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
     completion = client.config.prompt_style == "completion"
     examples = shot_queries(o.prompt)
     spec = o.specificity if scorer is not None else None
+    ans = o.answerability if answerer is not None else None
+    ans_thr = ans.resolved_threshold(answerer) if ans is not None else None  # type: ignore[arg-type]
+    all_ans: list[float] = []
+    ans_stats: dict[str, int] = {}
 
-    accepted: dict[int, tuple[str, float, int, float | None]] = {}
+    accepted: dict[int, tuple[str, float, int, float | None, float | None]] = {}
     all_leaks: list[float] = []
     all_spec: list[float] = []
     spec_stats: dict[str, int] = {}
@@ -254,22 +270,39 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
                 still_open.append(r)
                 continue
             candidates.append((r, q, lk))
+        # answerability first (cheap), then specificity (an LLM pass) only for the candidates that passed it
+        answers: list[float | None] = [None] * len(candidates)
+        if ans is not None and candidates:
+            answers = list(answerability_scores([(q, _score_text(corpus, r)) for r, q, _ in candidates],
+                                                answerer, options=ans, cache=client.cache, stats=ans_stats))  # type: ignore[arg-type]
+            all_ans.extend(answers)  # type: ignore[arg-type]
+        passed = [i for i, an in enumerate(answers) if an is None or ans_thr is None or an >= ans_thr]
         scores: list[float | None] = [None] * len(candidates)
-        if spec is not None and candidates:
-            got = specificity_scores([(q, _score_text(corpus, r)) for r, q, _ in candidates], scorer,  # type: ignore[arg-type]
-                                     options=spec, cache=client.cache, progress=progress, stats=spec_stats,
-                                     others=_random_others(corpus, spec))
-            scores = [x.score for x in got]
+        if spec is not None and passed:
+            got = specificity_scores([(candidates[i][1], _score_text(corpus, candidates[i][0])) for i in passed],
+                                     scorer, options=spec, cache=client.cache, progress=progress,  # type: ignore[arg-type]
+                                     stats=spec_stats, others=_random_others(corpus, spec))
+            for i, x in zip(passed, got, strict=True):
+                scores[i] = x.score
             all_spec.extend(x.score for x in got)
-        for (r, q, lk), sc in zip(candidates, scores, strict=True):
-            extra = {"leak": round(lk, 6)} if sc is None else {"leak": round(lk, 6), "specificity": round(sc, 6)}
+        for (r, q, lk), sc, an in zip(candidates, scores, answers, strict=True):
+            extra: dict[str, Any] = {"leak": round(lk, 6)}
+            if sc is not None:
+                extra["specificity"] = round(sc, 6)
+            if an is not None:
+                extra["answerability"] = round(an, 6)
+            if an is not None and ans_thr is not None and an < ans_thr:
+                counts["not_answerable"] += 1
+                note(r, attempt, q, "not_answerable", **extra)
+                still_open.append(r)
+                continue
             if sc is not None and spec is not None and spec.threshold is not None and sc < spec.threshold:
                 counts["low_specificity"] += 1
                 note(r, attempt, q, "low_specificity", **extra)
                 still_open.append(r)
                 continue
             note(r, attempt, q, "kept", **extra)
-            accepted[r] = (q, lk, attempt, sc)
+            accepted[r] = (q, lk, attempt, sc, an)
         open_rows = still_open
     if spec is not None and spec.keep_fraction is not None and accepted:
         order = sorted(accepted)
@@ -279,18 +312,29 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
                 counts["below_top_fraction"] += 1
                 note(r, accepted[r][2], accepted[r][0], "below_top_fraction")
                 del accepted[r]
+    if ans is not None and ans.keep_fraction is not None and accepted:
+        order = sorted(accepted)
+        mask = answer_keep_mask([accepted[r][4] or 0.0 for r in order], threshold=None,
+                                keep_fraction=ans.keep_fraction)
+        for r, keep in zip(order, mask, strict=True):
+            if not keep:
+                counts["below_answerability_top"] += 1
+                note(r, accepted[r][2], accepted[r][0], "below_answerability_top")
+                del accepted[r]
     counts["dropped_docs"] = len(rows) - len(accepted)
     qids, texts, metas, judg = [], [], [], {}
     for pos, r in enumerate(int(x) for x in rows):
         if r not in accepted:
             continue
-        q, lk, attempt, sc = accepted[r]
+        q, lk, attempt, sc, an = accepted[r]
         qid = f"describe-{pos:05d}"
         qids.append(qid)
         texts.append(q)
         meta: dict[str, Any] = {"source_doc": corpus.ids[r], "leak": round(lk, 6), "attempt": attempt}
         if sc is not None:
             meta["specificity"] = round(sc, 6)
+        if an is not None:
+            meta["answerability"] = round(an, 6)
         metas.append(meta)
         judg[qid] = {corpus.ids[r]: 1}
     kept = [accepted[r][1] for r in accepted]
@@ -312,8 +356,9 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
                       "too_short": len(corpus) - int(len(eligible)), "min_doc_chars": o.min_doc_chars},
         "rejections": {"failed": counts["failed"], "copied_example": counts["copied_example"],
                        "too_short": counts["too_short"], "leak": counts["rejected"],
-                       "low_specificity": counts["low_specificity"],
-                       "below_top_fraction": counts["below_top_fraction"]},
+                       "low_specificity": counts["low_specificity"], "not_answerable": counts["not_answerable"],
+                       "below_top_fraction": counts["below_top_fraction"],
+                       "below_answerability_top": counts["below_answerability_top"]},
         "generations": audit,
         "usage": client.usage.as_dict(),
     }
@@ -323,11 +368,26 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
                                "all_candidates": score_stats(all_spec, threshold=spec.threshold),
                                "kept": score_stats(kept_spec, threshold=spec.threshold),
                                "evaluations": dict(spec_stats)}
+    if ans is not None:
+        prov["answerability"] = _answer_provenance(answerer, ans, ans_thr, all_ans,  # type: ignore[arg-type]
+                                                   [accepted[r][4] for r in accepted], ans_stats)
     if o.stratify_by:
         prov["sampled_mix"] = sampled_mix(corpus, rows, o.stratify_by)
         prov["kept_mix"] = sampled_mix(corpus, [r for r in rows if int(r) in accepted], o.stratify_by)
     return SyntheticTruth(Queries(tuple(qids), tuple(texts), tuple(metas)), Qrels(judg), prov,
                           test_fraction=o.test_fraction, split_seed=o.seed)
+
+
+def _answer_provenance(answerer: AnswerabilityScorer, options: AnswerabilityOptions, threshold: float | None,
+                       candidates: list[float], kept: list[float | None], stats: dict[str, int]) -> dict[str, Any]:
+    """Provenance entry of the answerability filter: scorer identity, options, threshold in force,
+    score distributions of the candidates and of the kept queries, cache counts."""
+    return {"scorer": answerer.identity(), "options": asdict(options), "threshold": threshold,
+            "score": ("cosine of query and document vectors" if answerer.kind == "bi-encoder"
+                      else "cross-encoder relevance logit"),
+            "all_candidates": answer_stats(candidates, threshold=threshold),
+            "kept": answer_stats([x for x in kept if x is not None], threshold=threshold),
+            "evaluations": dict(stats)}
 
 
 def _random_others(corpus: Corpus, spec: SpecificityOptions) -> list[str]:
@@ -368,9 +428,12 @@ def _members(labels: np.ndarray, vectors: np.ndarray, c: int, limit: int) -> lis
 def cluster_truth(corpus: Corpus, client: LLMClient, *, vectors: np.ndarray | None = None,
                   embed: Callable[[Corpus], np.ndarray] | None = None,
                   options: ClusterOptions = ClusterOptions(), progress: bool = True,
-                  encoder_name: str = "", scorer: QueryLikelihood | None = None) -> SyntheticTruth:
+                  encoder_name: str = "", scorer: QueryLikelihood | None = None,
+                  answerer: AnswerabilityScorer | None = None) -> SyntheticTruth:
     """Cluster-mode ground truth. Give the document ``vectors`` (row-aligned with ``corpus``) or an
-    ``embed(corpus) -> vectors`` function."""
+    ``embed(corpus) -> vectors`` function. With ``scorer`` / ``answerer``, each surviving question is
+    scored against its top-ranked relevant document and dropped below the threshold
+    (``low_specificity`` / ``not_answerable``; no regeneration)."""
     o = options
     if vectors is None:
         if embed is None:
@@ -450,18 +513,40 @@ def cluster_truth(corpus: Corpus, client: LLMClient, *, vectors: np.ndarray | No
     spec = o.specificity if scorer is not None else None
     spec_scores: list[float | None] = [None] * len(survivors)
     spec_stats: dict[str, int] = {}
+    pairs = []
+    for c, _, fixed in survivors:
+        top = members[c][int(fixed.order[0][1:]) - 1]
+        pairs.append((" ".join(fixed.question.split()), _score_text(corpus, top)))
+    ans = o.answerability if answerer is not None else None
+    ans_thr = ans.resolved_threshold(answerer) if ans is not None else None  # type: ignore[arg-type]
+    ans_stats: dict[str, int] = {}
+    ans_scores: list[float | None] = [None] * len(survivors)
+    if ans is not None and survivors:
+        ans_scores = list(answerability_scores(pairs, answerer, options=ans, cache=client.cache,  # type: ignore[arg-type]
+                                               stats=ans_stats))
     if spec is not None and survivors:
-        pairs = []
-        for c, _, fixed in survivors:
-            top = members[c][int(fixed.order[0][1:]) - 1]
-            pairs.append((" ".join(fixed.question.split()), _score_text(corpus, top)))
         got = specificity_scores(pairs, scorer, options=spec, cache=client.cache, progress=progress,  # type: ignore[arg-type]
                                  stats=spec_stats, others=_random_others(corpus, spec))
         spec_scores = [x.score for x in got]
     qids, texts, metas, judg, negatives = [], [], [], {}, {}
-    for (c, qi, fixed), sc in zip(survivors, spec_scores, strict=True):
+    if ans is not None and ans.keep_fraction is not None:
+        passing = [i for i, a in enumerate(ans_scores) if a is not None and a >= ans_thr]  # type: ignore[operator]
+        top_mask = answer_keep_mask([ans_scores[i] for i in passing], threshold=None,  # type: ignore[misc]
+                                    keep_fraction=ans.keep_fraction)
+        below_top = {i for i, k in zip(passing, top_mask, strict=True) if not k}
+    else:
+        below_top = set()
+    for pos, ((c, qi, fixed), sc, an) in enumerate(zip(survivors, spec_scores, ans_scores, strict=True)):
         if sc is not None and spec is not None and spec.threshold is not None and sc < spec.threshold:
             counts["low_specificity"] += 1
+            counts["questions_dropped"] += 1
+            continue
+        if an is not None and ans_thr is not None and an < ans_thr:
+            counts["not_answerable"] += 1
+            counts["questions_dropped"] += 1
+            continue
+        if pos in below_top:
+            counts["below_answerability_top"] += 1
             counts["questions_dropped"] += 1
             continue
         if len(qids) >= o.n:
@@ -478,6 +563,8 @@ def cluster_truth(corpus: Corpus, client: LLMClient, *, vectors: np.ndarray | No
                                 "reasons": {label_to_doc[k]: v for k, v in fixed.reasons.items()}}
         if sc is not None:
             meta["specificity"] = round(sc, 6)
+        if an is not None:
+            meta["answerability"] = round(an, 6)
         metas.append(meta)
         judg[qid] = {label_to_doc[x]: gr for x, gr in grades.items()}
         negatives[qid] = [label_to_doc[x] for x in fixed.negatives()]
@@ -507,6 +594,10 @@ def cluster_truth(corpus: Corpus, client: LLMClient, *, vectors: np.ndarray | No
                                "kept": score_stats([m["specificity"] for m in metas if "specificity" in m],
                                                    threshold=spec.threshold),
                                "evaluations": dict(spec_stats)}
+    if ans is not None:
+        prov["answerability"] = _answer_provenance(answerer, ans, ans_thr,  # type: ignore[arg-type]
+                                                   [a for a in ans_scores if a is not None],
+                                                   [m.get("answerability") for m in metas], ans_stats)
     return SyntheticTruth(Queries(tuple(qids), tuple(texts), tuple(metas)), Qrels(judg), prov,
                           test_fraction=o.test_fraction, split_seed=o.seed)
 

