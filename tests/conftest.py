@@ -13,6 +13,13 @@ SHARED_DATA = Path(os.environ.get("BAKEOFF_SHARED_DATA", ROOT.parent / "shared" 
 SCIFACT = SHARED_DATA / "scifact"
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Code under test that uses the default cache folder (the CLI without ``--cache-dir``, the local
+    LLM's assembled model file, OpenVINO's converted models) writes under the checkout's test cache,
+    never into the user's ``~/.cache/bakeoff``; an explicit ``BAKEOFF_CACHE_DIR`` wins."""
+    os.environ.setdefault("BAKEOFF_CACHE_DIR", str(ROOT / ".bakeoff-test-cache" / "default"))
+
+
 @pytest.fixture(scope="session")
 def scifact_path() -> Path:
     if not (SCIFACT / "corpus.jsonl").exists():

@@ -188,8 +188,9 @@ def run_demo(*, out: Path, n: int = 100, seed: int = 0, cache: Cache | None = No
                     "rejections": prov["rejections"], "documents": prov["documents"],
                     "specificity": prov.get("specificity"),
                     "answerability": prov.get("answerability"), "usage": usage.as_dict()}
+    leak_part = ("" if DEMO_LEAK_THRESHOLD >= 1.0 else f", rejection rate {report.truth['rejection_rate']:.1%}")
     echo(f"[2/3] truth: {report.truth['kept']} queries kept of {report.truth['sampled']} sampled documents, "
-         f"mean leak {report.truth['mean_leak']:.3f}, rejection rate {report.truth['rejection_rate']:.1%} "
+         f"mean leak {report.truth['mean_leak']:.3f}{leak_part} "
          f"({usage.completion_tokens} tokens generated, {usage.cache_hits} cached; {report.stages['truth']:.1f} s)")
 
     t0 = time.perf_counter()

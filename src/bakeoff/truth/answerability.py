@@ -103,6 +103,7 @@ class BiEncoderAnswerability:
 
         self.model, self.batch_size = model, batch_size
         self._encoder = make_encoder(model)
+        self._encoder.identity()  # a missing package or model fails here, before any generation
         self.default_threshold = DEFAULT_THRESHOLD if _is_use(model) else MINILM_THRESHOLD
 
     def identity(self) -> dict[str, Any]:
