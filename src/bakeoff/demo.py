@@ -69,6 +69,17 @@ BIGGER_MODEL_HINT = (
     "or `--llm openai:gpt-5-mini` (with OPENAI_API_KEY set), then `bakeoff run --beir truth ...`")
 
 
+def _quantile_lines(name: str, entry: dict[str, Any], *, unit: str, threshold: Any) -> list[str]:
+    """One line of quantiles per distribution of a filter's provenance entry (candidates, kept)."""
+    lines = []
+    for key, label in (("all_candidates", "candidates"), ("kept", "kept")):
+        st = entry[key]
+        if st["n"]:
+            lines.append(f"{name} ({label}, n={st['n']}, {unit}, keep >= {threshold}): p10 {st['p10']:+.2f}  "
+                         f"p25 {st['p25']:+.2f}  median {st['p50']:+.2f}  p75 {st['p75']:+.2f}  p90 {st['p90']:+.2f}")
+    return lines
+
+
 def truth_quality_lines(provenance: dict[str, Any]) -> list[str]:
     """The truth's own quality as text lines: documents skipped as too short, each filter's
     rejection count, and the specificity distribution of the candidates and of the kept queries."""
@@ -87,26 +98,14 @@ def truth_quality_lines(provenance: dict[str, Any]) -> list[str]:
                        "after all regenerations")
     ans = provenance.get("answerability")
     if ans:
-        thr = ans["threshold"]
-        for name in ("all_candidates", "kept"):
-            st = ans[name]
-            if st["n"]:
-                lines.append(f"answerability ({'candidates' if name == 'all_candidates' else 'kept'}, n={st['n']}, "
-                             f"{ans['score']}, keep >= {thr}): p10 {st['p10']:+.2f}  p25 {st['p25']:+.2f}  "
-                             f"median {st['p50']:+.2f}  p75 {st['p75']:+.2f}  p90 {st['p90']:+.2f}")
+        lines += _quantile_lines("answerability", ans, unit=ans["score"], threshold=ans["threshold"])
     leak = provenance.get("leak")
     if leak and leak.get("threshold") is not None and leak["threshold"] >= 1.0:
         lines.append(f"leak (share of a query's rare words found in its document): recorded, not filtered; kept queries "
                      f"mean {leak['kept']['mean']:.2f}, median {leak['kept']['median']:.2f}")
     spec = provenance.get("specificity")
     if spec:
-        thr = spec["options"]["threshold"]
-        for name in ("all_candidates", "kept"):
-            st = spec[name]
-            if st["n"]:
-                lines.append(f"specificity ({'candidates' if name == 'all_candidates' else 'kept'}, n={st['n']}, "
-                             f"nats/token, keep >= {thr}): p10 {st['p10']:+.2f}  p25 {st['p25']:+.2f}  "
-                             f"median {st['p50']:+.2f}  p75 {st['p75']:+.2f}  p90 {st['p90']:+.2f}")
+        lines += _quantile_lines("specificity", spec, unit="nats/token", threshold=spec["options"]["threshold"])
         hist = spec["all_candidates"].get("histogram")
         if hist:
             lines.append("  histogram: " + " ".join(f"[{k}]{v}" for k, v in hist.items() if v))

@@ -49,6 +49,8 @@ import numpy as np
 
 from ..cache import Cache, cache_key
 from ..errors import ConfigError
+from . import score_filter
+from .score_filter import keep_mask
 
 __all__ = [
     "CODE_VERSION",
@@ -61,6 +63,7 @@ __all__ = [
     "answerability_scores",
     "answerability_text",
     "bias_caveat",
+    "keep_mask",
     "open_answerability",
     "score_stats",
 ]
@@ -239,34 +242,14 @@ def answerability_scores(pairs: Sequence[tuple[str, str]], scorer: Answerability
     return [float(v) for v in out]  # type: ignore[arg-type]
 
 
-def keep_mask(scores: Sequence[float], *, threshold: float | None, keep_fraction: float | None) -> list[bool]:
-    """Which scores pass: ``>= threshold`` (when set), then the top ``keep_fraction`` of those
-    (``ceil(fraction * passing)``, ties by position)."""
-    keep = [threshold is None or s >= threshold for s in scores]
-    if keep_fraction is not None:
-        idx = [i for i, k in enumerate(keep) if k]
-        n = math.ceil(keep_fraction * len(idx))
-        top = set(sorted(idx, key=lambda i: (-scores[i], i))[:n])
-        keep = [i in top for i in range(len(scores))]
-    return keep
+#: Histogram bins of the answerability score: 0.1 wide over [-0.2, 1.0].
+HISTOGRAM_EDGES = np.round(np.arange(-0.2, 1.001, 0.1), 1)
 
 
 def score_stats(values: Sequence[float], *, threshold: float | None = None) -> dict[str, Any]:
     """``n``, ``mean``, quantiles ``p10 p25 p50 p75 p90``, ``share_below`` the threshold, and a
-    histogram in 0.1-wide bins over [-0.2, 1.0] (outside values fall in the end bins)."""
-    arr = np.asarray(list(values), dtype=float)
-    out: dict[str, Any] = {"n": int(arr.size)}
-    if arr.size:
-        out["mean"] = float(arr.mean())
-        for p in (10, 25, 50, 75, 90):
-            out[f"p{p}"] = float(np.percentile(arr, p))
-        edges = np.round(np.arange(-0.2, 1.001, 0.1), 1)
-        counts, _ = np.histogram(np.clip(arr, edges[0], edges[-1] - 1e-9), bins=edges)
-        out["histogram"] = {f"{lo:+.1f}": int(c) for lo, c in zip(edges[:-1], counts, strict=True)}
-    if threshold is not None:
-        out["threshold"] = threshold
-        out["share_below"] = float((arr < threshold).mean()) if arr.size else 0.0
-    return out
+    histogram over :data:`HISTOGRAM_EDGES` (:func:`bakeoff.truth.score_filter.score_stats`)."""
+    return score_filter.score_stats(values, edges=HISTOGRAM_EDGES, threshold=threshold)
 
 
 def bias_caveat(answerability: dict[str, Any] | None, arms: dict[str, dict[str, Any]]) -> str | None:

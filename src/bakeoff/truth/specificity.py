@@ -51,6 +51,7 @@ import numpy as np
 
 from ..cache import Cache, cache_key
 from ..errors import BakeoffError, ConfigError
+from . import score_filter
 
 __all__ = [
     "DEFAULT_THRESHOLD",
@@ -398,33 +399,18 @@ def baseline_documents(others: Sequence[str], *, n: int, seed: int) -> list[str]
 
 def keep_mask(scores: Sequence[float], options: SpecificityOptions) -> list[bool]:
     """Which scores pass: ``>= threshold`` (when set), then the top ``keep_fraction`` of those
-    (``ceil(fraction * passing)``, ties by position)."""
-    keep = [options.threshold is None or s >= options.threshold for s in scores]
-    if options.keep_fraction is not None:
-        idx = [i for i, k in enumerate(keep) if k]
-        n = math.ceil(options.keep_fraction * len(idx))
-        top = set(sorted(idx, key=lambda i: (-scores[i], i))[:n])
-        keep = [i in top for i in range(len(scores))]
-    return keep
+    (:func:`bakeoff.truth.score_filter.keep_mask`)."""
+    return score_filter.keep_mask(scores, threshold=options.threshold, keep_fraction=options.keep_fraction)
+
+
+#: Histogram bins of the specificity score: 0.5 nats/token wide over [-2, 4].
+HISTOGRAM_EDGES = np.arange(-2.0, 4.01, 0.5)
 
 
 def score_stats(values: Sequence[float], *, threshold: float | None = None) -> dict[str, Any]:
-    """``n``, ``mean``, quantiles (``p10, p25, p50, p75, p90``) and a histogram of scores in 0.5-wide
-    bins over [-2, 4] (outside values fall in the end bins)."""
-    arr = np.asarray(list(values), dtype=float)
-    out: dict[str, Any] = {"n": int(arr.size)}
-    if arr.size:
-        out["mean"] = float(arr.mean())
-        for p in (10, 25, 50, 75, 90):
-            out[f"p{p}"] = float(np.percentile(arr, p))
-        edges = np.arange(-2.0, 4.01, 0.5)
-        clipped = np.clip(arr, edges[0], edges[-1] - 1e-9)
-        counts, _ = np.histogram(clipped, bins=edges)
-        out["histogram"] = {f"{lo:+.1f}": int(c) for lo, c in zip(edges[:-1], counts, strict=True)}
-    if threshold is not None:
-        out["threshold"] = threshold
-        out["share_below"] = float((arr < threshold).mean()) if arr.size else 0.0
-    return out
+    """``n``, ``mean``, quantiles, ``share_below`` and a histogram over :data:`HISTOGRAM_EDGES`
+    (:func:`bakeoff.truth.score_filter.score_stats`)."""
+    return score_filter.score_stats(values, edges=HISTOGRAM_EDGES, threshold=threshold)
 
 
 def open_likelihood(spec: str | None) -> QueryLikelihood | None:
