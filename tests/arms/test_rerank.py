@@ -156,3 +156,13 @@ def test_int8_onnx_agrees_with_fp32(scorer, tmp_path):
     assert got.shape == ref.shape
     assert np.corrcoef(ref, got)[0, 1] > 0.95
     assert list((tmp_path / "onnx").rglob("model_int8.onnx"))  # exported once, into the cache
+
+
+def test_untrained_head_is_warned_about(caplog):
+    """The bundled default has no relevance head: loading it says so (once per load), naming the way out."""
+    import logging
+
+    with caplog.at_level(logging.WARNING, logger="bakeoff"):
+        CrossEncoderScorer(seed=3).score([("vitamin d sunlight", CORPUS.full_texts()[0])])
+    msgs = [r.getMessage() for r in caplog.records if "no trained relevance head" in r.getMessage()]
+    assert len(msgs) == 1 and "classifier.weight" in msgs[0] and "seed 3" in msgs[0] and "model=" in msgs[0]

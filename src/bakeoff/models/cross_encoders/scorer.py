@@ -6,6 +6,7 @@ See :mod:`bakeoff.models.cross_encoders` for the backends and the seeding rule.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -17,6 +18,8 @@ from ...versions import version_of
 from ..cpu import cpu_capability
 from ..precision import choose_precision
 from ..resolve import model_identity, resolve_model
+
+log = logging.getLogger("bakeoff")
 
 __all__ = ["CrossEncoderScorer"]
 
@@ -136,6 +139,10 @@ class CrossEncoderScorer:
         if int(getattr(hf.config, "num_labels", 1)) != 1:
             raise ConfigError(f"rerank: {self.name!r} has {hf.config.num_labels} labels; a reranker needs 1")
         self.fresh_parameters = _seed_missing_head(hf, _checkpoint_keys(self.local), seed=self.seed)
+        if self.fresh_parameters:
+            log.warning("rerank: %s has no trained relevance head (%s seeded at random, seed %d): its scores "
+                        "are not relevance judgments; pass model=<a trained cross-encoder> or train one with "
+                        "`bakeoff finetune reranker`", self.name, ", ".join(self.fresh_parameters), self.seed)
         ce.eval()
         self._ce = ce
         if self.backend == "openvino":
