@@ -6,7 +6,7 @@ lengths lognormal around 50 tokens, clipped to 5..400), queries of 3 words drawn
 document (excluding the 100 most frequent words), and random unit vectors (``dim`` 384) for
 the dense part. Every (method, size) stage runs in its own subprocess, which loads the data,
 builds the index (timed: ``build_s``), runs the queries (``ms/q`` = batch wall time / number of
-queries, k = 10) and reports its peak resident memory (``ru_maxrss``, including the loaded data;
+queries, k = 10), records the 1-minute load average at its start and end (``load1``) and reports its peak resident memory (``ru_maxrss``, including the loaded data;
 for PostgreSQL the server is another process, so its on-disk table + index size is shown
 instead). Growth exponents are the least-squares slope of log(metric) on log(n).
 
@@ -130,6 +130,7 @@ def run_stage(method: str, workdir: Path, pgdata: Path) -> dict[str, Any]:
 
         shutil.rmtree(pgdata)
 
+    load_start = os.getloadavg()[0]
     corpus, queries, dvec, qvec = _load(workdir)
     rss_loaded = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     ctx = Context(corpus=corpus, cache=None, progress=False)
@@ -177,7 +178,7 @@ def run_stage(method: str, workdir: Path, pgdata: Path) -> dict[str, Any]:
             arm.close()
     return {"method": method, "n": len(corpus), "build_s": build, "ms_per_query": 1000 * search / len(queries),
             "rss_loaded_mb": rss_loaded, "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-            **extra}
+            "load1": [load_start, os.getloadavg()[0]], **extra}
 
 
 # --- driver ------------------------------------------------------------------------------------
@@ -221,18 +222,19 @@ def main() -> None:
             if method in PG_METHODS and n > args.pg_max:
                 continue
             proc = subprocess.run([sys.executable, __file__, "--stage", method, "--n", str(n), "--workdir", str(root)],
-                                  capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+                                  check=False, capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
             if proc.returncode != 0:
                 print(f"# {method} n={n} failed: {proc.stderr.strip().splitlines()[-1:]}", file=sys.stderr)
                 continue
             row = json.loads(proc.stdout.strip().splitlines()[-1])
             rows.append(row)
             print(f"# {json.dumps(row)}", file=sys.stderr, flush=True)
-    print(f"\n{'method':16s} {'n':>9s} {'build_s':>9s} {'ms/query':>9s} {'peak_MB':>9s} {'data_MB':>9s} {'pg_MB':>8s}")
+    print(f"\n{'method':16s} {'n':>9s} {'build_s':>9s} {'ms/query':>9s} {'peak_MB':>9s} {'data_MB':>9s} {'pg_MB':>8s} {'load1':>11s}")
     for r in rows:
         pg = f"{r['pg_table_index_mb']:8.1f}" if "pg_table_index_mb" in r else f"{'':8s}"
+        load = "{:.1f}-{:.1f}".format(*r["load1"]) if "load1" in r else ""
         print(f"{r['method']:16s} {r['n']:9d} {r['build_s']:9.2f} {r['ms_per_query']:9.3f} {r['peak_rss_mb']:9.0f} "
-              f"{r['rss_loaded_mb']:9.0f} {pg}")
+              f"{r['rss_loaded_mb']:9.0f} {pg} {load:>11s}")
     print(f"\ngrowth exponents (slope of log metric on log n)\n{'method':16s} {'build':>7s} {'query':>7s} {'memory':>7s}")
     for method in METHODS:
         rs = [r for r in rows if r["method"] == method]
