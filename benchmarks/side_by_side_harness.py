@@ -32,11 +32,11 @@ from pathlib import Path
 
 T_START = time.perf_counter()
 
-import bm25s  # noqa: E402
-import numpy as np  # noqa: E402
-import pytrec_eval  # noqa: E402
-import Stemmer  # noqa: E402
-from sentence_transformers import SentenceTransformer  # noqa: E402
+import bm25s
+import numpy as np
+import pytrec_eval
+import Stemmer
+from sentence_transformers import SentenceTransformer
 
 DEPTH = 100
 
@@ -86,9 +86,9 @@ def dense_run(doc_emb: np.ndarray, q_emb: np.ndarray, doc_ids: list[str],
 def rrf(a: dict[str, dict[str, float]], b: dict[str, dict[str, float]], k: int = 60) -> dict[str, dict[str, float]]:
     """Reciprocal rank fusion of two runs (each input ranked by score, descending)."""
     out = {}
-    for qid in a:
+    for qid, run_a in a.items():
         fused: dict[str, float] = {}
-        for run in (a[qid], b[qid]):
+        for run in (run_a, b[qid]):
             for r, d in enumerate(sorted(run, key=run.__getitem__, reverse=True), start=1):
                 fused[d] = fused.get(d, 0.0) + 1.0 / (k + r)
         out[qid] = dict(sorted(fused.items(), key=lambda x: x[1], reverse=True)[:DEPTH])
