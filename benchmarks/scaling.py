@@ -4,7 +4,9 @@ Corpora are generated here, seeded: ``n`` documents of Zipf–Mandelbrot distrib
 (``p(r) ∝ 1/(r + 2.7)^1.07`` over a 50,000-word vocabulary of pronounceable made-up words;
 lengths lognormal around 50 tokens, clipped to 5..400), queries of 3 words drawn from a random
 document (excluding the 100 most frequent words), and random unit vectors (``dim`` 384) for
-the dense part. Every (method, size) stage runs in its own subprocess, which loads the data,
+the dense part. ``dense-exact`` is :func:`bakeoff.arms.exact.exact_search`, ``dense-exact-f64`` the
+float64 reference it reproduces bit for bit, ``dense-exact-index`` the prepared int8 index
+(:class:`bakeoff.arms.exact_index.ExactIndex`; its quantisation is the build). Every (method, size) stage runs in its own subprocess, which loads the data,
 builds the index (timed: ``build_s``), runs the queries (``ms/q`` = batch wall time / number of
 queries, k = 10), records the 1-minute load average at its start and end (``load1``) and reports its peak resident memory (``ru_maxrss``, including the loaded data;
 for PostgreSQL the server is another process, so its on-disk table + index size is shown
@@ -27,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-METHODS = ("bm25", "dense-exact", "dense-exact-f64", "faiss-hnsw", "pgfts", "pgvector-hnsw", "pgvector-exact")
+METHODS = ("bm25", "dense-exact", "dense-exact-f64", "dense-exact-index", "faiss-hnsw", "pgfts", "pgvector-hnsw", "pgvector-exact")
 PG_METHODS = ("pgfts", "pgvector-hnsw", "pgvector-exact")
 
 
@@ -142,6 +144,15 @@ def run_stage(method: str, workdir: Path, pgdata: Path) -> dict[str, Any]:
         ids = corpus.ids
         t0 = time.perf_counter()
         (exact_search if method == "dense-exact" else exact_search_reference)(qvec, dvec, ids, k=10)
+        search = time.perf_counter() - t0
+    elif method == "dense-exact-index":  # the prepared int8 index (arms/exact_index.py): build, then one search
+        from bakeoff.arms.exact_index import ExactIndex
+
+        t0 = time.perf_counter()
+        index = ExactIndex.build(dvec)
+        build = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        index.search(qvec, corpus.ids, k=10)
         search = time.perf_counter() - t0
     else:
         if method == "bm25":
