@@ -95,10 +95,13 @@ def main() -> None:
             label = "encoder" if len(rows["ir"][0]["shape"]) == 3 else "cross-encoder"
             print(f"\n{xml.parent.name} ({label}, {args.precision}); compiled blob cache {size:.0f} MiB")
             print(f"{'variant':10s} {'import+compile s (per round)':>40s} {'median':>7s} {'child wall s median':>20s}")
+            rows = {v: rs for v, rs in rows.items() if rs}
             for v, rs in rows.items():
                 per = " ".join(f"{x['import_s'] + x['compile_s']:.2f}" for x in rs)
                 print(f"{v:10s} {per:>40s} {statistics.median(x['import_s'] + x['compile_s'] for x in rs):7.2f} "
                       f"{statistics.median(x['wall_s'] for x in rs):20.2f}")
+            if "blob" not in rows:
+                continue
             ir = statistics.median(x["compile_s"] for x in rows["ir"])
             blob = statistics.median(x["compile_s"] for x in rows["blob"])
             outs = {x["out"] for rs in rows.values() for x in rs}

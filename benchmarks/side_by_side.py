@@ -22,7 +22,8 @@ imports, data loading, indexing, search and evaluation included):
 is given ``--measure ndcg@10 --measure recall@100 --out``. The ratio of each stage is the
 harness's wall time divided by the stage's (> 1: faster than the harness). Each stage takes the
 benchmark lock (``flock`` on ``--lock``; ``--lock ''`` when the caller already holds it) only
-while it runs and records the 1-minute load average at its start and end. Besides bakeoff's
+while it runs (``--single-lock``: once for the whole invocation, so no other locked benchmark runs
+between the stages) and records the 1-minute load average at its start and end. Besides bakeoff's
 own metrics, every bakeoff run file is also scored with pytrec_eval here, so a difference
 between the two sides can be told apart as a ranking difference or a metric difference.
 """
@@ -111,8 +112,20 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", type=Path, default=None, help="BEIR SciFact folder (default $BAKEOFF_SHARED_DATA/scifact)")
     ap.add_argument("--lock", default="/tmp/bakeoff-bench.lock", help="flock file held per stage ('' for none)")
+    ap.add_argument("--single-lock", action="store_true",
+                    help="hold the lock for the whole invocation (every stage under the same conditions; ~6-10 min)")
     ap.add_argument("--json", type=Path, default=None, help="also write the figures here")
     args = ap.parse_args()
+    if args.single_lock:
+        with bench_lock(args.lock):
+            print(f"# {time.strftime('%H:%M:%S')} holding {args.lock} for all stages", flush=True)
+            run_all(args, lock="")
+    else:
+        run_all(args, lock=args.lock)
+
+
+def run_all(args: argparse.Namespace, *, lock: str) -> None:
+    """Every stage, then the tables (see the module docstring)."""
     shared = os.environ.get("BAKEOFF_SHARED_DATA", str(HERE.parents[1] / "shared" / "data"))
     data = args.data or Path(shared) / "scifact"
     if not (data / "corpus.jsonl").exists():
@@ -124,7 +137,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bakeoff-sbs-") as tmp_s:
         tmp = Path(tmp_s)
         print(f"# {time.strftime('%H:%M:%S')} harness", flush=True)
-        r = timed([sys.executable, str(HERE / "side_by_side_harness.py"), str(tmp / "harness.json")], lock=args.lock,
+        r = timed([sys.executable, str(HERE / "side_by_side_harness.py"), str(tmp / "harness.json")], lock=lock,
                   env=env)
         r.update(json.loads((tmp / "harness.json").read_text()))
         stages["harness"] = r
@@ -138,7 +151,7 @@ def main() -> None:
             for a in arms:
                 cmd += ["--arm", a]
             print(f"# {time.strftime('%H:%M:%S')} {label}: {' '.join(cmd[1:])}", flush=True)
-            r = timed(cmd, lock=args.lock, env=env)
+            r = timed(cmd, lock=lock, env=env)
             res = json.loads((out / "results.json").read_text())
             r["metrics"] = {a["name"]: {m: a["metrics"][m] for m in ("ndcg@10", "recall@100")} for a in res["arms"]}
             r["cached"] = {a["name"]: a["cached"] for a in res["arms"]}
