@@ -84,9 +84,12 @@ def test_screen_error_bounds_the_gap() -> None:
     and the gap uses a good part of the bound (it is not vacuous)."""
     rng = np.random.default_rng(7)
     docs = _docs(rng, 3000, 384, dtype=np.float32)
-    q = rng.standard_normal((20, 384))
-    q /= np.linalg.norm(q, axis=1, keepdims=True)
     index = ExactIndex.build(docs, block=256)
+    q = rng.standard_normal((20, 384))
+    for i, pos in enumerate(rng.integers(0, 3000, 10)):  # queries along a document's quantisation residual:
+        y = docs[index.order[pos]].astype(np.float64)  # x̂·r_y close to Cauchy-Schwarz's ‖x̂‖‖r_y‖
+        q[i] = y - index.scale[pos // 256] * (index.codes[pos].astype(np.float64) - 128)
+    q /= np.linalg.norm(q, axis=1, keepdims=True)
     sx = ei._scale(np.abs(q).max(axis=1))
     x8, rx = ei._quantise(q, sx)
     xn, xh = ei._norm_up(q), sx * ei._norm_up(x8)
@@ -99,7 +102,7 @@ def test_screen_error_bounds_the_gap() -> None:
         e = ei._screen_error(xh, rx, xn, index.resid[b], index.norm32[b], index.norm64[b], d=384, cast=False)
         assert (np.abs(s64 - approx) <= e[None, :]).all()
         used.append(float((np.abs(s64 - approx) / e[None, :]).max()))
-    assert max(used) > 0.1
+    assert max(used) > 0.45, max(used)
 
 
 def test_int8_kernel_is_exact_and_the_graph_is_onnx_helpers_output(int8_path) -> None:
