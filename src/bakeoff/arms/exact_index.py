@@ -137,11 +137,15 @@ def _norm_up(rows64: np.ndarray) -> np.ndarray:
 
 
 def _quantise(rows64: np.ndarray, scale: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Codes ``clip(round(rows / scale), −127, 127)`` and upper bounds of the residual norms
+    """Codes ``clip(round(rows / scale), −127, 127)`` (float64 values) and upper bounds of the residual norms
     ``‖rows − scale·codes‖`` (``scale`` float32 values: ``scale·code`` is exact in float64)."""
-    codes = np.clip(np.rint(rows64 / scale[:, None]), -127, 127)
-    resid = _norm_up(rows64 - scale[:, None] * codes)
-    return codes, resid
+    sc = scale[:, None]
+    c = np.divide(rows64, sc)
+    np.rint(c, out=c)
+    np.clip(c, -127, 127, out=c)
+    r = np.multiply(c, sc)
+    np.subtract(rows64, r, out=r)
+    return c, _norm_up(r)
 
 
 def _screen_error(xh: np.ndarray, rx: np.ndarray, xn: np.ndarray, resid: float, norm32: float, norm64: float, *,
@@ -192,19 +196,25 @@ class ExactIndex:
         if not (np.isfinite(mx).all() and float(mx.max()) <= _HUGE):
             return unusable()
         order = np.argsort(mx, kind="stable")
+        where = np.empty(n, dtype=np.int64)  # original row -> sorted position
+        where[order] = np.arange(n)
         nb = -(-n // block)
+        scale = _scale(mx[order[np.minimum(np.arange(1, nb + 1) * block, n) - 1]])  # each block's largest row
         codes = np.empty((n, d), dtype=np.uint8)
-        scale, resid, norm32, norm64 = (np.empty(nb) for _ in range(4))
-        for b in range(nb):
-            rows = order[b * block : (b + 1) * block]
-            y = np.asarray(docs[rows])
-            y32 = y.astype(np.float32).astype(np.float64)
-            s_b = _scale(mx[rows[-1]])
-            c, r = _quantise(y32, np.full(rows.size, s_b))
-            codes[b * block : b * block + rows.size] = (c + 128).astype(np.uint8)
-            scale[b], resid[b] = float(s_b), float(r.max())
-            norm32[b] = float(_norm_up(y32).max())
-            norm64[b] = float(_norm_up(y.astype(np.float64)).max()) if docs.dtype == np.float64 else norm32[b]
+        resid, norm32, norm64 = np.zeros(nb), np.zeros(nb), np.zeros(nb)
+        for s in range(0, n, 4096):  # rows read in order (cache-sized chunks), codes written to sorted positions
+            y = np.asarray(docs[s : s + 4096])
+            y32 = y.astype(np.float64) if y.dtype == np.float32 else y.astype(np.float32).astype(np.float64)
+            pos = where[s : s + y.shape[0]]
+            blk = pos // block
+            c, r = _quantise(y32, scale[blk])
+            c += 128
+            codes[pos] = c.astype(np.uint8)
+            n32 = _norm_up(y32)
+            np.maximum.at(resid, blk, r)
+            np.maximum.at(norm32, blk, n32)
+            np.maximum.at(norm64, blk, _norm_up(y.astype(np.float64)) if docs.dtype == np.float64 else n32)
+        _ort_matmul_int()  # the screening session (and its exactness probe) is part of the build
         return cls(docs, order.astype(np.int64), codes, scale, resid, norm32, norm64, block, True)
 
     def search(self, q: np.ndarray, doc_ids: Sequence[str], *, k: int, mask: np.ndarray | None = None,
