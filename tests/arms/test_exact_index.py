@@ -207,3 +207,29 @@ def test_forked_child_searches(int8_path) -> None:
         if proc.is_alive():
             proc.kill()
     assert proc.exitcode == 0
+
+
+def test_dense_arm_builds_the_index_for_large_searches_with_the_same_run(monkeypatch) -> None:
+    """The dense arm (real MiniLM) builds the index when a search is large enough and returns the same run."""
+    pytest.importorskip("sentence_transformers")
+    from bakeoff.arms import dense
+    from bakeoff.data.model import Corpus, Document, Queries, Query
+    from bakeoff.runner.context import Context
+
+    texts = ["The cat sat on the mat.", "Dogs love to play fetch.", "Stock markets fell as rates rose.",
+             "Photosynthesis converts light into energy.", "A kitten chased a ball of yarn.",
+             "The central bank raised rates.", "Neural networks learn from data.", "The cat sat on the mat."]
+    corpus = Corpus.from_documents([Document(f"d{i}", t, "") for i, t in enumerate(texts)])
+    queries = Queries.from_queries([Query("q1", "feline pets"), Query("q2", "monetary policy"),
+                                    Query("q3", "cat on a mat")])
+    ctx = Context(corpus, cache=None, progress=False)
+    arm = dense.DenseArm()
+    arm.index(corpus, ctx=ctx)
+    want = arm.search(queries, k=5, ctx=ctx)
+    assert arm._exact_index is None  # 3 queries over 8 documents: float32 screening
+    monkeypatch.setattr(dense, "_INDEX_MIN_QUERIES", 3)
+    monkeypatch.setattr(dense, "_INDEX_MIN_DOCS", 8)
+    got = arm.search(queries, k=5, ctx=ctx)
+    assert arm._exact_index is not None and arm._exact_index.usable
+    assert {q: got[q] for q in queries.ids} == {q: want[q] for q in queries.ids}
+    assert got["q3"][0][1] == got["q3"][1][1]  # the duplicated document: an exact tie, same order both ways

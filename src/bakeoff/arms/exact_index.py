@@ -50,6 +50,7 @@ from typing import Any
 
 import numpy as np
 
+from ..progress import progress_bar
 from . import exact as _exact
 
 __all__ = ["ExactIndex"]
@@ -177,8 +178,10 @@ class ExactIndex:
     usable: bool  # False: search runs exact_search on docs (non-finite/huge values, d > 2^17, not floating)
 
     @classmethod
-    def build(cls, docs: np.ndarray, *, block: int = _BLOCK) -> ExactIndex:
-        """Quantise ``docs`` (rows; memory-mapped is fine, read in blocks) once; ``O(n·d)`` time, ``n·d`` bytes."""
+    def build(cls, docs: np.ndarray, *, block: int = _BLOCK, progress: bool = False,
+              desc: str = "exact index") -> ExactIndex:
+        """Quantise ``docs`` (rows; memory-mapped is fine, read in blocks) once; ``O(n·d)`` time, ``n·d`` bytes.
+        ``progress`` shows a bar over the rows quantised."""
         n = docs.shape[0] if docs.ndim == 2 else 0
         d = docs.shape[1] if docs.ndim == 2 else 0
         empty = np.empty(0)
@@ -202,6 +205,7 @@ class ExactIndex:
         scale = _scale(mx[order[np.minimum(np.arange(1, nb + 1) * block, n) - 1]])  # each block's largest row
         codes = np.empty((n, d), dtype=np.uint8)
         resid, norm32, norm64 = np.zeros(nb), np.zeros(nb), np.zeros(nb)
+        bar = progress_bar(total=n, desc=desc, enabled=True, unit="doc") if progress else None
         for s in range(0, n, 4096):  # rows read in order (cache-sized chunks), codes written to sorted positions
             y = np.asarray(docs[s : s + 4096])
             y32 = y.astype(np.float64) if y.dtype == np.float32 else y.astype(np.float32).astype(np.float64)
@@ -214,14 +218,19 @@ class ExactIndex:
             np.maximum.at(resid, blk, r)
             np.maximum.at(norm32, blk, n32)
             np.maximum.at(norm64, blk, _norm_up(y.astype(np.float64)) if docs.dtype == np.float64 else n32)
+            if bar is not None:
+                bar.update(y.shape[0])
+        if bar is not None:
+            bar.close()
         _ort_matmul_int()  # the screening session (and its exactness probe) is part of the build
         return cls(docs, order.astype(np.int64), codes, scale, resid, norm32, norm64, block, True)
 
     def search(self, q: np.ndarray, doc_ids: Sequence[str], *, k: int, mask: np.ndarray | None = None,
-               max_block: int = 1 << 24) -> list[Ranked]:
+               max_block: int = 1 << 24, progress: bool = False, desc: str = "exact search") -> list[Ranked]:
         """Top-``k`` ``(doc id, score)`` per row of ``q``: :func:`exact_search_reference`'s output, bit for bit.
 
-        ``max_block`` is the reference's (it fixes the float64 document blocks, hence the kernel classes).
+        ``max_block`` is the reference's (it fixes the float64 document blocks, hence the kernel classes);
+        ``progress`` shows a bar over documents × queries screened.
         """
         docs = self.docs
         q = np.asarray(q)
@@ -233,7 +242,8 @@ class ExactIndex:
         qmax = np.abs(q64).max(axis=1) if q.ndim == 2 and q.shape[1] == docs.shape[1] else None
         if (not self.usable or model is None or qmax is None or not np.isfinite(qmax).all()
                 or float(qmax.max()) > _HUGE or _ort_matmul_int() is None):
-            return _exact.exact_search(q, docs, doc_ids, k=k, mask=mask, max_block=max_block)
+            return _exact.exact_search(q, docs, doc_ids, k=k, mask=mask, max_block=max_block, progress=progress,
+                                       desc=desc)
         d = docs.shape[1]
         cast = docs.dtype == np.float64
         sx = _scale(qmax)
@@ -246,6 +256,7 @@ class ExactIndex:
         q_block = 256
         ibuf = np.empty(min(n, self.block) * min(nq, q_block), dtype=np.int32)
         sbuf = np.empty(ibuf.size, dtype=bool)
+        bar = progress_bar(total=n * nq, desc=desc, enabled=True, unit="pair") if progress else None
         for qs in range(0, nq, q_block):
             qe = min(nq, qs + q_block)
             m = qe - qs
@@ -278,7 +289,11 @@ class ExactIndex:
                     top = _exact._merge_top(top, qq, a - slack, k)
                     cands.add(qq + qs, rows + s, a + slack)
                     cands.prune(qs, top[:, 0])
+                if bar is not None:
+                    bar.update((e_ - s) * m)
             cands.prune(qs, top[:, 0], final=True)
+        if bar is not None:
+            bar.close()
         qi, pos = cands.sorted()
         doc = self.order[pos]
         o = np.lexsort((doc, qi))
