@@ -174,7 +174,7 @@ def test_outside_the_model_falls_back_with_the_same_output() -> None:
     with np.errstate(all="ignore"):
         _check(ExactIndex.build(bad), q, ids, k=5)
     index = ExactIndex.build(docs, block=256)
-    _check(index, q * np.float32(1e30), ids, k=5)  # |x| > 2^60: float32 screening
+    _check(index, q * np.float32(1e30), ids, k=5)  # |x| > 2^50: float32 screening
     assert ExactIndex.build(docs[:0]).search(q, [], k=3) == [(), (), ()]
 
 
