@@ -149,7 +149,7 @@ def _quantise(rows64: np.ndarray, scale: np.ndarray) -> tuple[np.ndarray, np.nda
     return c, _norm_up(r)
 
 
-def _screen_error(xh: np.ndarray, rx: np.ndarray, xn: np.ndarray, resid: float, norm32: float, norm64: float, *,
+def _screen_error(xh: np.ndarray, rx: np.ndarray, xn: np.ndarray, resid: Any, norm32: Any, norm64: Any, *,
                   d: int, cast: bool) -> np.ndarray:
     """``e`` of the module docstring per query: ``xh ≥ ‖x̂‖``, ``rx ≥ ‖r_x‖``, ``xn ≥ ‖x‖``; a block's ``ρ_B``,
     ``Ỹ_B``, ``Y_B``; ``cast``: the documents are float64 (their float32 rounding enters)."""
@@ -262,12 +262,13 @@ class ExactIndex:
             m = qe - qs
             x8t = np.ascontiguousarray(x8[qs:qe].T.astype(np.int8))
             top = np.full((m, k), -np.inf)
+            errs = _screen_error(xh[None, qs:qe], rx[None, qs:qe], xn[None, qs:qe], self.resid[:, None],
+                                 self.norm32[:, None], self.norm64[:, None], d=d, cast=cast)  # [blocks, m]
+            sss = sx[None, qs:qe] * self.scale[:, None]  # exact: two float32 values
             for b, s in enumerate(range(0, n, self.block)):
                 e_ = min(n, s + self.block)
                 I = _int_product(sess, self.codes[s:e_], x8t, ibuf[: (e_ - s) * m].reshape(e_ - s, m))
-                ss = sx[qs:qe] * self.scale[b]  # exact: two float32 values
-                err = _screen_error(xh[qs:qe], rx[qs:qe], xn[qs:qe], self.resid[b], self.norm32[b],
-                                    self.norm64[b], d=d, cast=cast)
+                ss, err = sss[b], errs[b]
                 L = top[:, 0]
                 if e_ - s >= k and np.isneginf(L).any() and (allowed is None or allowed[s:e_].all()):
                     kth = np.partition(I, e_ - s - k, axis=0)[e_ - s - k].astype(np.float64) * ss
