@@ -34,11 +34,11 @@ from .truth.prompts import PromptControl
 __all__ = ["DEMO_ARMS", "DemoReport", "run_demo", "truth_quality_lines", "judged_lines", "BIGGER_MODEL_HINT",
            "MIN_DOC_CHARS", "DEMO_LEAK_THRESHOLD", "DEMO_SPECIFICITY", "DEMO_ANSWERABILITY"]
 
-#: Documents shorter than this (characters of docstring text) are not sampled. Measured on a demo
-#: run without a floor (100 documents, 187 generations): below 60 characters sit the bare one-liners
-#: ("Deprecated AST node class. Unused in Python 3.", exception classes) — 12.8 % of the corpus;
-#: above that, length did not change how often a kept query was answerable, so the floor stays low.
-MIN_DOC_CHARS = 60
+#: Documents shorter than this (characters of docstring text) are not sampled. Below 60 characters sit the bare
+#: one-liners ("Deprecated AST node class. Unused in Python 3.", exception classes); hand-judged kept queries
+#: were answerable 47 % of the time from documents under 60 characters and 62-75 % at 120-200 characters
+#: (benchmarks/data/answerability_judged.jsonl). 120 leaves 1,752 of 3,105 docstrings to sample from.
+MIN_DOC_CHARS = 120
 
 #: The demo's leak threshold: 1.0 rejects nothing (leak is recorded and reported by bucket). Measured on 60
 #: hand-judged generations of a demo run with the 0.35 threshold: 10 of the 20 leak-rejected ones were
@@ -62,7 +62,7 @@ DEMO_ANSWERABILITY = "use"
 #: The demo's few-shot examples: docstrings of functions outside the standard library (so no sampled document
 #: is an example), in the corpus' own form (qualified name, signature, docstring), from six unrelated topics, each
 #: with the question a programmer would type: what they want to do, close to the docstring's first sentence,
-#: without the function's name. Measured on 40 development documents (sampling seed 7, 4 generations each): the
+#: without the package's name (one example's verb, "rotate", is also the method's). Measured on 40 development documents (sampling seed 7, 4 generations each): the
 #: built-in examples (aspirin, exercise, ``shutil.copytree``, ``str.upper``) gave mean USE score 0.27 and 10
 #: documents with a query >= 0.5 (many "copy a folder with everything inside" and heart-attack questions);
 #: four data-science examples 0.26 and 9 (rows and tables everywhere); these six 0.33 and 18.
