@@ -346,3 +346,21 @@ def test_demo_examples_are_outside_the_corpus_and_reach_the_demo_prompt() -> Non
     prompt, _ = describe_completion("<doc>", DEMO_PROMPT)
     assert all(f"Document: {doc}" in prompt for doc, _ in DEMO_EXAMPLES) and "aspirin" not in prompt.lower()
     assert MIN_DOC_CHARS == 120
+
+
+def test_generate_cli_best_of_n(minilm, tmp_path: Path, capsys) -> None:
+    src = tmp_path / "corpus.jsonl"
+    src.write_text("".join(json.dumps({"_id": k, "text": v}) + "\n" for k, v in (("gz", GZIP), ("heap", HEAP))))
+    args = ["generate", "describe", "--corpus", str(src), "-n", "2", "--specificity", "off", "--no-progress",
+            "--min-doc-chars", "0", "--leak-threshold", "1.0", "--regenerations", "1", "--answerability", "minilm",
+            "--answerability-threshold", "0.3", "--cache-dir", str(tmp_path / "cache")]
+    assert main([*args, "--out", str(tmp_path / "bad"), "--llm", "http://127.0.0.1:9|fake", "--candidates", "0"]) == 2
+    assert not (tmp_path / "bad").exists() and "--candidates" in capsys.readouterr().err
+    with FakeOpenAI(_best_of_three) as srv:
+        rc = main([*args, "--out", str(tmp_path / "out"), "--llm", f"{srv.base_url}|fake", "--candidates", "3"])
+        assert len(srv.requests) == 9
+    assert rc == 0
+    prov = json.loads((tmp_path / "out" / "provenance.json").read_text())
+    assert prov["parameters"]["candidates"] == 3 and prov["rejections"]["below_best_of_n"] == 1
+    queries = [json.loads(x) for x in (tmp_path / "out" / "queries.jsonl").read_text().splitlines()]
+    assert [q["text"] for q in queries] == [ANSWERED]
