@@ -233,3 +233,46 @@ def test_dense_arm_builds_the_index_for_large_searches_with_the_same_run(monkeyp
     assert arm._exact_index is not None and arm._exact_index.usable
     assert {q: got[q] for q in queries.ids} == {q: want[q] for q in queries.ids}
     assert got["q3"][0][1] == got["q3"][1][1]  # the duplicated document: an exact tie, same order both ways
+
+
+def test_cached_index_round_trips(tmp_path, monkeypatch) -> None:
+    """to_cache / from_cache: the same index (arrays memory-mapped back), refused for other documents; the dense
+    arm stores it and a fresh arm loads it instead of building."""
+    from bakeoff.cache import Cache
+
+    rng = np.random.default_rng(12)
+    docs = _docs(rng, 2000, 48, dtype=np.float32)
+    q = rng.standard_normal((4, 48)).astype(np.float32)
+    ids = [f"d{i}" for i in range(2000)]
+    cache = Cache(tmp_path / "c")
+    built = ExactIndex.build(docs, block=128)
+    built.to_cache(cache, "k1")
+    loaded = ExactIndex.from_cache(cache, "k1", docs)
+    assert loaded is not None and isinstance(loaded.codes, np.memmap)
+    for f in ("order", "codes", "scale", "resid", "norm32", "norm64"):
+        assert np.array_equal(getattr(loaded, f), getattr(built, f))
+    assert loaded.search(q, ids, k=30) == exact_search_reference(q, docs, ids, k=30)
+    assert ExactIndex.from_cache(cache, "k1", docs[:1999]) is None
+    assert ExactIndex.from_cache(cache, "k1", docs.astype(np.float64)) is None
+    assert ExactIndex.from_cache(cache, "other", docs) is None
+
+    pytest.importorskip("sentence_transformers")
+    from bakeoff.arms import dense
+    from bakeoff.data.model import Corpus, Document, Queries, Query
+    from bakeoff.runner.context import Context
+
+    corpus = Corpus.from_documents([Document(f"d{i}", t, "") for i, t in enumerate(
+        ["cats purr", "dogs bark", "rates rose", "plants grow", "kittens play", "banks lend"])])
+    queries = Queries.from_queries([Query("q1", "feline"), Query("q2", "interest rates")])
+    monkeypatch.setattr(dense, "_INDEX_MIN_QUERIES", 1)
+    monkeypatch.setattr(dense, "_INDEX_MIN_DOCS", 1)
+    ctx = Context(corpus, cache=Cache(tmp_path / "arm"), progress=False)
+    first = dense.DenseArm()
+    first.index(corpus, ctx=ctx)
+    want = first.search(queries, k=4, ctx=ctx)
+    monkeypatch.setattr(ExactIndex, "build", classmethod(lambda *a, **kw: pytest.fail("built again")))
+    second = dense.DenseArm()
+    second.index(corpus, ctx=ctx)
+    got = second.search(queries, k=4, ctx=ctx)
+    assert isinstance(second._exact_index.codes, np.memmap)
+    assert {q: got[q] for q in queries.ids} == {q: want[q] for q in queries.ids}

@@ -54,7 +54,7 @@ from ..validation import NonNegative, PositiveInt
 from ..versions import version_of
 from .base import Arm, ArmContext, DocMask, group_by_mask, register_arm
 from .exact import exact_search
-from .exact_index import ExactIndex
+from .exact_index import INDEX_FORMAT, ExactIndex
 from ..models.encoders import Encoder, TextKind, length_order, make_encoder
 from ..models.training_record import training_mark
 
@@ -303,6 +303,20 @@ class DenseArm(Arm):
         self._corpus = corpus
         self._exact_index = None
 
+    def _prepared_index(self, ctx: ArmContext) -> ExactIndex:
+        """The int8 index of the corpus embeddings (arms/exact_index.py): from the cache (keyed by the document
+        embeddings' key and the index format), else built (with progress) and stored."""
+        assert self._docs is not None and self._corpus is not None
+        key = cache_key({"kind": "dense-exact-index", "doc": self._key("doc", self._corpus.fingerprint()),
+                         "format": INDEX_FORMAT})
+        cached = ExactIndex.from_cache(ctx.cache, key, self._docs) if ctx.cache is not None else None
+        if cached is not None:
+            return cached
+        index = ExactIndex.build(self._docs, progress=ctx.progress, desc=f"exact index {self.name}")
+        if ctx.cache is not None:
+            index.to_cache(ctx.cache, key)
+        return index
+
     def search(self, queries: Queries, *, k: int, ctx: ArmContext, mask: DocMask | None = None) -> Run:
         if self._docs is None or self._corpus is None:
             raise RuntimeError("index() must run before search()")
@@ -310,7 +324,7 @@ class DenseArm(Arm):
         ids = self._corpus.ids
         out: dict[str, tuple[tuple[str, float], ...]] = {}
         if self._exact_index is None and len(queries) >= _INDEX_MIN_QUERIES and len(ids) >= _INDEX_MIN_DOCS:
-            self._exact_index = ExactIndex.build(self._docs, progress=ctx.progress, desc=f"exact index {self.name}")
+            self._exact_index = self._prepared_index(ctx)
         for m, rows in group_by_mask(queries, mask):
             if self._exact_index is not None:  # the same output, bit for bit (arms/exact_index.py)
                 ranked = self._exact_index.search(q[np.asarray(rows, dtype=np.int64)], ids, k=k, mask=m,

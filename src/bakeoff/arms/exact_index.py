@@ -53,7 +53,7 @@ import numpy as np
 from ..progress import progress_bar
 from . import exact as _exact
 
-__all__ = ["ExactIndex"]
+__all__ = ["INDEX_FORMAT", "ExactIndex"]
 
 Ranked = tuple[tuple[str, float], ...]
 
@@ -67,6 +67,7 @@ _MID_ROWS = 16384  # candidate rows gathered per float32 middle-stage batch (24 
 # products, 2 threads 0.14-0.30 s: a split product waits for its slower half); None: the CPUs this process may use
 _THREADS: int | None = 1
 _I32_MIN, _I32_MAX = -(2**31), 2**31 - 1
+INDEX_FORMAT = 1  # of the cached index (to_cache / from_cache): bump when the stored codes or bounds change meaning
 
 # C = MatMulInteger(A uint8 [m, d], B int8 [d, n], a_zero_point = 128), int32 out, as serialised by
 # onnx.helper.make_model (tests/arms/test_exact_index.py rebuilds it and compares)
@@ -224,6 +225,36 @@ class ExactIndex:
             bar.close()
         _ort_matmul_int()  # the screening session (and its exactness probe) is part of the build
         return cls(docs, order.astype(np.int64), codes, scale, resid, norm32, norm64, block, True)
+
+    # kept in a bakeoff cache (arrays memory-mapped back; the documents are the caller's) -------------------
+    def to_cache(self, cache: Any, key: str) -> None:
+        """Store the index under ``key``: codes and order as arrays, the rest as JSON written last (floats
+        round-trip exactly), so a reader sees either the whole index or none."""
+        if not self.usable:
+            return
+        cache.put_array("exact-index-codes", key, self.codes)
+        cache.put_array("exact-index-order", key, self.order)
+        cache.put_json("exact-index", key, {
+            "format": INDEX_FORMAT, "n": int(self.docs.shape[0]), "d": int(self.docs.shape[1]),
+            "dtype": str(self.docs.dtype), "block": self.block,
+            **{f: getattr(self, f).tolist() for f in ("scale", "resid", "norm32", "norm64")}})
+
+    @classmethod
+    def from_cache(cls, cache: Any, key: str, docs: np.ndarray) -> ExactIndex | None:
+        """The index stored under ``key`` for these ``docs`` (same shape and dtype), or ``None``."""
+        meta = cache.get_json("exact-index", key)
+        if not meta or meta.get("format") != INDEX_FORMAT or docs.ndim != 2 or (meta.get("n"), meta.get("d"), meta.get(
+                "dtype")) != (docs.shape[0], docs.shape[1], str(docs.dtype)):
+            return None
+        codes = cache.get_array("exact-index-codes", key, mmap=True)
+        order = cache.get_array("exact-index-order", key, mmap=True)
+        stats = [np.asarray(meta[f], dtype=np.float64) for f in ("scale", "resid", "norm32", "norm64")]
+        nb = -(-docs.shape[0] // int(meta["block"]))
+        if (codes is None or order is None or codes.shape != docs.shape or codes.dtype != np.uint8
+                or order.shape != (docs.shape[0],) or order.dtype != np.int64 or any(a.shape != (nb,) for a in stats)):
+            return None
+        _ort_matmul_int()
+        return cls(docs, order, codes, *stats, int(meta["block"]), True)
 
     def search(self, q: np.ndarray, doc_ids: Sequence[str], *, k: int, mask: np.ndarray | None = None,
                max_block: int = 1 << 24, progress: bool = False, desc: str = "exact search") -> list[Ranked]:
