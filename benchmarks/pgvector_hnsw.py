@@ -162,7 +162,12 @@ def main() -> None:
         faiss.write_index(index, str(saved))
         print(f"FAISS HNSW m={args.m} efC={args.ef_construction}: build {time.perf_counter() - t0:.1f} s (1 thread)",
               flush=True)
-    faiss_rows: dict[int, tuple[float, float]] = {}
+    faiss_rows: dict[int, tuple[float, float, float]] = {}
+
+    def faiss_search(ef: int) -> list[list[int]]:  # one query per call, as a service would
+        p = faiss.SearchParametersHNSW(efSearch=ef)
+        return [list(index.search(qv[i : i + 1], k, params=p)[1][0]) for i in range(len(qv))]
+
     for ef in efs:
         params = faiss.SearchParametersHNSW(efSearch=ef)
 
@@ -211,42 +216,75 @@ def main() -> None:
     storage_rows: dict[tuple[str, int, int], tuple[float, float, float]] = {}
 
     def sweep_storages(dsn: str, sb: str) -> None:
-        """The arm with each index storage over its own ef_search sweep (and rerank values)."""
+        """The arm with each index storage over its own ef_search sweep (and rerank values).
+
+        Measured in rounds (``--repeats``): each round times every setting once, FAISS's included,
+        right after one untimed pass of the same setting (its index hot in the CPU caches, as in
+        a service searching one index), so every row sees the same machine load; each row keeps
+        its fastest round (FAISS's rows keep the faster of this and the opening sweep, which can
+        only raise pgvector's ratios)."""
+        arms: dict[str, Any] = {}
+        settings: list[tuple[str, int, int | None]] = []
         for storage in [x for x in args.storages.split(",") if x]:
-            efs_s = [int(x) for x in getattr(args, f"{storage}_ef").split(",")]
             sarm = PgVectorArm(name=f"pgv-{storage}", base=base, dsn=dsn, index="hnsw", m=args.m,
                                ef_construction=args.ef_construction, storage=storage)
             t0 = time.perf_counter()
             sarm.index(corpus, ctx=Context(corpus=corpus, cache=None, progress=True))
-            sconn = sarm._open()
-            isize = sconn.execute(
+            isize = sarm._open().execute(
                 "SELECT pg_relation_size(indexrelid) / 1048576.0 FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
                 "WHERE indrelid = %s::regclass AND c.relname LIKE %s", (sarm._table_name, "%hnsw%" + {
                     "vector": "ef" + str(args.ef_construction), "halfvec": "_hv", "bit": "_bq"}[storage])).fetchone()
             print(f"# storage={storage}: index build {time.perf_counter() - t0:.1f} s (0 when reused), "
                   f"index {float(isize[0]) if isize else float('nan'):.0f} MB, shared_buffers={sb}", flush=True)
-            if args.build_only:
+            arms[storage] = sarm
+            for ef in [int(x) for x in getattr(args, f"{storage}_ef").split(",")]:
+                for rr in ([None] if storage == "vector" else
+                           [None if r == "ef" else int(r) for r in args.rerank.split(",")]):
+                    if rr is None or rr <= ef:
+                        settings.append((storage, ef, rr))
+        if args.build_only:
+            for sarm in arms.values():
                 sarm.close()
-                continue
-            for ef in efs_s:
-                reranks = ([None] if storage == "vector" else
-                           [None if r == "ef" else int(r) for r in args.rerank.split(",")])
-                for rr in reranks:
-                    if rr is not None and rr > ef:
-                        continue
-                    sarm.ef_search, sarm.rerank = ef, rr
+            return
+        best: dict[Any, tuple[float, float, list[list[int]]]] = {}
 
-                    def run_s(a: Any = sarm) -> list[list[int]]:
-                        run = a.search(queries, k=k, ctx=quiet)
-                        return [[pos[x] for x in run.doc_ids(f"q{i}", k)] for i in range(len(qv))]
+        def keep(key: Any, sec: float, cpu: float, got: list[list[int]]) -> None:
+            old = best.get(key)
+            best[key] = (sec, cpu, got) if old is None else (min(old[0], sec), min(old[1], cpu), got)
 
-                    run_s()  # warm
-                    sec, cpu, got = best_of(run_s, args.repeats, lambda a=sarm: [a._conn.info.backend_pid])
-                    cand = 0 if storage == "vector" else (ef if rr is None else rr)
-                    row = (1000 * sec / len(qv), recall(got, exact), 1000 * cpu / len(qv))
-                    storage_rows[(storage, ef, cand)] = row
-                    print(f"{sb:>14s} storage={storage:7s} ef={ef:4d} rerank={cand:4d} {row[0]:8.3f} ms/q "
-                          f"cpu {row[2]:7.3f}  recall@10 {row[1]:.4f}  load {load()}", flush=True)
+        for rnd in range(args.repeats + 1):  # round 0 loads every index into shared_buffers
+            for ef in efs:
+                faiss_search(ef)  # untimed: this setting's data hot in the caches
+                sec, cpu, got = best_of(lambda e=ef: faiss_search(e), 1)
+                if rnd:
+                    keep(("faiss", ef), sec, cpu, got)
+            for storage, ef, rr in settings:
+                sarm = arms[storage]
+                sarm.ef_search, sarm.rerank = ef, rr
+
+                def run_s(a: Any = sarm) -> list[list[int]]:
+                    run = a.search(queries, k=k, ctx=quiet)
+                    return [[pos[x] for x in run.doc_ids(f"q{i}", k)] for i in range(len(qv))]
+
+                run_s()  # untimed: this setting's index pages hot in the caches
+                sec, cpu, got = best_of(run_s, 1, lambda a=sarm: [a._conn.info.backend_pid])
+                if rnd:
+                    keep((storage, ef, rr), sec, cpu, got)
+            print(f"# round {rnd} done, load {load()}", flush=True)
+        for ef in efs:
+            sec, cpu, got = best[("faiss", ef)]
+            old = faiss_rows[ef]
+            faiss_rows[ef] = (min(old[0], 1000 * sec / len(qv)), recall(got, exact), min(old[2], 1000 * cpu / len(qv)))
+            print(f"{'':14s} FAISS           ef={ef:4d}             {faiss_rows[ef][0]:8.3f} ms/q "
+                  f"cpu {faiss_rows[ef][2]:7.3f}  recall@10 {faiss_rows[ef][1]:.4f}", flush=True)
+        for storage, ef, rr in settings:
+            sec, cpu, got = best[(storage, ef, rr)]
+            cand = 0 if storage == "vector" else (ef if rr is None else rr)
+            row = (1000 * sec / len(qv), recall(got, exact), 1000 * cpu / len(qv))
+            storage_rows[(storage, ef, cand)] = row
+            print(f"{sb:>14s} storage={storage:7s} ef={ef:4d} rerank={cand:4d} {row[0]:8.3f} ms/q "
+                  f"cpu {row[2]:7.3f}  recall@10 {row[1]:.4f}", flush=True)
+        for sarm in arms.values():
             sarm.close()
 
     def run_phase(phase: str, shared_mb: int | None) -> None:

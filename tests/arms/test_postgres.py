@@ -237,6 +237,11 @@ def test_pgvector_halfvec_and_bit_storage_rerank_exactly(pg_dsn: str) -> None:
     for q in queries.ids:
         assert full.doc_ids(q) == exact.doc_ids(q)
         assert np.allclose([s for _, s in full[q]], [s for _, s in exact[q]], atol=1e-6)
+    mask = {q: np.arange(len(corpus)) % 4 != 1 for q in queries.ids}  # as-of search: allowed ids only
+    fm = ctx.search(PgVectorArm(name="bqall", base=base, dsn=pg_dsn, index="hnsw", m=8, ef_construction=32,
+                                ef_search=400, storage="bit", rerank=300), queries, k=10, mask=mask)
+    em = ctx.search(base, queries, k=10, mask=mask)
+    assert all(fm.doc_ids(q) == em.doc_ids(q) for q in queries.ids)
     # cache identity: unchanged for the default storage, storage + rerank otherwise
     plain = PgVectorArm(name="p", base=base, dsn=pg_dsn, index="hnsw")
     assert "storage" not in plain.config() and "rerank" not in plain.config()
