@@ -232,14 +232,14 @@ def test_pgvector_halfvec_and_bit_storage_rerank_exactly(pg_dsn: str) -> None:
         must = {ids[i] for i in np.flatnonzero((ham < cut) & (true > worst + 1e-6))}
         assert must <= {d for d, _ in rows}
     # every candidate re-ranked: the exact top-k, whatever the quantisation
-    full = ctx.search(PgVectorArm(name="bqall", base=base, dsn=pg_dsn, index="hnsw", m=8, ef_construction=32,
-                                  ef_search=400, storage="bit", rerank=300), queries, k=10)
+    bqall = PgVectorArm(name="bqall", base=base, dsn=pg_dsn, index="hnsw", m=8, ef_construction=32, ef_search=400,
+                        storage="bit", rerank=300)
+    full = ctx.search(bqall, queries, k=10)
     for q in queries.ids:
         assert full.doc_ids(q) == exact.doc_ids(q)
         assert np.allclose([s for _, s in full[q]], [s for _, s in exact[q]], atol=1e-6)
     mask = {q: np.arange(len(corpus)) % 4 != 1 for q in queries.ids}  # as-of search: allowed ids only
-    fm = ctx.search(PgVectorArm(name="bqall", base=base, dsn=pg_dsn, index="hnsw", m=8, ef_construction=32,
-                                ef_search=400, storage="bit", rerank=300), queries, k=10, mask=mask)
+    fm = ctx.search(bqall, queries, k=10, mask=mask)
     em = ctx.search(base, queries, k=10, mask=mask)
     assert all(fm.doc_ids(q) == em.doc_ids(q) for q in queries.ids)
     # cache identity: unchanged for the default storage, storage + rerank otherwise
