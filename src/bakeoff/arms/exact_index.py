@@ -319,7 +319,7 @@ class ExactIndex:
                 flat = np.flatnonzero(sel)
                 if flat.size:
                     rows, qq = np.divmod(flat, m)
-                    o = np.argsort(qq, kind="stable")
+                    o = np.argsort(qq.astype(np.uint8), kind="stable")  # m <= 256: a radix sort
                     rows, qq = rows[o], qq[o]
                     a = I[rows, qq].astype(np.float64) * ss[qq]
                     slack = err[qq] + 2.0**-50 * (np.abs(a) + err[qq])
@@ -333,7 +333,7 @@ class ExactIndex:
             bar.close()
         qi, pos = cands.sorted()
         doc = self.order[pos]
-        o = np.lexsort((doc, qi))
+        o = np.argsort(qi * n + doc)  # by query, then document (unique keys)
         qi, doc, pos = qi[o], doc[o], pos[o]
         qi, doc = _middle(q, docs, qi, doc, pos, xn, self.norm64[pos // self.block], k=k)
         return _exact._recheck(q64, docs, doc_ids, qi, doc, k=k, model=model,
