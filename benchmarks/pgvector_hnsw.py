@@ -95,6 +95,9 @@ def main() -> None:
     ap.add_argument("--bit-ef", default="40,60,80,100,120,160,200,260,320,400")
     ap.add_argument("--rerank", default="ef", help="halfvec/bit candidates re-scored: 'ef' (= ef_search) or numbers")
     ap.add_argument("--build-only", action="store_true", help="build the tables and indexes, time nothing")
+    ap.add_argument("--parallel", type=int, default=0,
+                    help="also time P connections in parallel (each its share of the queries) against FAISS batch "
+                         "search with P OpenMP threads, at each FAISS ef's best equal-recall pgvector setting")
     args = ap.parse_args()
     sys.path.insert(0, str(Path(__file__).parent))
     import faiss
@@ -286,6 +289,61 @@ def main() -> None:
                   f"cpu {row[2]:7.3f}  recall@10 {row[1]:.4f}", flush=True)
         for sarm in arms.values():
             sarm.close()
+        if args.parallel > 1:
+            parallel(dsn)
+
+    def parallel(dsn: str) -> None:
+        """Throughput with ``P = --parallel`` workers on both sides: P connections, each searching
+        its share of the queries through its own arm (threads; psycopg waits without the GIL),
+        against FAISS searching all queries in one batch call with P OpenMP threads (and 1)."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        P = args.parallel
+        shares = np.array_split(np.arange(len(qv)), P)
+        print(f"\nthroughput, {P} workers each side (ms per query = wall of all {len(qv)} queries / {len(qv)}; "
+              f"load {load()})")
+        print(f"{'faiss ef':>8s} {'1t batch':>8s} {f'{P}t batch':>8s} | {'pg setting':27s} {'1 conn':>7s} "
+              f"{f'{P} conns':>7s} {'recall':>7s} | ratio {P} vs {P}")
+        for ef, (_, f_rc, _) in faiss_rows.items():
+            ok = [(v[2], key) for key, v in storage_rows.items() if v[1] >= f_rc - 1e-9]
+            if not ok:
+                continue
+            st, e, cand = min(ok)[1]
+            fp = faiss.SearchParametersHNSW(efSearch=ef)
+            f_ms = {}
+            for t in (1, P):
+                faiss.omp_set_num_threads(t)
+                index.search(qv, k, params=fp)
+                sec, _, _ = best_of(lambda f=fp: index.search(qv, k, params=f), args.repeats)
+                f_ms[t] = 1000 * sec / len(qv)
+            faiss.omp_set_num_threads(1)
+            workers = []
+            for share in shares:
+                sub = Queries.from_dict({f"q{i}": "" for i in share})
+                a = PgVectorArm(name=f"pgv-{st}", base=_Precomputed(docs, qv[share]), dsn=dsn, index="hnsw", m=args.m,
+                                ef_construction=args.ef_construction, storage=st, ef_search=e,
+                                rerank=None if st == "vector" else cand)
+                a.index(corpus, ctx=quiet)
+                workers.append((a, sub))
+
+            def run_all(pool: Any, ws: list[tuple[Any, Any]] = workers) -> list[list[int]]:
+                runs = list(pool.map(lambda w: w[0].search(w[1], k=k, ctx=quiet), ws))
+                got: dict[int, list[int]] = {}
+                for (_, sub), run in zip(ws, runs, strict=True):
+                    for q in sub.ids:
+                        got[int(q[1:])] = [pos[x] for x in run.doc_ids(q, k)]
+                return [got[i] for i in range(len(qv))]
+
+            with ThreadPoolExecutor(P) as pool:
+                run_all(pool)
+                sec, _, got = best_of(lambda pl=pool: run_all(pl), args.repeats)
+            pg_p = 1000 * sec / len(qv)
+            one = storage_rows[(st, e, cand)][0]
+            for a, _ in workers:
+                a.close()
+            setting = f"{st} ef={e}" + (f" rerank={cand}" if cand else "")
+            print(f"{ef:8d} {f_ms[1]:8.3f} {f_ms[P]:8.3f} | {setting:27s} {one:7.3f} {pg_p:7.3f} {recall(got, exact):7.4f} | "
+                  f"{pg_p / f_ms[P]:5.1f}x", flush=True)
 
     def run_phase(phase: str, shared_mb: int | None) -> None:
         mb = shared_mb if shared_mb is not None else shared_buffers_mb_default()
