@@ -6,7 +6,9 @@ For each size, each method runs in its own subprocess (so ``peak RSS`` = that pr
 ``ru_maxrss``, data included), searches ``--queries`` queries for the top ``--k``, writes a
 TREC run file and prints its sha256: equal hashes = bit-identical rankings and scores.
 Methods: ``old`` = :func:`exact_search_reference` (the float64 definition), ``new`` =
-:func:`exact_search` of this tree, ``before`` = :func:`exact_search` of another source tree
+:func:`exact_search` of this tree, ``index`` = :class:`~bakeoff.arms.exact_index.ExactIndex` of this tree
+(its build is timed apart: ``build_s``; ``ms/query`` is the first search after it, ``warm`` a second one in the
+same process), ``before`` = :func:`exact_search` of another source tree
 (``--before-src``, e.g. ``git archive <commit> src | tar -x -C /tmp/before``), so a change is
 measured against its predecessor and the reference in one run. ``ratio`` = old / method, of
 the medians over ``--repeat`` cold runs (``--old-repeat`` for the reference), repeats interleaved;
@@ -42,14 +44,29 @@ def run_one(method: str, workdir: Path, *, n_queries: int, k: int, out: Path) ->
     q = np.load(workdir / "query_vecs.npy")[:n_queries]
     ids = [f"d{i}" for i in range(docs.shape[0])]
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    fn = exact_search_reference if method == "old" else exact_search
+    build_s, warm_s = 0.0, float("nan")
+    if method == "index":  # the prepared int8 index: built first (timed apart), then searched cold and warm
+        from bakeoff.arms.exact_index import ExactIndex
+
+        t0 = time.perf_counter()
+        index = ExactIndex.build(docs)
+        build_s = time.perf_counter() - t0
+        fn: Any = lambda q, docs, ids, k: index.search(q, ids, k=k)
+    else:
+        fn = exact_search_reference if method == "old" else exact_search
     ru0, t0 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
     ranked = fn(q, docs, ids, k=k)
     wall, ru1 = time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_SELF)
+    if method != "old":  # a second search in the same process: ONNX Runtime loaded, pages mapped
+        t1 = time.perf_counter()
+        again = fn(q, docs, ids, k=k)
+        warm_s = time.perf_counter() - t1
+        assert again == ranked
     run = Run.from_ranked(method, {f"q{i}": r for i, r in enumerate(ranked)})
     write_trec_run(run, out, tag="exact")
     return {"method": method, "n": int(docs.shape[0]), "queries": int(q.shape[0]), "k": k,
             "ms_per_query": 1000 * wall / q.shape[0], "wall_s": wall, "rss_before_mb": rss0,
+            "build_s": build_s, "warm_ms_per_query": 1000 * warm_s / q.shape[0], "load1": os.getloadavg()[0],
             "user_s": ru1.ru_utime - ru0.ru_utime, "sys_s": ru1.ru_stime - ru0.ru_stime,  # CPU time of the search
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
             "sha256": hashlib.sha256(out.read_bytes()).hexdigest(), "blas": str(gemv_model()),
@@ -78,7 +95,8 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=100)
     ap.add_argument("--k", type=int, default=100)
     ap.add_argument("--workdir", default="/tmp/bakeoff-scaling")
-    ap.add_argument("--methods", default=None, help="default: old,new (old,before,new with --before-src)")
+    ap.add_argument("--methods", default=None,
+                    help="default: old,new,index (old,before,new,index with --before-src)")
     ap.add_argument("--before-src", default=None, help="a source tree whose exact_search is the 'before' method")
     ap.add_argument("--repeat", type=int, default=1, help="cold runs of each fast method (median reported)")
     ap.add_argument("--old-repeat", type=int, default=1, help="cold runs of the float64 reference")
@@ -87,7 +105,7 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=0, help=argparse.SUPPRESS)
     args = ap.parse_args()
     root = Path(args.workdir)
-    methods = (args.methods or ("old,before,new" if args.before_src else "old,new")).split(",")
+    methods = (args.methods or ("old,before,new,index" if args.before_src else "old,new,index")).split(",")
     if "before" in methods and not args.before_src:
         ap.error("method 'before' needs --before-src")
     if args.stage:
@@ -109,7 +127,8 @@ def main() -> None:
                 if row is not None:
                     rows.append(row)
     print(f"\n{'n':>9s} {'method':6s} {'runs':>4s} {'wall_s':>8s} {'user_s':>7s} {'sys_s':>6s} {'ms/query':>10s}"
-          f" {'min-max ms/q':>15s} {'ratio':>7s} {'peak_MB':>8s}  sha256 of the run file")
+          f" {'min-max ms/q':>15s} {'ratio':>7s} {'warm':>7s} {'build_s':>7s} {'load1':>5s} {'peak_MB':>8s}"
+          "  sha256 of the run file")
     table: dict[tuple[int, str], float] = {}
     for n in sorted({r["n"] for r in rows}):
         for method in methods:
@@ -127,10 +146,14 @@ def main() -> None:
             cpu = {m: float(np.median([r.get(m, np.nan) for r in rs])) for m in ("user_s", "sys_s")}
             print(f"{n:9d} {method:6s} {len(rs):4d} {float(np.median([r['wall_s'] for r in rs])):8.2f}"
                   f" {cpu['user_s']:7.2f} {cpu['sys_s']:6.2f} {med:10.2f}"
-                  f" {min(ms):7.2f}-{max(ms):<7.2f} {ratio} {max(r['peak_rss_mb'] for r in rs):8.0f}  {' '.join(shas)}")
+                  f" {min(ms):7.2f}-{max(ms):<7.2f} {ratio}"
+                  f" {float(np.median([r.get('warm_ms_per_query', np.nan) for r in rs])):7.2f}"
+                  f" {float(np.median([r.get('build_s', 0.0) for r in rs])):7.2f}"
+                  f" {float(np.median([r.get('load1', np.nan) for r in rs])):5.1f}"
+                  f" {max(r['peak_rss_mb'] for r in rs):8.0f}  {' '.join(shas)}")
         hs = {r["sha256"] for r in rows if r["n"] == n}
-        vs = (f"; new {table[n, 'before'] / table[n, 'new']:.2f}x faster than before"
-              if (n, "before") in table and (n, "new") in table else "")
+        vs = "".join(f"; {m} {table[n, 'before'] / table[n, m]:.2f}x faster than before"
+                     for m in ("new", "index") if (n, "before") in table and (n, m) in table)
         print(f"n={n}: run files {'IDENTICAL' if len(hs) == 1 else 'DIFFER'} ({sum(r['n'] == n for r in rows)} runs){vs}")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))

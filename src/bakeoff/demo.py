@@ -29,15 +29,16 @@ from pathlib import Path
 from typing import Any
 
 from .cache import Cache
+from .truth.prompts import PromptControl
 
 __all__ = ["DEMO_ARMS", "DemoReport", "run_demo", "truth_quality_lines", "judged_lines", "BIGGER_MODEL_HINT",
            "MIN_DOC_CHARS", "DEMO_LEAK_THRESHOLD", "DEMO_SPECIFICITY", "DEMO_ANSWERABILITY"]
 
-#: Documents shorter than this (characters of docstring text) are not sampled. Measured on a demo
-#: run without a floor (100 documents, 187 generations): below 60 characters sit the bare one-liners
-#: ("Deprecated AST node class. Unused in Python 3.", exception classes) — 12.8 % of the corpus;
-#: above that, length did not change how often a kept query was answerable, so the floor stays low.
-MIN_DOC_CHARS = 60
+#: Documents shorter than this (characters of docstring text) are not sampled. Below 60 characters sit the bare
+#: one-liners ("Deprecated AST node class. Unused in Python 3.", exception classes); hand-judged kept queries
+#: were answerable 47 % of the time from documents under 60 characters and 62-75 % at 120-200 characters
+#: (benchmarks/data/answerability_judged.jsonl). 120 leaves 1,752 of 3,105 docstrings to sample from.
+MIN_DOC_CHARS = 120
 
 #: The demo's leak threshold: 1.0 rejects nothing (leak is recorded and reported by bucket). Measured on 60
 #: hand-judged generations of a demo run with the 0.35 threshold: 10 of the 20 leak-rejected ones were
@@ -58,9 +59,44 @@ DEMO_SPECIFICITY = "off"
 #: the winner (``"minilm"`` here prints the caveat line naming dense and rrf).
 DEMO_ANSWERABILITY = "use"
 
-#: Printed with the truth quality (measured by hand on the default filter's output, see DEMO_ANSWERABILITY).
-ANSWERABLE_NOTE = ("note: read by hand, 14 of 30 kept queries drawn from a demo run were answered by their docstring "
-                   "(the rest ask something it does not answer): treat the table as a rough comparison")
+#: The demo's few-shot examples: docstrings of functions outside the standard library (so no sampled document
+#: is an example), in the corpus' own form (qualified name, signature, docstring), from six unrelated topics, each
+#: with the question a programmer would type: what they want to do, close to the docstring's first sentence,
+#: without the package's name (one example's verb, "rotate", is also the method's). Measured on 40 development documents (sampling seed 7, 4 generations each): the
+#: built-in examples (aspirin, exercise, ``shutil.copytree``, ``str.upper``) gave mean USE score 0.27 and 10
+#: documents with a query >= 0.5 (many "copy a folder with everything inside" and heart-attack questions);
+#: four data-science examples 0.26 and 9 (rows and tables everywhere); these six 0.33 and 18.
+DEMO_EXAMPLES: tuple[tuple[str, str], ...] = (
+    ("numpy.argsort argsort(a, axis=-1, kind=None, order=None) Returns the indices that would sort an array.",
+     "how do I get the indices that would sort an array"),
+    (("dateutil.parser.parse parse(timestr, default=None, ignoretz=False) Parse a string in one of the supported "
+      "formats into a datetime object."),
+     "how to turn a date written as text into a datetime"),
+    (("click.confirm confirm(text, default=False, abort=False) Prompts for confirmation (yes/no question). If the "
+      "user aborts the input by sending an interrupt signal this function will catch it."),
+     "how can I ask the user a yes or no question in the terminal"),
+    ("requests.get get(url, params=None, **kwargs) Sends a GET request. Returns a Response object.",
+     "how to download a web page from a url"),
+    (("psutil.cpu_percent cpu_percent(interval=None, percpu=False) Return a float representing the current "
+      "system-wide CPU utilization as a percentage."),
+     "how can I check how busy the processor is"),
+    (("PIL.Image.Image.rotate rotate(self, angle, resample=0, expand=0) Returns a rotated copy of this image. "
+      "angle is in degrees counter clockwise."),
+     "how do I rotate a picture by 90 degrees"),
+)
+
+#: The demo's describe prompt: :data:`DEMO_EXAMPLES` in the completion prompt (default header, instruction).
+DEMO_PROMPT = PromptControl(examples=DEMO_EXAMPLES)
+
+#: Regeneration rounds of the demo: a document gets up to ``1 + DEMO_REGENERATIONS`` questions until one passes.
+DEMO_REGENERATIONS = 5
+
+#: Printed with the truth quality: 30 kept queries of a demo run (this prompt, floor and filter) drawn with numpy
+#: ``default_rng(20261201).choice(48, 30, replace=False)`` and judged by hand against the whole docstring
+#: (benchmarks/data/answerability_demo_v3.jsonl): 9 answerable, 14 weakly, 7 not.
+ANSWERABLE_NOTE = ("note: read by hand, 23 of 30 kept queries drawn from a demo run were answered by their docstring, "
+                   "but 14 of them only loosely (the query names the function or fits it in part) and 7 not at all: "
+                   "treat the table as a rough comparison")
 
 #: Printed with the truth quality: the embedded model is for trying the tool.
 BIGGER_MODEL_HINT = (
@@ -170,8 +206,8 @@ def run_demo(*, out: Path, n: int = 100, seed: int = 0, cache: Cache | None = No
     echo(f"[1/3] corpus: {len(corpus)} Python standard-library docstrings ({report.stages['corpus']:.1f} s)")
 
     t0 = time.perf_counter()
-    opts = DescribeOptions(n=n, seed=seed, max_regenerations=3, max_doc_chars=500, test_fraction=1.0,
-                           min_doc_chars=min_doc_chars, leak_threshold=DEMO_LEAK_THRESHOLD,
+    opts = DescribeOptions(n=n, seed=seed, max_regenerations=DEMO_REGENERATIONS, max_doc_chars=500, test_fraction=1.0,
+                           min_doc_chars=min_doc_chars, leak_threshold=DEMO_LEAK_THRESHOLD, prompt=DEMO_PROMPT,
                            specificity=None if DEMO_SPECIFICITY == "off" else SpecificityOptions(),
                            answerability=AnswerabilityOptions())
     done = generate_truth(corpus, options=opts, llm="local", out=out / "truth", source="python-stdlib-docstrings",

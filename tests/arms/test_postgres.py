@@ -177,3 +177,104 @@ def test_pgvector_pipeline_chunks_equal_one_by_one_and_build_progress(pg_dsn: st
     conn.close()
     with pytest.raises(ConfigError, match="pipeline must be >= 1"):
         PgVectorArm(name="x", base=base, dsn=pg_dsn, pipeline=0)
+
+
+def _halfvec_ip(docs: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """pgvector's halfvec inner product, computed independently: both sides rounded to float16,
+    products summed in float32."""
+    return (docs.astype(np.float16).astype(np.float32) @ q.astype(np.float16).astype(np.float32)).astype(np.float64)
+
+
+def test_pgvector_halfvec_and_bit_storage_rerank_exactly(pg_dsn: str) -> None:
+    """A halfvec / bit HNSW index yields candidates that are re-scored exactly in float32: checked
+    against numpy (float16 inner products and sign-bit Hamming distances for the candidates,
+    float32 dot products for the final scores, the package tie rule for the order)."""
+    corpus, queries, base = _vectors(seed=11, n=300, d=64, nq=20)
+    ctx = Context(corpus=corpus, progress=False)
+    exact = ctx.search(base, queries, k=10)
+    qemb = base.embed_queries(queries, ctx=ctx)
+    ids = list(corpus.ids)
+    # ef_search >= n: the graph search reaches every element, so the candidates are the true
+    # top-`rerank` by the quantised distance.
+    hv = PgVectorArm(name="hv", base=base, dsn=pg_dsn, index="hnsw", m=8, ef_construction=32, ef_search=400,
+                     storage="halfvec", rerank=25)
+    got = ctx.search(hv, queries, k=10)
+    checked = 0
+    for j, q in enumerate(queries.ids):
+        approx = _halfvec_ip(base.docs, qemb[j])
+        order = np.argsort(-approx, kind="stable")
+        if approx[order[24]] - approx[order[25]] < 1e-4:  # a near-tie at the candidate cut: rounding decides
+            continue
+        cand = order[:25]
+        true = base.docs[cand] @ qemb[j]
+        want = rank([(ids[c], float(s)) for c, s in zip(cand, true)])[:10]
+        assert [d for d, _ in got[q]] == [d for d, _ in want]
+        assert np.allclose([s for _, s in got[q]], [s for _, s in want], atol=1e-6)  # exact float32 scores
+        checked += 1
+    assert checked >= 15
+    # bit: Hamming distances of the sign bits tie a lot, so check what holds whatever the tie order:
+    # every result is within the candidate cut, scored exactly, and no document below the cut
+    # (strictly closer in Hamming distance) with a better exact score is missing.
+    bq = PgVectorArm(name="bq", base=base, dsn=pg_dsn, index="hnsw", m=8, ef_construction=32, ef_search=400,
+                     storage="bit", rerank=40)
+    got = ctx.search(bq, queries, k=10)
+    bits = base.docs > 0
+    for j, q in enumerate(queries.ids):
+        ham = (bits != (qemb[j] > 0)).sum(axis=1)
+        cut = np.sort(ham)[39]
+        true = (base.docs @ qemb[j]).astype(np.float64)
+        rows = got[q]
+        assert len(rows) == 10 and [s for _, s in rows] == sorted((s for _, s in rows), reverse=True)
+        for d, s in rows:
+            i = ids.index(d)
+            assert ham[i] <= cut and abs(s - true[i]) < 1e-6
+        worst = rows[-1][1]
+        must = {ids[i] for i in np.flatnonzero((ham < cut) & (true > worst + 1e-6))}
+        assert must <= {d for d, _ in rows}
+    # every candidate re-ranked: the exact top-k, whatever the quantisation
+    bqall = PgVectorArm(name="bqall", base=base, dsn=pg_dsn, index="hnsw", m=8, ef_construction=32, ef_search=400,
+                        storage="bit", rerank=300)
+    full = ctx.search(bqall, queries, k=10)
+    for q in queries.ids:
+        assert full.doc_ids(q) == exact.doc_ids(q)
+        assert np.allclose([s for _, s in full[q]], [s for _, s in exact[q]], atol=1e-6)
+    mask = {q: np.arange(len(corpus)) % 4 != 1 for q in queries.ids}  # as-of search: allowed ids only
+    fm = ctx.search(bqall, queries, k=10, mask=mask)
+    em = ctx.search(base, queries, k=10, mask=mask)
+    assert all(fm.doc_ids(q) == em.doc_ids(q) for q in queries.ids)
+    # cache identity: unchanged for the default storage, storage + rerank otherwise
+    plain = PgVectorArm(name="p", base=base, dsn=pg_dsn, index="hnsw")
+    assert "storage" not in plain.config() and "rerank" not in plain.config()
+    assert hv.config()["storage"] == "halfvec" and hv.config()["rerank"] == 25
+    with pytest.raises(ConfigError, match="storage=bit needs index=hnsw"):
+        PgVectorArm(name="x", base=base, dsn=pg_dsn, storage="bit")
+    with pytest.raises(ConfigError, match="rerank= re-scores the candidates"):
+        PgVectorArm(name="x", base=base, dsn=pg_dsn, index="hnsw", rerank=10)
+    with pytest.raises(ConfigError, match="storage must be one of vector, halfvec, bit"):
+        PgVectorArm(name="x", base=base, dsn=pg_dsn, index="hnsw", storage="int8")
+
+
+def test_pgvector_halfvec_storage_on_a_user_table(pg_dsn: str) -> None:
+    """On the user's table the halfvec index is an expression index on its column; a column
+    without a declared dimension is refused with the reason."""
+    corpus, queries, base = _vectors(seed=4, n=150, d=24)
+    conn = connect(pg_dsn, who="test")
+    conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    conn.execute("DROP TABLE IF EXISTS items_hv")
+    conn.execute("CREATE TABLE items_hv (item_id text, emb vector(24), loose vector)")
+    with conn.cursor().copy("COPY items_hv (item_id, emb, loose) FROM STDIN") as cp:
+        for i, d in enumerate(corpus.ids):
+            cp.write_row((d, vector_literal(base.docs[i]), vector_literal(base.docs[i])))
+    ctx = Context(corpus=corpus, progress=False)
+    arm = PgVectorArm(name="uhv", base=base, dsn=pg_dsn, table="items_hv", id_column="item_id",
+                      vector_column="emb", index="hnsw", ef_search=200, storage="halfvec", rerank=150)
+    run = ctx.search(arm, queries, k=10)
+    exact = ctx.search(base, queries, k=10)
+    assert all(run.doc_ids(q) == exact.doc_ids(q) for q in queries.ids)
+    idx = conn.execute("SELECT indexdef FROM pg_indexes WHERE tablename = 'items_hv'").fetchall()
+    assert any("halfvec(24)" in r[0] and "halfvec_ip_ops" in r[0] for r in idx)
+    loose = PgVectorArm(name="ul", base=base, dsn=pg_dsn, table="items_hv", id_column="item_id",
+                        vector_column="loose", index="hnsw", storage="bit")
+    with pytest.raises(ExternalError, match=r"storage=bit needs the column's dimension: 'loose' of 'items_hv' is vector"):
+        ctx.search(loose, queries, k=10)
+    conn.close()

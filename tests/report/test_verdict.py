@@ -195,3 +195,62 @@ def test_verdict_rendered_first_in_terminal_and_html(tmp_path) -> None:
     page = render_html(rep, explorer={"arms": [], "measures": [], "queries": [], "tops": {}, "docs": {}, "rel": {}})
     assert '<section id="verdict"' in page and "dense &lt;b&gt; and bm25 are statistically tied" in page
     assert page.index('id="verdict"') < page.index("<h2>Summary</h2>")
+
+
+def _with_leak_buckets(rep, per_query_values, leak):
+    """``rep`` with the truth-quality leak section computed by the real :func:`leak_verdict` (best arm first)."""
+    from bakeoff.report.quality import leak_verdict
+
+    order = sorted(per_query_values, key=lambda a: -np.mean(per_query_values[a]))
+    per_query = {a: {M: {f"q{i}": float(x) for i, x in enumerate(v)}} for a, v in per_query_values.items()}
+    qids = [f"q{i}" for i in range(len(leak))]
+    out = dict(rep)
+    out["truth_quality"] = {"leak_buckets": leak_verdict(per_query, leak=dict(zip(qids, leak)), arms=order,
+                                                         measure=M, query_ids=qids, n_resamples=RESAMPLES)}
+    return out
+
+
+def test_leak_check_flags_a_cheap_pick_that_loses_on_low_leak_queries() -> None:
+    # 20 low-leak queries where dense is 0.3 ahead, 40 leaky ones where bm25 is 0.14 ahead: overall a small,
+    # non-significant dense lead, so the cheaper bm25 is picked -- and the low-leak bucket contradicts it.
+    base = np.random.default_rng(3).uniform(0.35, 0.65, size=60)
+    dense, bm25 = base.copy(), base.copy()
+    bm25[:20] -= 0.3
+    bm25[20:] += 0.14
+    leak = [0.0] * 20 + [0.8] * 40
+    rep = _report(_arm("dense", dense, p50=40.0), _arm("bm25", bm25, p50=1.0))
+    assert rep["verdict"]["pick"] == "bm25" and rep["verdict"]["leak_check"] == []  # no leak section: no check
+    v = build_verdict(_with_leak_buckets(rep, {"dense": dense, "bm25": bm25}, leak))
+    assert v["best"] == "dense" and v["pick"] == "bm25"  # the check never re-decides
+    row = v["leak_check"]
+    assert [(c["winner"], c["loser"], c["overall"], c["n"], c["bucket"]) for c in row] == [
+        ("dense", "bm25", "tied", 20, "[0, 0.1)")]
+    assert row[0]["mean_winner"] == pytest.approx(float(np.mean(dense[:20])))
+    assert row[0]["mean_loser"] == pytest.approx(float(np.mean(bm25[:20])))
+    assert row[0]["p_holm"] < 0.05
+    assert v["headline"].endswith("→ deploy bm25, but the leak check below disagrees.")
+    assert v["lines"][1].startswith(
+        f"Leak check: on the 20 queries with the least leak ([0, 0.1)), dense is significantly better than bm25 on "
+        f"{M} ({np.mean(dense[:20]):.4f} vs {np.mean(bm25[:20]):.4f}, Holm {fmt_p(row[0]['p_holm'])} within the "
+        "bucket), although the overall test cannot separate them.")
+
+
+def test_leak_check_flags_a_reversal_and_stays_quiet_when_buckets_agree() -> None:
+    base = np.random.default_rng(4).uniform(0.35, 0.65, size=60)
+    dense, bm25 = base.copy(), base.copy()
+    bm25[:20] -= 0.3  # dense ahead on the 20 low-leak queries
+    bm25[20:] += 0.4  # bm25 far ahead on the 40 leaky ones: significantly better overall
+    leak = [0.05] * 20 + [0.9] * 40
+    rep = _report(_arm("dense", dense, p50=40.0), _arm("bm25", bm25, p50=1.0))
+    assert rep["verdict"]["best"] == "bm25" and [r["name"] for r in rep["verdict"]["below"]] == ["dense"]
+    v = build_verdict(_with_leak_buckets(rep, {"dense": dense, "bm25": bm25}, leak))
+    assert [(c["winner"], c["loser"], c["overall"]) for c in v["leak_check"]] == [("dense", "bm25", "reversed")]
+    assert "although overall bm25 is significantly better" in v["lines"][1]
+    # the best arm ahead in every bucket: nothing to flag
+    agree = base.copy() - 0.3
+    rep = _report(_arm("dense", dense, p50=40.0), _arm("bm25", agree, p50=1.0))
+    v = build_verdict(_with_leak_buckets(rep, {"dense": dense, "bm25": agree}, leak))
+    assert v["pick"] == "dense" and v["leak_check"] == [] and not any("Leak check" in x for x in v["lines"])
+    # every query in one bucket: the overall test already covers it
+    v = build_verdict(_with_leak_buckets(rep, {"dense": dense, "bm25": bm25}, [0.0] * 60))
+    assert v["leak_check"] == []

@@ -228,15 +228,16 @@ def test_demo_prints_the_filter_counts_and_distribution() -> None:
     prov = {"documents": {"corpus": 10, "too_short": 2, "min_doc_chars": 60},
             "counts": {"sampled": 5, "generations": 9, "kept": 4, "dropped_docs": 1},
             "rejections": {"failed": 0, "copied_example": 1, "too_short": 0, "leak": 0, "low_specificity": 0,
-                           "not_answerable": 4, "below_top_fraction": 0, "below_answerability_top": 0},
+                           "not_answerable": 4, "below_top_fraction": 0, "below_answerability_top": 0,
+                           "below_best_of_n": 2},
             "leak": {"threshold": 1.0, "kept": {"mean": 0.5, "median": 0.5}},
             "answerability": {"threshold": 0.6, "score": "cosine of query and document vectors",
                               "all_candidates": score_stats([0.1, 0.5, 0.7, 0.65, 0.62, 0.61, 0.2, 0.3]),
                               "kept": score_stats([0.7, 0.65, 0.62, 0.61])}}
     text = "\n".join(truth_quality_lines(prov))
-    assert "rejected: failed 0, copied example 1, too short 0, leak 0, low specificity 0, not answerable 4; kept 4" \
-        in text
-    assert "below" not in text.split("rejected:")[1].split(";")[0]
+    assert ("rejected: failed 0, copied example 1, too short 0, leak 0, low specificity 0, not answerable 4, "
+            "below best of n 2; kept 4") in text
+    assert "top" not in text.split("rejected:")[1].split(";")[0]
     assert "answerability (candidates, n=8, cosine of query and document vectors, keep >= 0.6)" in text
     assert "answerability (kept, n=4" in text and "median +0.64" in text
     assert "leak (share of a query's rare words found in its document): recorded, not filtered" in text
@@ -293,3 +294,73 @@ def test_specificity_scores_only_what_answerability_kept(minilm, tmp_path: Path)
     rejected = [g for g in prov["generations"] if g["outcome"] == "not_answerable"]
     assert rejected and all("specificity" not in g for g in rejected)
     assert all("specificity" in m and "answerability" in m for m in truth.queries.metadata)
+
+
+def _best_of_three(body: dict, i: int) -> Reply:
+    """Three candidates per document and round (seeds 0, 1, 2 in round 1): gz gets an unrelated query,
+    a loosely related one and the answering one; heap only unrelated ones."""
+    text = body["messages"][-1]["content"]
+    j = body["seed"] % 100_003
+    if "gzip" in text:
+        q = {0: UNRELATED, 1: "how to compress files with gzip", 2: ANSWERED}[j]
+    else:
+        q = ["who won the football world cup in 1998", "what is the tallest mountain in europe",
+             "how do birds migrate south"][j % 3]
+    return Reply(200, json.dumps({"query": q}), prompt_tokens=30, completion_tokens=8)
+
+
+def test_best_of_n_keeps_the_highest_scoring_passing_candidate(minilm) -> None:
+    corpus = Corpus(("gz", "heap"), (GZIP, HEAP), ("", ""), ({}, {}))
+    opts = DescribeOptions(n=2, seed=0, leak_threshold=1.0, max_regenerations=1, specificity=None, candidates=3,
+                           answerability=AnswerabilityOptions(threshold=0.3))
+    with FakeOpenAI(_best_of_three) as srv:
+        client = LLMClient(LLMConfig(base_url=srv.base_url, model="fake"))
+        truth = describe_truth(corpus, client, options=opts, progress=False, answerer=minilm)
+        seeds = sorted((("gzip" in r["body"]["messages"][-1]["content"]), r["body"]["seed"]) for r in srv.requests)
+    # round 1: 3 requests per document (seeds 0, 1, 2); round 2: heap only (seeds 3, 4, 5)
+    assert seeds == [(False, s) for s in range(6)] + [(True, s) for s in range(3)]
+    cos = _independent_cosines([(UNRELATED, GZIP), ("how to compress files with gzip", GZIP), (ANSWERED, GZIP)])
+    assert cos[0] < 0.3 <= cos[1] < cos[2]  # two pass the threshold; the answering one scores highest
+    assert truth.queries.texts == (ANSWERED,)
+    assert truth.queries.metadata[0]["answerability"] == pytest.approx(float(cos[2]), abs=1e-5)
+    prov = truth.provenance
+    assert prov["rejections"]["below_best_of_n"] == 1 and prov["counts"]["below_best_of_n"] == 1
+    assert prov["rejections"]["not_answerable"] == 1 + 6 and prov["counts"]["dropped_docs"] == 1
+    assert prov["parameters"]["candidates"] == 3
+    outcomes = {(g["doc"], g["query"]): g["outcome"] for g in prov["generations"]}
+    assert outcomes[("gz", "how to compress files with gzip")] == "below_best_of_n"
+    assert outcomes[("gz", ANSWERED)] == "kept"
+
+
+def test_demo_examples_are_outside_the_corpus_and_reach_the_demo_prompt() -> None:
+    from bakeoff.demo import DEMO_EXAMPLES, DEMO_PROMPT, MIN_DOC_CHARS
+    from bakeoff.stdlib_corpus import stdlib_corpus
+    from bakeoff.truth.prompts import describe_completion
+
+    corpus = stdlib_corpus()
+    modules = {i.split(".")[0] for i in corpus.ids}
+    for doc, query in DEMO_EXAMPLES:
+        name = doc.split()[0]
+        assert name.split(".")[0] not in modules, name  # no sampled document can be an example
+        assert name.split(".")[0].lower() not in query.lower()  # the question names no package ("rotate" is English)
+    prompt, _ = describe_completion("<doc>", DEMO_PROMPT)
+    assert all(f"Document: {doc}" in prompt for doc, _ in DEMO_EXAMPLES) and "aspirin" not in prompt.lower()
+    assert MIN_DOC_CHARS == 120
+
+
+def test_generate_cli_best_of_n(minilm, tmp_path: Path, capsys) -> None:
+    src = tmp_path / "corpus.jsonl"
+    src.write_text("".join(json.dumps({"_id": k, "text": v}) + "\n" for k, v in (("gz", GZIP), ("heap", HEAP))))
+    args = ["generate", "describe", "--corpus", str(src), "-n", "2", "--specificity", "off", "--no-progress",
+            "--min-doc-chars", "0", "--leak-threshold", "1.0", "--regenerations", "1", "--answerability", "minilm",
+            "--answerability-threshold", "0.3", "--cache-dir", str(tmp_path / "cache")]
+    assert main([*args, "--out", str(tmp_path / "bad"), "--llm", "http://127.0.0.1:9|fake", "--candidates", "0"]) == 2
+    assert not (tmp_path / "bad").exists() and "--candidates" in capsys.readouterr().err
+    with FakeOpenAI(_best_of_three) as srv:
+        rc = main([*args, "--out", str(tmp_path / "out"), "--llm", f"{srv.base_url}|fake", "--candidates", "3"])
+        assert len(srv.requests) == 9
+    assert rc == 0
+    prov = json.loads((tmp_path / "out" / "provenance.json").read_text())
+    assert prov["parameters"]["candidates"] == 3 and prov["rejections"]["below_best_of_n"] == 1
+    queries = [json.loads(x) for x in (tmp_path / "out" / "queries.jsonl").read_text().splitlines()]
+    assert [q["text"] for q in queries] == [ANSWERED]

@@ -217,3 +217,26 @@ def test_cluster_completion_prompt_for_base_models() -> None:
     qid = truth.queries.ids[0]
     assert dict(truth.qrels[qid]) == {"g4": 3, "g3": 2}
     assert prov["hard_negatives"][qid] == ["g1", "g2"]
+
+
+def test_examples_replace_the_built_in_shots_and_copies_of_them_are_rejected() -> None:
+    shots = (("numpy.argsort argsort(a) Returns the indices that would sort an array.",
+              "how do I get the indices that would sort an array"),
+             ("requests.get get(url) Sends a GET request.", "how to download a web page from a url"))
+    c = PromptControl(examples=shots)
+    prompt, prefill = describe_completion("time.sleep sleep(secs) Delay execution.", c)
+    assert "Document: numpy.argsort argsort(a) Returns" in prompt and "aspirin" not in prompt.lower()
+    assert prompt.index("requests.get") < prompt.index("time.sleep") and prefill == '{"query": "'
+    assert shot_queries(c) == frozenset(q for _, q in shots)
+    corpus = Corpus(("t",), (DOC,), ("",), ({},))
+    answers = [json.dumps({"query": "how to download a web page from the url"}),
+               json.dumps({"query": "how do I pause my program for a while"})]
+    with FakeOpenAI([Reply(200, a) for a in answers]) as srv:
+        client = LLMClient(LLMConfig(base_url=srv.base_url, model="fake"))
+        truth = describe_truth(corpus, client, options=DescribeOptions(n=1, prompt=c, specificity=None),
+                               progress=False)
+    assert truth.provenance["rejections"]["copied_example"] == 1
+    assert truth.queries.texts == ("how do I pause my program for a while",)
+    for bad in ((), (("doc only",),), (("doc", " "),)):
+        with pytest.raises(ConfigError):
+            PromptControl(examples=bad)  # type: ignore[arg-type]

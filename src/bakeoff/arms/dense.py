@@ -54,10 +54,17 @@ from ..validation import NonNegative, PositiveInt
 from ..versions import version_of
 from .base import Arm, ArmContext, DocMask, group_by_mask, register_arm
 from .exact import exact_search
+from .exact_index import INDEX_FORMAT, ExactIndex
 from ..models.encoders import Encoder, TextKind, length_order, make_encoder
 from ..models.training_record import training_mark
 
 __all__ = ["DenseArm", "EncodeEngine", "encode_checkpointed", "exact_search"]
+
+# A search covering this many queries over at least _INDEX_MIN_DOCS documents first builds the prepared int8
+# index (arms/exact_index.py; kept for later searches of the same corpus): its build costs about what ~1,000
+# queries' float32 screening saves (1M x 384 here: build 4.3 s; 100 queries 0.42-0.5 s with it, 0.8-1.3 s without)
+_INDEX_MIN_QUERIES = 1000
+_INDEX_MIN_DOCS = 1 << 16
 
 #: ``engine(encoder, texts, kind, batch_size) -> (len(texts), dim) float32``; the
 #: default calls ``encoder.encode``. A distributed engine (Ray ...) plugs in here
@@ -196,6 +203,7 @@ class DenseArm(Arm):
             price_per_1k_tokens=price_per_1k_tokens, **extra)
         self._corpus: Corpus | None = None
         self._docs: np.ndarray | None = None
+        self._exact_index: ExactIndex | None = None
 
     # identity ---------------------------------------------------------------
     def config(self) -> dict[str, Any]:
@@ -293,6 +301,21 @@ class DenseArm(Arm):
     def index(self, corpus: Corpus, *, ctx: ArmContext) -> None:
         self._docs = self.embed_corpus(corpus, ctx=ctx)
         self._corpus = corpus
+        self._exact_index = None
+
+    def _prepared_index(self, ctx: ArmContext) -> ExactIndex:
+        """The int8 index of the corpus embeddings (arms/exact_index.py): from the cache (keyed by the document
+        embeddings' key and the index format), else built (with progress) and stored."""
+        assert self._docs is not None and self._corpus is not None
+        key = cache_key({"kind": "dense-exact-index", "doc": self._key("doc", self._corpus.fingerprint()),
+                         "format": INDEX_FORMAT})
+        cached = ExactIndex.from_cache(ctx.cache, key, self._docs) if ctx.cache is not None else None
+        if cached is not None:
+            return cached
+        index = ExactIndex.build(self._docs, progress=ctx.progress, desc=f"exact index {self.name}")
+        if ctx.cache is not None:
+            index.to_cache(ctx.cache, key)
+        return index
 
     def search(self, queries: Queries, *, k: int, ctx: ArmContext, mask: DocMask | None = None) -> Run:
         if self._docs is None or self._corpus is None:
@@ -300,9 +323,15 @@ class DenseArm(Arm):
         q = self.embed_queries(queries, ctx=ctx)
         ids = self._corpus.ids
         out: dict[str, tuple[tuple[str, float], ...]] = {}
+        if self._exact_index is None and len(queries) >= _INDEX_MIN_QUERIES and len(ids) >= _INDEX_MIN_DOCS:
+            self._exact_index = self._prepared_index(ctx)
         for m, rows in group_by_mask(queries, mask):
-            ranked = exact_search(q[np.asarray(rows, dtype=np.int64)], self._docs, ids, k=k, mask=m,
-                                  progress=ctx.progress, desc=f"search {self.name}")
+            if self._exact_index is not None:  # the same output, bit for bit (arms/exact_index.py)
+                ranked = self._exact_index.search(q[np.asarray(rows, dtype=np.int64)], ids, k=k, mask=m,
+                                                  progress=ctx.progress, desc=f"search {self.name}")
+            else:
+                ranked = exact_search(q[np.asarray(rows, dtype=np.int64)], self._docs, ids, k=k, mask=m,
+                                      progress=ctx.progress, desc=f"search {self.name}")
             for i, r in zip(rows, ranked, strict=True):
                 out[queries.ids[i]] = r
         return Run.from_ranked(self.name, {qid: out[qid] for qid in queries.ids})

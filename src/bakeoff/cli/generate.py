@@ -19,6 +19,7 @@ def generate(
     seed: Annotated[int, typer.Option(help="Seed of sampling, clustering and generation.")] = 0,
     leak_threshold: Annotated[float, typer.Option(help="reject queries whose leak (share of their words copied from the source documents) is above this; both modes.")] = 0.35,
     regenerations: Annotated[int, typer.Option(help="describe: regenerations of a rejected query.")] = 3,
+    candidates: Annotated[int, typer.Option(min=1, help="describe: queries per document and round; the passing one with the best answerability is kept (best of n).")] = 1,
     stratify_by: Annotated[Optional[str], typer.Option(help="describe: metadata field to stratify sampling by.")] = None,
     lang: Annotated[str, typer.Option(help="Common-word list of the leak metric: en or es.")] = "en",
     max_doc_chars: Annotated[Optional[int], typer.Option(help="Characters of each document shown to the model.")] = None,
@@ -81,7 +82,7 @@ def generate(
     if mode == "describe":
         opts: DescribeOptions | ClusterOptions = DescribeOptions(
             n=n, seed=seed, leak_threshold=leak_threshold, max_regenerations=regenerations, stratify_by=stratify_by,
-            lang=lang, test_fraction=test_fraction, min_doc_chars=min_doc_chars, **doc_chars)
+            lang=lang, test_fraction=test_fraction, min_doc_chars=min_doc_chars, candidates=candidates, **doc_chars)
     else:
         try:
             gm = GradeMap.parse(grades)

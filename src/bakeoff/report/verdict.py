@@ -24,6 +24,13 @@ decides, on the report's primary measure ``m``:
    :data:`LEAK_HEAVY_SHARE` of the queries with leak >= :data:`LEAK_HEAVY`); judged@k
    below :data:`JUDGED_LOW` for a candidate (when the report has judged@k); no pair of arms
    significantly different at all.
+6. **leak check** (synthetic sets with leak buckets, :mod:`bakeoff.report.quality`): the
+   paired tests inside the *lowest* leak bucket (queries that reuse few words of their
+   source document). When one of them contradicts the overall decision -- an arm
+   significantly better there (Holm within the bucket) than the pick, or than an arm the
+   overall test calls better -- the verdict says so next to the decision and the headline
+   points to it. The pick itself is not changed: a subgroup test is evidence to check
+   (real queries, a stronger generator), not a licence to re-decide on a subset.
 
 Broken arms (:mod:`bakeoff.runner.guards`: empty rankings for too many queries) are not
 in the report's arms; the verdict lists them apart and never ranks them.
@@ -39,7 +46,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["JUDGED_LOW", "LEAK_HEAVY", "LEAK_HEAVY_SHARE", "TOLERANCE", "build_verdict", "costs_of", "fmt_p"]
+__all__ = ["JUDGED_LOW", "LEAK_HEAVY", "LEAK_HEAVY_SHARE", "TOLERANCE", "build_verdict", "costs_of", "fmt_p",
+           "leak_check"]
 
 #: A cost decides between two arms only when one figure exceeds the other by more than this share.
 TOLERANCE = 0.10
@@ -170,6 +178,64 @@ def _caveats(report: Mapping[str, Any], candidates: Sequence[str], m: str, any_s
     return out
 
 
+def leak_check(report: Mapping[str, Any], *, best: str, pick: str, below: Sequence[str]) -> list[dict[str, Any]]:
+    """Contradictions between the overall decision and the lowest leak bucket (rule 6).
+
+    Reads ``report["truth_quality"]["leak_buckets"]`` (the best arm against each other arm,
+    per bucket, Holm within the bucket). Returns one entry per contradiction,
+    ``{"bucket", "n", "winner", "loser", "mean_winner", "mean_loser", "p_holm", "overall"}``,
+    where ``overall`` is ``"tied"`` (the pick was chosen among arms the overall test could
+    not separate, yet the bucket separates them) or ``"reversed"`` (the overall test
+    ranks ``loser`` significantly above ``winner``). Empty when there is no leak section,
+    its best arm is not the verdict's, or nothing contradicts.
+    """
+    lb = ((report.get("truth_quality") or {}).get("leak_buckets")) or {}
+    pairs = lb.get("pairs") or []
+    if not pairs or pairs[0].get("a") != best:
+        return []
+    labels = [b for b in lb.get("counts") or {} if b != "(no leak value)"]
+    if len(labels) < 2:  # one bucket holds every query with a leak value: the overall test already speaks
+        return []
+    low = labels[0]
+    out = []
+    for pair in pairs:
+        other = pair["b"]
+        row = next((r for r in pair["rows"] if r["bucket"] == low), None)
+        if row is None or not row.get("significant"):
+            continue
+        a_wins = float(row["delta"]) > 0
+        winner, loser = (best, other) if a_wins else (other, best)
+        mean_w, mean_l = (row["mean_a"], row["mean_b"]) if a_wins else (row["mean_b"], row["mean_a"])
+        if a_wins and other == pick and pick != best:
+            overall = "tied"  # the best beats the chosen (tied) arm on the queries that copy little
+        elif not a_wins and other == pick:
+            continue  # the pick (tied overall, cheaper) is the better one here: it agrees with the decision
+        elif not a_wins and other not in below:
+            overall = "tied"  # an arm tied overall beats the best here
+        elif not a_wins:
+            overall = "reversed"  # significantly below overall, significantly above here
+        else:
+            continue  # the best beats an arm here too: no contradiction
+        out.append({"bucket": low, "n": int(row["n"]), "winner": winner, "loser": loser,
+                    "mean_winner": float(mean_w), "mean_loser": float(mean_l), "p_holm": row.get("p_perm_holm"),
+                    "overall": overall})
+    return out
+
+
+def _leak_lines(checks: Sequence[Mapping[str, Any]], m: str, pick: str) -> list[str]:
+    lines = []
+    for c in checks:
+        what = ("although the overall test cannot separate them" if c["overall"] == "tied"
+                else f"although overall {c['loser']} is significantly better")
+        lines.append(f"Leak check: on the {c['n']} queries with the least leak ({c['bucket']}), {c['winner']} is "
+                     f"significantly better than {c['loser']} on {m} ({c['mean_winner']:.4f} vs "
+                     f"{c['mean_loser']:.4f}, Holm {fmt_p(c['p_holm'])} within the bucket), {what}. Queries that "
+                     "copy their answer's words favour lexical arms, so the overall result may come from the leak: "
+                     f"check on real queries (`bakeoff label`, then `bakeoff compare`) or on queries from a stronger "
+                     f"generator before deploying {pick}.")
+    return lines
+
+
 def build_verdict(report: Mapping[str, Any]) -> dict[str, Any]:
     """The verdict of ``report`` (rules in the module docstring)::
 
@@ -177,10 +243,10 @@ def build_verdict(report: Mapping[str, Any]) -> dict[str, Any]:
          "tied": [{"name", "mean", "diff", "p_holm"}], "below": [{"name", "mean", "diff", "p_holm"}],
          "reason": {"cost", "ratio"} | null, "oracle": {"mean", "headroom"} | null,
          "costs": {arm: {cost: value}}, "broken": [{"name", "empty", "n", "share"}],
-         "caveats": [str], "headline": str, "lines": [str]}
+         "caveats": [str], "leak_check": [{...}], "headline": str, "lines": [str]}
 
-    ``headline`` is the decision sentence; ``lines`` the headline, then head-room, broken
-    arms and caveats, each one sentence.
+    ``headline`` is the decision sentence; ``lines`` the headline, then the leak check,
+    head-room, broken arms and caveats, each one sentence.
     """
     m = report["primary"]
     alpha = float(report["stats"]["alpha"])
@@ -190,7 +256,7 @@ def build_verdict(report: Mapping[str, Any]) -> dict[str, Any]:
               for b in report.get("broken_arms") or []]
     out: dict[str, Any] = {"measure": m, "alpha": alpha, "best": None, "pick": None, "candidates": [], "tied": [],
                            "below": [], "reason": None, "oracle": None, "costs": {}, "broken": broken,
-                           "caveats": [], "headline": "", "lines": []}
+                           "caveats": [], "leak_check": [], "headline": "", "lines": []}
     broken_lines = [f"Broken, left out of the ranking and the tests: {b['name']} (empty ranking for {b['queries']} "
                     f"of {b['n']} queries, {b['share']:.0%} > {b['max_share']:.0%})." for b in broken]
     if not arms:
@@ -258,7 +324,11 @@ def build_verdict(report: Mapping[str, Any]) -> dict[str, Any]:
         if others:
             head += (" Also tied with the best: " + _names([f"{t['name']} (Holm {fmt_p(t['p_holm'])})" for t in others])
                      + ".")
-    lines = [head]
+    checks = leak_check(report, best=best, pick=pick, below=[r["name"] for r in out["below"]])
+    out["leak_check"] = checks
+    if checks:
+        head = head.replace(f"→ deploy {pick}.", f"→ deploy {pick}, but the leak check below disagrees.", 1)
+    lines = [head, *_leak_lines(checks, m, pick)]
     if out["below"] and len(arms) > 1:
         fastest = min((a for a in mean if costs[a]["latency_ms"] is not None),
                       key=lambda a: costs[a]["latency_ms"], default=None)  # type: ignore[arg-type,return-value]

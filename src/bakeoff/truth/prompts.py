@@ -135,7 +135,9 @@ class PromptControl:
     ``es``); ``persona``: who searches (e.g. ``"a tenant with a dispute over a deposit"``);
     ``instruction``: free text added to the task; ``preset``: a named constraint set of
     :data:`PRESETS` (``seed000``). Chat prompts carry all of it in the instruction; completion
-    prompts (base models) in the header line before the examples.
+    prompts (base models) in the header line before the examples. ``examples``: the few-shot
+    ``(document, query)`` pairs of the describe prompt, replacing the built-in ones (two medical and
+    two Python documents) for a corpus of one genre; a query copying one of them is rejected.
     """
 
     style: QueryStyle = "question"
@@ -143,9 +145,14 @@ class PromptControl:
     persona: str | None = None
     instruction: str | None = None
     preset: str | None = None
+    examples: tuple[tuple[str, str], ...] | None = None
 
     def __post_init__(self) -> None:
         from ..errors import ConfigError
+
+        if self.examples is not None and (not self.examples or any(
+                len(e) != 2 or not all(isinstance(x, str) and x.strip() for x in e) for e in self.examples)):
+            raise ConfigError("prompt examples must be a non-empty list of (document, query) pairs of non-empty text")
 
         if self.style not in QUERY_STYLES:
             raise ConfigError(f"query style must be one of {', '.join(QUERY_STYLES)}, got {self.style!r}")
@@ -171,6 +178,8 @@ class PromptControl:
         return f"{text} {extra}" if extra else text
 
     def shots(self) -> tuple[tuple[str, str], ...]:
+        if self.examples is not None:
+            return tuple((d, q) for d, q in self.examples)
         return tuple(zip(_SHOT_DOCS[self.lang], _SHOT_QUERIES[self.lang][self.style], strict=True))
 
 

@@ -6,7 +6,11 @@ query a layman would type to find each one, and keep it only when
 ``leak(query, document) <= leak_threshold`` (see :mod:`bakeoff.truth.leak`).
 A rejected or failed query is regenerated (new sampling seed) up to
 ``max_regenerations`` times, in rounds over all documents still open; a
-document with no accepted query is dropped. Reported: mean leak and histogram
+document with no accepted query is dropped. **Best of n** (``candidates``): each round asks for
+``candidates`` queries per open document (request ``j`` of round ``a`` uses sampling seed
+``seed * 100003 + a * candidates + j``, so ``candidates=1`` is the one-query-per-round scheme) and
+keeps the passing one with the highest answerability score (the first passing one without an
+answerability scorer) — the per-document version of InPars' "keep the top-scored queries". Reported: mean leak and histogram
 of the *kept* queries, the histogram of every scored generation, and
 ``rejection_rate = rejected generations / scored generations``.
 
@@ -83,6 +87,8 @@ class DescribeOptions:
     test_fraction: float = 0.5
     #: Documents whose text (whitespace collapsed) is shorter are never sampled (too short to describe).
     min_doc_chars: int = 0
+    #: Queries generated per open document and round; the passing one with the best answerability is kept.
+    candidates: int = 1
     #: How queries are scored and kept when a scorer is given (``None``: no specificity filter).
     specificity: SpecificityOptions | None = field(default_factory=SpecificityOptions)
     #: How queries are scored for answerability when an answerability scorer is given (``None``: no filter).
@@ -169,7 +175,8 @@ def _copies_example(query: str, *, examples: frozenset[str] = DESCRIBE_SHOT_QUER
 
 def describe_request(corpus: Corpus, row: int, client: LLMClient, options: DescribeOptions, *,
                      attempt: int) -> ChatRequest:
-    """The request for document ``row`` in regeneration round ``attempt`` (seed ``seed * 100003 + attempt``)."""
+    """The request number ``attempt`` for document ``row`` (seed ``seed * 100003 + attempt``; request ``j``
+    of regeneration round ``a`` is number ``a * options.candidates + j``)."""
     o = options
     params: dict[str, Any] = {"temperature": o.temperature, "max_tokens": o.max_tokens,
                               "seed": o.seed * 100_003 + attempt}
@@ -181,10 +188,13 @@ def describe_request(corpus: Corpus, row: int, client: LLMClient, options: Descr
 
 
 def describe_requests(corpus: Corpus, client: LLMClient, options: DescribeOptions, *, attempt: int) -> list[ChatRequest]:
-    """Round ``attempt``'s request for every sampled document (used to match batch results)."""
+    """Round ``attempt``'s requests (``options.candidates`` each) for every sampled document (used to
+    match batch results)."""
     rows = sample_rows(corpus, options.n, rng=np.random.default_rng(options.seed), stratify_by=options.stratify_by,
                        eligible=eligible_rows(corpus, min_chars=options.min_doc_chars))
-    return [describe_request(corpus, int(r), client, options, attempt=attempt) for r in rows]
+    n_c = options.candidates
+    return [describe_request(corpus, int(r), client, options, attempt=attempt * n_c + j)
+            for r in rows for j in range(n_c)]
 
 
 def _score_text(corpus: Corpus, row: int) -> str:
@@ -233,32 +243,31 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
         audit.append({"doc": corpus.ids[r], "round": attempt, "query": query, "outcome": outcome, **extra})
 
     open_rows = [int(r) for r in rows]
+    n_c = o.candidates
     for attempt in range(o.max_regenerations + 1):
         if not open_rows:
             break
-        reqs = [describe_request(corpus, r, client, o, attempt=attempt) for r in open_rows]
+        reqs = [describe_request(corpus, r, client, o, attempt=attempt * n_c + j) for r in open_rows for j in range(n_c)]
         gens = client.generate_many(reqs, progress=progress, desc=f"describe (round {attempt + 1})")
-        still_open: list[int] = []
+        waiting: set[int] = set()
         candidates: list[tuple[int, str, float]] = []
-        for r, g in zip(open_rows, gens, strict=True):
+        for r, g in zip([r for r in open_rows for _ in range(n_c)], gens, strict=True):
             if g.pending:
                 counts["pending"] += 1
+                waiting.add(r)
                 continue
             counts["generations"] += 1
             if not g.ok:
                 counts["failed"] += 1
-                still_open.append(r)
                 continue
             q = " ".join(g.value.query.split())
             if _copies_example(q, examples=examples):
                 counts["copied_example"] += 1
                 note(r, attempt, q, "copied_example")
-                still_open.append(r)
                 continue
             if len(q.split()) < o.min_query_words:
                 counts["too_short"] += 1
                 note(r, attempt, q, "too_short")
-                still_open.append(r)
                 continue
             source = f"{corpus.titles[r]} {corpus.texts[r]}"
             lk = leak(q, source, lang=o.lang)
@@ -267,25 +276,31 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
             if lk > o.leak_threshold:
                 counts["rejected"] += 1
                 note(r, attempt, q, "leak", leak=round(lk, 6))
-                still_open.append(r)
                 continue
             candidates.append((r, q, lk))
-        # answerability first (cheap), then specificity (an LLM pass) only for the candidates that passed it
+        # answerability first (cheap), then specificity (an LLM pass) only for each document's best passing candidate
         answers: list[float | None] = [None] * len(candidates)
         if ans is not None and candidates:
             answers = list(answerability_scores([(q, _score_text(corpus, r)) for r, q, _ in candidates],
                                                 answerer, options=ans, cache=client.cache, stats=ans_stats))  # type: ignore[arg-type]
             all_ans.extend(answers)  # type: ignore[arg-type]
-        passed = [i for i, an in enumerate(answers) if an is None or ans_thr is None or an >= ans_thr]
+        best: dict[int, int] = {}  # row -> index of its best candidate passing answerability
+        for i, ((r, _, _), an) in enumerate(zip(candidates, answers, strict=True)):
+            if an is not None and ans_thr is not None and an < ans_thr:
+                continue
+            prev = answers[best[r]] if r in best else None
+            if r not in best or (an is not None and prev is not None and an > prev):
+                best[r] = i
+        chosen = sorted(best.values())
         scores: list[float | None] = [None] * len(candidates)
-        if spec is not None and passed:
-            got = specificity_scores([(candidates[i][1], _score_text(corpus, candidates[i][0])) for i in passed],
+        if spec is not None and chosen:
+            got = specificity_scores([(candidates[i][1], _score_text(corpus, candidates[i][0])) for i in chosen],
                                      scorer, options=spec, cache=client.cache, progress=progress,  # type: ignore[arg-type]
                                      stats=spec_stats, others=_random_others(corpus, spec))
-            for i, x in zip(passed, got, strict=True):
+            for i, x in zip(chosen, got, strict=True):
                 scores[i] = x.score
             all_spec.extend(x.score for x in got)
-        for (r, q, lk), sc, an in zip(candidates, scores, answers, strict=True):
+        for i, ((r, q, lk), sc, an) in enumerate(zip(candidates, scores, answers, strict=True)):
             extra: dict[str, Any] = {"leak": round(lk, 6)}
             if sc is not None:
                 extra["specificity"] = round(sc, 6)
@@ -294,16 +309,18 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
             if an is not None and ans_thr is not None and an < ans_thr:
                 counts["not_answerable"] += 1
                 note(r, attempt, q, "not_answerable", **extra)
-                still_open.append(r)
+                continue
+            if best[r] != i:
+                counts["below_best_of_n"] += 1
+                note(r, attempt, q, "below_best_of_n", **extra)
                 continue
             if sc is not None and spec is not None and spec.threshold is not None and sc < spec.threshold:
                 counts["low_specificity"] += 1
                 note(r, attempt, q, "low_specificity", **extra)
-                still_open.append(r)
                 continue
             note(r, attempt, q, "kept", **extra)
             accepted[r] = (q, lk, attempt, sc, an)
-        open_rows = still_open
+        open_rows = [r for r in open_rows if r not in accepted and r not in waiting]
     if spec is not None and spec.keep_fraction is not None and accepted:
         order = sorted(accepted)
         mask = keep_mask([accepted[r][3] or 0.0 for r in order], replace(spec, threshold=None))
@@ -358,7 +375,8 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
                        "too_short": counts["too_short"], "leak": counts["rejected"],
                        "low_specificity": counts["low_specificity"], "not_answerable": counts["not_answerable"],
                        "below_top_fraction": counts["below_top_fraction"],
-                       "below_answerability_top": counts["below_answerability_top"]},
+                       "below_answerability_top": counts["below_answerability_top"],
+                       "below_best_of_n": counts["below_best_of_n"]},
         "generations": audit,
         "usage": client.usage.as_dict(),
     }

@@ -21,7 +21,22 @@ re-ranked with :func:`~bakeoff.data.ranking.rank` anyway.
 scans every row (index scans disabled, ties broken by id as above, so it
 equals an exact search of the same embeddings up to float rounding);
 ``index=hnsw`` builds (once, ``CREATE INDEX IF NOT EXISTS``) an HNSW index with
-``m``/``ef_construction`` and searches it with ``hnsw.ef_search``. Queries go out
+``m``/``ef_construction`` and searches it with ``hnsw.ef_search``.
+
+``storage`` (HNSW only) chooses what the index holds: ``vector`` (default, float32, the
+distance above), ``halfvec`` (an expression index on ``v::halfvec(d)``: float16, half the
+size) or ``bit`` (``binary_quantize(v)::bit(d)``: one sign bit per dimension, searched by
+Hamming distance — 32x smaller than float32). With ``halfvec``/``bit`` the index yields
+``rerank`` candidates (default ``ef_search``; at least ``k``), found with
+``hnsw.ef_search = max(ef_search, rerank)`` because pgvector returns at most ``ef_search``
+rows per scan, and those candidates are re-scored **exactly** in float32 on the table's
+vectors (same score formula as above) — the returned top-``k`` carries exact scores, in
+the exact path's order (score desc, then id in byte order). Results differ from
+``storage=vector`` only in which documents the approximate search finds, so ``storage`` and
+``rerank`` are part of the cache identity (absent, i.e. unchanged, for ``vector``). On this
+machine the pgvector search is memory-latency bound (each visited graph element is a buffer
+look-up, pin and page read), and the small ``bit`` index visits cheaper elements:
+``benchmarks/pgvector_hnsw.py`` measures what each storage costs at equal recall. Queries go out
 ``pipeline`` at a time (default 256) in one psycopg pipeline — prepared statements, query
 vectors in pgvector's binary format (``pgvector.psycopg``) — so a batch costs one round trip,
 not one per query; the SQL and therefore the results are the same as one query at a time.
@@ -35,6 +50,7 @@ Masks (as-of search) become ``AND id = ANY(allowed ids)`` (for HNSW with
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterator
 from typing import Annotated, Any
 
@@ -54,6 +70,7 @@ from ._common import ExternalError, redact_url
 __all__ = ["PgFtsArm", "PgVectorArm", "vector_literal"]
 
 _METRICS = {"ip": ("<#>", "vector_ip_ops"), "cosine": ("<=>", "vector_cosine_ops"), "l2": ("<->", "vector_l2_ops")}
+_STORAGES = ("vector", "halfvec", "bit")
 
 
 def vector_literal(row: np.ndarray) -> str:
@@ -246,9 +263,23 @@ class PgVectorArm(_PgArm):
         ef_construction: PositiveInt = 64,
         ef_search: PositiveInt = 40,
         pipeline: PositiveInt = 256,
+        storage: str = "vector",
+        rerank: PositiveInt | None = None,
         version: str | None = None,
     ) -> None:
         super().__init__(name=name, dsn=dsn, table=table, id_column=id_column, version=version)
+        if storage not in _STORAGES:
+            raise ConfigError(f"{self.who}: storage must be one of {', '.join(_STORAGES)}, got {storage!r}")
+        if storage != "vector" and index != "hnsw":
+            raise ConfigError(f"{self.who}: storage={storage} needs index=hnsw (it is the HNSW index's storage)")
+        if rerank is not None and storage == "vector":
+            raise ConfigError(f"{self.who}: rerank= re-scores the candidates of a halfvec/bit index; "
+                              f"set storage=halfvec or storage=bit")
+        if rerank is not None and int(rerank) < 1:
+            raise ConfigError(f"{self.who}: rerank must be >= 1, got {rerank}")
+        self.storage = storage
+        self.rerank = None if rerank is None else int(rerank)
+        self._dims: int | None = None
         self.pipeline = int(pipeline)
         if self.pipeline < 1:
             raise ConfigError(f"{self.who}: pipeline must be >= 1, got {pipeline}")
@@ -266,7 +297,24 @@ class PgVectorArm(_PgArm):
                "metric": self.metric}
         if self.index_kind == "hnsw":
             cfg.update(m=self.m, ef_construction=self.ef_construction, ef_search=self.ef_search)
+        if self.storage != "vector":  # absent for the default: its cache identity is unchanged
+            cfg.update(storage=self.storage, rerank=self.rerank)
         return cfg
+
+    def _candidates(self, k: int) -> int:
+        """How many candidates a halfvec/bit index yields for re-scoring: ``rerank`` (default
+        ``ef_search``), at least ``k``."""
+        return max(k, self.ef_search if self.rerank is None else self.rerank)
+
+    def _index_expr(self, vec: Any) -> Any:
+        """What the HNSW index holds (and the query orders by): the column, or its halfvec / bit form."""
+        from psycopg import sql
+
+        if self.storage == "halfvec":
+            return sql.SQL("({v}::halfvec({d}))").format(v=vec, d=sql.Literal(self._dims))
+        if self.storage == "bit":
+            return sql.SQL("(binary_quantize({v})::bit({d}))").format(v=vec, d=sql.Literal(self._dims))
+        return vec
 
     def children(self) -> tuple[Arm, ...]:
         return (self.base,)
@@ -282,6 +330,12 @@ class PgVectorArm(_PgArm):
             if not cols[self.vector_column].startswith("vector"):
                 raise ExternalError(f"{self.who}: column {self.vector_column!r} of {self.table!r} has type "
                                     f"{cols[self.vector_column]}, not pgvector's vector")
+            dims = re.fullmatch(r"vector\((\d+)\)", cols[self.vector_column])
+            if self.storage != "vector" and dims is None:
+                raise ExternalError(f"{self.who}: storage={self.storage} needs the column's dimension: "
+                                    f"{self.vector_column!r} of {self.table!r} is {cols[self.vector_column]}, "
+                                    f"not vector(N)")
+            self._dims = None if dims is None else int(dims.group(1))
             self._table_name = self.table
         else:
             emb = np.asarray(self.base.embed_corpus(corpus, ctx=ctx), dtype=np.float32)  # type: ignore[attr-defined]
@@ -299,9 +353,14 @@ class PgVectorArm(_PgArm):
                             cp.write_row((corpus.ids[i], vector_literal(emb[i])))
                     conn.execute(sql.SQL("ANALYZE {t}").format(t=sql.Identifier(name)))
             self._table_name = name
+            self._dims = int(emb.shape[1])
         if self.index_kind == "hnsw":
             base_name = _pg.split_table(self._table_name)[-1]
-            idx = f"{base_name}_hnsw_{self.metric}_m{self.m}_ef{self.ef_construction}"[:63]
+            tag = {"vector": "", "halfvec": "_hv", "bit": "_bq"}[self.storage]  # vector: the name it always had
+            idx = f"{base_name}_hnsw_{self.metric}_m{self.m}_ef{self.ef_construction}{tag}"
+            if tag and len(idx) > 63:  # PostgreSQL truncates names to 63 bytes: keep the storage distinct
+                idx = base_name[:30] + "_hnsw_" + cache_key({"i": idx})[:16] + tag
+            idx = idx[:63]
             try:
                 if self.table is None:  # our own table: give the build room (session setting only)
                     conn.execute("SET maintenance_work_mem = '1GB'")
@@ -313,14 +372,22 @@ class PgVectorArm(_PgArm):
                 with watch:  # pgvector reports the build in pg_stat_progress_create_index
                     conn.execute(sql.SQL("CREATE INDEX IF NOT EXISTS {i} ON {t} USING hnsw ({c} {ops}) "
                                          "WITH (m = {m}, ef_construction = {ef})").format(
-                        i=sql.Identifier(idx), t=self._ident(self._table_name), c=sql.Identifier(self.vector_column),
-                        ops=sql.SQL(_METRICS[self.metric][1]), m=sql.Literal(self.m),
+                        i=sql.Identifier(idx), t=self._ident(self._table_name),
+                        c=self._index_expr(sql.Identifier(self.vector_column)),
+                        ops=sql.SQL(self._opclass()), m=sql.Literal(self.m),
                         ef=sql.Literal(self.ef_construction)))
                 bar.close()
             except Exception as exc:
                 raise ExternalError(f"{self.who}: cannot build the HNSW index: "
                                     f"{_pg.scrub(str(exc).splitlines()[0], self._real_dsn)}") from None
         self._corpus = corpus
+
+    def _opclass(self) -> str:
+        """The HNSW operator class: the metric's for vector/halfvec storage, Hamming distance for bit."""
+        if self.storage == "bit":
+            return "bit_hamming_ops"
+        ops = _METRICS[self.metric][1]
+        return ops.replace("vector_", "halfvec_") if self.storage == "halfvec" else ops
 
     @staticmethod
     def _binary_vectors(conn: Any) -> bool:
@@ -344,9 +411,21 @@ class PgVectorArm(_PgArm):
         dist = sql.SQL("({v} {op} %(q)s::vector)").format(v=vec, op=op)
         score = {"ip": sql.SQL("-{d}"), "cosine": sql.SQL("1 - {d}"), "l2": sql.SQL("-{d}")}[self.metric].format(d=dist)
         where = sql.SQL(" WHERE {id}::text = ANY(%(allowed)s)").format(id=idc) if masked else sql.SQL("")
+        tie_order = sql.SQL("{d} ASC, {id}::text COLLATE \"C\" DESC").format(d=dist, id=idc)
+        if self.storage != "vector":
+            # The quantised index finds %(cand)s candidates; they are re-scored exactly in float32
+            # and ordered with the tie rule (as the exact path).
+            q = sql.SQL("%(q)s::vector")
+            near = (sql.SQL("{x} <~> (binary_quantize({q})::bit({d}))").format(
+                        x=self._index_expr(vec), q=q, d=sql.Literal(self._dims)) if self.storage == "bit" else
+                    sql.SQL("{x} {op} ({q}::halfvec({d}))").format(
+                        x=self._index_expr(vec), op=op, q=q, d=sql.Literal(self._dims)))
+            return sql.SQL(
+                "SELECT {id}::text, ({s})::float8 FROM (SELECT {id}, {v} FROM {t}{where} ORDER BY {near} "
+                "LIMIT %(cand)s) AS c ORDER BY {o} LIMIT %(k)s").format(
+                id=idc, s=score, v=vec, t=self._ident(self._table_name), where=where, near=near, o=tie_order)
         # Exact: a full scan sorted with the tie rule. HNSW: ORDER BY the distance alone, so the index is used.
-        order = (sql.SQL("{d} ASC, {id}::text COLLATE \"C\" DESC").format(d=dist, id=idc)
-                 if self.index_kind == "exact" else dist)
+        order = tie_order if self.index_kind == "exact" else dist
         return sql.SQL("SELECT {id}::text, ({s})::float8 FROM {t}{where} ORDER BY {o} LIMIT %(k)s").format(
             id=idc, s=score, t=self._ident(self._table_name), where=where, o=order)
 
@@ -364,10 +443,12 @@ class PgVectorArm(_PgArm):
                 conn.execute("SET LOCAL enable_indexscan = off")
                 conn.execute("SET LOCAL enable_bitmapscan = off")
             else:
-                conn.execute(f"SET LOCAL hnsw.ef_search = {int(self.ef_search)}")
+                ef = self.ef_search if self.storage == "vector" else max(self.ef_search, self._candidates(k))
+                conn.execute(f"SET LOCAL hnsw.ef_search = {int(ef)}")
                 if mask is not None:
                     conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")
             binary = self._binary_vectors(conn)
+            cand = self._candidates(k)
             for m, rows in group_by_mask(queries, mask):
                 stmt = self._query_sql(m is not None).as_string(conn)  # composed once, not per query
                 allowed = None if m is None else [self._corpus.ids[i] for i in np.flatnonzero(m)]
@@ -379,7 +460,7 @@ class PgVectorArm(_PgArm):
                             for i in chunk:
                                 cur = conn.cursor()
                                 q = qemb[i] if binary else vector_literal(qemb[i])
-                                cur.execute(stmt, {"q": q, "k": k, "allowed": allowed}, prepare=True)
+                                cur.execute(stmt, {"q": q, "k": k, "allowed": allowed, "cand": cand}, prepare=True)
                                 curs.append(cur)
                         hits = [cur.fetchall() for cur in curs]
                     except psycopg.Error as exc:
