@@ -278,3 +278,23 @@ def test_pgvector_halfvec_storage_on_a_user_table(pg_dsn: str) -> None:
     with pytest.raises(ExternalError, match=r"storage=bit needs the column's dimension: 'loose' of 'items_hv' is vector"):
         ctx.search(loose, queries, k=10)
     conn.close()
+
+
+def test_pgvector_hnsw_deeper_than_ef_search_returns_k_rows(pg_dsn: str) -> None:
+    # A plain HNSW scan stops at ef_search rows; a run of depth k > ef_search must still hold k rows per query,
+    # the first ef_search of them being the plain scan's, the rest in non-increasing exact score.
+    corpus, queries, base = _vectors(seed=11)
+    ctx = Context(corpus=corpus, progress=False)
+    arm = PgVectorArm(name="pgh", base=base, dsn=pg_dsn, index="hnsw", m=8, ef_construction=32, ef_search=10)
+    shallow = ctx.search(arm, queries, k=10)
+    deep = ctx.search(arm, queries, k=50)
+    exact = ctx.search(base, queries, k=50)
+    q_vecs, d_vecs = base.qvecs, base.docs
+    pos = {d: i for i, d in enumerate(corpus.ids)}
+    for q in queries.ids:
+        assert len(deep[q]) == 50
+        assert deep.doc_ids(q)[:10] == shallow.doc_ids(q)
+        want = {d: float(np.dot(q_vecs[q].astype(np.float64), d_vecs[pos[d]].astype(np.float64))) for d in deep.doc_ids(q)}
+        assert np.allclose([s for _, s in deep[q]], [want[d] for d, _ in deep[q]], atol=1e-5)
+    recall = np.mean([len(set(deep.doc_ids(q)) & set(exact.doc_ids(q))) / 50 for q in queries.ids])
+    assert recall >= 0.9

@@ -44,7 +44,11 @@ Embeddings come from the ``base=`` dense arm (``embed_corpus``/``embed_queries``
 so bakeoff's exact dense arm and pgvector see the same vectors.
 
 Masks (as-of search) become ``AND id = ANY(allowed ids)`` (for HNSW with
-``hnsw.iterative_scan = strict_order``).
+``hnsw.iterative_scan = strict_order``). A plain HNSW scan returns at most ``ef_search`` rows,
+so a search deeper than ``ef_search`` (e.g. depth 100 with the default 40) also turns the
+iterative scan on: the first ``ef_search`` rows are those of the plain scan, the rest come
+from continuing it in distance order (until code version 2 such a run silently held only
+``ef_search`` rows per query).
 """
 
 from __future__ import annotations
@@ -244,7 +248,7 @@ class PgFtsArm(_PgArm):
         return Run.from_ranked(self.name, {q: out[q] for q in queries.ids})
 
 
-@register_arm("pgvector", code_version="1")
+@register_arm("pgvector", code_version="2")
 class PgVectorArm(_PgArm):
     """pgvector exact or HNSW search over the ``base`` dense arm's embeddings (see module docstring)."""
 
@@ -445,7 +449,7 @@ class PgVectorArm(_PgArm):
             else:
                 ef = self.ef_search if self.storage == "vector" else max(self.ef_search, self._candidates(k))
                 conn.execute(f"SET LOCAL hnsw.ef_search = {int(ef)}")
-                if mask is not None:
+                if mask is not None or k > ef:  # an HNSW scan alone stops at ef_search rows: continue it
                     conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")
             binary = self._binary_vectors(conn)
             cand = self._candidates(k)
