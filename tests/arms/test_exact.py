@@ -10,6 +10,8 @@ inputs and non-finite values.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -17,6 +19,7 @@ from hypothesis import strategies as st
 
 from bakeoff.arms import exact as exact_mod
 from bakeoff.arms.exact import GemvModel, exact_search, exact_search_reference, gemv_model, score_error_bound
+from tests.support.forked import call_in_fork
 
 
 def _adversarial(rng: np.random.Generator, n: int, d: int, *, normalise: bool, dtype: type) -> np.ndarray:
@@ -192,35 +195,17 @@ def test_many_queries_and_mass_ties(gemm_backend) -> None:
             q, docs, ids, k=k, mask=m, max_block=max_block)
 
 
-def _search_in_child(conn, q, docs, ids) -> None:  # pragma: no cover - runs in the forked child
-    conn.send(exact_search(q, docs, ids, k=20))
-    conn.close()
-
-
 @pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")  # Python >= 3.12
 def test_forked_child_searches(gemm_backend) -> None:
     """A child forked after the parent searched (so after ONNX Runtime's thread pool started) searches too,
     with the same result (ONNX Runtime does not survive a fork: the child screens with numpy's BLAS)."""
-    import multiprocessing as mp
-
     rng = np.random.default_rng(4)
     docs = rng.standard_normal((3000, 64)).astype(np.float32)
     q = rng.standard_normal((5, 64)).astype(np.float32)
     ids = [f"d{i}" for i in range(3000)]
     want = exact_search(q, docs, ids, k=20)
     assert want == exact_search_reference(q, docs, ids, k=20)
-    ctx = mp.get_context("fork")
-    parent, child = ctx.Pipe()
-    proc = ctx.Process(target=_search_in_child, args=(child, q, docs, ids))
-    proc.start()
-    try:
-        assert parent.poll(120), "the forked child did not answer within 120 s"
-        assert parent.recv() == want
-    finally:
-        proc.join(10)
-        if proc.is_alive():
-            proc.kill()
-    assert proc.exitcode == 0
+    assert call_in_fork(functools.partial(exact_search, k=20), q, docs, ids) == want
 
 
 def test_without_onnxruntime_numpy_screens(monkeypatch) -> None:

@@ -9,6 +9,8 @@ float64 / float16 documents.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -17,6 +19,7 @@ from hypothesis import strategies as st
 from bakeoff.arms import exact_index as ei
 from bakeoff.arms.exact import exact_search_reference, gemv_model
 from bakeoff.arms.exact_index import ExactIndex
+from tests.support.forked import call_in_fork
 
 
 @pytest.fixture
@@ -178,16 +181,9 @@ def test_outside_the_model_falls_back_with_the_same_output() -> None:
     assert ExactIndex.build(docs[:0]).search(q, [], k=3) == [(), (), ()]
 
 
-def _search_in_child(conn, index, q, ids) -> None:  # pragma: no cover - runs in the forked child
-    conn.send(index.search(q, ids, k=20))
-    conn.close()
-
-
 @pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
 def test_forked_child_searches(int8_path) -> None:
     """ONNX Runtime does not survive a fork: a child forked after the parent searched falls back, same output."""
-    import multiprocessing as mp
-
     rng = np.random.default_rng(4)
     docs = rng.standard_normal((3000, 64)).astype(np.float32)
     q = rng.standard_normal((5, 64)).astype(np.float32)
@@ -195,18 +191,7 @@ def test_forked_child_searches(int8_path) -> None:
     index = ExactIndex.build(docs)
     want = index.search(q, ids, k=20)
     assert want == exact_search_reference(q, docs, ids, k=20)
-    ctx = mp.get_context("fork")
-    parent, child = ctx.Pipe()
-    proc = ctx.Process(target=_search_in_child, args=(child, index, q, ids))
-    proc.start()
-    try:
-        assert parent.poll(120), "the forked child did not answer within 120 s"
-        assert parent.recv() == want
-    finally:
-        proc.join(10)
-        if proc.is_alive():
-            proc.kill()
-    assert proc.exitcode == 0
+    assert call_in_fork(functools.partial(index.search, k=20), q, ids) == want
 
 
 def test_dense_arm_builds_the_index_for_large_searches_with_the_same_run(monkeypatch) -> None:
