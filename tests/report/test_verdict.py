@@ -254,3 +254,31 @@ def test_leak_check_flags_a_reversal_and_stays_quiet_when_buckets_agree() -> Non
     # every query in one bucket: the overall test already covers it
     v = build_verdict(_with_leak_buckets(rep, {"dense": dense, "bm25": bm25}, [0.0] * 60))
     assert v["leak_check"] == []
+
+
+def test_caveat_when_the_answerability_filter_used_an_arms_model(tmp_path) -> None:
+    # a synthetic BEIR folder whose provenance says the queries were kept by the scorer with weights "w-minilm"
+    import json as _json
+
+    (tmp_path / "provenance.json").write_text(_json.dumps({"answerability": {"scorer": {
+        "scorer": "bi-encoder", "model": "sentence-transformers/all-MiniLM-L6-v2", "weights": "w-minilm"}}}))
+    base = _base()
+    dense = _arm("dense", base, p50=40.0)
+    dense["config"] = {"encoder": {"model": "sentence-transformers/all-MiniLM-L6-v2", "weights": "w-minilm"}}
+    rrf = _arm("rrf", base, p50=41.0)
+    rrf["children"] = ["bm25", "dense"]
+    bm25 = _arm("bm25", base - 0.3, p50=1.0)
+    results = _results(dense, rrf, bm25)
+    results["dataset"]["source"] = {"beir": str(tmp_path), "split": "test"}
+    rep = build_report(results, n_resamples=RESAMPLES)
+    assert rep["filter_bias"] == {"model": "sentence-transformers/all-MiniLM-L6-v2", "scorer": "bi-encoder",
+                                  "arms": ["dense", "rrf"], "file": str(tmp_path / "provenance.json")}
+    assert ("The queries were kept by the answerability score of sentence-transformers/all-MiniLM-L6-v2, the model "
+            "that dense and rrf rank with: the filter chose queries this model finds easy, which favours them; "
+            "regenerate with another scorer (`--answerability use`) or check on real queries before trusting "
+            "their lead.") in rep["verdict"]["caveats"]
+    # another scorer's weights (USE, as in the demo): nothing to say
+    (tmp_path / "provenance.json").write_text(_json.dumps({"answerability": {"scorer": {
+        "scorer": "bi-encoder", "model": "universal-sentence-encoder-multilingual-3", "weights": "w-use"}}}))
+    rep = build_report(results, n_resamples=RESAMPLES)
+    assert rep["filter_bias"] is None and not any("answerability" in c for c in rep["verdict"]["caveats"])

@@ -34,6 +34,8 @@ Schema (``schema_version`` 1)::
       "truth_quality": {"k", "judged", "holes", "round_trip", "leak_buckets"} | null,
                        # judged@k, unjudged pooled documents, round trip, leak-robust verdict
                        # (bakeoff.report.quality)
+      "filter_bias": {"model", "scorer", "arms", "file"} | null,
+                       # arms ranking with the answerability filter's model (find_filter_bias)
       "broken_arms": [{"name", "type", "empty": {"queries", "n", "share", "max_share", "broken"}, "metrics"}],
                                                      # left out of arms, stats and diagnostics (runner.guards)
       "verdict": {...}                               # bakeoff.report.verdict.build_verdict
@@ -152,14 +154,7 @@ def find_leak(dataset_source: Mapping[str, Any] | None, dataset: Dataset | None,
                     vals[q] = float(v)
         if vals:
             return _leak_summary({"per_query": vals}, source="queries metadata field 'leak'", query_ids=query_ids)
-    folders: list[Path] = []
-    src = dataset_source if isinstance(dataset_source, Mapping) else {}  # bakeoff demo records a string
-    for key in ("beir", "queries", "qrels", "corpus"):
-        if src.get(key):
-            p = Path(str(src[key]))
-            folders.append(p if p.is_dir() else p.parent)
-            if key == "qrels":
-                folders.append(p.parent.parent)
+    folders = _source_folders(dataset_source)
     seen: set[Path] = set()
     for folder in folders:
         try:
@@ -180,6 +175,70 @@ def find_leak(dataset_source: Mapping[str, Any] | None, dataset: Dataset | None,
                 out = _leak_summary(leak, source=str(path), query_ids=query_ids)
                 if out is not None:
                     return out
+    return None
+
+
+def _source_folders(dataset_source: Mapping[str, Any] | None) -> list[Path]:
+    """Folders where a dataset's provenance may lie: the BEIR folder, the queries' and qrels' folders."""
+    folders: list[Path] = []
+    src = dataset_source if isinstance(dataset_source, Mapping) else {}  # bakeoff demo records a string
+    for key in ("beir", "queries", "qrels", "corpus"):
+        if src.get(key):
+            p = Path(str(src[key]))
+            folders.append(p if p.is_dir() else p.parent)
+            if key == "qrels":
+                folders.append(p.parent.parent)
+    return folders
+
+
+def _weights_in(node: Any) -> set[str]:
+    """Every ``weights`` hash recorded anywhere in an arm's config (encoders, cross-encoders)."""
+    out: set[str] = set()
+    if isinstance(node, Mapping):
+        for key, value in node.items():
+            if key == "weights" and isinstance(value, str) and value:
+                out.add(value)
+            else:
+                out |= _weights_in(value)
+    elif isinstance(node, (list, tuple)):
+        for value in node:
+            out |= _weights_in(value)
+    return out
+
+
+def find_filter_bias(results: Mapping[str, Any], *, sources: Sequence[str] = ()) -> dict[str, Any] | None:
+    """The arms that rank with the model whose answerability score kept the queries, if any.
+
+    A synthetic set written by ``bakeoff generate`` / ``bakeoff demo`` records its answerability
+    scorer in ``provenance.json`` (``answerability.scorer``: model name and ``weights`` hash).
+    An arm whose config records the same weights hash (a dense encoder, a cross-encoder) was, in
+    effect, used to choose the queries, and so is every arm that fuses or reranks it
+    (``children``). Returns ``{"model", "scorer", "arms": [...], "file"}`` or ``None``
+    (no provenance, no answerability filter, or no arm concerned)."""
+    ds = results.get("dataset") or {}
+    folders = _source_folders(ds.get("source") if isinstance(ds.get("source"), Mapping) else None)
+    if ds.get("truth"):  # bakeoff demo: the truth folder, recorded relative to where it ran
+        truth = Path(str(ds["truth"]))
+        folders.append(truth)
+        folders.extend(Path(src).parent / "truth" for src in sources)
+    for folder in folders:
+        path = folder / "provenance.json"
+        try:
+            prov = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        ident = ((prov.get("answerability") or {}).get("scorer") or {}) if isinstance(prov, Mapping) else {}
+        wanted = ident.get("weights") if isinstance(ident, Mapping) else None
+        if not wanted:
+            return None
+        same = [a["name"] for a in results["arms"] if wanted in _weights_in(a.get("config"))]
+        for a in results["arms"]:  # fusions and rerankers over a concerned arm
+            if a["name"] not in same and any(c in same for c in a.get("children") or ()):
+                same.append(a["name"])
+        if not same:
+            return None
+        return {"model": str(ident.get("model") or ident.get("encoder") or "?"), "scorer": str(ident.get("scorer")),
+                "arms": same, "file": str(path)}
     return None
 
 
@@ -369,6 +428,7 @@ def build_report(
         "diagnostics": diag,
         "leak": leak,
         "truth_quality": quality,
+        "filter_bias": find_filter_bias(results, sources=sources),
         **({"tune": results["tune"]} if results.get("tune") else {}),  # a `bakeoff tune` sweep
         "broken_arms": broken,
     }

@@ -21,7 +21,8 @@ decides, on the report's primary measure ``m``:
    the best arm's mean -- what a perfect per-query router or fusion could add.
 5. **caveats**: citation-mined labels (every measure is a lower bound); fewer than
    :data:`bakeoff.stats.SMALL_SAMPLE` queries; leak-heavy synthetic queries (more than
-   :data:`LEAK_HEAVY_SHARE` of the queries with leak >= :data:`LEAK_HEAVY`); judged@k
+   :data:`LEAK_HEAVY_SHARE` of the queries with leak >= :data:`LEAK_HEAVY`); queries kept by
+   an answerability filter whose model an arm ranks with (``report["filter_bias"]``); judged@k
    below :data:`JUDGED_LOW` for a candidate (when the report has judged@k); no pair of arms
    significantly different at all.
 6. **leak check** (synthetic sets with leak buckets, :mod:`bakeoff.report.quality`): the
@@ -166,6 +167,13 @@ def _caveats(report: Mapping[str, Any], candidates: Sequence[str], m: str, any_s
             out.append(f"{heavy:.0%} of the queries are leak-heavy (leak >= {LEAK_HEAVY}: they reuse most of the "
                        "rare words of their source document), which favours lexical arms; read the leak-bucket "
                        "section before trusting a lexical win.")
+    bias = report.get("filter_bias") or {}
+    if bias.get("arms"):
+        out.append(f"The queries were kept by the answerability score of {bias['model']}, the model that "
+                   f"{_names(bias['arms'])} rank{'s' if len(bias['arms']) == 1 else ''} with: the filter chose "
+                   "queries this model finds easy, which favours "
+                   f"{'it' if len(bias['arms']) == 1 else 'them'}; regenerate with another scorer "
+                   "(`--answerability use`) or check on real queries before trusting their lead.")
     judged = ((report.get("truth_quality") or {}).get("judged") or {})
     k = report.get("k")
     low = [(a, judged[a]) for a in candidates if isinstance(judged.get(a), (int, float)) and judged[a] < JUDGED_LOW]
