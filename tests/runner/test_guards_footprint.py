@@ -109,6 +109,43 @@ def test_peak_memory_per_arm_and_nested() -> None:
     assert mem_big["peak_rss_mb"] >= mem_small["peak_rss_mb"]
 
 
+
+class _Cycle:
+    """Cyclic garbage holding ``mb`` MiB: freed only by a garbage collection."""
+
+    def __init__(self, mb: int) -> None:
+        self.block = np.ones((mb << 20) // 8, dtype=np.float64)
+        self.me = self
+
+
+class _CollectingHog(_Hog):
+    """A hog whose index triggers a garbage collection, as any library call may."""
+
+    def index(self, corpus: Corpus, *, ctx: Any) -> None:
+        import gc
+
+        gc.collect()
+        super().index(corpus, ctx=ctx)
+
+
+def test_garbage_freed_inside_the_window_does_not_hide_an_arms_memory() -> None:
+    # 96 MiB of earlier cyclic garbage; the arm (40 MiB) runs a collection. Were the garbage freed inside the
+    # window, the resident size would fall by 96 MiB and rise by 40: the arm's peak would be its start, 0 added.
+    import gc
+
+    if not PeakMemory().exact:
+        pytest.skip("/proc/self/clear_refs is not writable here: only the lifetime peak is available")
+    gc.disable()  # keep the garbage until the measurement starts (as a long test session does)
+    try:
+        _Cycle(96)
+        corpus = Corpus.from_documents([Document("d1", "x", "")])
+        hog = _CollectingHog(name="hog", mb=40)
+        ctx = Context(corpus, progress=False)
+        ctx.search(hog, Queries.from_queries([Query("q1", "x")]), k=1)
+    finally:
+        gc.enable()
+    assert 30 <= ctx.timings[hog.fingerprint()]["memory"]["added_mb"] <= 60
+
 def test_model_bytes(tmp_path: Path) -> None:
     from bakeoff.arms.dense import DenseArm
     from bakeoff.arms.lexical import BM25Arm
