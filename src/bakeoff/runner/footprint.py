@@ -18,11 +18,13 @@ nested reset the enclosing frame folds the high-water mark reached so far into i
 maximum, and a nested frame's peak is folded into its parent's when it ends. Recorded per
 arm fingerprint as ``timing["memory"] = {"peak_rss_mb", "start_rss_mb", "added_mb", "method"}``
 with ``added_mb = peak_rss_mb - start_rss_mb`` (MiB = 2**20 bytes): the memory the arm's
-index, model and search added on top of what the process held when it started. Each
-measurement starts with a full garbage collection (:func:`gc.collect`): garbage left by
-earlier work would otherwise be freed *inside* the window whenever a collection happens to
-run there, lowering the resident size under the arm and hiding its memory (a CI run measured
-7.75 MiB for an arm holding 40). Elsewhere
+index, model and search added on top of what the process held when it started. Garbage
+left by earlier work must not be freed *inside* an arm's window (a collection that happens to
+run there lowers the resident size under the arm and hides its memory: a CI run measured
+7.75 MiB for an arm holding 40), so each measurement starts with :func:`gc.freeze` (every
+object tracked so far is set aside from collection; O(1)) and the outermost one ends with
+:func:`gc.unfreeze` (they go back to the oldest generation and are collected as usual). A full
+:func:`gc.collect` per arm would do the same but costs ~0.1-1 s on a large heap, per arm. Elsewhere
 (no ``clear_refs``) the method is ``ru_maxrss``: the process's lifetime peak from
 :func:`resource.getrusage`, an upper bound that is not specific to the arm. Memory held by
 other processes (a Ray cluster, a database server, a ``command`` arm's child process) is
@@ -85,7 +87,7 @@ class PeakMemory:
             return
         if self._stack:  # the enclosing frame keeps the high-water mark reached before this reset
             self._stack[-1] = max(self._stack[-1], (_status_kb("VmHWM") or 0) * 1024)
-        gc.collect()  # free earlier garbage now, not inside the window (module docstring)
+        gc.freeze()  # earlier garbage is not freed inside the window (module docstring)
         _reset_hwm()
         start = (_status_kb("VmRSS") or 0) * 1024
         self._stack.append(start)
@@ -95,6 +97,8 @@ class PeakMemory:
             peak = max(self._stack.pop(), (_status_kb("VmHWM") or 0) * 1024)
             if self._stack:
                 self._stack[-1] = max(self._stack[-1], peak)
+            else:
+                gc.unfreeze()
             out.update(peak_rss_mb=peak / MIB, start_rss_mb=start / MIB, added_mb=(peak - start) / MIB,
                        method="VmHWM reset per arm")
 
