@@ -8,7 +8,8 @@ TREC run file and prints its sha256: equal hashes = bit-identical rankings and s
 Methods: ``old`` = :func:`exact_search_reference` (the float64 definition), ``new`` =
 :func:`exact_search` of this tree, ``index`` = :class:`~bakeoff.arms.exact_index.ExactIndex` of this tree
 (its build is timed apart: ``build_s``; ``ms/query`` is the first search after it, ``warm`` a second one in the
-same process), ``before`` = :func:`exact_search` of another source tree
+same process), ``index1`` = the same index with its screen on one thread (the path before the screen was split
+between threads), ``before`` = :func:`exact_search` of another source tree
 (``--before-src``, e.g. ``git archive <commit> src | tar -x -C /tmp/before``), so a change is
 measured against its predecessor and the reference in one run. ``ratio`` = old / method, of
 the medians over ``--repeat`` cold runs (``--old-repeat`` for the reference), repeats interleaved;
@@ -45,8 +46,12 @@ def run_one(method: str, workdir: Path, *, n_queries: int, k: int, out: Path) ->
     ids = [f"d{i}" for i in range(docs.shape[0])]
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     build_s, warm_s = 0.0, float("nan")
-    if method == "index":  # the prepared int8 index: built first (timed apart), then searched cold and warm
+    if method in ("index", "index1"):  # the prepared int8 index: built first (timed apart), then searched cold and warm
+        from bakeoff.arms import exact_index
         from bakeoff.arms.exact_index import ExactIndex
+
+        if method == "index1":  # the screen on one thread (main before the split between threads)
+            exact_index._WORKERS = 1
 
         t0 = time.perf_counter()
         index = ExactIndex.build(docs)
@@ -96,7 +101,8 @@ def main() -> None:
     ap.add_argument("--k", type=int, default=100)
     ap.add_argument("--workdir", default="/tmp/bakeoff-scaling")
     ap.add_argument("--methods", default=None,
-                    help="default: old,new,index (old,before,new,index with --before-src)")
+                    help="default: old,new,index (old,before,new,index with --before-src); index1 = the index "
+                         "screening on one thread")
     ap.add_argument("--before-src", default=None, help="a source tree whose exact_search is the 'before' method")
     ap.add_argument("--repeat", type=int, default=1, help="cold runs of each fast method (median reported)")
     ap.add_argument("--old-repeat", type=int, default=1, help="cold runs of the float64 reference")
@@ -154,6 +160,8 @@ def main() -> None:
         hs = {r["sha256"] for r in rows if r["n"] == n}
         vs = "".join(f"; {m} {table[n, 'before'] / table[n, m]:.2f}x faster than before"
                      for m in ("new", "index") if (n, "before") in table and (n, m) in table)
+        if (n, "index1") in table and (n, "index") in table:
+            vs += f"; index {table[n, 'index1'] / table[n, 'index']:.2f}x faster than index1 (one thread)"
         print(f"n={n}: run files {'IDENTICAL' if len(hs) == 1 else 'DIFFER'} ({sum(r['n'] == n for r in rows)} runs){vs}")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))

@@ -62,10 +62,11 @@ def _check(index: ExactIndex, q: np.ndarray, ids: list[str], *, k: int, mask: np
        shape=st.sampled_from([(40, 3), (300, 8), (1203, 384), (1206, 384), (2593, 384), (3000, 64)]),
        nq=st.integers(1, 4), k=st.integers(1, 120), block=st.sampled_from([16, 64, 4096]),
        dtype=st.sampled_from([np.float32, np.float32, np.float64, np.float16]), masked=st.booleans(),
-       small_blocks=st.booleans())
+       small_blocks=st.booleans(), workers=st.sampled_from([1, 2, 5]))
 def test_index_equals_reference_on_adversarial_ties(int8_path, monkeypatch, seed, shape, nq, k, block, dtype,
-                                                    masked, small_blocks) -> None:
+                                                    masked, small_blocks, workers) -> None:
     monkeypatch.setattr(ei._exact, "exact_search", lambda *a, **kw: pytest.fail("fell back to exact_search"))
+    monkeypatch.setattr(ei, "_WORKERS", workers)  # blocks split between threads as they come free: any split
     rng = np.random.default_rng(seed)
     n, d = shape
     docs = _docs(rng, n, d, dtype=dtype)
@@ -157,6 +158,22 @@ def test_many_queries_mass_ties_and_edges(int8_path) -> None:
     index = ExactIndex.build(docs, block=128)
     for k, m, max_block in ((1, None, 1 << 24), (40, mask, 1 << 24), (250, None, 1 << 14), (7, mask, 1 << 14)):
         _check(index, q, ids, k=k, mask=m, max_block=max_block)
+
+
+@pytest.mark.parametrize("workers", [1, 2, 7])
+def test_screen_split_between_threads_is_exact(int8_path, monkeypatch, workers) -> None:
+    """Thread counts, including more threads than it pays to use: the same run as the reference; a skewed
+    split (one worker screens the large-magnitude blocks, so the others keep a low k-th bound) is exact too."""
+    monkeypatch.setattr(ei, "_WORKERS", workers)
+    rng = np.random.default_rng(5)
+    docs = _docs(rng, 2600, 48, dtype=np.float32)
+    docs[:300] *= 40  # sorted first: the blocks one worker may take while the others see only small scores
+    q = rng.standard_normal((30, 48)).astype(np.float32)
+    ids = [f"d{v}" for v in rng.permutation(2600)]
+    index = ExactIndex.build(docs, block=64)
+    for k in (1, 10, 120):
+        _check(index, q, ids, k=k)
+    assert ei._workers() == workers
     eye = ExactIndex.build(np.eye(4, dtype=np.float32))
     qq = np.array([[1, 1, 0, 0]], dtype=np.float32)
     assert eye.search(qq, ["a", "b", "c", "d"], k=0) == [()]

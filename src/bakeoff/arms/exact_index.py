@@ -45,7 +45,9 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,6 +70,7 @@ _MID_ROWS = 16384  # candidate rows gathered per float32 middle-stage batch (24 
 # machine under load: 1 thread 0.14 s for all the products, 2 threads 0.14-0.30 s: a split product of ~0.5 ms
 # waits for its slower half while other processes hold a core); an int overrides
 _THREADS: int | None = None
+_WORKERS: int | None = None  # screening threads (see _workers); an int overrides
 _I32_MIN, _I32_MAX = -(2**31), 2**31 - 1
 INDEX_FORMAT = 1  # of the cached index (to_cache / from_cache): bump when the stored codes or bounds change meaning
 
@@ -287,47 +290,24 @@ class ExactIndex:
         sess = _ort_matmul_int()
         cands = _exact._Candidates(nq)
         q_block = 256
-        ibuf = np.empty(min(n, self.block) * min(nq, q_block), dtype=np.int32)
-        sbuf = np.empty(ibuf.size, dtype=bool)
+        nblocks = -(-n // self.block)
+        workers = max(1, min(_workers(), nblocks))
         bar = progress_bar(total=n * nq, desc=desc, enabled=True, unit="pair") if progress else None
         for qs in range(0, nq, q_block):
             qe = min(nq, qs + q_block)
-            m = qe - qs
             x8t = np.ascontiguousarray(x8[qs:qe].T.astype(np.int8))
-            top = np.full((m, k), -np.inf)
             errs = _screen_error(xh[None, qs:qe], rx[None, qs:qe], xn[None, qs:qe], self.resid[:, None],
                                  self.norm32[:, None], self.norm64[:, None], d=d, cast=cast)  # [blocks, m]
             sss = sx[None, qs:qe] * self.scale[:, None]  # exact: two float32 values
-            for b, s in enumerate(range(0, n, self.block)):
-                e_ = min(n, s + self.block)
-                I = _int_product(sess, self.codes[s:e_], x8t, ibuf[: (e_ - s) * m].reshape(e_ - s, m))
-                ss, err = sss[b], errs[b]
-                L = top[:, 0]
-                if e_ - s >= k and np.isneginf(L).any() and (allowed is None or allowed[s:e_].all()):
-                    kth = np.partition(I, e_ - s - k, axis=0)[e_ - s - k].astype(np.float64) * ss
-                    L = np.maximum(L, kth - err - 2.0**-50 * (np.abs(kth) + err))
-                with np.errstate(invalid="ignore", over="ignore"):
-                    t = (L - err) / ss
-                    t = np.floor(t - 2.0**-40 * (np.abs(L) + err) / ss - 1.0)
-                np.maximum(t, _I32_MIN, out=t)  # -inf (no bound yet): every document
-                np.minimum(t, _I32_MAX, out=t)
-                thr = t.astype(np.int32)
-                # one flat comparison against the thresholds tiled per row: 3x faster than broadcasting a row of m
-                sel = np.greater_equal(I.reshape(-1), np.tile(thr, e_ - s), out=sbuf[: I.size])
-                if allowed is not None and not allowed[s:e_].all():
-                    sel.reshape(I.shape)[~allowed[s:e_]] = False
-                flat = np.flatnonzero(sel)
-                if flat.size:
-                    rows, qq = np.divmod(flat, m)
-                    o = np.argsort(qq.astype(np.uint8), kind="stable")  # m <= 256: a radix sort
-                    rows, qq = rows[o], qq[o]
-                    a = I[rows, qq].astype(np.float64) * ss[qq]
-                    slack = err[qq] + 2.0**-50 * (np.abs(a) + err[qq])
-                    top = _exact._merge_top(top, qq, a - slack, k)
-                    cands.add(qq + qs, rows + s, a + slack)
-                    cands.prune(qs, top[:, 0])
-                if bar is not None:
-                    bar.update((e_ - s) * m)
+            screen = _Screen(self, sess, x8t, errs, sss, allowed, qs=qs, k=k, bar=bar)
+            parts = _split(screen, nblocks, workers)
+            top = parts[0][0]
+            for other, _ in parts[1:]:  # each worker's k largest lower bounds -> the overall k largest
+                both = np.concatenate([top, other], axis=1)
+                top = np.partition(both, both.shape[1] - k, axis=1)[:, -k:]
+            for _, part in parts:
+                for piece in part.parts:
+                    cands.add(*piece)
             cands.prune(qs, top[:, 0], final=True)
         if bar is not None:
             bar.close()
@@ -338,6 +318,93 @@ class ExactIndex:
         qi, doc = _middle(q, docs, qi, doc, pos, xn, self.norm64[pos // self.block], k=k)
         return _exact._recheck(q64, docs, doc_ids, qi, doc, k=k, model=model,
                                doc_block=_exact._ref_doc_block(n, max_block))
+
+
+def _split(screen: _Screen, nblocks: int, workers: int) -> list[tuple[np.ndarray, _exact._Candidates]]:
+    """``screen`` over blocks ``0..nblocks-1`` on ``workers`` threads, each taking the next unscreened block when
+    it is free (so a core shared with another process does not hold the others up); one result per thread."""
+    if workers == 1:
+        return [screen.run(range(nblocks))]
+    counter = iter(range(nblocks))
+    lock = threading.Lock()
+
+    def blocks() -> Iterator[int]:
+        while True:
+            with lock:
+                b = next(counter, None)
+            if b is None:
+                return
+            yield b
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(lambda _: screen.run(blocks()), range(workers)))
+
+
+def _workers() -> int:
+    """Screening threads: the CPUs this process may use divided by ONNX Runtime's intra-op threads (``_THREADS``
+    or half the CPUs), at least 1 (``_WORKERS`` overrides)."""
+    if _WORKERS:
+        return _WORKERS
+    cpus = _exact._cpus()
+    return max(1, cpus // (_THREADS or max(1, cpus // 2)))
+
+
+class _Screen:
+    """One query chunk's integer screen over any subset of the sorted blocks.
+
+    ``run(blocks)`` screens the blocks it is handed and returns ``(top, candidates)``: each query's ``k`` largest
+    lower bounds seen *in those blocks* and every (query, document) whose upper bound reaches that row's ``k``-th.
+    Exact for any split of the blocks between workers: a worker's ``k``-th lower bound ``L_w`` is attained by
+    ``k`` of its own documents, so the overall ``k``-th largest score is ``≥ L_w``, and a document dropped because
+    its upper bound is ``< L_w`` cannot be in the top ``k``. Merging keeps every worker's candidates and prunes
+    them with the merged (larger) ``L``. Threads share the ONNX Runtime session (``run`` is thread-safe and
+    releases the GIL, as do numpy's large array operations).
+    """
+
+    def __init__(self, index: ExactIndex, sess: Any, x8t: np.ndarray, errs: np.ndarray, sss: np.ndarray,
+                 allowed: np.ndarray | None, *, qs: int, k: int, bar: Any) -> None:
+        self.index, self.sess, self.x8t, self.errs, self.sss = index, sess, x8t, errs, sss
+        self.allowed, self.qs, self.k, self.bar = allowed, qs, k, bar
+
+    def run(self, blocks: Iterable[int]) -> tuple[np.ndarray, _exact._Candidates]:
+        ix, k, qs, allowed = self.index, self.k, self.qs, self.allowed
+        n, m = ix.docs.shape[0], self.x8t.shape[1]
+        cands = _exact._Candidates(qs + m)
+        top = np.full((m, k), -np.inf)
+        ibuf = np.empty(min(n, ix.block) * m, dtype=np.int32)
+        sbuf = np.empty(ibuf.size, dtype=bool)
+        for b in blocks:
+            s = b * ix.block
+            e_ = min(n, s + ix.block)
+            I = _int_product(self.sess, ix.codes[s:e_], self.x8t, ibuf[: (e_ - s) * m].reshape(e_ - s, m))
+            ss, err = self.sss[b], self.errs[b]
+            L = top[:, 0]
+            if e_ - s >= k and np.isneginf(L).any() and (allowed is None or allowed[s:e_].all()):
+                kth = np.partition(I, e_ - s - k, axis=0)[e_ - s - k].astype(np.float64) * ss
+                L = np.maximum(L, kth - err - 2.0**-50 * (np.abs(kth) + err))
+            with np.errstate(invalid="ignore", over="ignore"):
+                t = (L - err) / ss
+                t = np.floor(t - 2.0**-40 * (np.abs(L) + err) / ss - 1.0)
+            np.maximum(t, _I32_MIN, out=t)  # -inf (no bound yet): every document
+            np.minimum(t, _I32_MAX, out=t)
+            thr = t.astype(np.int32)
+            # one flat comparison against the thresholds tiled per row: 3x faster than broadcasting a row of m
+            sel = np.greater_equal(I.reshape(-1), np.tile(thr, e_ - s), out=sbuf[: I.size])
+            if allowed is not None and not allowed[s:e_].all():
+                sel.reshape(I.shape)[~allowed[s:e_]] = False
+            flat = np.flatnonzero(sel)
+            if flat.size:
+                rows, qq = np.divmod(flat, m)
+                o = np.argsort(qq.astype(np.uint8), kind="stable")  # m <= 256: a radix sort
+                rows, qq = rows[o], qq[o]
+                a = I[rows, qq].astype(np.float64) * ss[qq]
+                slack = err[qq] + 2.0**-50 * (np.abs(a) + err[qq])
+                top = _exact._merge_top(top, qq, a - slack, k)
+                cands.add(qq + qs, rows + s, a + slack)
+                cands.prune(qs, top[:, 0])
+            if self.bar is not None:
+                self.bar.update((e_ - s) * m)
+        return top, cands
 
 
 def _middle(q: np.ndarray, docs: np.ndarray, qi: np.ndarray, doc: np.ndarray, pos: np.ndarray, xn: np.ndarray,
