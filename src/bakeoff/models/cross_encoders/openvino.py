@@ -1,5 +1,9 @@
 """The OpenVINO cross-encoder backend: the transformer + head traced and compiled (bf16 on AMX CPUs).
 
+For a BERT classifier the traced graph computes the last layer for the ``[CLS]`` token only
+(:mod:`.first_token`: the same logits, ~1/6 less work); :data:`OPENVINO_CODE_VERSION` names that
+graph in the scorer identity and the rerank arm's config (``"2"``; ``"1"`` was the full graph).
+
 The traced model is cached across processes (:mod:`bakeoff.models._openvino`), keyed by
 :func:`state_digest` of the weights. Pairs are re-sorted by token count within each call, cut into batches of
 ``batch_size`` and run on all streams (:mod:`bakeoff.models._openvino`); the
@@ -16,8 +20,13 @@ from typing import Any
 import numpy as np
 
 from .._openvino import compile_module, import_openvino, infer_batches, output_module, token_count_order
+from .first_token import first_token_model
 
-__all__ = ["OpenVinoCrossEncoder", "state_digest"]
+__all__ = ["OPENVINO_CODE_VERSION", "OpenVinoCrossEncoder", "state_digest"]
+
+#: Version of the traced cross-encoder graph (bump when its scores change): "2" = the last layer for
+#: the first token only (:mod:`.first_token`) where the model allows it.
+OPENVINO_CODE_VERSION = "2"
 
 Features = Callable[[Sequence[tuple[str, str]]], dict[str, np.ndarray]]
 
@@ -45,10 +54,13 @@ class OpenVinoCrossEncoder:
         self._ce, self.max_length, self._features = ce, max_length, features
         enc = features([("a query", "a document to score"), ("q", "d")])
         self._inputs = tuple(n for n in ("input_ids", "attention_mask", "token_type_ids") if n in enc)
-        self._compiled = compile_module(output_module(hf, self._inputs, "logits"),
-                                        {n: torch.as_tensor(enc[n]) for n in self._inputs},
-                                        precision=precision, purpose="rerank backend=openvino",
-                                        cache_key={"kind": "cross-encoder-logits", "state": state_digest(hf)})
+        with first_token_model(hf) as self.first_token_only:
+            graph = "first-token-last-layer" if self.first_token_only else "full"
+            self._compiled = compile_module(output_module(hf, self._inputs, "logits"),
+                                            {n: torch.as_tensor(enc[n]) for n in self._inputs},
+                                            precision=precision, purpose="rerank backend=openvino",
+                                            cache_key={"kind": "cross-encoder-logits", "state": state_digest(hf),
+                                                       "graph": graph})
 
     def score(self, pairs: Sequence[tuple[str, str]], batch_size: int) -> np.ndarray:
         tok = self._ce.tokenizer
