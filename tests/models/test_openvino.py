@@ -164,6 +164,17 @@ def test_cross_encoder_agrees_with_fp32_without_ties(ce_fp32) -> None:
     ident = fast.identity()
     assert ident["backend"] == "openvino" and ident["openvino"] and ident["cpu_capability"] != "unknown"
     assert ident != CrossEncoderScorer(seed=0, precision="bf16").identity()  # not the torch bf16 entry
+    assert fast._backend.first_token_only and ident["openvino_graph"] == "2"  # last layer for [CLS] only
+    assert "openvino_graph" not in ce_fp32.identity()  # the torch identity is unchanged
+
+
+def test_cross_encoder_fp32_graph_is_the_same_function(ce_fp32) -> None:
+    """OpenVINO fp32 with the first-token last layer against PyTorch's full model: float rounding only."""
+    ov32 = CrossEncoderScorer(seed=0, backend="openvino", precision="fp32")
+    assert ov32._backend.first_token_only
+    ref, got = ce_fp32.score(PAIRS), ov32.score(PAIRS, batch_size=8)
+    assert np.abs(ref).max() > 1e-3
+    np.testing.assert_allclose(got, ref, rtol=0, atol=1e-5)
 
 
 def test_rerank_arm_backend_option(ce_fp32, tmp_path) -> None:
@@ -175,6 +186,7 @@ def test_rerank_arm_backend_option(ce_fp32, tmp_path) -> None:
     queries = Queries.from_dict({f"q{i}": q for i, q in enumerate(QUERIES)})
     arm = RerankArm(name="rr-ov", base=BM25Arm(), top=6, backend="openvino")
     assert arm.precision == "bf16" and arm.config()["backend"] == "openvino"
+    assert arm.config()["openvino_graph"] == "2" and "openvino_graph" not in RerankArm(base=BM25Arm()).config()
     assert arm.fingerprint() != RerankArm(base=BM25Arm(), top=6, precision="bf16").fingerprint()
     ctx = Context(corpus=corpus, cache=Cache(tmp_path / "cache"), progress=False)
     got = ctx.search(arm, queries, k=6)
