@@ -152,8 +152,13 @@ def ce_fp32() -> CrossEncoderScorer:
     return CrossEncoderScorer(seed=0)
 
 
-def test_cross_encoder_agrees_with_fp32_without_ties(ce_fp32) -> None:
-    fast = CrossEncoderScorer(seed=0, backend="openvino")
+@pytest.fixture(scope="module")
+def ce_fast() -> CrossEncoderScorer:
+    return CrossEncoderScorer(seed=0, backend="openvino")
+
+
+def test_cross_encoder_agrees_with_fp32_without_ties(ce_fp32, ce_fast) -> None:
+    fast = ce_fast
     assert fast.precision == "bf16"  # the openvino default, as for the rerank arm
     ref, got = ce_fp32.score(PAIRS), fast.score(PAIRS, batch_size=8)
     assert got.dtype == np.float32 and got.shape == ref.shape == (len(PAIRS),)
@@ -166,6 +171,20 @@ def test_cross_encoder_agrees_with_fp32_without_ties(ce_fp32) -> None:
     assert ident != CrossEncoderScorer(seed=0, precision="bf16").identity()  # not the torch bf16 entry
     assert fast._backend.first_token_only and ident["openvino_graph"] == "2"  # last layer for [CLS] only
     assert "openvino_graph" not in ce_fp32.identity()  # the torch identity is unchanged
+
+
+def test_cross_encoder_feeds_equal_tokenising_each_batch_alone(ce_fast) -> None:
+    """One tokenisation per call, each batch cut to its longest pair == the batch tokenised alone."""
+    backend = ce_fast._backend
+    batches, feeds = backend.feeds(PAIRS, 8)
+    assert sorted(np.concatenate(batches).tolist()) == list(range(len(PAIRS)))
+    widths = [f["input_ids"].shape[1] for f in feeds]
+    assert widths == sorted(widths, reverse=True) and widths[0] == 256 and widths[-1] < 40
+    for rows, feed in zip(batches, feeds, strict=True):
+        alone = ce_fast._features([PAIRS[i] for i in rows])
+        assert set(feed) == set(backend._inputs) and set(feed) <= set(alone)
+        for name, arr in feed.items():
+            assert arr.dtype == alone[name].dtype and np.array_equal(arr, alone[name]), name
 
 
 def test_cross_encoder_fp32_graph_is_the_same_function(ce_fp32) -> None:

@@ -5,8 +5,8 @@ For a BERT classifier the traced graph computes the last layer for the ``[CLS]``
 graph in the scorer identity and the rerank arm's config (``"2"``; ``"1"`` was the full graph).
 
 The traced model is cached across processes (:mod:`bakeoff.models._openvino`), keyed by
-:func:`state_digest` of the weights. Pairs are re-sorted by token count within each call, cut into batches of
-``batch_size`` and run on all streams (:mod:`bakeoff.models._openvino`); the
+:func:`state_digest` of the weights. Pairs are tokenised once per call, re-sorted by token count, cut into batches of
+``batch_size`` (each cut to its longest pair) and run on all streams (:mod:`bakeoff.models._openvino`); the
 logits come back in fp32 and are returned in input order. A batch's result
 depends only on its own pairs.
 """
@@ -62,16 +62,33 @@ class OpenVinoCrossEncoder:
                                             cache_key={"kind": "cross-encoder-logits", "state": state_digest(hf),
                                                        "graph": graph})
 
-    def score(self, pairs: Sequence[tuple[str, str]], batch_size: int) -> np.ndarray:
-        tok = self._ce.tokenizer
-        counts = [len(ids) for ids in tok([q for q, _ in pairs], [d for _, d in pairs], truncation=True,
-                                          max_length=self.max_length)["input_ids"]]
+    def feeds(self, pairs: Sequence[tuple[str, str]], batch_size: int) -> tuple[list[np.ndarray], list[dict[str, np.ndarray]]]:
+        """``(batches, feeds)``: row indices of each batch (descending token count) and its input arrays.
+
+        All pairs are tokenised in one call of the CrossEncoder's own preprocessing (padded to the
+        longest pair) and each batch takes its rows cut to its own longest pair: with right padding
+        that is exactly what tokenising the batch alone gives (pad id, mask 0 and type 0 after each
+        pair's tokens), at half the cost of counting tokens first and tokenising per batch."""
+        if getattr(self._ce.tokenizer, "padding_side", "right") != "right":  # cutting columns needs right padding
+            tok = self._ce.tokenizer
+            counts = np.array([len(ids) for ids in tok([q for q, _ in pairs], [d for _, d in pairs], truncation=True,
+                                                       max_length=self.max_length)["input_ids"]])
+            order = token_count_order(counts)
+            batches = [order[s : s + batch_size] for s in range(0, len(order), batch_size)]
+            return batches, [{n: v for n, v in self._features([pairs[i] for i in rows]).items() if n in self._inputs}
+                             for rows in batches]
+        feats = self._features(pairs)
+        counts = feats["attention_mask"].sum(axis=1)
         order = token_count_order(counts)
         batches = [order[s : s + batch_size] for s in range(0, len(order), batch_size)]
         feeds = []
         for rows in batches:
-            feats = self._features([pairs[i] for i in rows])
-            feeds.append({n: feats[n] for n in self._inputs})
+            width = int(counts[rows].max())
+            feeds.append({n: np.ascontiguousarray(feats[n][rows, :width]) for n in self._inputs})
+        return batches, feeds
+
+    def score(self, pairs: Sequence[tuple[str, str]], batch_size: int) -> np.ndarray:
+        batches, feeds = self.feeds(pairs, batch_size)
         out = np.empty(len(pairs), dtype=np.float32)
         for rows, logits in zip(batches, infer_batches(self._compiled, feeds), strict=True):
             out[rows] = np.asarray(logits, dtype=np.float32).reshape(len(rows))
