@@ -17,6 +17,7 @@ pytest.importorskip("openvino", reason="the [fast] extra (openvino) is not insta
 
 from bakeoff.runner.context import Context
 from bakeoff.models.cross_encoders import CrossEncoderScorer
+from bakeoff.models.cross_encoders.openvino import CHUNK_BATCHES
 from bakeoff.arms.dense import DenseArm
 from bakeoff.models.encoders import make_encoder
 from bakeoff.arms.lexical import BM25Arm
@@ -173,18 +174,33 @@ def test_cross_encoder_agrees_with_fp32_without_ties(ce_fp32, ce_fast) -> None:
     assert "openvino_graph" not in ce_fp32.identity()  # the torch identity is unchanged
 
 
-def test_cross_encoder_feeds_equal_tokenising_each_batch_alone(ce_fast) -> None:
-    """One tokenisation per call, each batch cut to its longest pair == the batch tokenised alone."""
+@pytest.mark.parametrize("batch_size", [8, 2])
+def test_cross_encoder_feeds_equal_tokenising_each_batch_alone(ce_fast, batch_size) -> None:
+    """Chunks of CHUNK_BATCHES batches, tokenised on first use; each batch cut to its longest pair ==
+    the batch tokenised alone; every pair in exactly one batch; longest first within each chunk."""
     backend = ce_fast._backend
-    batches, feeds = backend.feeds(PAIRS, 8)
-    assert sorted(np.concatenate(batches).tolist()) == list(range(len(PAIRS)))
-    widths = [f["input_ids"].shape[1] for f in feeds]
-    assert widths == sorted(widths, reverse=True) and widths[0] == 256 and widths[-1] < 40
-    for rows, feed in zip(batches, feeds, strict=True):
+    chunk = backend.chunk_batches
+    assert chunk == CHUNK_BATCHES > 1
+    feeds = backend.feeds(PAIRS, batch_size)
+    assert len(feeds) == -(-len(PAIRS) // batch_size) and feeds.rows == []  # nothing tokenised yet
+    first = feeds[0]
+    assert len(feeds.rows) == min(chunk, len(feeds))  # the first chunk only
+    got = [feeds[i] for i in range(len(feeds))]
+    assert got[0] is first
+    assert sorted(np.concatenate(feeds.rows).tolist()) == list(range(len(PAIRS)))
+    for c in range(0, len(feeds), chunk):
+        span = np.concatenate(feeds.rows[c : c + chunk])
+        lo = c * batch_size
+        assert sorted(span.tolist()) == list(range(lo, min(lo + chunk * batch_size, len(PAIRS))))
+        widths = [f["input_ids"].shape[1] for f in got[c : c + chunk]]
+        assert widths == sorted(widths, reverse=True)
+    for rows, feed in zip(feeds.rows, got, strict=True):
         alone = ce_fast._features([PAIRS[i] for i in rows])
         assert set(feed) == set(backend._inputs) and set(feed) <= set(alone)
         for name, arr in feed.items():
             assert arr.dtype == alone[name].dtype and np.array_equal(arr, alone[name]), name
+    with pytest.raises(IndexError):
+        feeds[len(feeds)]
 
 
 def test_cross_encoder_fp32_graph_is_the_same_function(ce_fp32) -> None:
