@@ -68,9 +68,8 @@ def test_first_token_last_layer_gives_the_full_models_logits(scorer, attention) 
 def test_layer_restored_on_error_and_other_models_left_alone(scorer) -> None:
     hf = _hf_model(scorer._ce)
     last = hf.bert.encoder.layer[-1]
-    with pytest.raises(RuntimeError, match="trace failed"):
-        with first_token_model(hf):
-            raise RuntimeError("trace failed")
+    with pytest.raises(RuntimeError, match="trace failed"), first_token_model(hf):
+        raise RuntimeError("trace failed")
     assert hf.bert.encoder.layer[-1] is last
     assert applies(hf) and not applies(hf.bert)  # the bare encoder has no pooled head
     with first_token_model(hf.bert) as applied:
