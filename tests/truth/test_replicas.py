@@ -83,11 +83,12 @@ def _requests():
     corpus = stdlib_corpus()
     # docstring 2550: its seed-2 query differs on the 1-token path (asked right after itself) from the
     # clean path (after another prompt) -- found by scanning 60 docstrings, 36 differed
-    texts = [" ".join(f"{corpus.titles[i]}\n{corpus.texts[i]}".split())[:400] for i in (300, 2550, 2595, 2640, 2685, 2865)]
+    texts = [" ".join(f"{corpus.titles[i]}\n{corpus.texts[i]}".split())[:400]
+             for i in (300, 2550, 2595, 2640, 2685, 2865)]
     def req(text: str, seed: int, schema: type[BaseModel] | None = None) -> ChatRequest:
         prompt, prefill = describe_completion(text)
-        return ChatRequest.completion(prompt, schema or describe_schema(),
-                                      {"temperature": 0.8, "max_tokens": 32, "seed": seed, "stop": ["\n"]}, prefill=prefill)
+        params = {"temperature": 0.8, "max_tokens": 32, "seed": seed, "stop": ["\n"]}
+        return ChatRequest.completion(prompt, schema or describe_schema(), params, prefill=prefill)
     a, b, c, d, e, f = texts
     return [req(a, 1), req(b, 1), req(b, 2),  # the same prompt right after itself (1-token path)
             req(c, 1, _Long),  # a forced schema retry: 3 attempts, all on one server
@@ -111,7 +112,8 @@ def test_replicas_give_the_serial_generations() -> None:
         clean_b2 = serial.generate_many([reqs[0], reqs[2]], progress=False)[1]
         # the tokenizer endpoint gives what the completion endpoint evaluated (the simulation's premise)
         ctl = LLMClient(one.config(replicas=(one.base_url,)))
-        assert [ctl._tokens(r.prompt + r.prefill, 0).__len__() for r in reqs[:2]] == [g.prompt_tokens // g.attempts for g in ref[:2]]
+        lengths = [len(ctl._tokens(r.prompt + r.prefill, 0)) for r in reqs[:2]]
+        assert lengths == [g.prompt_tokens // g.attempts for g in ref[:2]]
     with LocalLLMServer(servers=2) as two:
         procs = list(two.procs)
         assert len(procs) == 2 and len(set(two.ports)) == 2

@@ -523,7 +523,8 @@ class LLMClient:
                           completion_tokens=ct_total, attempts=self.config.schema_retries + 1, key=key)
 
     def generate_many(self, reqs: Sequence[ChatRequest], *, progress: bool = True, desc: str = "llm") -> list[Generation]:
-        """Answer ``reqs`` with at most ``concurrency`` requests in flight; results in input order."""
+        """Answer ``reqs`` with at most ``concurrency`` requests in flight; results in input order. With
+        :attr:`LLMConfig.replicas`: one request in flight per server, the answers of the serial path."""
         from ..progress import progress_bar
 
         bar = progress_bar(total=len(reqs), desc=desc, enabled=progress, unit="req")

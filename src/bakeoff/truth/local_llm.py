@@ -46,7 +46,8 @@ from ..versions import installed_version
 from .llm import LLMConfig
 from .replicas import N_BATCH
 
-__all__ = ["LOCAL_MODEL_NAME", "MAX_DEFAULT_SERVERS", "LocalLLMServer", "default_servers", "free_port", "gemma_model_path"]
+__all__ = ["LOCAL_MODEL_NAME", "MAX_DEFAULT_SERVERS", "LocalLLMServer", "default_servers", "free_port",
+           "gemma_model_path"]
 
 log = logging.getLogger("bakeoff")
 
@@ -148,7 +149,8 @@ class LocalLLMServer:
         the other servers are ``replicas``)."""
         opts: dict[str, Any] = {"base_url": self.base_url, "replicas": tuple(self.base_urls[1:]),
                                 "model": LOCAL_MODEL_NAME, "concurrency": 1,
-                                "response_format": "json_object_schema", "prompt_style": "completion", "model_id": self.model_id(),
+                                "response_format": "json_object_schema", "prompt_style": "completion",
+                                "model_id": self.model_id(),
                                 "timeout_s": 300.0, "max_retries": 2}
         opts.update(overrides)
         return LLMConfig(**opts)
@@ -164,7 +166,8 @@ class LocalLLMServer:
                 cmd = [sys.executable, "-m", "bakeoff.truth.llama_server", "--model", str(path), "--host", "127.0.0.1",
                        "--port", str(port), "--chat_format", self.chat_format, "--n_ctx", str(self.n_ctx),
                        "--n_batch", str(N_BATCH), "--n_threads", str(self.n_threads),
-                       "--n_threads_batch", str(self.n_threads), "--logits_all", "true" if self.prompt_logprobs else "false"]
+                       "--n_threads_batch", str(self.n_threads),
+                       "--logits_all", "true" if self.prompt_logprobs else "false"]
                 self._logs.append(tempfile.TemporaryFile())  # noqa: SIM115 - closed in stop()
                 self.ports.append(port)
                 self.procs.append(subprocess.Popen(cmd, stdout=self._logs[-1], stderr=subprocess.STDOUT,

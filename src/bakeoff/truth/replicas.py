@@ -46,7 +46,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["N_BATCH", "PrefixState", "common_prefix", "chains", "reset_prompt", "RESET_TEXTS"]
+__all__ = ["N_BATCH", "RESET_TEXTS", "PrefixState", "chains", "common_prefix", "reset_prompt"]
 
 #: llama-cpp-python's ``n_batch`` (the server's default, passed explicitly by
 #: :class:`~bakeoff.truth.local_llm.LocalLLMServer`): prompt tokens per ``llama_decode``.
