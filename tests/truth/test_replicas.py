@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from pydantic import BaseModel, Field
 
-from bakeoff.truth.replicas import PrefixState, chains, common_prefix, reset_prompt
+from bakeoff.truth.replicas import PrefixState, chains, common_prefix, large_pieces, reset_prompt
 
 
 def test_common_prefix() -> None:
@@ -16,52 +16,71 @@ def test_common_prefix() -> None:
     assert common_prefix([], [1]) == 0
 
 
-def test_fresh_server_is_clean_unless_the_last_piece_is_one_token() -> None:
+# Hand-worked token lists use min_piece=2 (only a piece of one token is small) unless they say otherwise.
+P2 = {"min_piece": 2}
+
+
+def test_large_pieces() -> None:
+    assert large_pieces(16) and not large_pieces(15)
+    assert large_pieces(512) and large_pieces(1024) and large_pieces(512 + 16)
+    assert not large_pieces(512 + 15)  # 512, then 15
+    assert large_pieces(5, n_batch=4, min_piece=1) and not large_pieces(5, n_batch=4, min_piece=2)
+
+
+def test_fresh_server_is_clean_unless_a_piece_is_small() -> None:
     fresh = PrefixState()
-    assert fresh.clean([1, 2, 3])
-    assert not fresh.clean([1, 2, 3, 4, 5], n_batch=4)  # pieces 4 + 1: the last token alone
-    assert fresh.clean([1, 2, 3, 4, 5, 6], n_batch=4)  # 4 + 2
+    assert fresh.clean([1, 2, 3], **P2)
+    assert not fresh.clean([1, 2, 3, 4, 5], n_batch=4, **P2)  # pieces 4 + 1: the last token alone
+    assert fresh.clean([1, 2, 3, 4, 5, 6], n_batch=4, **P2)  # 4 + 2
+    assert not fresh.clean(list(range(15))) and fresh.clean(list(range(16)))  # the default MIN_PIECE
 
 
 def test_clean_needs_a_divergent_prefix_before_the_taint() -> None:
     held = PrefixState((1, 2, 3, 4), taint=4)
-    assert held.clean([1, 2, 9, 9])  # reuse 2, evaluate 2
-    assert not held.clean([1, 2, 3, 4])  # the same prompt: its last token is re-evaluated alone
-    assert not held.clean([1, 2, 3])  # a prefix of the held prompt: same
-    assert not held.clean([1, 2, 3, 4, 5])  # extends it: may reuse generated tokens
-    assert not held.clean([1, 2, 3, 9])  # reuse 3, evaluate 1 token alone
-    assert not held.clean([1, 2, 3, 9, 9, 9], n_batch=2)  # reuse 3, evaluate 2 + 1
-    assert not PrefixState((1, 2, 3, 4), taint=1).clean([1, 2, 9, 9])  # position 1 may be alone-computed
-    assert PrefixState((1, 2, 3, 4), taint=2).clean([1, 2, 9, 9])
-    assert not PrefixState.unknown().clean([1, 2, 3])
+    assert held.clean([1, 2, 9, 9], **P2)  # reuse 2, evaluate 2
+    assert not held.clean([1, 2, 9, 9], min_piece=3)  # 2 tokens are a small piece then
+    assert not held.clean([1, 2, 3, 4], **P2)  # the same prompt: its last token is re-evaluated alone
+    assert not held.clean([1, 2, 3], **P2)  # a prefix of the held prompt: same
+    assert not held.clean([1, 2, 3, 4, 5], **P2)  # extends it: may reuse generated tokens
+    assert not held.clean([1, 2, 3, 9], **P2)  # reuse 3, evaluate 1 token alone
+    assert not held.clean([1, 2, 3, 9, 9, 9], n_batch=2, **P2)  # reuse 3, evaluate 2 + 1
+    assert not PrefixState((1, 2, 3, 4), taint=1).clean([1, 2, 9, 9], **P2)  # position 1 may be small-piece
+    assert PrefixState((1, 2, 3, 4), taint=2).clean([1, 2, 9, 9], **P2)
+    assert not PrefixState.unknown().clean([1, 2, 3], **P2)
 
 
 def test_state_after_a_prompt() -> None:
-    s = PrefixState().after([1, 2, 3, 4])
+    s = PrefixState().after([1, 2, 3, 4], **P2)
     assert s == PrefixState((1, 2, 3, 4), 4)
-    retry = s.after([1, 2, 3, 4])  # reuse 3, the last token alone
+    retry = s.after([1, 2, 3, 4], **P2)  # reuse 3, the last token alone
     assert retry == PrefixState((1, 2, 3, 4), 3)
-    assert retry.clean([1, 2, 9, 9])  # the taint at 3 is beyond the reused prefix
-    assert retry.after([1, 2, 9, 9]) == PrefixState((1, 2, 9, 9), 4)
-    ext = s.after([1, 2, 3, 4, 5, 6])  # may reuse generated tokens from position 4 on
+    assert retry.clean([1, 2, 9, 9], **P2)  # the taint at 3 is beyond the reused prefix
+    assert retry.after([1, 2, 9, 9], **P2) == PrefixState((1, 2, 9, 9), 4)
+    ext = s.after([1, 2, 3, 4, 5, 6], **P2)  # may reuse generated tokens from position 4 on
     assert ext == PrefixState((1, 2, 3, 4, 5, 6), 4)
-    assert not ext.clean([1, 2, 3, 4, 5, 9, 9])
-    assert ext.clean([1, 2, 3, 4, 9, 9])
-    assert PrefixState.unknown().after([1, 2, 3]) == PrefixState((1, 2, 3), 1)
-    assert PrefixState().after([1, 2, 3, 4, 5], n_batch=4) == PrefixState((1, 2, 3, 4, 5), 4)
+    assert not ext.clean([1, 2, 3, 4, 5, 9, 9], **P2)
+    assert ext.clean([1, 2, 3, 4, 9, 9], **P2)
+    assert PrefixState.unknown().after([1, 2, 3], **P2) == PrefixState((1, 2, 3), 1)
+    assert PrefixState().after([1, 2, 3, 4, 5], n_batch=4, **P2) == PrefixState((1, 2, 3, 4, 5), 4)
+    # a small piece (3 tokens with min_piece 4) taints from where it starts
+    assert s.after([1, 9, 9, 9], min_piece=4) == PrefixState((1, 9, 9, 9), 1)
 
 
 def test_chains_keep_dependent_prompts_together() -> None:
     a, b, c = [1, 2, 3, 4], [1, 5, 6, 7], [1, 5, 6, 7, 8, 9]
-    assert chains(PrefixState(), [a, b, b, a, c, b]) == [[0], [1, 2], [3], [4, 5]]
+    assert chains(PrefixState(), [a, b, b, a, c, b], **P2) == [[0], [1, 2], [3], [4, 5]]
     # the first prompt of a batch always starts a chain; it runs where the serial state lives
-    assert chains(PrefixState(a, 4), [a, b]) == [[0], [1]]
+    assert chains(PrefixState(a, 4), [a, b], **P2) == [[0], [1]]
+    # with min_piece 4 nothing here is evaluated in a large piece after the shared BOS: one chain
+    assert chains(PrefixState(), [a, b, a], min_piece=4) == [[0, 1, 2]]
 
 
 def test_reset_prompt_picks_the_first_text_that_cleans() -> None:
     held = PrefixState((1, 7, 7, 7), 4)
-    text, after = reset_prompt(held, [("\n", (1, 5)), ("x", (1, 6))], [1, 5, 8, 8])
-    assert text == "x" and after == PrefixState((1, 6), 1) and after.clean([1, 5, 8, 8])
+    text, after = reset_prompt(held, [("\n", (1, 5)), ("x", (1, 6))], [1, 5, 8, 8], **P2)
+    assert text == "x" and after == PrefixState((1, 6), 1) and after.clean([1, 5, 8, 8], **P2)
+    with pytest.raises(ValueError):
+        reset_prompt(held, [("\n", (1, 5))], [1, 6, 8], min_piece=3)
 
 
 # -- the real model -------------------------------------------------------------------------------
