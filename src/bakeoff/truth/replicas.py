@@ -7,10 +7,10 @@ tokens it evaluated) and, for the next prompt ``T``, reuses the longest common p
 with them, re-evaluating ``T[L:]`` in pieces of ``n_batch`` tokens (``L`` is capped at
 ``len(T) - 1``; with nothing to re-evaluate it samples straight from the last logits).
 llama.cpp computes the tokens of a *small piece* on other kernel paths than those of a long
-one: measured on the demo's prompts (``/tmp``-free: see ``benchmarks/truth_speed.py``'s
-companion notes in the report), a last piece of 1 token moved the logits by up to 0.78 and
-pieces of 5-7 tokens by 0.74, while every split into pieces of >= :data:`MIN_PIECE` tokens
-gave bit-identical logits. So one server's answer to ``T`` depends on its *history* exactly
+one: measured in-process on three demo prompts (1 thread, no repacking), a last piece of 1-7
+tokens moved the last logits by up to 0.83 (which 1-7 differed depended on the prompt), while
+every split into pieces of 8-64 tokens gave the bit-identical logits of the unsplit prompt;
+:data:`MIN_PIECE` keeps a margin. So one server's answer to ``T`` depends on its *history* exactly
 through this: whether some position of ``T`` is evaluated in a small piece (or the last one
 not at all), which happens when the previous prompt equals ``T`` (a schema retry, or a
 duplicate prompt), when one prompt is a prefix of the other or nearly so, or when the last
