@@ -128,7 +128,8 @@ def main() -> None:
             runs[side].append(res)
             st = res["stages"]
             load = " ".join(f"{x:.2f}" for x in os.getloadavg())
-            print(f"round {r + 1} {side:6s} [load {load}]: llm_startup {st.get('llm_startup', 0):6.1f} s  truth {st['truth']:7.1f} s  "
+            print(f"round {r + 1} {side:6s} [load {load}]: llm_startup {st.get('llm_startup', 0):6.1f} s  "
+                  f"truth {st['truth']:7.1f} s  "
                   f"arms {st['arms']:6.1f} s  total {st['total']:7.1f} s  ({res['n_queries']} queries, "
                   f"sha256 {str(res['queries_sha256'])[:12]})", flush=True)
 

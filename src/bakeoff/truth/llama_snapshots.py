@@ -51,7 +51,7 @@ class Snapshot:
 
 def _lcp(a: Any, b: Any) -> int:
     n = 0
-    for x, y in zip(a, b):
+    for x, y in zip(a, b, strict=False):
         if x != y:
             break
         n += 1

@@ -32,9 +32,9 @@ Conventions
 
 from __future__ import annotations
 
+import collections
 import json
 import logging
-import collections
 import os
 import threading
 import time

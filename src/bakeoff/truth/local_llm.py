@@ -46,8 +46,8 @@ from ..versions import installed_version
 from .llm import LLMConfig
 from .replicas import N_BATCH
 
-__all__ = ["DEFAULT_SNAPSHOTS", "LOCAL_MODEL_NAME", "MAX_DEFAULT_SERVERS", "LocalLLMServer", "default_servers", "free_port",
-           "gemma_model_path"]
+__all__ = ["DEFAULT_SNAPSHOTS", "LOCAL_MODEL_NAME", "MAX_DEFAULT_SERVERS", "LocalLLMServer", "default_servers",
+           "free_port", "gemma_model_path"]
 
 log = logging.getLogger("bakeoff")
 
@@ -118,7 +118,9 @@ class LocalLLMServer:
         if self.servers < 1:
             raise BakeoffError("the local LLM needs at least one server")
         env_snaps = os.environ.get("BAKEOFF_LLAMA_SNAPSHOTS", "").strip()
-        self.snapshots = snapshots if snapshots is not None else int(env_snaps) if env_snaps.isdigit() else DEFAULT_SNAPSHOTS
+        if snapshots is None:
+            snapshots = int(env_snaps) if env_snaps.isdigit() else DEFAULT_SNAPSHOTS
+        self.snapshots = snapshots
         self.model_path = model_path
         self.prompt_logprobs = prompt_logprobs
         self.n_ctx = n_ctx

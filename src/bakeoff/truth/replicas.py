@@ -75,7 +75,7 @@ def large_pieces(count: int, *, n_batch: int = N_BATCH, min_piece: int = MIN_PIE
 def common_prefix(a: Tokens, b: Tokens) -> int:
     """Length of the longest common prefix of two token lists."""
     n = 0
-    for x, y in zip(a, b):
+    for x, y in zip(a, b, strict=False):
         if x != y:
             break
         n += 1
