@@ -91,6 +91,50 @@ def _ndcg(owners, scores, qrels, query_ids):
     return evaluate(Run.from_scores("rerank", per), qrels, ["ndcg@10"], query_ids=query_ids).means["ndcg@10"]
 
 
+def _timed(args, modes, scorers, load_s, pairs, order, owners, queries, times, loads, figures, ratios, agreements):
+    """The interleaved timed rounds, the speed figures and the agreement with fp32 (printed, and filled in)."""
+    from scipy.stats import spearmanr
+
+    scores: dict[str, np.ndarray] = {}
+    for r in range(args.rounds):
+        rotated = modes[r % len(modes):] + modes[: r % len(modes)]
+        loads.append(os.getloadavg())
+        for label in rotated:
+            time.sleep(1.0)
+            t0 = time.perf_counter()
+            scores[label] = _score(scorers[label], pairs, order, args.batch_size)
+            times[label].append(time.perf_counter() - t0)
+        print(f"round {r + 1} (load average {loads[-1][0]:.2f}): "
+              + "   ".join(f"{m} {times[m][-1]:.2f} s ({len(pairs) / times[m][-1]:.1f} pairs/s)" for m in modes))
+
+    for label in modes:
+        ts = times[label]
+        figures[label] = {"load_s": load_s[label], "best_s": min(ts), "median_s": statistics.median(ts),
+                          "pairs_per_s_best": len(pairs) / min(ts),
+                          "pairs_per_s_median": len(pairs) / statistics.median(ts), "rounds_s": ts}
+        print(f"{label}: load {load_s[label]:6.1f} s   best {min(ts):7.2f} s ({len(pairs) / min(ts):7.1f} pairs/s)"
+              f"   median {statistics.median(ts):7.2f} s ({len(pairs) / statistics.median(ts):7.1f} pairs/s)")
+    a = scores["fp32"]
+    for fast in modes[1:]:
+        b = scores[fast]
+        overlap = []
+        for qid in queries.ids:
+            idx = [i for i, (q, _) in enumerate(owners) if q == qid]
+            top_a = {owners[i][1] for i in sorted(idx, key=lambda i: -a[i])[:10]}
+            top_b = {owners[i][1] for i in sorted(idx, key=lambda i: -b[i])[:10]}
+            overlap.append(len(top_a & top_b) / max(1, min(10, len(idx))))
+        agreements[fast] = {"pearson": float(np.corrcoef(a, b)[0, 1]),
+                            "spearman": float(spearmanr(a, b).statistic),
+                            "top10_overlap": float(np.mean(overlap)), "max_abs_diff": float(np.abs(a - b).max())}
+        per_round = [f / t for f, t in zip(times["fp32"], times[fast], strict=True)]
+        ratios[fast] = {"best": min(times["fp32"]) / min(times[fast]),
+                        "median": statistics.median(times["fp32"]) / statistics.median(times[fast]),
+                        "rounds": per_round}
+        print(f"{fast}/fp32 pairs/s: best {ratios[fast]['best']:.2f}x, median {ratios[fast]['median']:.2f}x, "
+              f"per round {', '.join(f'{x:.2f}x' for x in per_round)};  agreement with fp32: "
+              + ", ".join(f"{k} {v:.4f}" for k, v in agreements[fast].items()))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     shared = os.environ.get("BAKEOFF_SHARED_DATA") or Path(__file__).resolve().parents[1].parent / "shared" / "data"
@@ -107,8 +151,6 @@ def main() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
     import importlib.util
-
-    from scipy.stats import spearmanr
 
     from bakeoff import load_beir
     from bakeoff.models.cross_encoders import CrossEncoderScorer
@@ -139,48 +181,11 @@ def main() -> None:
             scorers[label].score([pairs[i] for i in order[: args.batch_size]], batch_size=args.batch_size)  # warm-up
         times: dict[str, list[float]] = {m: [] for m in modes}
         loads: list[tuple[float, float, float]] = []
-        scores: dict[str, np.ndarray] = {}
-        for r in range(args.rounds):
-            rotated = modes[r % len(modes):] + modes[: r % len(modes)]
-            loads.append(os.getloadavg())
-            for label in rotated:
-                time.sleep(1.0)
-                t0 = time.perf_counter()
-                scores[label] = _score(scorers[label], pairs, order, args.batch_size)
-                times[label].append(time.perf_counter() - t0)
-            print(f"round {r + 1} (load average {loads[-1][0]:.2f}): "
-                  + "   ".join(f"{m} {times[m][-1]:.2f} s ({len(pairs) / times[m][-1]:.1f} pairs/s)" for m in modes))
-
         figures: dict[str, dict[str, float]] = {}
-        for label in modes:
-            ts = times[label]
-            figures[label] = {"load_s": load_s[label], "best_s": min(ts), "median_s": statistics.median(ts),
-                              "pairs_per_s_best": len(pairs) / min(ts),
-                              "pairs_per_s_median": len(pairs) / statistics.median(ts), "rounds_s": ts}
-            print(f"{label}: load {load_s[label]:6.1f} s   best {min(ts):7.2f} s ({len(pairs) / min(ts):7.1f} pairs/s)"
-                  f"   median {statistics.median(ts):7.2f} s ({len(pairs) / statistics.median(ts):7.1f} pairs/s)")
         ratios: dict[str, dict[str, float | list[float]]] = {}
         agreements: dict[str, dict[str, float]] = {}
-        a = scores["fp32"]
-        for fast in modes[1:]:
-            b = scores[fast]
-            overlap = []
-            for qid in queries.ids:
-                idx = [i for i, (q, _) in enumerate(owners) if q == qid]
-                top_a = {owners[i][1] for i in sorted(idx, key=lambda i: -a[i])[:10]}
-                top_b = {owners[i][1] for i in sorted(idx, key=lambda i: -b[i])[:10]}
-                overlap.append(len(top_a & top_b) / max(1, min(10, len(idx))))
-            agreements[fast] = {"pearson": float(np.corrcoef(a, b)[0, 1]),
-                                "spearman": float(spearmanr(a, b).statistic),
-                                "top10_overlap": float(np.mean(overlap)), "max_abs_diff": float(np.abs(a - b).max())}
-            per_round = [f / t for f, t in zip(times["fp32"], times[fast], strict=True)]
-            ratios[fast] = {"best": min(times["fp32"]) / min(times[fast]),
-                            "median": statistics.median(times["fp32"]) / statistics.median(times[fast]),
-                            "rounds": per_round}
-            print(f"{fast}/fp32 pairs/s: best {ratios[fast]['best']:.2f}x, median {ratios[fast]['median']:.2f}x, "
-                  f"per round {', '.join(f'{x:.2f}x' for x in per_round)};  agreement with fp32: "
-                  + ", ".join(f"{k} {v:.4f}" for k, v in agreements[fast].items()))
-
+        if args.rounds > 0:  # 0: only the (untimed) NDCG check, no lock needed
+            _timed(args, modes, scorers, load_s, pairs, order, owners, queries, times, loads, figures, ratios, agreements)
         ndcg: dict[str, float] = {}
         n_ndcg = len(ds.queries) if args.ndcg_queries is None else args.ndcg_queries
         if n_ndcg > 0:
