@@ -547,9 +547,8 @@ class LLMClient:
 
     def _on_replicas(self, reqs: Sequence[ChatRequest], out: list[Generation | None], bar: Any) -> bool:
         """Answer ``reqs`` into ``out`` on all servers, chain by chain (see :mod:`bakeoff.truth.replicas`);
-        False (nothing done) when the batch must stay serial: a chat request among the cache misses, a
-        prompt too short for large pieces, or, with a cache, two misses with one key (the second one's
-        fate depends on the first's answer)."""
+        False (nothing done) when the batch must stay serial: a chat request among the cache misses, or,
+        with a cache, two misses with one key (the second one's fate depends on the first's answer)."""
         keys = [self.request_key(r) for r in reqs]
         asked = [i for i, r in enumerate(reqs) if self._cached(r, keys[i]) is None]
         if len(asked) < 2 or any(reqs[i].prompt is None for i in asked):
@@ -558,11 +557,16 @@ class LLMClient:
             return False
         home = self._home
         toks = [self._prompt_tokens(reqs[i], home) for i in asked]
-        if not all(t is not None and large_pieces(len(t) - 1) for t in toks):
-            return False  # a prompt too short to ever be evaluated in large pieces after a reset: serial
         for text in RESET_TEXTS:
             self._tokens(text, home)
-        cuts = chains(self._states[home], toks)  # type: ignore[arg-type]
+        cuts: list[list[int]] = []
+        for cut in chains(self._states[home], toks):  # type: ignore[arg-type]
+            # a prompt a reset cannot make clean (after BOS alone its pieces are not all large: e.g. 520
+            # tokens = 512 + 7) stays right after its serial predecessor, on the same server
+            if cuts and not large_pieces(len(toks[cut[0]]) - 1):  # type: ignore[arg-type]
+                cuts[-1].extend(cut)
+            else:
+                cuts.append(cut)
         for i in sorted(set(range(len(reqs))) - set(asked)):  # cache hits: no server involved
             out[i] = self.generate(reqs[i], server=home)
             bar.update(1)
