@@ -5,8 +5,8 @@
         --base /tmp/base --rounds 2
 
 ``--stage truth`` (default) runs the demo's truth stage alone, exactly as
-:func:`bakeoff.demo.run_demo` calls it (100 stdlib documents, seed 0, two regeneration
-rounds, 500 characters per document, no cache: the local Gemma 3 270M writes every query);
+:func:`bakeoff.demo.run_demo` calls it (100 stdlib documents, seed 0, the demo's options read
+from each side's ``bakeoff.demo``, no cache: the local Gemma 3 270M writes every query);
 ``--stage demo`` runs the whole ``python -m bakeoff demo --cache off --no-progress`` (truth,
 then the five demo arms). Either runs with
 ``PYTHONPATH`` pointing at ``<base>/src`` (before) and at this tree's ``src`` (after),
@@ -40,29 +40,36 @@ STAGES = re.compile(r"wall time per stage: (.*)")
 
 
 TRUTH = r"""
-import json, sys, time
+import json, os, sys, time
 from pathlib import Path
 t0 = time.perf_counter()
+from bakeoff import demo
 from bakeoff.stdlib_corpus import stdlib_corpus
+from bakeoff.truth.answerability import AnswerabilityOptions
 from bakeoff.truth.generate import generate_truth
+from bakeoff.truth.specificity import SpecificityOptions
 from bakeoff.truth.synthetic import DescribeOptions
 corpus = stdlib_corpus()
 t1 = time.perf_counter()
-opts = DescribeOptions(n=int(sys.argv[2]), seed=int(sys.argv[3]), max_regenerations=2, max_doc_chars=500,
-                       test_fraction=1.0)  # as bakeoff.demo.run_demo
+opts = DescribeOptions(n=int(sys.argv[2]), seed=int(sys.argv[3]), max_regenerations=demo.DEMO_REGENERATIONS,
+                       max_doc_chars=500, test_fraction=1.0, min_doc_chars=demo.MIN_DOC_CHARS,
+                       leak_threshold=demo.DEMO_LEAK_THRESHOLD, prompt=demo.DEMO_PROMPT,
+                       specificity=None if demo.DEMO_SPECIFICITY == "off" else SpecificityOptions(),
+                       answerability=AnswerabilityOptions())  # exactly as bakeoff.demo.run_demo
 done = generate_truth(corpus, options=opts, llm="local", out=Path(sys.argv[1]) / "truth",
-                      source="python-stdlib-docstrings", cache=None, progress=False)
+                      source="python-stdlib-docstrings", cache=None, progress=False,
+                      specificity=demo.DEMO_SPECIFICITY, answerability=demo.DEMO_ANSWERABILITY)
 t2 = time.perf_counter()
 print(json.dumps({"corpus": t1 - t0, "llm_startup": done.llm_startup_s, "truth": t2 - t1, "total": t2 - t0,
                   "usage": done.usage.as_dict()}))
 """
 
 
-def run_truth(src: Path, *, n: int, seed: int) -> dict[str, object]:
+def run_truth(src: Path, *, n: int, seed: int, extra: dict[str, str] | None = None) -> dict[str, object]:
     """The demo's truth stage alone in a subprocess with ``src`` first on the path."""
     with tempfile.TemporaryDirectory(prefix="truth-speed-") as tmp:
         out = Path(tmp) / "demo"
-        env = {**os.environ, "PYTHONPATH": str(src), "HF_HUB_OFFLINE": "1"}
+        env = {**os.environ, "PYTHONPATH": str(src), "HF_HUB_OFFLINE": "1", **(extra or {})}
         t0 = time.perf_counter()
         proc = subprocess.run([sys.executable, "-c", TRUTH, str(out), str(n), str(seed)], env=env, cwd=tmp,
                               capture_output=True, text=True, check=False)
@@ -81,11 +88,11 @@ def _digests(out: Path) -> dict[str, object]:
             "qrels_sha256": hashlib.sha256(qrels).hexdigest(), "texts": texts}
 
 
-def run_demo(src: Path, *, n: int, seed: int) -> dict[str, object]:
+def run_demo(src: Path, *, n: int, seed: int, extra: dict[str, str] | None = None) -> dict[str, object]:
     """One ``bakeoff demo`` in a subprocess with ``src`` first on the path; stage times + output digests."""
     with tempfile.TemporaryDirectory(prefix="truth-speed-") as tmp:
         out = Path(tmp) / "demo"
-        env = {**os.environ, "PYTHONPATH": str(src), "HF_HUB_OFFLINE": "1"}
+        env = {**os.environ, "PYTHONPATH": str(src), "HF_HUB_OFFLINE": "1", **(extra or {})}
         cmd = [sys.executable, "-m", "bakeoff", "demo", "--out", str(out), "-n", str(n), "--seed", str(seed),
                "--cache", "off", "--no-progress"]
         t0 = time.perf_counter()
@@ -108,16 +115,21 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--stage", choices=("truth", "demo"), default="truth", help="the truth stage alone, or the whole demo")
     ap.add_argument("--json", type=Path, default=None, help="also write the figures here")
+    ap.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                    help="set in the 'after' runs only (e.g. BAKEOFF_LLM_SERVERS=1)")
     args = ap.parse_args()
 
     sides = {"before": args.base.resolve() / "src", "after": HERE / "src"}
     runs: dict[str, list[dict[str, object]]] = {"before": [], "after": []}
     for r in range(args.rounds):
         for side, src in sides.items():
-            res = (run_truth if args.stage == "truth" else run_demo)(src, n=args.n, seed=args.seed)
+            extra = dict(e.split("=", 1) for e in args.env) if side == "after" else {}
+            res = (run_truth if args.stage == "truth" else run_demo)(src, n=args.n, seed=args.seed, extra=extra)
             runs[side].append(res)
             st = res["stages"]
-            print(f"round {r + 1} {side:6s}: llm_startup {st.get('llm_startup', 0):6.1f} s  truth {st['truth']:7.1f} s  "
+            load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+            print(f"round {r + 1} {side:6s} [load {load}]: llm_startup {st.get('llm_startup', 0):6.1f} s  "
+                  f"truth {st['truth']:7.1f} s  "
                   f"arms {st['arms']:6.1f} s  total {st['total']:7.1f} s  ({res['n_queries']} queries, "
                   f"sha256 {str(res['queries_sha256'])[:12]})", flush=True)
 

@@ -17,6 +17,7 @@ pytest.importorskip("openvino", reason="the [fast] extra (openvino) is not insta
 
 from bakeoff.runner.context import Context
 from bakeoff.models.cross_encoders import CrossEncoderScorer
+from bakeoff.models.cross_encoders.openvino import CHUNK_BATCHES
 from bakeoff.arms.dense import DenseArm
 from bakeoff.models.encoders import make_encoder
 from bakeoff.arms.lexical import BM25Arm
@@ -152,8 +153,13 @@ def ce_fp32() -> CrossEncoderScorer:
     return CrossEncoderScorer(seed=0)
 
 
-def test_cross_encoder_agrees_with_fp32_without_ties(ce_fp32) -> None:
-    fast = CrossEncoderScorer(seed=0, backend="openvino")
+@pytest.fixture(scope="module")
+def ce_fast() -> CrossEncoderScorer:
+    return CrossEncoderScorer(seed=0, backend="openvino")
+
+
+def test_cross_encoder_agrees_with_fp32_without_ties(ce_fp32, ce_fast) -> None:
+    fast = ce_fast
     assert fast.precision == "bf16"  # the openvino default, as for the rerank arm
     ref, got = ce_fp32.score(PAIRS), fast.score(PAIRS, batch_size=8)
     assert got.dtype == np.float32 and got.shape == ref.shape == (len(PAIRS),)
@@ -164,6 +170,46 @@ def test_cross_encoder_agrees_with_fp32_without_ties(ce_fp32) -> None:
     ident = fast.identity()
     assert ident["backend"] == "openvino" and ident["openvino"] and ident["cpu_capability"] != "unknown"
     assert ident != CrossEncoderScorer(seed=0, precision="bf16").identity()  # not the torch bf16 entry
+    assert fast._backend.first_token_only and ident["openvino_graph"] == "2"  # last layer for [CLS] only
+    assert "openvino_graph" not in ce_fp32.identity()  # the torch identity is unchanged
+
+
+@pytest.mark.parametrize("batch_size", [8, 2])
+def test_cross_encoder_feeds_equal_tokenising_each_batch_alone(ce_fast, batch_size) -> None:
+    """Chunks of CHUNK_BATCHES batches, tokenised on first use; each batch cut to its longest pair ==
+    the batch tokenised alone; every pair in exactly one batch; longest first within each chunk."""
+    backend = ce_fast._backend
+    chunk = backend.chunk_batches
+    assert chunk == CHUNK_BATCHES > 1
+    feeds = backend.feeds(PAIRS, batch_size)
+    assert len(feeds) == -(-len(PAIRS) // batch_size) and feeds.rows == []  # nothing tokenised yet
+    first = feeds[0]
+    assert len(feeds.rows) == min(chunk, len(feeds))  # the first chunk only
+    got = [feeds[i] for i in range(len(feeds))]
+    assert got[0] is first
+    assert sorted(np.concatenate(feeds.rows).tolist()) == list(range(len(PAIRS)))
+    for c in range(0, len(feeds), chunk):
+        span = np.concatenate(feeds.rows[c : c + chunk])
+        lo = c * batch_size
+        assert sorted(span.tolist()) == list(range(lo, min(lo + chunk * batch_size, len(PAIRS))))
+        widths = [f["input_ids"].shape[1] for f in got[c : c + chunk]]
+        assert widths == sorted(widths, reverse=True)
+    for rows, feed in zip(feeds.rows, got, strict=True):
+        alone = ce_fast._features([PAIRS[i] for i in rows])
+        assert set(feed) == set(backend._inputs) and set(feed) <= set(alone)
+        for name, arr in feed.items():
+            assert arr.dtype == alone[name].dtype and np.array_equal(arr, alone[name]), name
+    with pytest.raises(IndexError):
+        feeds[len(feeds)]
+
+
+def test_cross_encoder_fp32_graph_is_the_same_function(ce_fp32) -> None:
+    """OpenVINO fp32 with the first-token last layer against PyTorch's full model: float rounding only."""
+    ov32 = CrossEncoderScorer(seed=0, backend="openvino", precision="fp32")
+    assert ov32._backend.first_token_only
+    ref, got = ce_fp32.score(PAIRS), ov32.score(PAIRS, batch_size=8)
+    assert np.abs(ref).max() > 1e-3
+    np.testing.assert_allclose(got, ref, rtol=0, atol=1e-5)
 
 
 def test_rerank_arm_backend_option(ce_fp32, tmp_path) -> None:
@@ -175,6 +221,7 @@ def test_rerank_arm_backend_option(ce_fp32, tmp_path) -> None:
     queries = Queries.from_dict({f"q{i}": q for i, q in enumerate(QUERIES)})
     arm = RerankArm(name="rr-ov", base=BM25Arm(), top=6, backend="openvino")
     assert arm.precision == "bf16" and arm.config()["backend"] == "openvino"
+    assert arm.config()["openvino_graph"] == "2" and "openvino_graph" not in RerankArm(base=BM25Arm()).config()
     assert arm.fingerprint() != RerankArm(base=BM25Arm(), top=6, precision="bf16").fingerprint()
     ctx = Context(corpus=corpus, cache=Cache(tmp_path / "cache"), progress=False)
     got = ctx.search(arm, queries, k=6)

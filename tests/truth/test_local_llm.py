@@ -84,10 +84,10 @@ def test_a_server_that_cannot_start_is_a_clean_error(tmp_path) -> None:
 
     bad = tmp_path / "not-a-model.gguf"
     bad.write_bytes(b"this is not GGUF")
-    srv = LocalLLMServer(model_path=bad, startup_timeout_s=60)
+    srv = LocalLLMServer(model_path=bad, startup_timeout_s=60, servers=2)
     with pytest.raises(BakeoffError, match="exited during startup"):
         srv.start()
-    assert srv.proc is None
+    assert srv.proc is None and srv.procs == []
 
 
 def test_server_ends_when_its_parent_is_killed() -> None:
@@ -100,25 +100,28 @@ def test_server_ends_when_its_parent_is_killed() -> None:
 
     parent = subprocess.Popen(
         [sys.executable, "-c", "import sys, time\nfrom bakeoff.truth.local_llm import LocalLLMServer\n"
-         "srv = LocalLLMServer().start()\nprint(srv.proc.pid, flush=True)\ntime.sleep(600)"],
+         "srv = LocalLLMServer(servers=2).start()\nprint(*[p.pid for p in srv.procs], flush=True)\ntime.sleep(600)"],
         stdout=subprocess.PIPE, text=True)
     try:
-        server_pid = int(parent.stdout.readline())
-        os.kill(server_pid, 0)  # running
+        server_pids = [int(x) for x in parent.stdout.readline().split()]
+        assert len(server_pids) == 2
+        for pid in server_pids:
+            os.kill(pid, 0)  # running
         parent.send_signal(signal.SIGKILL)
         parent.wait(timeout=30)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                with open(f"/proc/{server_pid}/stat") as fh:
-                    if fh.read().rsplit(")", 1)[1].split()[0] == "Z":
-                        break  # exited; a zombie until init reaps it
-            except FileNotFoundError:
-                break
-            time.sleep(0.2)
-        else:
-            os.kill(server_pid, signal.SIGKILL)
-            pytest.fail("the local LLM server outlived its killed parent by 30 s")
+        for server_pid in server_pids:
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                try:
+                    with open(f"/proc/{server_pid}/stat") as fh:
+                        if fh.read().rsplit(")", 1)[1].split()[0] == "Z":
+                            break  # exited; a zombie until init reaps it
+                except FileNotFoundError:
+                    break
+                time.sleep(0.2)
+            else:
+                os.kill(server_pid, signal.SIGKILL)
+                pytest.fail("a local LLM server outlived its killed parent by 30 s")
     finally:
         if parent.poll() is None:
             parent.kill()

@@ -52,6 +52,7 @@ from ..validation import NonNegativeInt, PositiveInt
 from ..versions import version_of
 from .base import Arm, ArmContext, DocMask, register_arm
 from ..models.cross_encoders import BACKENDS, PRECISIONS, CrossEncoderScorer, model_identity
+from ..models.cross_encoders.openvino import OPENVINO_CODE_VERSION
 from ..models.training_record import training_mark
 
 __all__ = ["RerankArm", "pair_order"]
@@ -130,7 +131,7 @@ class RerankArm(Arm):
                "batch_size": self.batch_size, "max_length": self.max_length, "seed": self.seed,
                "chunk": self.chunk}
         if self.backend != "torch":
-            out["backend"] = self.backend
+            out.update(backend=self.backend, openvino_graph=OPENVINO_CODE_VERSION)
         if self.precision == "bf16" or self.backend != "torch":
             from ..models.cpu import cpu_capability
 

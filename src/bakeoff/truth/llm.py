@@ -35,6 +35,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import queue
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -47,6 +48,7 @@ from .._io import atomic_open
 from ..cache import Cache, cache_key
 from ..errors import ConfigError, InputError
 from ..net import HttpClient, HttpError
+from .replicas import RESET_TEXTS, PrefixState, chains, large_pieces, reset_prompt
 
 if TYPE_CHECKING:  # pragma: no cover
     from pydantic import BaseModel
@@ -141,6 +143,11 @@ class LLMConfig:
     reasoning_effort: str | None = None
     #: ``None``: decided by :func:`is_reasoning_model` from the model name; True/False force it.
     reasoning: bool | None = None
+    #: Base URLs of more llama-cpp-python servers identical to ``base_url`` (same model and flags,
+    #: one slot each): :meth:`LLMClient.generate_many` spreads completion requests over all of them
+    #: with the answers one server gives in input order (:mod:`bakeoff.truth.replicas`). Not part of
+    #: any cache key, not in :meth:`public` (the ports change every run).
+    replicas: tuple[str, ...] = ()
 
     @property
     def is_reasoning(self) -> bool:
@@ -164,6 +171,7 @@ class LLMConfig:
     def public(self) -> dict[str, Any]:
         """The configuration as stored in provenance: the key variable's *name* only."""
         d = asdict(self)
+        d.pop("replicas")
         d["price"] = asdict(self.resolved_price())
         return d
 
@@ -291,6 +299,13 @@ class LLMClient:
     """Chat client with retries, structured output, caching and accounting.
 
     ``sleep`` is injectable so tests can observe backoff without waiting.
+
+    With :attr:`LLMConfig.replicas` the client talks to several identical one-slot llama.cpp
+    servers (server 0 is ``base_url``): it simulates each server's held prompt
+    (:class:`~bakeoff.truth.replicas.PrefixState`, tokens from the server's tokenizer) so that
+    :meth:`generate_many` can run independent *chains* of completion requests on different servers
+    and still get, request by request, the answer the serial path gets (see
+    :mod:`bakeoff.truth.replicas`). ``resets`` counts the reset requests that needed.
     """
     code_version = "1"  # bump when parsing/validation of answers changes (part of request_key)
 
@@ -302,9 +317,21 @@ class LLMClient:
         self.cache = cache
         self.usage = Usage()
         cfg = config
-        self._http = HttpClient(base_url=cfg.base_url, auth_env=cfg.api_key_env, timeout=cfg.timeout_s,
-                                retries=cfg.max_retries, backoff=cfg.backoff_s, backoff_max=cfg.backoff_max_s,
-                                sleep=sleep, on_request=self._on_request, on_retry=self._on_retry)
+        urls = (cfg.base_url, *cfg.replicas)
+        self._servers = [HttpClient(base_url=u, auth_env=cfg.api_key_env, timeout=cfg.timeout_s,
+                                    retries=cfg.max_retries, backoff=cfg.backoff_s, backoff_max=cfg.backoff_max_s,
+                                    sleep=sleep, on_request=self._on_request, on_retry=self._on_retry) for u in urls]
+        self._http = self._servers[0]
+        #: Tokenizer and reset calls (not counted in :attr:`usage`: the serial path makes none).
+        self._control = [HttpClient(base_url=u.rstrip("/").removesuffix("/v1") + "/", timeout=cfg.timeout_s,
+                                    retries=cfg.max_retries, backoff=cfg.backoff_s, backoff_max=cfg.backoff_max_s,
+                                    sleep=sleep) for u in urls] if cfg.replicas else []
+        self._home = 0  # the server holding the serial path's state
+        self._states = [PrefixState() for _ in urls]
+        self._token_memo: dict[str, tuple[int, ...]] = {}
+        self.resets = 0
+        #: Per server, the requests (cache keys) it was asked, in order (a record for tests and logs).
+        self.asked_on: list[list[str]] = [[] for _ in urls]
         #: When a list, cache misses are appended here (for :func:`write_batch`) instead of being asked,
         #: and answered with a ``pending`` Generation.
         self.collect: list[ChatRequest] | None = None
@@ -366,7 +393,8 @@ class LLMClient:
 
     def close(self) -> None:
         """Close the pooled connections (the client stays usable: they reopen on demand)."""
-        self._http.close()
+        for http in (*self._servers, *self._control):
+            http.close()
 
     def __enter__(self) -> LLMClient:
         return self
@@ -374,9 +402,39 @@ class LLMClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _post(self, body: Mapping[str, Any], endpoint: str = "chat/completions") -> Any:
-        """POST ``body`` as JSON (retried as :mod:`bakeoff.net` says); :class:`~bakeoff.net.HttpError` when it fails."""
-        return self._http.post_json(endpoint, body)
+    def _post(self, body: Mapping[str, Any], endpoint: str = "chat/completions", *, server: int = 0) -> Any:
+        """POST ``body`` as JSON to ``server`` (retried as :mod:`bakeoff.net` says); :class:`~bakeoff.net.HttpError`
+        when it fails."""
+        return self._servers[server].post_json(endpoint, body)
+
+    # -- replicas (see bakeoff.truth.replicas) ----------------------------------
+    def _tokens(self, text: str, server: int) -> tuple[int, ...]:
+        """``text`` as the llama-cpp-python completion endpoint evaluates it (BOS + special-aware tokens)."""
+        toks = self._token_memo.get(text)
+        if toks is None:
+            resp = self._control[server].post_json("extras/tokenize", {"model": self.config.model, "input": text})
+            toks = self._token_memo[text] = tuple(int(t) for t in resp["tokens"])
+        return toks
+
+    def _prompt_tokens(self, req: ChatRequest, server: int) -> tuple[int, ...] | None:
+        return None if req.prompt is None else self._tokens(req.prompt + req.prefill, server)
+
+    def _asked(self, server: int, req: ChatRequest) -> None:
+        """Record that ``req`` was sent to ``server`` (its simulated state moves on)."""
+        if not self.config.replicas:
+            return
+        toks = self._prompt_tokens(req, server)
+        state = self._states[server]
+        self._states[server] = PrefixState.unknown() if toks is None else state.after(toks)
+
+    def _reset(self, server: int, tokens: tuple[int, ...]) -> None:
+        """Ask ``server`` a one-token completion of a short text so that ``tokens`` is clean there."""
+        cands = [(t, self._tokens(t, server)) for t in RESET_TEXTS]
+        text, after = reset_prompt(self._states[server], cands, tokens)
+        self._control[server].post_json("v1/completions", {"model": self.config.model, "prompt": text, "max_tokens": 1,
+                                                            "temperature": 0.0})
+        self._states[server] = after
+        self.resets += 1
 
     # -- one request ---------------------------------------------------------
     def validate(self, req: ChatRequest, text: str) -> Any:
@@ -410,8 +468,11 @@ class LLMClient:
             self.cache.put_json("llm", key, {"raw": raw, "model": self.config.identity, "prompt_tokens": pt,
                                              "completion_tokens": ct, "source": source})
 
-    def generate(self, req: ChatRequest) -> Generation:
-        """Answer ``req`` (from the cache when possible). Never raises for server or answer errors."""
+    def generate(self, req: ChatRequest, *, server: int | None = None) -> Generation:
+        """Answer ``req`` (from the cache when possible) on ``server`` (an index into ``base_url`` +
+        ``replicas``; default: the one holding the serial state). Never raises for server or answer
+        errors."""
+        server = self._home if server is None else server
         key = self.request_key(req)
         self.usage.add(requests=1)
         hit = self._cached(req, key)
@@ -429,7 +490,9 @@ class LLMClient:
             if attempt:
                 self.usage.add(schema_retries=1)
             try:
-                resp = self._post(self.body(req, seed_offset=attempt * 1_000_003), self.endpoint(req))
+                self._asked(server, req)
+                self.asked_on[server].append(key)
+                resp = self._post(self.body(req, seed_offset=attempt * 1_000_003), self.endpoint(req), server=server)
             except HttpError as exc:
                 last_error = exc.detail
                 break  # transport retries already exhausted
@@ -460,7 +523,8 @@ class LLMClient:
                           completion_tokens=ct_total, attempts=self.config.schema_retries + 1, key=key)
 
     def generate_many(self, reqs: Sequence[ChatRequest], *, progress: bool = True, desc: str = "llm") -> list[Generation]:
-        """Answer ``reqs`` with at most ``concurrency`` requests in flight; results in input order."""
+        """Answer ``reqs`` with at most ``concurrency`` requests in flight; results in input order. With
+        :attr:`LLMConfig.replicas`: one request in flight per server, the answers of the serial path."""
         from ..progress import progress_bar
 
         bar = progress_bar(total=len(reqs), desc=desc, enabled=progress, unit="req")
@@ -470,7 +534,9 @@ class LLMClient:
             out[i] = self.generate(reqs[i])
             bar.update(1)
 
-        if self.config.concurrency == 1 or len(reqs) <= 1:
+        if self.config.replicas and self.collect is None and self._on_replicas(reqs, out, bar):
+            pass
+        elif self.config.concurrency == 1 or len(reqs) <= 1:
             for i in range(len(reqs)):
                 one(i)
         else:
@@ -478,6 +544,65 @@ class LLMClient:
                 list(pool.map(one, range(len(reqs))))
         bar.close()
         return [g for g in out if g is not None]
+
+    def _on_replicas(self, reqs: Sequence[ChatRequest], out: list[Generation | None], bar: Any) -> bool:
+        """Answer ``reqs`` into ``out`` on all servers, chain by chain (see :mod:`bakeoff.truth.replicas`);
+        False (nothing done) when the batch must stay serial: a chat request among the cache misses, or,
+        with a cache, two misses with one key (the second one's fate depends on the first's answer)."""
+        keys = [self.request_key(r) for r in reqs]
+        asked = [i for i, r in enumerate(reqs) if self._cached(r, keys[i]) is None]
+        if len(asked) < 2 or any(reqs[i].prompt is None for i in asked):
+            return False
+        if self.cache is not None and len({keys[i] for i in asked}) < len(asked):
+            return False
+        home = self._home
+        toks = [self._prompt_tokens(reqs[i], home) for i in asked]
+        for text in RESET_TEXTS:
+            self._tokens(text, home)
+        cuts: list[list[int]] = []
+        for cut in chains(self._states[home], toks):  # type: ignore[arg-type]
+            # a prompt a reset cannot make clean (after BOS alone its pieces are not all large: e.g. 520
+            # tokens = 512 + 7) stays right after its serial predecessor, on the same server
+            if cuts and not large_pieces(len(toks[cut[0]]) - 1):  # type: ignore[arg-type]
+                cuts[-1].extend(cut)
+            else:
+                cuts.append(cut)
+        for i in sorted(set(range(len(reqs))) - set(asked)):  # cache hits: no server involved
+            out[i] = self.generate(reqs[i], server=home)
+            bar.update(1)
+        # chains in serial order from one queue: the last chain is taken last, so its server holds the
+        # serial state afterwards (the next batch's home)
+        todo: queue.SimpleQueue[int] = queue.SimpleQueue()
+        for c in range(1, len(cuts)):
+            todo.put(c)
+        ran_on = [home] * len(cuts)
+
+        def run(c: int, server: int) -> None:
+            first = toks[cuts[c][0]]
+            assert first is not None
+            if c and not self._states[server].clean(first):
+                self._reset(server, first)
+            for j in cuts[c]:
+                out[asked[j]] = self.generate(reqs[asked[j]], server=server)
+                bar.update(1)
+            ran_on[c] = server
+
+        def work(server: int) -> None:
+            if server == home:
+                run(0, server)
+            while True:
+                try:
+                    c = todo.get_nowait()
+                except queue.Empty:
+                    return
+                run(c, server)
+
+        with ThreadPoolExecutor(max_workers=len(self._servers)) as pool:
+            list(pool.map(work, range(len(self._servers))))
+        self._home = ran_on[-1]
+        log.debug("llm: %d requests in %d chains on %d servers (%d resets so far)", len(asked), len(cuts),
+                  len(self._servers), self.resets)
+        return True
 
 
 # -- batch files ----------------------------------------------------------------

@@ -16,6 +16,15 @@ client asks for no logprobs. Gemma 3 270M is a *base* model: prompts are few-sho
 way, while chat-template prompts mostly echo the examples. Its server accepts
 ``response_format={"type": "json_object", "schema": ...}`` (grammar-constrained
 JSON), so :meth:`LocalLLMServer.config` selects that form.
+
+``servers`` (default :func:`default_servers`: one per usable core, at most 2;
+``$BAKEOFF_LLM_SERVERS``) starts that many identical servers, each one thread and one
+slot, on their own ports: :meth:`LocalLLMServer.config` lists the others as
+:attr:`~bakeoff.truth.llm.LLMConfig.replicas`, and the client runs independent chains
+of requests on them in parallel with the answers one server gives
+(:mod:`bakeoff.truth.replicas`). Separate processes, not threads or slots in one
+context: no thread synchronisation (llama.cpp's spin-waiting threads collapse on a busy
+machine), and each request keeps the one-sequence numerics of the serial path.
 """
 
 from __future__ import annotations
@@ -35,12 +44,29 @@ from ..errors import BakeoffError, MissingDependencyError
 from ..net import HttpClient, HttpError
 from ..versions import installed_version
 from .llm import LLMConfig
+from .replicas import N_BATCH
 
-__all__ = ["LocalLLMServer", "gemma_model_path", "free_port", "LOCAL_MODEL_NAME"]
+__all__ = ["LOCAL_MODEL_NAME", "MAX_DEFAULT_SERVERS", "LocalLLMServer", "default_servers",
+           "free_port", "gemma_model_path"]
 
 log = logging.getLogger("bakeoff")
 
 LOCAL_MODEL_NAME = "gemma-3-270m-q4_k_m"
+
+#: Upper bound of :func:`default_servers` (measured on a 2-core machine; more servers than cores only queue).
+MAX_DEFAULT_SERVERS = 2
+
+
+def default_servers() -> int:
+    """``$BAKEOFF_LLM_SERVERS`` when set, else one server per CPU this process may use, at most
+    :data:`MAX_DEFAULT_SERVERS`."""
+    env = os.environ.get("BAKEOFF_LLM_SERVERS", "").strip()
+    if env:
+        if not env.isdigit() or int(env) < 1:
+            raise BakeoffError(f"BAKEOFF_LLM_SERVERS must be a positive integer, got {env!r}")
+        return int(env)
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(MAX_DEFAULT_SERVERS, usable))
 
 
 def free_port() -> int:
@@ -75,26 +101,43 @@ class LocalLLMServer:
     at load 9 on 2 cores). ``n_ctx`` is the context window in tokens. ``prompt_logprobs=True``
     keeps llama.cpp's ``logits_all`` on, which ``/v1/completions`` needs to answer ``echo=true,
     logprobs=N`` (prompt-token log-probabilities, for the specificity filter over HTTP); generation
-    leaves it off (twice as fast, same text).
+    leaves it off (twice as fast, same text). ``servers`` identical server processes are started
+    (default :func:`default_servers`); ``port``/``proc`` are the first one's, ``ports``/``procs`` all.
     """
 
     def __init__(self, *, model_path: Path | None = None, n_ctx: int = 4096, n_threads: int | None = None,
-                 startup_timeout_s: float = 120.0, chat_format: str = "gemma", prompt_logprobs: bool = False) -> None:
+                 startup_timeout_s: float = 120.0, chat_format: str = "gemma", prompt_logprobs: bool = False,
+                 servers: int | None = None) -> None:
+        self.servers = default_servers() if servers is None else servers
+        if self.servers < 1:
+            raise BakeoffError("the local LLM needs at least one server")
         self.model_path = model_path
         self.prompt_logprobs = prompt_logprobs
         self.n_ctx = n_ctx
         self.n_threads = n_threads or int(os.environ.get("BAKEOFF_LLM_THREADS", "1"))
         self.startup_timeout_s = startup_timeout_s
         self.chat_format = chat_format
-        self.port: int | None = None
-        self.proc: subprocess.Popen[bytes] | None = None
-        self._log: Any = None
+        self.ports: list[int] = []
+        self.procs: list[subprocess.Popen[bytes]] = []
+        self._logs: list[Any] = []
+
+    @property
+    def port(self) -> int | None:
+        return self.ports[0] if self.ports else None
+
+    @property
+    def proc(self) -> subprocess.Popen[bytes] | None:
+        return self.procs[0] if self.procs else None
 
     @property
     def base_url(self) -> str:
-        if self.port is None:
+        return self.base_urls[0]
+
+    @property
+    def base_urls(self) -> list[str]:
+        if not self.ports:
             raise RuntimeError("server not started")
-        return f"http://127.0.0.1:{self.port}/v1"
+        return [f"http://127.0.0.1:{p}/v1" for p in self.ports]
 
     def model_id(self) -> str:
         """Cache identity: model file + llama-cpp-python version (either changes outputs)."""
@@ -102,33 +145,45 @@ class LocalLLMServer:
         return f"{LOCAL_MODEL_NAME}@llama-cpp-python-{_llama_cpp_version()}+{repack}"
 
     def config(self, **overrides: Any) -> LLMConfig:
-        """An :class:`LLMConfig` for this server (one request at a time: the server has one slot)."""
-        opts: dict[str, Any] = {"base_url": self.base_url, "model": LOCAL_MODEL_NAME, "concurrency": 1,
-                                "response_format": "json_object_schema", "prompt_style": "completion", "model_id": self.model_id(),
+        """An :class:`LLMConfig` for these servers (one request at a time each: a server has one slot;
+        the other servers are ``replicas``)."""
+        opts: dict[str, Any] = {"base_url": self.base_url, "replicas": tuple(self.base_urls[1:]),
+                                "model": LOCAL_MODEL_NAME, "concurrency": 1,
+                                "response_format": "json_object_schema", "prompt_style": "completion",
+                                "model_id": self.model_id(),
                                 "timeout_s": 300.0, "max_retries": 2}
         opts.update(overrides)
         return LLMConfig(**opts)
 
     def start(self) -> LocalLLMServer:
+        """Start the servers (all at once) and wait until each answers; on failure none is left running."""
         _llama_cpp_version()
         path = self.model_path or gemma_model_path()
-        self.port = free_port()
-        cmd = [sys.executable, "-m", "bakeoff.truth.llama_server", "--model", str(path), "--host", "127.0.0.1",
-               "--port", str(self.port), "--chat_format", self.chat_format, "--n_ctx", str(self.n_ctx),
-               "--n_threads", str(self.n_threads), "--n_threads_batch", str(self.n_threads),
-               "--logits_all", "true" if self.prompt_logprobs else "false"]
-        self._log = tempfile.TemporaryFile()
         env = {**os.environ, "BAKEOFF_PARENT_PID": str(os.getpid())}  # the server exits when we are gone
-        self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
-        self._wait_ready()
-        log.debug("local LLM server on %s (pid %d)", self.base_url, self.proc.pid)
+        try:
+            for _ in range(self.servers):
+                port = free_port()
+                cmd = [sys.executable, "-m", "bakeoff.truth.llama_server", "--model", str(path), "--host", "127.0.0.1",
+                       "--port", str(port), "--chat_format", self.chat_format, "--n_ctx", str(self.n_ctx),
+                       "--n_batch", str(N_BATCH), "--n_threads", str(self.n_threads),
+                       "--n_threads_batch", str(self.n_threads),
+                       "--logits_all", "true" if self.prompt_logprobs else "false"]
+                self._logs.append(tempfile.TemporaryFile())  # noqa: SIM115 - closed in stop()
+                self.ports.append(port)
+                self.procs.append(subprocess.Popen(cmd, stdout=self._logs[-1], stderr=subprocess.STDOUT,
+                                                   stdin=subprocess.DEVNULL, env=env))
+            self._wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+        log.debug("local LLM servers on %s (pids %s)", self.base_urls, [p.pid for p in self.procs])
         return self
 
-    def _tail(self) -> str:
-        if self._log is None:
+    def _tail(self, i: int = 0) -> str:
+        if i >= len(self._logs):
             return ""
-        self._log.seek(0)
-        lines = self._log.read().decode("utf-8", "replace").strip().splitlines()
+        self._logs[i].seek(0)
+        lines = self._logs[i].read().decode("utf-8", "replace").strip().splitlines()
         return lines[-1] if lines else ""
 
     def _wait_ready(self) -> None:
@@ -140,34 +195,36 @@ class LocalLLMServer:
 
     def _poll_ready(self, probe: HttpClient) -> None:
         deadline = time.monotonic() + self.startup_timeout_s
+        waiting = set(range(len(self.procs)))
         while time.monotonic() < deadline:
-            assert self.proc is not None
-            if self.proc.poll() is not None:
-                tail = self._tail()
-                self.stop()
-                raise BakeoffError(f"local LLM server exited during startup: {tail}")
-            try:
-                if probe.request("GET", f"{self.base_url}/models").status_code == 200:
-                    return
-            except HttpError:
-                pass
+            for i in sorted(waiting):
+                if self.procs[i].poll() is not None:
+                    raise BakeoffError(f"local LLM server exited during startup: {self._tail(i)}")
+                try:
+                    if probe.request("GET", f"{self.base_urls[i]}/models").status_code == 200:
+                        waiting.discard(i)
+                except HttpError:
+                    pass
+            if not waiting:
+                return
             time.sleep(0.25)
-        self.stop()
         raise BakeoffError(f"local LLM server not ready after {self.startup_timeout_s:.0f}s")
 
     def stop(self) -> None:
-        if self.proc is not None:
-            if self.proc.poll() is None:
-                self.proc.terminate()
-                try:
-                    self.proc.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    self.proc.kill()
-                    self.proc.wait()
-            self.proc = None
-        if self._log is not None:
-            self._log.close()
-            self._log = None
+        """Terminate every server (kill after 10 s) and close their logs."""
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.terminate()
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        self.procs, self.ports = [], []
+        for fh in self._logs:
+            fh.close()
+        self._logs = []
 
     def __enter__(self) -> LocalLLMServer:
         return self.start()

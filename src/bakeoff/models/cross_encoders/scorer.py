@@ -176,7 +176,9 @@ class CrossEncoderScorer:
         ident = model_identity(self.model, revision=self.revision)
         ident.update({"precision": self.precision, "max_length": self.max_length, "head_seed": self.seed})
         if self.backend != "torch":
-            ident.update(backend=self.backend, openvino=version_of("openvino"))
+            from .openvino import OPENVINO_CODE_VERSION
+
+            ident.update(backend=self.backend, openvino=version_of("openvino"), openvino_graph=OPENVINO_CODE_VERSION)
         if self.precision == "bf16" or self.backend != "torch":  # AMX vs emulated kernels round differently
             ident["cpu_capability"] = cpu_capability()
         ident["code_version"] = self.code_version
