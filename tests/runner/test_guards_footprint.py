@@ -128,13 +128,13 @@ class _CollectingHog(_Hog):
         super().index(corpus, ctx=ctx)
 
 
-def test_garbage_freed_inside_the_window_does_not_hide_an_arms_memory() -> None:
-    # 96 MiB of earlier cyclic garbage; the arm (40 MiB) runs a collection. Were the garbage freed inside the
-    # window, the resident size would fall by 96 MiB and rise by 40: the arm's peak would be its start, 0 added.
+def _garbage_window_added_mb() -> float:
+    """The 40 MiB arm's ``added_mb`` when 96 MiB of earlier cyclic garbage exists and the arm runs a collection.
+
+    Were the garbage freed inside the window, the resident size would fall by 96 MiB and rise by 40: the arm's
+    peak would be its start, 0 added."""
     import gc
 
-    if not PeakMemory().exact:
-        pytest.skip("/proc/self/clear_refs is not writable here: only the lifetime peak is available")
     gc.disable()  # keep the garbage until the measurement starts (as a long test session does)
     try:
         _Cycle(96)
@@ -144,7 +144,27 @@ def test_garbage_freed_inside_the_window_does_not_hide_an_arms_memory() -> None:
         ctx.search(hog, Queries.from_queries([Query("q1", "x")]), k=1)
     finally:
         gc.enable()
-    assert 30 <= ctx.timings[hog.fingerprint()]["memory"]["added_mb"] <= 60
+    return float(ctx.timings[hog.fingerprint()]["memory"]["added_mb"])
+
+
+def test_garbage_freed_inside_the_window_does_not_hide_an_arms_memory() -> None:
+    # In a fresh interpreter: late in a long pytest session (~3 GB resident, much of it file-backed pages of
+    # libraries and models) this measured 0 added once in a clean-clone CI run while passing alone and in every
+    # subset tried; the kernel may drop clean file pages from the resident size inside the window (VmHWM counts
+    # them). Here only the garbage under test and the arm move the resident size.
+    import subprocess
+    import sys
+
+    if not PeakMemory().exact:
+        pytest.skip("/proc/self/clear_refs is not writable here: only the lifetime peak is available")
+    root = Path(__file__).resolve().parents[2]
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); "
+            "from tests.runner.test_guards_footprint import _garbage_window_added_mb as f; print(f())")
+    proc = subprocess.run([sys.executable, "-c", code, str(root)], capture_output=True, text=True, timeout=300,
+                          check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert 30 <= float(proc.stdout.strip().splitlines()[-1]) <= 60
+
 
 def test_model_bytes(tmp_path: Path) -> None:
     from bakeoff.arms.dense import DenseArm
