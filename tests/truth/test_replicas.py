@@ -123,7 +123,7 @@ def test_replicas_give_the_serial_generations() -> None:
     from bakeoff.truth.local_llm import LocalLLMServer
 
     reqs = _requests()
-    with LocalLLMServer(servers=1) as one:
+    with LocalLLMServer(servers=1, snapshots=0) as one:  # the unpatched serial path
         serial = LLMClient(one.config())
         assert not serial.config.replicas
         ref = serial.generate_many(reqs, progress=False)
@@ -141,6 +141,10 @@ def test_replicas_give_the_serial_generations() -> None:
         assert len(client.config.replicas) == 1
         got = client.generate_many(reqs, progress=False)
         got2 = client.generate_many(reqs[::-1], progress=False)
+        logs = []
+        for fh in two._logs:
+            fh.seek(0)
+            logs.append(fh.read().decode("utf-8", "replace"))
 
     def seen(gens):
         return [(g.raw, g.attempts, g.error, g.prompt_tokens, g.completion_tokens) for g in gens]
@@ -164,5 +168,7 @@ def test_replicas_give_the_serial_generations() -> None:
                     runs.append(1)
                 prev = i
         assert all(r % 3 == 0 for r in runs), (runs, keys)
+    # prompts asked again were answered from KV snapshots (the same answers, checked above)
+    assert sum(log.count("bakeoff snapshot: restored") for log in logs) >= 2, logs
     # the servers are gone with the context
     assert all(p.poll() is not None for p in procs) and two.procs == []

@@ -32,10 +32,10 @@ Conventions
 
 from __future__ import annotations
 
+import collections
 import json
 import logging
 import os
-import queue
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -332,6 +332,7 @@ class LLMClient:
         self.resets = 0
         #: Per server, the requests (cache keys) it was asked, in order (a record for tests and logs).
         self.asked_on: list[list[str]] = [[] for _ in urls]
+        self._last_server: dict[str, int] = {}  # prompt text -> the server that asked it last
         #: When a list, cache misses are appended here (for :func:`write_batch`) instead of being asked,
         #: and answered with a ``pending`` Generation.
         self.collect: list[ChatRequest] | None = None
@@ -492,6 +493,8 @@ class LLMClient:
             try:
                 self._asked(server, req)
                 self.asked_on[server].append(key)
+                if req.prompt is not None:
+                    self._last_server[req.prompt + req.prefill] = server
                 resp = self._post(self.body(req, seed_offset=attempt * 1_000_003), self.endpoint(req), server=server)
             except HttpError as exc:
                 last_error = exc.detail
@@ -570,11 +573,32 @@ class LLMClient:
         for i in sorted(set(range(len(reqs))) - set(asked)):  # cache hits: no server involved
             out[i] = self.generate(reqs[i], server=home)
             bar.update(1)
-        # chains in serial order from one queue: the last chain is taken last, so its server holds the
-        # serial state afterwards (the next batch's home)
-        todo: queue.SimpleQueue[int] = queue.SimpleQueue()
-        for c in range(1, len(cuts)):
-            todo.put(c)
+        # each chain prefers the server that last asked its prompt (a server-side snapshot may hold it:
+        # bakeoff.truth.llama_snapshots); a server with nothing of its own takes shared work, then steals
+        n_srv = len(self._servers)
+        own: list[collections.deque[int]] = [collections.deque() for _ in range(n_srv)]
+        shared: collections.deque[int] = collections.deque()
+        last = len(cuts) - 1  # handed out only when nothing else is left: its server then holds the serial state
+        for c in range(1, last):
+            req = reqs[asked[cuts[c][0]]]
+            k = self._last_server.get(req.prompt + req.prefill) if req.prompt is not None else None
+            (own[k] if k is not None else shared).append(c)
+        pending_last = [last] if last > 0 else []
+        lock = threading.Lock()
+
+        def take(server: int) -> int | None:
+            with lock:
+                if own[server]:
+                    return own[server].popleft()
+                if shared:
+                    return shared.popleft()
+                other = max(range(n_srv), key=lambda j: len(own[j]))
+                if own[other]:
+                    return own[other].pop()
+                if pending_last:
+                    return pending_last.pop()
+                return None
+
         ran_on = [home] * len(cuts)
 
         def run(c: int, server: int) -> None:
@@ -590,16 +614,12 @@ class LLMClient:
         def work(server: int) -> None:
             if server == home:
                 run(0, server)
-            while True:
-                try:
-                    c = todo.get_nowait()
-                except queue.Empty:
-                    return
+            while (c := take(server)) is not None:
                 run(c, server)
 
         with ThreadPoolExecutor(max_workers=len(self._servers)) as pool:
             list(pool.map(work, range(len(self._servers))))
-        self._home = ran_on[-1]
+        self._home = ran_on[-1] if len(cuts) > 1 else home
         log.debug("llm: %d requests in %d chains on %d servers (%d resets so far)", len(asked), len(cuts),
                   len(self._servers), self.resets)
         return True

@@ -46,12 +46,16 @@ from ..versions import installed_version
 from .llm import LLMConfig
 from .replicas import N_BATCH
 
-__all__ = ["LOCAL_MODEL_NAME", "MAX_DEFAULT_SERVERS", "LocalLLMServer", "default_servers",
+__all__ = ["DEFAULT_SNAPSHOTS", "LOCAL_MODEL_NAME", "MAX_DEFAULT_SERVERS", "LocalLLMServer", "default_servers",
            "free_port", "gemma_model_path"]
 
 log = logging.getLogger("bakeoff")
 
 LOCAL_MODEL_NAME = "gemma-3-270m-q4_k_m"
+
+#: Prompts whose KV cache each server keeps for a prompt asked again (:mod:`bakeoff.truth.llama_snapshots`;
+#: ~9 MB each for the demo's ~450-token prompts); ``$BAKEOFF_LLAMA_SNAPSHOTS`` overrides, 0 turns it off.
+DEFAULT_SNAPSHOTS = 128
 
 #: Upper bound of :func:`default_servers` (measured on a 2-core machine; more servers than cores only queue).
 MAX_DEFAULT_SERVERS = 2
@@ -103,14 +107,20 @@ class LocalLLMServer:
     logprobs=N`` (prompt-token log-probabilities, for the specificity filter over HTTP); generation
     leaves it off (twice as fast, same text). ``servers`` identical server processes are started
     (default :func:`default_servers`); ``port``/``proc`` are the first one's, ``ports``/``procs`` all.
+    ``snapshots`` prompts' KV caches are kept per server for a prompt asked again (default
+    :data:`DEFAULT_SNAPSHOTS`; 0: off; never with ``prompt_logprobs``).
     """
 
     def __init__(self, *, model_path: Path | None = None, n_ctx: int = 4096, n_threads: int | None = None,
                  startup_timeout_s: float = 120.0, chat_format: str = "gemma", prompt_logprobs: bool = False,
-                 servers: int | None = None) -> None:
+                 servers: int | None = None, snapshots: int | None = None) -> None:
         self.servers = default_servers() if servers is None else servers
         if self.servers < 1:
             raise BakeoffError("the local LLM needs at least one server")
+        env_snaps = os.environ.get("BAKEOFF_LLAMA_SNAPSHOTS", "").strip()
+        if snapshots is None:
+            snapshots = int(env_snaps) if env_snaps.isdigit() else DEFAULT_SNAPSHOTS
+        self.snapshots = snapshots
         self.model_path = model_path
         self.prompt_logprobs = prompt_logprobs
         self.n_ctx = n_ctx
@@ -159,7 +169,8 @@ class LocalLLMServer:
         """Start the servers (all at once) and wait until each answers; on failure none is left running."""
         _llama_cpp_version()
         path = self.model_path or gemma_model_path()
-        env = {**os.environ, "BAKEOFF_PARENT_PID": str(os.getpid())}  # the server exits when we are gone
+        env = {**os.environ, "BAKEOFF_PARENT_PID": str(os.getpid()),  # the server exits when we are gone
+               "BAKEOFF_LLAMA_SNAPSHOTS": str(0 if self.prompt_logprobs else self.snapshots)}
         try:
             for _ in range(self.servers):
                 port = free_port()
