@@ -13,8 +13,8 @@ process when ``$BAKEOFF_LLAMA_SNAPSHOTS`` > 0) patches :class:`llama_cpp.Llama` 
   at ``s = n - MIN_PIECE`` (only when both parts and the unsplit ``T[L:]`` are evaluated in large
   pieces: then the split gives the bits of the unsplit evaluation) and the KV
   cache of sequence 0 (``llama_state_seq_get_data``) is kept under ``T[:s]``, with its first
-  small-piece position (at most ``$BAKEOFF_LLAMA_SNAPSHOTS`` snapshots, least recently used
-  dropped);
+  small-piece position (at most ``$BAKEOFF_LLAMA_SNAPSHOTS`` snapshots and :data:`MAX_BYTES`,
+  least recently used dropped);
 * before a completion whose prompt ``T`` the unpatched server would evaluate *cleanly* (reused
   prefix ``L`` free of small-piece positions, no prefix relation with the held tokens, only large
   pieces after it: :meth:`~bakeoff.truth.replicas.PrefixState.clean`), the longest snapshot that is a
@@ -43,10 +43,14 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["MIN_GAIN", "Snapshot", "install", "limit_from_env"]
+__all__ = ["MAX_BYTES", "MIN_GAIN", "Snapshot", "install", "limit_from_env"]
 
 #: A snapshot is restored only when it saves at least this many prompt tokens of evaluation.
 MIN_GAIN = 16
+
+#: At most this many bytes of snapshots per server (Gemma 3 270M: ~18 KB per position, ~8 MB for
+#: the demo's ~450-token prompts), least recently used dropped first.
+MAX_BYTES = 768 << 20
 
 
 @dataclass
@@ -105,7 +109,7 @@ def install(limit: int) -> None:
         snaps[key] = Snapshot(key, first, bytes(buf)[:got])
         snaps.move_to_end(key)
         stats["kept"] += 1
-        while len(snaps) > limit:
+        while len(snaps) > limit or sum(len(x.data) for x in snaps.values()) > MAX_BYTES:
             snaps.popitem(last=False)
 
     def eval_recording(self: Any, tokens: Any) -> None:

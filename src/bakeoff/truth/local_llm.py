@@ -54,7 +54,8 @@ log = logging.getLogger("bakeoff")
 LOCAL_MODEL_NAME = "gemma-3-270m-q4_k_m"
 
 #: Prompts whose KV cache each server keeps for a prompt asked again (:mod:`bakeoff.truth.llama_snapshots`;
-#: ~9 MB each for the demo's ~450-token prompts); ``$BAKEOFF_LLAMA_SNAPSHOTS`` overrides, 0 turns it off.
+#: ~8 MB each for the demo's ~450-token prompts, at most ``llama_snapshots.MAX_BYTES`` = 768 MiB per server);
+#: ``$BAKEOFF_LLAMA_SNAPSHOTS`` overrides, 0 turns it off.
 DEFAULT_SNAPSHOTS = 128
 
 #: Upper bound of :func:`default_servers` (measured on a 2-core machine; more servers than cores only queue).
