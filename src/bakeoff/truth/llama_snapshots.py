@@ -10,9 +10,9 @@ process when ``$BAKEOFF_LLAMA_SNAPSHOTS`` > 0) patches :class:`llama_cpp.Llama` 
   :data:`~bakeoff.truth.replicas.MIN_PIECE` tokens: other kernel paths in llama.cpp, see
   :mod:`bakeoff.truth.replicas`);
 * while a completion's prompt ``T`` (``n`` tokens) is evaluated from ``L``, the evaluation is split
-  at ``s = n - MIN_PIECE`` (only when both parts and the unsplit ``T[L:]`` are evaluated in large
-  pieces: then the split gives the bits of the unsplit evaluation) and the KV
-  cache of sequence 0 (``llama_state_seq_get_data``) is kept under ``T[:s]``, with its first
+  at ``s = n - MIN_PIECE`` (only when ``s`` is below the model's sliding window, and when both parts
+  and the unsplit ``T[L:]`` are evaluated in large pieces: then the split gives the bits of the
+  unsplit evaluation) and the KV cache of sequence 0 (``llama_state_seq_get_data``) is kept under ``T[:s]``, with its first
   small-piece position (at most ``$BAKEOFF_LLAMA_SNAPSHOTS`` snapshots and :data:`MAX_BYTES`,
   least recently used dropped);
 * before a completion whose prompt ``T`` the unpatched server would evaluate *cleanly* (reused
@@ -24,14 +24,18 @@ process when ``$BAKEOFF_LLAMA_SNAPSHOTS`` > 0) patches :class:`llama_cpp.Llama` 
   would *not* evaluate cleanly (a schema retry: the same prompt again) is left alone, so its answer
   is the unpatched one too.
 
-Why the snapshot is taken at ``s`` and restored whole, never cut back: Gemma 3 attends over a
-sliding window (512 positions) in most layers, and a saved state keeps only the window cells that
-positions after its last one can still see. A state saved at the end of a 525-token prompt lacks
-cells that position 509 needs, so cutting it back to 509 gave other logits (measured on the demo's
-requests: every mismatch was a prompt over 512 tokens); a state saved at ``s`` and continued from
-``s`` is exact (measured: the same logits as the unpatched path for prompts of 440, 513 and 525
-tokens). Restoring copies the KV bytes back (f16) into an emptied sequence, so the cells sit at
-positions 0..s-1 exactly as after a normal evaluation.
+Why the snapshot is taken at ``s`` and restored whole, and only below the sliding window (Gemma 3
+attends over 512 positions in most layers; ``llama_model_n_swa``): llama.cpp keeps a sliding-window
+cell only while a later position can see it and may reuse a masked cell's slot for a new token, so a
+state holding positions at or past the window, or one cut back after it was saved, is not the state
+the unpatched server computes with (cells missing, or the same cells in other slots: the attention
+sums then run in another order). Measured on the demo's requests and on SciFact-length prompts: a
+state saved at the end of a prompt whose prompt plus answer passed 512 positions and cut back, or a
+state of 638 positions restored whole, gave other logits (and then other queries, also for the next
+request on that server); a state of fewer than 512 positions restored whole gave the unpatched
+logits for the restored request and for the requests after it. Restoring copies the KV bytes back
+(f16) into an emptied sequence, so the cells sit at positions 0..s-1 exactly as after a normal
+evaluation.
 """
 
 from __future__ import annotations
@@ -112,12 +116,17 @@ def install(limit: int) -> None:
         while len(snaps) > limit or sum(len(x.data) for x in snaps.values()) > MAX_BYTES:
             snaps.popitem(last=False)
 
+    def window(self: Any) -> int:
+        """Positions a restored state may hold: below the sliding window, when the model has one."""
+        n_swa = int(llama_cpp.llama_model_n_swa(self._model.model))
+        return n_swa - 1 if n_swa > 0 else 1 << 30
+
     def eval_recording(self: Any, tokens: Any) -> None:
         start, tokens = self.n_tokens, list(tokens)
         prompt = getattr(self, "_bakeoff_prompt", None)
         n = len(prompt) if prompt is not None else -1
         split = n - MIN_PIECE
-        if (prompt is not None and start + len(tokens) == n and start < split
+        if (prompt is not None and start + len(tokens) == n and start < split <= window(self)
                 and large_pieces(len(tokens), n_batch=self.n_batch)  # unsplit: large pieces only, too
                 and large_pieces(split - start, n_batch=self.n_batch)
                 and tuple(prompt[:split]) not in snaps and tokens == prompt[start:]
@@ -141,7 +150,7 @@ def install(limit: int) -> None:
         best: Snapshot | None = None
         for snap in snaps.values():
             cut = len(snap.tokens)
-            if (cut >= lcp + MIN_GAIN and snap.first_small >= cut and cut < n
+            if (cut >= lcp + MIN_GAIN and snap.first_small >= cut and cut < n and cut <= window(self)
                     and large_pieces(n - cut, n_batch=self.n_batch) and snap.tokens == tuple(toks[:cut])
                     and (best is None or cut > len(best.tokens))):
                 best = snap
