@@ -10,9 +10,9 @@ process when ``$BAKEOFF_LLAMA_SNAPSHOTS`` > 0) patches :class:`llama_cpp.Llama` 
   :data:`~bakeoff.truth.replicas.MIN_PIECE` tokens: other kernel paths in llama.cpp, see
   :mod:`bakeoff.truth.replicas`);
 * while a completion's prompt ``T`` (``n`` tokens) is evaluated from ``L``, the evaluation is split
-  at ``s = n - MIN_PIECE`` (only when ``s`` is below the model's sliding window, and when both parts
-  and the unsplit ``T[L:]`` are evaluated in large pieces: then the split gives the bits of the
-  unsplit evaluation) and the KV cache of sequence 0 (``llama_state_seq_get_data``) is kept under ``T[:s]``, with its first
+  at ``s = min(n - MIN_PIECE, W - 1)``, ``W`` the model's sliding window (only when both parts and
+  the unsplit ``T[L:]`` are evaluated in large pieces: then the split gives the bits of the unsplit
+  evaluation) and the KV cache of sequence 0 (``llama_state_seq_get_data``) is kept under ``T[:s]``, with its first
   small-piece position (at most ``$BAKEOFF_LLAMA_SNAPSHOTS`` snapshots and :data:`MAX_BYTES`,
   least recently used dropped);
 * before a completion whose prompt ``T`` the unpatched server would evaluate *cleanly* (reused
@@ -33,7 +33,7 @@ sums then run in another order). Measured on the demo's requests and on SciFact-
 state saved at the end of a prompt whose prompt plus answer passed 512 positions and cut back, or a
 state of 638 positions restored whole, gave other logits (and then other queries, also for the next
 request on that server); a state of fewer than 512 positions restored whole gave the unpatched
-logits for the restored request and for the requests after it. Restoring copies the KV bytes back
+logits for the restored request (prompts of 498 to 692 tokens) and for the requests after it. Restoring copies the KV bytes back
 (f16) into an emptied sequence, so the cells sit at positions 0..s-1 exactly as after a normal
 evaluation.
 """
@@ -125,10 +125,11 @@ def install(limit: int) -> None:
         start, tokens = self.n_tokens, list(tokens)
         prompt = getattr(self, "_bakeoff_prompt", None)
         n = len(prompt) if prompt is not None else -1
-        split = n - MIN_PIECE
-        if (prompt is not None and start + len(tokens) == n and start < split <= window(self)
+        split = min(n - MIN_PIECE, window(self)) if prompt is not None else -1
+        if (prompt is not None and start + len(tokens) == n and start < split
                 and large_pieces(len(tokens), n_batch=self.n_batch)  # unsplit: large pieces only, too
                 and large_pieces(split - start, n_batch=self.n_batch)
+                and large_pieces(n - split, n_batch=self.n_batch)
                 and tuple(prompt[:split]) not in snaps and tokens == prompt[start:]
                 and self.input_ids[:start].tolist() == prompt[:start]):
             record(self, start, split - start)  # both parts are large pieces: the bits of one piece
