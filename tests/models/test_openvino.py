@@ -178,24 +178,26 @@ def test_cross_encoder_agrees_with_fp32_without_ties(ce_fp32, ce_fast) -> None:
 def test_cross_encoder_feeds_equal_tokenising_each_batch_alone(ce_fast, batch_size) -> None:
     """Chunks of CHUNK_BATCHES batches, tokenised on first use; each batch cut to its longest pair ==
     the batch tokenised alone; every pair in exactly one batch; longest first within each chunk."""
+    pairs = PAIRS + [(QUERIES[0], "Cells divide and grow. " * 100)]  # 400 words: pre-cut (precut.py)
     backend = ce_fast._backend
     chunk = backend.chunk_batches
     assert chunk == CHUNK_BATCHES > 1
-    feeds = backend.feeds(PAIRS, batch_size)
-    assert len(feeds) == -(-len(PAIRS) // batch_size) and feeds.rows == []  # nothing tokenised yet
+    assert backend.document_cut is not None and backend.document_cut.cut(pairs)[1].sum() == 1
+    feeds = backend.feeds(pairs, batch_size)
+    assert len(feeds) == -(-len(pairs) // batch_size) and feeds.rows == []  # nothing tokenised yet
     first = feeds[0]
     assert len(feeds.rows) == min(chunk, len(feeds))  # the first chunk only
     got = [feeds[i] for i in range(len(feeds))]
     assert got[0] is first
-    assert sorted(np.concatenate(feeds.rows).tolist()) == list(range(len(PAIRS)))
+    assert sorted(np.concatenate(feeds.rows).tolist()) == list(range(len(pairs)))
     for c in range(0, len(feeds), chunk):
         span = np.concatenate(feeds.rows[c : c + chunk])
         lo = c * batch_size
-        assert sorted(span.tolist()) == list(range(lo, min(lo + chunk * batch_size, len(PAIRS))))
+        assert sorted(span.tolist()) == list(range(lo, min(lo + chunk * batch_size, len(pairs))))
         widths = [f["input_ids"].shape[1] for f in got[c : c + chunk]]
         assert widths == sorted(widths, reverse=True)
     for rows, feed in zip(feeds.rows, got, strict=True):
-        alone = ce_fast._features([PAIRS[i] for i in rows])
+        alone = ce_fast._features([pairs[i] for i in rows])
         assert set(feed) == set(backend._inputs) and set(feed) <= set(alone)
         for name, arr in feed.items():
             assert arr.dtype == alone[name].dtype and np.array_equal(arr, alone[name]), name

@@ -22,6 +22,7 @@ import numpy as np
 
 from .._openvino import compile_module, import_openvino, infer_batches, output_module, token_count_order
 from .first_token import first_token_model
+from .precut import DocumentCut, applies
 
 __all__ = ["CHUNK_BATCHES", "OPENVINO_CODE_VERSION", "ChunkedFeeds", "OpenVinoCrossEncoder", "state_digest"]
 
@@ -57,6 +58,7 @@ class OpenVinoCrossEncoder:
         self.chunk_batches = CHUNK_BATCHES
         enc = features([("a query", "a document to score"), ("q", "d")])
         self._inputs = tuple(n for n in ("input_ids", "attention_mask", "token_type_ids") if n in enc)
+        self.document_cut = self._document_cut(ce.tokenizer)
         with first_token_model(hf) as self.first_token_only:
             graph = "first-token-last-layer" if self.first_token_only else "full"
             self._compiled = compile_module(output_module(hf, self._inputs, "logits"),
@@ -64,6 +66,16 @@ class OpenVinoCrossEncoder:
                                             precision=precision, purpose="rerank backend=openvino",
                                             cache_key={"kind": "cross-encoder-logits", "state": state_digest(hf),
                                                        "graph": graph})
+
+    def _document_cut(self, tokenizer: Any) -> DocumentCut | None:
+        """A :class:`~.precut.DocumentCut` when it is exact for this tokenizer: :func:`~.precut.applies`,
+        and the CrossEncoder's own tokenisation cuts a long pair to exactly ``max_length`` tokens."""
+        if not applies(tokenizer):
+            return None
+        words = " ".join(["word"] * self.max_length)
+        if self._features([(words, words)])["input_ids"].shape != (1, self.max_length):
+            return None
+        return DocumentCut(tokenizer, self.max_length)
 
     def feeds(self, pairs: Sequence[tuple[str, str]], batch_size: int) -> ChunkedFeeds:
         """The input arrays of ``pairs``'s batches, tokenised chunk by chunk on first use (:class:`ChunkedFeeds`)."""
@@ -84,7 +96,7 @@ class OpenVinoCrossEncoder:
             batches = [order[s : s + batch_size] for s in range(0, len(order), batch_size)]
             return batches, [{n: v for n, v in self._features([pairs[i] for i in rows]).items() if n in self._inputs}
                              for rows in batches]
-        feats = self._features(pairs)
+        feats = self._cut_features(pairs)
         counts = feats["attention_mask"].sum(axis=1)
         order = token_count_order(counts)
         batches = [order[s : s + batch_size] for s in range(0, len(order), batch_size)]
@@ -93,6 +105,19 @@ class OpenVinoCrossEncoder:
             width = int(counts[rows].max())
             feeds.append({n: np.ascontiguousarray(feats[n][rows, :width]) for n in self._inputs})
         return batches, feeds
+
+    def _cut_features(self, pairs: Sequence[tuple[str, str]]) -> dict[str, np.ndarray]:
+        """The CrossEncoder's tokenisation of ``pairs``, long documents pre-cut (:mod:`.precut`: the same
+        arrays, less text to tokenise); if a cut row came out short, the pairs are tokenised again
+        with that row's full text."""
+        if self.document_cut is None:
+            return self._features(pairs)
+        cut, was_cut = self.document_cut.cut(pairs)
+        feats = self._features(cut)
+        short = self.document_cut.short_rows(was_cut, feats["attention_mask"])
+        if short.any():
+            feats = self._features([pairs[i] if short[i] else cut[i] for i in range(len(pairs))])
+        return feats
 
     def score(self, pairs: Sequence[tuple[str, str]], batch_size: int) -> np.ndarray:
         feeds = self.feeds(pairs, batch_size)
