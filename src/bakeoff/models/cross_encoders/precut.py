@@ -71,11 +71,20 @@ class DocumentCut:
         self._query_tokens: dict[str, int] = {}
 
     def query_tokens(self, query: str) -> int:
-        """``Lq``: the query's token count, tokenised alone without special tokens (cached per text)."""
+        """``Lq``: the query's token count, tokenised alone without special tokens (cached per text).
+
+        Encoded by the backend tokenizer as it stands, which changes none of its settings (so other
+        threads may tokenise meanwhile); where its truncation length ``cap`` cut the query, the
+        count is only known to be at least ``cap``, and ``max(cap, target)`` is returned (too long
+        to cut beside, which is all the cut needs to know)."""
         n = self._query_tokens.get(query)
         if n is None:
-            ids = self._tokenizer(query, add_special_tokens=False, truncation=False)["input_ids"]
-            n = self._query_tokens[query] = len(ids)
+            backend = self._tokenizer.backend_tokenizer
+            n = len(backend.encode(query, add_special_tokens=False).ids)
+            truncation = backend.truncation
+            if truncation is not None and n >= int(truncation["max_length"]):
+                n = max(n, self.target)
+            self._query_tokens[query] = n
         return n
 
     def cut(self, pairs: Sequence[tuple[str, str]]) -> tuple[list[tuple[str, str]], np.ndarray]:
