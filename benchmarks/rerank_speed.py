@@ -8,10 +8,12 @@ BM25-candidate) pairs, plus how closely each fast mode agrees with fp32.
 ``openvino-bf16-full`` is the OpenVINO scoring before :mod:`bakeoff.models.cross_encoders.first_token`
 and the chunked tokenisation (every layer on every token, the whole call tokenised before the first
 batch runs; but tokenised once, not twice as before), for a before/after in one run.
+``openvino-bf16-v2`` is the OpenVINO scoring of ``openvino_graph`` "2": full batches of ``--batch-size``
+(not balanced over the streams), documents tokenised uncut, the first chunk on one thread.
 
 Prints pairs/second for each mode in ``--rounds`` interleaved rounds (the order of the modes
 rotates each round, a 1 s pause before each timed call; pairs length-sorted and batched exactly as
-the rerank arm does, after one untimed warm-up batch), the fast/fp32 ratios of the best rounds and
+the rerank arm does, after one untimed warm-up batch, and for OpenVINO modes one untimed call on all pairs), the fast/fp32 ratios of the best rounds and
 of the median rounds, and every round's own ratio against the fp32 round next to it; the load
 average beside the figures. Agreement with fp32: Pearson and Spearman correlation of the scores, the
 mean per-query overlap of the top 10 after reranking, the largest absolute difference, and NDCG@10
@@ -35,7 +37,8 @@ from pathlib import Path
 import numpy as np
 
 ALL_MODES = {"bf16": ("bf16", "torch"), "int8": ("int8", "torch"), "openvino-bf16": ("bf16", "openvino"),
-             "openvino-fp32": ("fp32", "openvino"), "openvino-bf16-full": ("bf16", "openvino")}
+             "openvino-fp32": ("fp32", "openvino"), "openvino-bf16-full": ("bf16", "openvino"),
+             "openvino-bf16-v2": ("bf16", "openvino")}
 
 
 def _pairs(ds, queries, top):
@@ -74,8 +77,29 @@ def _full_graph(full):
         ov_backend.first_token_model = saved
 
 
+@contextlib.contextmanager
+def _v2(scorer, v2):
+    """``openvino-*-v2``: the scoring before the pre-cut, the threaded first chunk and balanced batches."""
+    from bakeoff.models.cross_encoders import openvino as ov_backend
+
+    if not v2:
+        yield
+        return
+
+    def full_batches(n, batch_size, streams):
+        return [batch_size] * (n // batch_size) + ([n % batch_size] if n % batch_size else [])
+
+    saved = ov_backend.batch_sizes, ov_backend.FIRST_CHUNK_THREADS, scorer._backend.document_cut
+    ov_backend.batch_sizes, ov_backend.FIRST_CHUNK_THREADS, scorer._backend.document_cut = full_batches, 1, None
+    try:
+        yield
+    finally:
+        ov_backend.batch_sizes, ov_backend.FIRST_CHUNK_THREADS, scorer._backend.document_cut = saved
+
+
 def _score(scorer, pairs, order, batch_size):
-    s = scorer.score([pairs[i] for i in order], batch_size=batch_size)
+    with _v2(scorer, getattr(scorer, "bench_v2", False)):
+        s = scorer.score([pairs[i] for i in order], batch_size=batch_size)
     out = np.empty(len(pairs), dtype=np.float64)
     out[order] = s
     return out
@@ -176,9 +200,12 @@ def main() -> None:
                 scorers[label] = CrossEncoderScorer(precision=precision, max_length=args.max_length,
                                                     onnx_dir=Path(onnx_dir), backend=backend)
             load_s[label] = time.perf_counter() - t0
+            scorers[label].bench_v2 = label.endswith("-v2")
             if label.endswith("-full"):
                 scorers[label]._backend.chunk_batches = 1 << 40  # the whole call in one chunk, as before
             scorers[label].score([pairs[i] for i in order[: args.batch_size]], batch_size=args.batch_size)  # warm-up
+            if backend == "openvino":  # and every batch shape of the timed calls (OpenVINO builds kernels per shape)
+                _score(scorers[label], pairs, order, args.batch_size)
         times: dict[str, list[float]] = {m: [] for m in modes}
         loads: list[tuple[float, float, float]] = []
         figures: dict[str, dict[str, float]] = {}

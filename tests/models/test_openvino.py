@@ -6,6 +6,7 @@ with the exact fp32 PyTorch path. Skips when the [fast] extra is not installed.
 
 from __future__ import annotations
 
+import itertools
 import pickle
 
 import numpy as np
@@ -17,7 +18,7 @@ pytest.importorskip("openvino", reason="the [fast] extra (openvino) is not insta
 
 from bakeoff.runner.context import Context
 from bakeoff.models.cross_encoders import CrossEncoderScorer
-from bakeoff.models.cross_encoders.openvino import CHUNK_BATCHES
+from bakeoff.models.cross_encoders.openvino import CHUNK_BATCHES, batch_sizes
 from bakeoff.arms.dense import DenseArm
 from bakeoff.models.encoders import make_encoder
 from bakeoff.arms.lexical import BM25Arm
@@ -170,7 +171,7 @@ def test_cross_encoder_agrees_with_fp32_without_ties(ce_fp32, ce_fast) -> None:
     ident = fast.identity()
     assert ident["backend"] == "openvino" and ident["openvino"] and ident["cpu_capability"] != "unknown"
     assert ident != CrossEncoderScorer(seed=0, precision="bf16").identity()  # not the torch bf16 entry
-    assert fast._backend.first_token_only and ident["openvino_graph"] == "2"  # last layer for [CLS] only
+    assert fast._backend.first_token_only and ident["openvino_graph"] == "3"  # [CLS]-only last layer, balanced batches
     assert "openvino_graph" not in ce_fp32.identity()  # the torch identity is unchanged
 
 
@@ -178,29 +179,59 @@ def test_cross_encoder_agrees_with_fp32_without_ties(ce_fp32, ce_fast) -> None:
 def test_cross_encoder_feeds_equal_tokenising_each_batch_alone(ce_fast, batch_size) -> None:
     """Chunks of CHUNK_BATCHES batches, tokenised on first use; each batch cut to its longest pair ==
     the batch tokenised alone; every pair in exactly one batch; longest first within each chunk."""
+    pairs = PAIRS + [(QUERIES[0], "Cells divide and grow. " * 100)]  # 400 words: pre-cut (precut.py)
     backend = ce_fast._backend
     chunk = backend.chunk_batches
     assert chunk == CHUNK_BATCHES > 1
-    feeds = backend.feeds(PAIRS, batch_size)
-    assert len(feeds) == -(-len(PAIRS) // batch_size) and feeds.rows == []  # nothing tokenised yet
+    assert backend.document_cut is not None and backend.document_cut.cut(pairs)[1].sum() == 1
+    feeds = backend.feeds(pairs, batch_size)
+    assert backend.streams >= 1 and feeds.sizes == batch_sizes(len(pairs), batch_size, backend.streams)
+    assert len(feeds) == len(feeds.sizes) and feeds.rows == []  # nothing tokenised yet
     first = feeds[0]
     assert len(feeds.rows) == min(chunk, len(feeds))  # the first chunk only
     got = [feeds[i] for i in range(len(feeds))]
     assert got[0] is first
-    assert sorted(np.concatenate(feeds.rows).tolist()) == list(range(len(PAIRS)))
+    assert sorted(np.concatenate(feeds.rows).tolist()) == list(range(len(pairs)))
+    assert [len(rows) for rows in feeds.rows] == feeds.sizes
     for c in range(0, len(feeds), chunk):
         span = np.concatenate(feeds.rows[c : c + chunk])
-        lo = c * batch_size
-        assert sorted(span.tolist()) == list(range(lo, min(lo + chunk * batch_size, len(PAIRS))))
+        lo = sum(feeds.sizes[:c])
+        assert sorted(span.tolist()) == list(range(lo, lo + sum(feeds.sizes[c : c + chunk])))
         widths = [f["input_ids"].shape[1] for f in got[c : c + chunk]]
         assert widths == sorted(widths, reverse=True)
     for rows, feed in zip(feeds.rows, got, strict=True):
-        alone = ce_fast._features([PAIRS[i] for i in rows])
+        alone = ce_fast._features([pairs[i] for i in rows])
         assert set(feed) == set(backend._inputs) and set(feed) <= set(alone)
         for name, arr in feed.items():
             assert arr.dtype == alone[name].dtype and np.array_equal(arr, alone[name]), name
     with pytest.raises(IndexError):
         feeds[len(feeds)]
+
+
+def test_batch_sizes_balance_the_streams() -> None:
+    """ceil(n / batch_size) batches rounded up to a multiple of the streams, sizes within one of each other."""
+    assert batch_sizes(400, 32, 2) == [29] * 8 + [28] * 6  # 13 batches -> 14
+    assert batch_sizes(384, 32, 2) == [32] * 12
+    assert batch_sizes(65, 32, 2) == [17, 16, 16, 16]
+    assert batch_sizes(20, 32, 2) == [10, 10]  # one query's top 20 on both cores
+    assert batch_sizes(3, 32, 4) == [1, 1, 1] and batch_sizes(1, 32, 2) == [1] and batch_sizes(0, 32, 2) == []
+    assert batch_sizes(100, 32, 1) == [25] * 4
+
+
+def test_cross_encoder_threaded_tokenisation_equals_one_call(ce_fast) -> None:
+    """The first chunk's slices, tokenised on threads and right-padded to the widest, == one call."""
+    backend = ce_fast._backend
+    short = [(q, t) for q in QUERIES for t in TEXTS[:3]]  # narrow slices ...
+    pairs = short + [(QUERIES[0], TEXTS[-1])] + short  # ... around a 256-token one
+    one = ce_fast._features(pairs)
+    for threads in (2, 3, 7, len(pairs) + 5):
+        parts = np.linspace(0, len(pairs), min(threads, len(pairs)) + 1).astype(int)
+        widths = {ce_fast._features(pairs[a:b])["input_ids"].shape[1] for a, b in itertools.pairwise(parts)}
+        assert len(widths) > 1  # the padding path is exercised
+        got = backend._threaded_features(pairs, threads)
+        assert set(got) == set(one)
+        for name, arr in one.items():
+            assert got[name].dtype == arr.dtype and np.array_equal(got[name], arr), (threads, name)
 
 
 def test_cross_encoder_fp32_graph_is_the_same_function(ce_fp32) -> None:
@@ -221,7 +252,7 @@ def test_rerank_arm_backend_option(ce_fp32, tmp_path) -> None:
     queries = Queries.from_dict({f"q{i}": q for i, q in enumerate(QUERIES)})
     arm = RerankArm(name="rr-ov", base=BM25Arm(), top=6, backend="openvino")
     assert arm.precision == "bf16" and arm.config()["backend"] == "openvino"
-    assert arm.config()["openvino_graph"] == "2" and "openvino_graph" not in RerankArm(base=BM25Arm()).config()
+    assert arm.config()["openvino_graph"] == "3" and "openvino_graph" not in RerankArm(base=BM25Arm()).config()
     assert arm.fingerprint() != RerankArm(base=BM25Arm(), top=6, precision="bf16").fingerprint()
     ctx = Context(corpus=corpus, cache=Cache(tmp_path / "cache"), progress=False)
     got = ctx.search(arm, queries, k=6)

@@ -14,8 +14,10 @@ and two runtimes of the same model, one module per backend:
 * ``backend="openvino"`` (``fp32`` or ``bf16``) — the same model traced and
   compiled by OpenVINO (:mod:`bakeoff.models._openvino`: bf16 on AMX, one
   single-threaded stream per core); pairs are tokenised in chunks of four
-  batches as the streams need them and re-sorted by token count within each
-  chunk (least padding); for a BERT classifier the last layer is computed for
+  batches as the streams need them (long documents cut short first where that
+  provably changes no token, :mod:`.precut`) and re-sorted by token count within
+  each chunk (least padding), in batches balanced over the streams; for a BERT
+  classifier the last layer is computed for
   the ``[CLS]`` token only (:mod:`.first_token`: same logits, ~1/6 less
   work). OpenVINO writes the logits in
   fp32 from fp32 accumulators, so they keep float32 resolution without the

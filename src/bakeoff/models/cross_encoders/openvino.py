@@ -2,12 +2,13 @@
 
 For a BERT classifier the traced graph computes the last layer for the ``[CLS]`` token only
 (:mod:`.first_token`: the same logits, ~1/6 less work); :data:`OPENVINO_CODE_VERSION` names that
-scoring in the scorer identity and the rerank arm's config (``"2"``; ``"1"`` was the full graph, one chunk).
+scoring in the scorer identity and the rerank arm's config (``"3"``: batches balanced over the
+streams, :func:`batch_sizes`; ``"2"``: full batches; ``"1"``: the full graph, one chunk).
 
 The traced model is cached across processes (:mod:`bakeoff.models._openvino`), keyed by
 :func:`state_digest` of the weights. Pairs are tokenised in chunks of :data:`CHUNK_BATCHES` batches as the streams need them (the
 next chunk while the streams run the current one), re-sorted by token count within the chunk, cut
-into batches of ``batch_size`` (each cut to its longest pair) and run on all streams (:mod:`bakeoff.models._openvino`); the
+into batches of at most ``batch_size``, balanced over the streams (:func:`batch_sizes`; each cut to its longest pair) and run on all streams (:mod:`bakeoff.models._openvino`); the
 logits come back in fp32 and are returned in input order. A batch's result
 depends only on its own pairs.
 """
@@ -15,6 +16,7 @@ depends only on its own pairs.
 from __future__ import annotations
 
 import hashlib
+import itertools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -22,13 +24,15 @@ import numpy as np
 
 from .._openvino import compile_module, import_openvino, infer_batches, output_module, token_count_order
 from .first_token import first_token_model
+from .precut import DocumentCut, applies
 
-__all__ = ["CHUNK_BATCHES", "OPENVINO_CODE_VERSION", "ChunkedFeeds", "OpenVinoCrossEncoder", "state_digest"]
+__all__ = ["CHUNK_BATCHES", "OPENVINO_CODE_VERSION", "ChunkedFeeds", "OpenVinoCrossEncoder", "batch_sizes", "state_digest"]
 
-#: Version of the OpenVINO cross-encoder's scoring (bump when its scores change): "2" = the last layer
+#: Version of the OpenVINO cross-encoder's scoring (bump when its scores change): "3" = the last layer
 #: for the first token only (:mod:`.first_token`) where the model allows it, batches formed within
-#: chunks of :data:`CHUNK_BATCHES` batches.
-OPENVINO_CODE_VERSION = "2"
+#: chunks of :data:`CHUNK_BATCHES` batches, their sizes balanced over the streams (:func:`batch_sizes`;
+#: a pair's logit depends on its batch's width by float rounding, ~1e-4). "2" cut full batches.
+OPENVINO_CODE_VERSION = "3"
 
 Features = Callable[[Sequence[tuple[str, str]]], dict[str, np.ndarray]]
 
@@ -57,6 +61,7 @@ class OpenVinoCrossEncoder:
         self.chunk_batches = CHUNK_BATCHES
         enc = features([("a query", "a document to score"), ("q", "d")])
         self._inputs = tuple(n for n in ("input_ids", "attention_mask", "token_type_ids") if n in enc)
+        self.document_cut = self._document_cut(ce.tokenizer)
         with first_token_model(hf) as self.first_token_only:
             graph = "first-token-last-layer" if self.first_token_only else "full"
             self._compiled = compile_module(output_module(hf, self._inputs, "logits"),
@@ -64,35 +69,82 @@ class OpenVinoCrossEncoder:
                                             precision=precision, purpose="rerank backend=openvino",
                                             cache_key={"kind": "cross-encoder-logits", "state": state_digest(hf),
                                                        "graph": graph})
+        self.streams = max(1, int(self._compiled.get_property("NUM_STREAMS")))
+
+    def _document_cut(self, tokenizer: Any) -> DocumentCut | None:
+        """A :class:`~.precut.DocumentCut` when it is exact for this tokenizer: :func:`~.precut.applies`,
+        and the CrossEncoder's own tokenisation cuts a long pair to exactly ``max_length`` tokens."""
+        if not applies(tokenizer):
+            return None
+        words = " ".join(["word"] * self.max_length)
+        if self._features([(words, words)])["input_ids"].shape != (1, self.max_length):
+            return None
+        return DocumentCut(tokenizer, self.max_length)
 
     def feeds(self, pairs: Sequence[tuple[str, str]], batch_size: int) -> ChunkedFeeds:
         """The input arrays of ``pairs``'s batches, tokenised chunk by chunk on first use (:class:`ChunkedFeeds`)."""
         return ChunkedFeeds(self, pairs, batch_size)
 
-    def tokenise(self, pairs: Sequence[tuple[str, str]], batch_size: int) -> tuple[list[np.ndarray], list[dict[str, np.ndarray]]]:
-        """``(batches, feeds)`` of ``pairs``: row indices of each batch (descending token count) and its inputs.
+    def tokenise(self, pairs: Sequence[tuple[str, str]], sizes: Sequence[int], *,
+                 threads: int = 1) -> tuple[list[np.ndarray], list[dict[str, np.ndarray]]]:
+        """``(batches, feeds)`` of ``pairs``: row indices of each batch (descending token count) and its inputs;
+        batch ``j`` holds ``sizes[j]`` pairs (``sum(sizes) == len(pairs)``).
 
-        The pairs are tokenised in one call of the CrossEncoder's own preprocessing (padded to the
-        longest pair) and each batch takes its rows cut to its own longest pair: with right padding
-        that is exactly what tokenising the batch alone gives (pad id, mask 0 and type 0 after each
-        pair's tokens), at half the cost of counting tokens first and tokenising per batch."""
+        The pairs are tokenised by the CrossEncoder's own preprocessing (padded to the longest pair;
+        long documents pre-cut, :meth:`_cut_features`; in ``threads`` slices at once) and each batch
+        takes its rows cut to its own longest pair: with right padding that is exactly what
+        tokenising the batch alone gives (pad id, mask 0 and type 0 after each pair's tokens), at
+        half the cost of counting tokens first and tokenising per batch."""
         if getattr(self._ce.tokenizer, "padding_side", "right") != "right":  # cutting columns needs right padding
             tok = self._ce.tokenizer
             counts = np.array([len(ids) for ids in tok([q for q, _ in pairs], [d for _, d in pairs], truncation=True,
                                                        max_length=self.max_length)["input_ids"]])
-            order = token_count_order(counts)
-            batches = [order[s : s + batch_size] for s in range(0, len(order), batch_size)]
+            batches = np.split(token_count_order(counts), np.cumsum(sizes)[:-1])
             return batches, [{n: v for n, v in self._features([pairs[i] for i in rows]).items() if n in self._inputs}
                              for rows in batches]
-        feats = self._features(pairs)
+        feats = self._threaded_features(pairs, threads)
         counts = feats["attention_mask"].sum(axis=1)
-        order = token_count_order(counts)
-        batches = [order[s : s + batch_size] for s in range(0, len(order), batch_size)]
+        batches = np.split(token_count_order(counts), np.cumsum(sizes)[:-1])
         feeds = []
         for rows in batches:
             width = int(counts[rows].max())
             feeds.append({n: np.ascontiguousarray(feats[n][rows, :width]) for n in self._inputs})
         return batches, feeds
+
+    def _threaded_features(self, pairs: Sequence[tuple[str, str]], threads: int) -> dict[str, np.ndarray]:
+        """:meth:`_cut_features` of ``pairs`` in ``threads`` contiguous slices tokenised at once (the
+        Rust tokenizer releases the GIL), right-padded to the widest slice: the same arrays as one call.
+        Safe because the tokenizer's padding and truncation settings are already those of every call
+        (set by the first call in ``__init__``; the pre-cut's query counts leave them alone), so no
+        thread reconfigures the shared tokenizer while another encodes."""
+        threads = max(1, min(int(threads), len(pairs)))
+        if threads == 1:
+            return self._cut_features(pairs)
+        from concurrent.futures import ThreadPoolExecutor
+
+        bounds = np.linspace(0, len(pairs), threads + 1).astype(int)
+        with ThreadPoolExecutor(max_workers=threads - 1, thread_name_prefix="bakeoff-tokenise") as pool:
+            rest = [pool.submit(self._cut_features, pairs[a:b]) for a, b in itertools.pairwise(bounds[1:])]
+            parts = [self._cut_features(pairs[: bounds[1]])] + [f.result() for f in rest]
+        width = max(p["attention_mask"].shape[1] for p in parts)
+        tok = self._ce.tokenizer
+        pad = {"input_ids": tok.pad_token_id, "attention_mask": 0, "token_type_ids": tok.pad_token_type_id}
+        return {name: np.concatenate([np.pad(p[name], ((0, 0), (0, width - p[name].shape[1])),
+                                             constant_values=pad.get(name, 0)) for p in parts])
+                for name in parts[0]}
+
+    def _cut_features(self, pairs: Sequence[tuple[str, str]]) -> dict[str, np.ndarray]:
+        """The CrossEncoder's tokenisation of ``pairs``, long documents pre-cut (:mod:`.precut`: the same
+        arrays, less text to tokenise); if a cut row came out short, the pairs are tokenised again
+        with that row's full text."""
+        if self.document_cut is None:
+            return self._features(pairs)
+        cut, was_cut = self.document_cut.cut(pairs)
+        feats = self._features(cut)
+        short = self.document_cut.short_rows(was_cut, feats["attention_mask"])
+        if short.any():
+            feats = self._features([pairs[i] if short[i] else cut[i] for i in range(len(pairs))])
+        return feats
 
     def score(self, pairs: Sequence[tuple[str, str]], batch_size: int) -> np.ndarray:
         feeds = self.feeds(pairs, batch_size)
@@ -107,22 +159,46 @@ class OpenVinoCrossEncoder:
 #: for one of the chunk's batches: the streams start after the first chunk's tokenisation instead
 #: of the whole call's, and the main thread tokenises the next chunk while they run.
 CHUNK_BATCHES = 4
+#: The first chunk is tokenised in this many slices at once: the streams wait for it, so the cores
+#: are otherwise idle.
+FIRST_CHUNK_THREADS = 2
+
+
+def batch_sizes(n: int, batch_size: int, streams: int) -> list[int]:
+    """Sizes of the batches for ``n`` pairs: ``b = ceil(n / batch_size)`` batches rounded up to a
+    multiple of ``streams`` (at most ``n``), sizes ``floor(n / b)`` or one more (larger first), none
+    above ``batch_size``.
+
+    The streams take batches as they free up, so with ``b`` not a multiple of ``streams`` the last
+    round leaves cores idle for up to a whole batch (13 batches of 32 on 2 streams: one core idles
+    for the 13th); balanced sizes finish the streams together, and a call smaller than
+    ``streams`` batches (one query's top 20) still uses every core."""
+    if n <= 0:
+        return []
+    b = -(-n // max(1, int(batch_size)))
+    b = min(n, -(-b // max(1, int(streams))) * max(1, int(streams)))
+    base, extra = divmod(n, b)
+    return [base + 1] * extra + [base] * (b - extra)
 
 
 class ChunkedFeeds(Sequence[dict[str, np.ndarray]]):
     """The batches of one ``score`` call as a lazy sequence for :func:`~bakeoff.models._openvino.infer_batches`.
 
-    Chunk ``c`` holds pairs ``[c * C * batch_size, (c + 1) * C * batch_size)``, ``C`` the backend's
-    ``chunk_batches`` (:data:`CHUNK_BATCHES`),
-    in the caller's order (the rerank arm sends them sorted by text length); within a chunk they are
-    sorted by token count and cut into batches (:meth:`OpenVinoCrossEncoder.tokenise`), so a chunk
-    holds ``C`` batches (the last one fewer) and batch ``i`` belongs to chunk ``i // C``. The pool asks for batches in index order; asking for one tokenises every
-    chunk up to it. ``rows[i]`` are batch ``i``'s row indices into ``pairs`` (known once it was asked for).
+    The batch sizes are :func:`batch_sizes` (``sizes``), balanced over the backend's streams. Chunk
+    ``c`` holds batches ``[c * C, (c + 1) * C)``, ``C`` the backend's ``chunk_batches``
+    (:data:`CHUNK_BATCHES`), i.e. the next ``sum(sizes[c * C : (c + 1) * C])`` pairs in the caller's
+    order (the rerank arm sends them sorted by text length); within a chunk they are sorted by token
+    count and cut into batches of those sizes (:meth:`OpenVinoCrossEncoder.tokenise`), so batch ``i``
+    belongs to chunk ``i // C``. The pool asks for batches in index order; asking for one tokenises
+    every chunk up to it. ``rows[i]`` are batch ``i``'s row indices into ``pairs`` (known once it was
+    asked for).
     """
 
     def __init__(self, backend: OpenVinoCrossEncoder, pairs: Sequence[tuple[str, str]], batch_size: int) -> None:
-        self._backend, self._pairs, self._batch_size = backend, pairs, int(batch_size)
-        self._n = -(-len(pairs) // self._batch_size)
+        self._backend, self._pairs = backend, pairs
+        self.sizes = batch_sizes(len(pairs), batch_size, backend.streams)
+        self._offsets = np.concatenate([[0], np.cumsum(self.sizes, dtype=np.int64)])
+        self._n = len(self.sizes)
         self.rows: list[np.ndarray] = []
         self._feeds: list[dict[str, np.ndarray]] = []
 
@@ -133,9 +209,11 @@ class ChunkedFeeds(Sequence[dict[str, np.ndarray]]):
         if not 0 <= i < self._n:
             raise IndexError(i)
         while len(self._feeds) <= i:
-            start = len(self._feeds) * self._batch_size
-            stop = min(start + self._backend.chunk_batches * self._batch_size, len(self._pairs))
-            batches, feeds = self._backend.tokenise(self._pairs[start:stop], self._batch_size)
+            first = len(self._feeds)
+            last = min(first + self._backend.chunk_batches, self._n)
+            start, stop = int(self._offsets[first]), int(self._offsets[last])
+            batches, feeds = self._backend.tokenise(self._pairs[start:stop], self.sizes[first:last],
+                                                    threads=FIRST_CHUNK_THREADS if first == 0 else 1)
             self.rows.extend(rows + start for rows in batches)
             self._feeds.extend(feeds)
         return self._feeds[i]
