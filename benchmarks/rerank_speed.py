@@ -9,7 +9,7 @@ BM25-candidate) pairs, plus how closely each fast mode agrees with fp32.
 and the chunked tokenisation (every layer on every token, the whole call tokenised before the first
 batch runs; but tokenised once, not twice as before), for a before/after in one run.
 ``openvino-bf16-v2`` is the OpenVINO scoring of ``openvino_graph`` "2": full batches of ``--batch-size``
-(not balanced over the streams), documents tokenised uncut, the first chunk on one thread.
+(not balanced over the streams), documents tokenised uncut.
 
 Prints pairs/second for each mode in ``--rounds`` interleaved rounds (the order of the modes
 rotates each round, a 1 s pause before each timed call; pairs length-sorted and batched exactly as
@@ -79,7 +79,7 @@ def _full_graph(full):
 
 @contextlib.contextmanager
 def _v2(scorer, v2):
-    """``openvino-*-v2``: the scoring before the pre-cut, the threaded first chunk and balanced batches."""
+    """``openvino-*-v2``: the scoring before the pre-cut and balanced batches."""
     from bakeoff.models.cross_encoders import openvino as ov_backend
 
     if not v2:
@@ -89,12 +89,12 @@ def _v2(scorer, v2):
     def full_batches(n, batch_size, streams):
         return [batch_size] * (n // batch_size) + ([n % batch_size] if n % batch_size else [])
 
-    saved = ov_backend.batch_sizes, ov_backend.FIRST_CHUNK_THREADS, scorer._backend.document_cut
-    ov_backend.batch_sizes, ov_backend.FIRST_CHUNK_THREADS, scorer._backend.document_cut = full_batches, 1, None
+    saved = ov_backend.batch_sizes, scorer._backend.document_cut
+    ov_backend.batch_sizes, scorer._backend.document_cut = full_batches, None
     try:
         yield
     finally:
-        ov_backend.batch_sizes, ov_backend.FIRST_CHUNK_THREADS, scorer._backend.document_cut = saved
+        ov_backend.batch_sizes, scorer._backend.document_cut = saved
 
 
 def _score(scorer, pairs, order, batch_size):

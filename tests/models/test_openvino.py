@@ -6,7 +6,6 @@ with the exact fp32 PyTorch path. Skips when the [fast] extra is not installed.
 
 from __future__ import annotations
 
-import itertools
 import pickle
 
 import numpy as np
@@ -216,22 +215,6 @@ def test_batch_sizes_balance_the_streams() -> None:
     assert batch_sizes(20, 32, 2) == [10, 10]  # one query's top 20 on both cores
     assert batch_sizes(3, 32, 4) == [1, 1, 1] and batch_sizes(1, 32, 2) == [1] and batch_sizes(0, 32, 2) == []
     assert batch_sizes(100, 32, 1) == [25] * 4
-
-
-def test_cross_encoder_threaded_tokenisation_equals_one_call(ce_fast) -> None:
-    """The first chunk's slices, tokenised on threads and right-padded to the widest, == one call."""
-    backend = ce_fast._backend
-    short = [(q, t) for q in QUERIES for t in TEXTS[:3]]  # narrow slices ...
-    pairs = short + [(QUERIES[0], TEXTS[-1])] + short  # ... around a 256-token one
-    one = ce_fast._features(pairs)
-    for threads in (2, 3, 7, len(pairs) + 5):
-        parts = np.linspace(0, len(pairs), min(threads, len(pairs)) + 1).astype(int)
-        widths = {ce_fast._features(pairs[a:b])["input_ids"].shape[1] for a, b in itertools.pairwise(parts)}
-        assert len(widths) > 1  # the padding path is exercised
-        got = backend._threaded_features(pairs, threads)
-        assert set(got) == set(one)
-        for name, arr in one.items():
-            assert got[name].dtype == arr.dtype and np.array_equal(got[name], arr), (threads, name)
 
 
 def test_cross_encoder_fp32_graph_is_the_same_function(ce_fp32) -> None:

@@ -16,7 +16,6 @@ depends only on its own pairs.
 from __future__ import annotations
 
 import hashlib
-import itertools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -85,13 +84,13 @@ class OpenVinoCrossEncoder:
         """The input arrays of ``pairs``'s batches, tokenised chunk by chunk on first use (:class:`ChunkedFeeds`)."""
         return ChunkedFeeds(self, pairs, batch_size)
 
-    def tokenise(self, pairs: Sequence[tuple[str, str]], sizes: Sequence[int], *,
-                 threads: int = 1) -> tuple[list[np.ndarray], list[dict[str, np.ndarray]]]:
+    def tokenise(self, pairs: Sequence[tuple[str, str]],
+                 sizes: Sequence[int]) -> tuple[list[np.ndarray], list[dict[str, np.ndarray]]]:
         """``(batches, feeds)`` of ``pairs``: row indices of each batch (descending token count) and its inputs;
         batch ``j`` holds ``sizes[j]`` pairs (``sum(sizes) == len(pairs)``).
 
         The pairs are tokenised by the CrossEncoder's own preprocessing (padded to the longest pair;
-        long documents pre-cut, :meth:`_cut_features`; in ``threads`` slices at once) and each batch
+        long documents pre-cut, :meth:`_cut_features`) and each batch
         takes its rows cut to its own longest pair: with right padding that is exactly what
         tokenising the batch alone gives (pad id, mask 0 and type 0 after each pair's tokens), at
         half the cost of counting tokens first and tokenising per batch."""
@@ -102,7 +101,7 @@ class OpenVinoCrossEncoder:
             batches = np.split(token_count_order(counts), np.cumsum(sizes)[:-1])
             return batches, [{n: v for n, v in self._features([pairs[i] for i in rows]).items() if n in self._inputs}
                              for rows in batches]
-        feats = self._threaded_features(pairs, threads)
+        feats = self._cut_features(pairs)
         counts = feats["attention_mask"].sum(axis=1)
         batches = np.split(token_count_order(counts), np.cumsum(sizes)[:-1])
         feeds = []
@@ -110,28 +109,6 @@ class OpenVinoCrossEncoder:
             width = int(counts[rows].max())
             feeds.append({n: np.ascontiguousarray(feats[n][rows, :width]) for n in self._inputs})
         return batches, feeds
-
-    def _threaded_features(self, pairs: Sequence[tuple[str, str]], threads: int) -> dict[str, np.ndarray]:
-        """:meth:`_cut_features` of ``pairs`` in ``threads`` contiguous slices tokenised at once (the
-        Rust tokenizer releases the GIL), right-padded to the widest slice: the same arrays as one call.
-        Safe because the tokenizer's padding and truncation settings are already those of every call
-        (set by the first call in ``__init__``; the pre-cut's query counts leave them alone), so no
-        thread reconfigures the shared tokenizer while another encodes."""
-        threads = max(1, min(int(threads), len(pairs)))
-        if threads == 1:
-            return self._cut_features(pairs)
-        from concurrent.futures import ThreadPoolExecutor
-
-        bounds = np.linspace(0, len(pairs), threads + 1).astype(int)
-        with ThreadPoolExecutor(max_workers=threads - 1, thread_name_prefix="bakeoff-tokenise") as pool:
-            rest = [pool.submit(self._cut_features, pairs[a:b]) for a, b in itertools.pairwise(bounds[1:])]
-            parts = [self._cut_features(pairs[: bounds[1]])] + [f.result() for f in rest]
-        width = max(p["attention_mask"].shape[1] for p in parts)
-        tok = self._ce.tokenizer
-        pad = {"input_ids": tok.pad_token_id, "attention_mask": 0, "token_type_ids": tok.pad_token_type_id}
-        return {name: np.concatenate([np.pad(p[name], ((0, 0), (0, width - p[name].shape[1])),
-                                             constant_values=pad.get(name, 0)) for p in parts])
-                for name in parts[0]}
 
     def _cut_features(self, pairs: Sequence[tuple[str, str]]) -> dict[str, np.ndarray]:
         """The CrossEncoder's tokenisation of ``pairs``, long documents pre-cut (:mod:`.precut`: the same
@@ -159,9 +136,6 @@ class OpenVinoCrossEncoder:
 #: for one of the chunk's batches: the streams start after the first chunk's tokenisation instead
 #: of the whole call's, and the main thread tokenises the next chunk while they run.
 CHUNK_BATCHES = 4
-#: The first chunk is tokenised in this many slices at once: the streams wait for it, so the cores
-#: are otherwise idle.
-FIRST_CHUNK_THREADS = 2
 
 
 def batch_sizes(n: int, batch_size: int, streams: int) -> list[int]:
@@ -212,8 +186,7 @@ class ChunkedFeeds(Sequence[dict[str, np.ndarray]]):
             first = len(self._feeds)
             last = min(first + self._backend.chunk_batches, self._n)
             start, stop = int(self._offsets[first]), int(self._offsets[last])
-            batches, feeds = self._backend.tokenise(self._pairs[start:stop], self.sizes[first:last],
-                                                    threads=FIRST_CHUNK_THREADS if first == 0 else 1)
+            batches, feeds = self._backend.tokenise(self._pairs[start:stop], self.sizes[first:last])
             self.rows.extend(rows + start for rows in batches)
             self._feeds.extend(feeds)
         return self._feeds[i]

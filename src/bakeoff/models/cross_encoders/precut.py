@@ -73,8 +73,8 @@ class DocumentCut:
     def query_tokens(self, query: str) -> int:
         """``Lq``: the query's token count, tokenised alone without special tokens (cached per text).
 
-        Encoded by the backend tokenizer as it stands, which changes none of its settings (so other
-        threads may tokenise meanwhile); where its truncation length ``cap`` cut the query, the
+        Encoded by the backend tokenizer as it stands, which changes none of its settings (the
+        CrossEncoder's next call need not set them again); where its truncation length ``cap`` cut the query, the
         count is only known to be at least ``cap``, and ``max(cap, target)`` is returned (too long
         to cut beside, which is all the cut needs to know)."""
         n = self._query_tokens.get(query)
