@@ -125,3 +125,25 @@ def test_server_ends_when_its_parent_is_killed() -> None:
     finally:
         if parent.poll() is None:
             parent.kill()
+
+
+def test_server_and_snapshot_counts_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from bakeoff.errors import BakeoffError
+    from bakeoff.truth.local_llm import DEFAULT_SNAPSHOTS, default_servers, default_snapshots
+
+    monkeypatch.delenv("BAKEOFF_LLAMA_SNAPSHOTS", raising=False)
+    assert default_snapshots() == DEFAULT_SNAPSHOTS == 128
+    monkeypatch.setenv("BAKEOFF_LLAMA_SNAPSHOTS", "0")
+    assert default_snapshots() == 0
+    monkeypatch.setenv("BAKEOFF_LLAMA_SNAPSHOTS", " 7 ")
+    assert default_snapshots() == 7
+    for bad in ("abc", "-1", "1.5"):
+        monkeypatch.setenv("BAKEOFF_LLAMA_SNAPSHOTS", bad)
+        with pytest.raises(BakeoffError, match=f"BAKEOFF_LLAMA_SNAPSHOTS must be a non-negative integer, got '{bad}'"):
+            default_snapshots()
+    monkeypatch.setenv("BAKEOFF_LLM_SERVERS", "3")
+    assert default_servers() == 3
+    for bad in ("0", "two"):
+        monkeypatch.setenv("BAKEOFF_LLM_SERVERS", bad)
+        with pytest.raises(BakeoffError, match="BAKEOFF_LLM_SERVERS must be a positive integer"):
+            default_servers()

@@ -47,7 +47,7 @@ from .llm import LLMConfig
 from .replicas import N_BATCH
 
 __all__ = ["DEFAULT_SNAPSHOTS", "LOCAL_MODEL_NAME", "MAX_DEFAULT_SERVERS", "LocalLLMServer", "default_servers",
-           "free_port", "gemma_model_path"]
+           "default_snapshots", "free_port", "gemma_model_path"]
 
 log = logging.getLogger("bakeoff")
 
@@ -72,6 +72,16 @@ def default_servers() -> int:
         return int(env)
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return max(1, min(MAX_DEFAULT_SERVERS, usable))
+
+
+def default_snapshots() -> int:
+    """``$BAKEOFF_LLAMA_SNAPSHOTS`` when set (0: off), else :data:`DEFAULT_SNAPSHOTS`."""
+    env = os.environ.get("BAKEOFF_LLAMA_SNAPSHOTS", "").strip()
+    if env:
+        if not env.isdigit():
+            raise BakeoffError(f"BAKEOFF_LLAMA_SNAPSHOTS must be a non-negative integer, got {env!r}")
+        return int(env)
+    return DEFAULT_SNAPSHOTS
 
 
 def free_port() -> int:
@@ -118,10 +128,7 @@ class LocalLLMServer:
         self.servers = default_servers() if servers is None else servers
         if self.servers < 1:
             raise BakeoffError("the local LLM needs at least one server")
-        env_snaps = os.environ.get("BAKEOFF_LLAMA_SNAPSHOTS", "").strip()
-        if snapshots is None:
-            snapshots = int(env_snaps) if env_snaps.isdigit() else DEFAULT_SNAPSHOTS
-        self.snapshots = snapshots
+        self.snapshots = default_snapshots() if snapshots is None else snapshots
         self.model_path = model_path
         self.prompt_logprobs = prompt_logprobs
         self.n_ctx = n_ctx
