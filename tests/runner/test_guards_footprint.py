@@ -88,26 +88,53 @@ class _Hog(Arm):
         return Run.from_scores(self.name, {q: {"d1": 1.0} for q in queries.ids})
 
 
-def test_peak_memory_per_arm_and_nested() -> None:
-    probe = PeakMemory()
-    if not probe.exact:
-        pytest.skip("/proc/self/clear_refs is not writable here: only the lifetime peak is available")
+def _nested_arms_memory() -> str:
+    """JSON of the ``memory`` records of a 160 MiB arm whose search runs a 40 MiB arm (``small``, ``big``)."""
+    import json
+
     corpus = Corpus.from_documents([Document("d1", "x", "")])
     queries = Queries.from_queries([Query("q1", "x")])
     small = _Hog(name="small", mb=40)
     big = _Hog(name="big", mb=160, inner=small)
     ctx = Context(corpus, progress=False)
     ctx.search(big, queries, k=1)  # big indexes (160 MiB), then searches small, which indexes (40 MiB)
-    mem_small = ctx.timings[small.fingerprint()]["memory"]
-    mem_big = ctx.timings[big.fingerprint()]["memory"]
+    return json.dumps({"small": ctx.timings[small.fingerprint()]["memory"],
+                       "big": ctx.timings[big.fingerprint()]["memory"]})
+
+
+def _in_fresh_interpreter(function: str) -> str:
+    """The last line ``function()`` of this module prints in a fresh interpreter.
+
+    Late in a long pytest session (~3 GB resident, much of it file-backed pages of libraries and models) the
+    footprint tests measured too little twice in clean-clone CI runs (0 and 16.9 MiB added for a 40 MiB arm)
+    while passing alone and in every subset tried: the kernel may drop clean file pages from the resident size
+    inside the window (VmHWM counts them). In a fresh interpreter only the arms under test move it."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); "
+            f"from tests.runner.test_guards_footprint import {function} as f; print(f())")
+    proc = subprocess.run([sys.executable, "-c", code, str(root)], capture_output=True, text=True, timeout=300,
+                          check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc.stdout.strip().splitlines()[-1]
+
+
+def test_peak_memory_per_arm_and_nested() -> None:
+    import json
+
+    if not PeakMemory().exact:
+        pytest.skip("/proc/self/clear_refs is not writable here: only the lifetime peak is available")
+    mem = json.loads(_in_fresh_interpreter("_nested_arms_memory"))
+    mem_small, mem_big = mem["small"], mem["big"]
     assert mem_small["method"] == "VmHWM reset per arm"
-    # Resident memory moves by a few MiB on its own (the allocator returns freed pages, the kernel reclaims):
-    # a clean-clone CI run measured 35.4 for the 40 MiB arm. The bounds still tell its own 40 MiB from
-    # big's 160 and big's 160 + 40 from either alone.
+    # Resident memory moves by a few MiB on its own (the allocator returns freed pages): a clean-clone CI run
+    # measured 35.4 for the 40 MiB arm. The bounds still tell its own 40 MiB from big's 160 and big's 160 + 40
+    # from either alone.
     assert 30 <= mem_small["added_mb"] <= 60  # its own 40 MiB (+/- interpreter noise), not big's 160
     assert 185 <= mem_big["added_mb"] <= 240  # its 160 MiB and its input's 40 MiB
     assert mem_big["peak_rss_mb"] >= mem_small["peak_rss_mb"]
-
 
 
 class _Cycle:
@@ -148,22 +175,9 @@ def _garbage_window_added_mb() -> float:
 
 
 def test_garbage_freed_inside_the_window_does_not_hide_an_arms_memory() -> None:
-    # In a fresh interpreter: late in a long pytest session (~3 GB resident, much of it file-backed pages of
-    # libraries and models) this measured 0 added once in a clean-clone CI run while passing alone and in every
-    # subset tried; the kernel may drop clean file pages from the resident size inside the window (VmHWM counts
-    # them). Here only the garbage under test and the arm move the resident size.
-    import subprocess
-    import sys
-
     if not PeakMemory().exact:
         pytest.skip("/proc/self/clear_refs is not writable here: only the lifetime peak is available")
-    root = Path(__file__).resolve().parents[2]
-    code = ("import sys; sys.path.insert(0, sys.argv[1]); "
-            "from tests.runner.test_guards_footprint import _garbage_window_added_mb as f; print(f())")
-    proc = subprocess.run([sys.executable, "-c", code, str(root)], capture_output=True, text=True, timeout=300,
-                          check=False)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert 30 <= float(proc.stdout.strip().splitlines()[-1]) <= 60
+    assert 30 <= float(_in_fresh_interpreter("_garbage_window_added_mb")) <= 60
 
 
 def test_model_bytes(tmp_path: Path) -> None:
