@@ -66,15 +66,6 @@ class Snapshot:
     data: bytes
 
 
-def _lcp(a: Any, b: Any) -> int:
-    n = 0
-    for x, y in zip(a, b):
-        if x != y:
-            break
-        n += 1
-    return n
-
-
 def _prompt_tokens(llm: Any, prompt: str) -> list[int]:
     """The tokens ``Llama._create_completion`` evaluates for a text prompt without suffix."""
     bos = [llm.token_bos()] if llm._model.add_bos_token() and llm.token_bos() != -1 else []
@@ -87,7 +78,7 @@ def install(limit: int) -> None:
     import llama_cpp
     from llama_cpp import Llama
 
-    from .replicas import MIN_PIECE, large_pieces
+    from .replicas import MIN_PIECE, common_prefix, large_pieces
 
     original_eval = Llama.eval
     original_create = Llama.create_completion
@@ -144,7 +135,7 @@ def install(limit: int) -> None:
         held = self.input_ids[: self.n_tokens].tolist() if self.n_tokens else []
         if not held or n < 2:
             return
-        lcp = _lcp(held, toks)
+        lcp = common_prefix(held, toks)
         small = min(getattr(self, "_bakeoff_small", []), default=len(held))
         if lcp >= len(held) or lcp >= n or small < lcp or not large_pieces(n - lcp, n_batch=self.n_batch):
             return  # the unpatched server would not evaluate this prompt cleanly: leave it so
