@@ -187,13 +187,13 @@ from llama_cpp import Llama
 from bakeoff.truth.local_llm import gemma_model_path
 llm = Llama(model_path=str(gemma_model_path()), n_ctx=4096, n_batch=512, n_threads=1, n_threads_batch=1,
             logits_all=False, verbose=False)
-inner, first = Llama.eval, []
-def eval_hashing(self, tokens):
-    inner(self, tokens)
-    if not first:  # the logits the first token is sampled from (after the prompt)
+inner, first = Llama.sample, []
+def sample_hashing(self, *args, **kw):
+    if not first:  # the logits the first token is sampled from (after the prompt, evaluated or restored)
         row = llama_cpp.llama_get_logits_ith(self._ctx.ctx, -1)
         first.append(hashlib.sha256(np.ctypeslib.as_array(row, shape=(self.n_vocab(),)).tobytes()).hexdigest())
-Llama.eval = eval_hashing
+    return inner(self, *args, **kw)
+Llama.sample = sample_hashing
 out = []
 for prompt, seed in json.loads(sys.stdin.read()):
     first.clear()
@@ -247,5 +247,7 @@ def test_snapshots_give_the_unpatched_logits_also_past_the_sliding_window() -> N
     assert snap["out"] == plain["out"]
     # restored: the third ask of long_, the second of x, y and b, the second and third of z
     assert snap["stats"]["restored"] == 6, snap["stats"]
+    # x, y and b (under 512 tokens) were restored whole with their last logits: nothing evaluated for them
+    assert snap["stats"]["whole"] == 3, snap["stats"]
     assert snap["stats"]["saved_tokens"] >= 2 * (511 - 370), snap["stats"]
     assert plain["stats"] is None

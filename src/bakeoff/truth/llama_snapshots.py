@@ -9,7 +9,10 @@ process when ``$BAKEOFF_LLAMA_SNAPSHOTS`` > 0) patches :class:`llama_cpp.Llama` 
 * every evaluation records which positions were evaluated in a *small piece* (fewer than
   :data:`~bakeoff.truth.replicas.MIN_PIECE` tokens: other kernel paths in llama.cpp, see
   :mod:`bakeoff.truth.replicas`);
-* while a completion's prompt ``T`` (``n`` tokens) is evaluated from ``L``, the evaluation is split
+* while a completion's prompt ``T`` (``n`` tokens) is evaluated from ``L`` in large pieces: when
+  ``n <= W - 1`` (``W`` the model's sliding window) the state after the whole prompt is kept, with the
+  logits row of its last position (llama.cpp's state functions carry no logits; the row is copied out
+  of, and later back into, llama.cpp's output buffer); otherwise the evaluation is split
   at ``s = min(n - MIN_PIECE, W - 1)``, ``W`` the model's sliding window (only when both parts and
   the unsplit ``T[L:]`` are evaluated in large pieces: then the split gives the bits of the unsplit
   evaluation) and the KV cache of sequence 0 (``llama_state_seq_get_data``) is kept under ``T[:s]``, with its first
@@ -17,7 +20,10 @@ process when ``$BAKEOFF_LLAMA_SNAPSHOTS`` > 0) patches :class:`llama_cpp.Llama` 
   least recently used dropped);
 * before a completion whose prompt ``T`` the unpatched server would evaluate *cleanly* (reused
   prefix ``L`` free of small-piece positions, no prefix relation with the held tokens, only large
-  pieces after it: :meth:`~bakeoff.truth.replicas.PrefixState.clean`), the longest snapshot that is a
+  pieces after it: :meth:`~bakeoff.truth.replicas.PrefixState.clean`), a whole-prompt snapshot of ``T``
+  is restored with its logits, and llama-cpp-python samples the first answer token straight from them
+  (nothing evaluated: those are the bits the clean evaluation of ``T`` gives, kept when it ran);
+  otherwise the longest snapshot that is a
   prefix of ``T`` and saves at least :data:`MIN_GAIN` tokens is restored whole. llama.cpp then
   evaluates ``T[s:]`` in large pieces, which gives the same bits as the unpatched ``T[L:]``
   (measured: splits into pieces of >= 8 tokens are bit-identical). A request the unpatched server
@@ -33,7 +39,8 @@ sums then run in another order). Measured on the demo's requests and on SciFact-
 state saved at the end of a prompt whose prompt plus answer passed 512 positions and cut back, or a
 state of 638 positions restored whole, gave other logits (and then other queries, also for the next
 request on that server); a state of fewer than 512 positions restored whole gave the unpatched
-logits for the restored request (prompts of 498 to 692 tokens) and for the requests after it. Restoring copies the KV bytes back
+logits for the restored request (prompts of 498 to 692 tokens; with the restored logits row, prompts
+under 512 tokens whose answers pass 512) and for the requests after it. Restoring copies the KV bytes back
 (f16) into an emptied sequence, so the cells sit at positions 0..s-1 exactly as after a normal
 evaluation.
 """
@@ -53,17 +60,21 @@ __all__ = ["MAX_BYTES", "MIN_GAIN", "Snapshot", "install", "limit_from_env"]
 MIN_GAIN = 16
 
 #: At most this many bytes of snapshots per server (Gemma 3 270M: ~18 KB per position, ~8 MB for
-#: the demo's ~450-token prompts), least recently used dropped first.
+#: the demo's ~450-token prompts, + 1 MiB for a logits row of its 262,144-token vocabulary), least
+#: recently used dropped first.
 MAX_BYTES = 768 << 20
 
 
 @dataclass
 class Snapshot:
-    """The KV state of sequence 0 right after evaluating ``tokens`` (and nothing beyond)."""
+    """The KV state of sequence 0 right after evaluating ``tokens`` (and nothing beyond); with ``logits``,
+    also the logits row of the last position (float32 bytes), which the first answer token is sampled from
+    (llama.cpp's state functions do not carry logits)."""
 
     tokens: tuple[int, ...]
     first_small: int  # first position evaluated in a small piece (len(tokens) when none)
     data: bytes
+    logits: bytes | None = None
 
 
 def _prompt_tokens(llm: Any, prompt: str) -> list[int]:
@@ -83,7 +94,7 @@ def install(limit: int) -> None:
     original_eval = Llama.eval
     original_create = Llama.create_completion
     snaps: OrderedDict[tuple[int, ...], Snapshot] = OrderedDict()
-    stats = {"restored": 0, "saved_tokens": 0, "kept": 0}
+    stats = {"restored": 0, "whole": 0, "saved_tokens": 0, "kept": 0}
 
     def record(self: Any, start: int, n: int) -> None:
         small = [p for p in getattr(self, "_bakeoff_small", []) if p < start]
@@ -92,19 +103,21 @@ def install(limit: int) -> None:
                 small.append(start + i)
         self._bakeoff_small = small
 
-    def keep(self: Any, toks: list[int]) -> None:
-        """Keep the KV state of sequence 0, which holds exactly ``toks``."""
-        size = llama_cpp.llama_state_seq_get_size(self._ctx.ctx, 0)
+    def keep(self: Any, toks: list[int], *, logits: bool = False) -> None:
+        """Keep the KV state of sequence 0, which holds exactly ``toks`` (and the last logits row)."""
+        ctx = self._ctx.ctx
+        size = llama_cpp.llama_state_seq_get_size(ctx, 0)
         buf = (ctypes.c_uint8 * size)()
-        got = llama_cpp.llama_state_seq_get_data(self._ctx.ctx, buf, size, 0)
+        got = llama_cpp.llama_state_seq_get_data(ctx, buf, size, 0)
         if not got:
             return
+        row = ctypes.string_at(llama_cpp.llama_get_logits_ith(ctx, -1), 4 * self.n_vocab()) if logits else None
         first = min((p for p in getattr(self, "_bakeoff_small", []) if p < len(toks)), default=len(toks))
         key = tuple(toks)
-        snaps[key] = Snapshot(key, first, bytes(buf)[:got])
+        snaps[key] = Snapshot(key, first, bytes(buf)[:got], row)
         snaps.move_to_end(key)
         stats["kept"] += 1
-        while len(snaps) > limit or sum(len(x.data) for x in snaps.values()) > MAX_BYTES:
+        while len(snaps) > limit or sum(len(x.data) + len(x.logits or b"") for x in snaps.values()) > MAX_BYTES:
             snaps.popitem(last=False)
 
     def window(self: Any) -> int:
@@ -117,6 +130,14 @@ def install(limit: int) -> None:
         prompt = getattr(self, "_bakeoff_prompt", None)
         n = len(prompt) if prompt is not None else -1
         split = min(n - MIN_PIECE, window(self)) if prompt is not None else -1
+        whole = (prompt is not None and start + len(tokens) == n and n <= window(self)
+                 and large_pieces(len(tokens), n_batch=self.n_batch) and tuple(prompt) not in snaps
+                 and tokens == prompt[start:] and self.input_ids[:start].tolist() == prompt[:start])
+        if whole:  # below the window: keep the state after the whole prompt, its last logits included
+            record(self, start, len(tokens))
+            original_eval(self, tokens)
+            keep(self, prompt, logits=True)
+            return
         if (prompt is not None and start + len(tokens) == n and start < split
                 and large_pieces(len(tokens), n_batch=self.n_batch)  # unsplit: large pieces only, too
                 and large_pieces(split - start, n_batch=self.n_batch)
@@ -139,30 +160,44 @@ def install(limit: int) -> None:
         small = min(getattr(self, "_bakeoff_small", []), default=len(held))
         if lcp >= len(held) or lcp >= n or small < lcp or not large_pieces(n - lcp, n_batch=self.n_batch):
             return  # the unpatched server would not evaluate this prompt cleanly: leave it so
+        whole = snaps.get(tuple(toks))
+        if whole is not None and whole.logits is not None and whole.first_small >= n:
+            if restore(self, whole, toks, lcp):
+                self._requires_eval = False  # llama-cpp-python samples from the restored logits, evaluating nothing
+            return
         best: Snapshot | None = None
         for snap in snaps.values():
             cut = len(snap.tokens)
-            if (cut >= lcp + MIN_GAIN and snap.first_small >= cut and cut < n and cut <= window(self)
+            if (snap.logits is None and cut >= lcp + MIN_GAIN and snap.first_small >= cut and cut < n and cut <= window(self)
                     and large_pieces(n - cut, n_batch=self.n_batch) and snap.tokens == tuple(toks[:cut])
                     and (best is None or cut > len(best.tokens))):
                 best = snap
-        if best is None:
-            return
-        cut = len(best.tokens)
+        if best is not None:
+            restore(self, best, toks, lcp)
+
+    def restore(self: Any, snap: Snapshot, toks: list[int], lcp: int) -> bool:
+        """Restore ``snap`` (a prefix of ``toks``, or all of it) whole; False (nothing held) when llama.cpp refuses."""
+        cut, n = len(snap.tokens), len(toks)
+        ctx = self._ctx.ctx
         self._ctx.kv_cache_seq_rm(0, 0, -1)
-        buf = (ctypes.c_uint8 * len(best.data)).from_buffer_copy(best.data)
-        if llama_cpp.llama_state_seq_set_data(self._ctx.ctx, buf, len(best.data), 0) == 0:
+        buf = (ctypes.c_uint8 * len(snap.data)).from_buffer_copy(snap.data)
+        if llama_cpp.llama_state_seq_set_data(ctx, buf, len(snap.data), 0) == 0:
+            self._ctx.kv_cache_seq_rm(0, 0, -1)
             self.n_tokens = 0  # failed: start from nothing (clean: large_pieces(n - lcp) holds)
             self._bakeoff_small = []
-            return
+            return False
+        if snap.logits is not None:  # the output row of the last decode (every decode here outputs its last token)
+            ctypes.memmove(llama_cpp.llama_get_logits_ith(ctx, -1), snap.logits, len(snap.logits))
         self.input_ids[:cut] = toks[:cut]
         self.n_tokens = cut
         self._bakeoff_small = []
-        snaps.move_to_end(best.tokens)
+        snaps.move_to_end(snap.tokens)
         stats["restored"] += 1
+        stats["whole"] += snap.logits is not None
         stats["saved_tokens"] += cut - lcp
-        print(f"bakeoff snapshot: restored {cut} of {n} prompt tokens (unpatched would reuse {lcp})",
-              file=sys.stderr, flush=True)
+        print(f"bakeoff snapshot: restored {cut} of {n} prompt tokens{' and its logits' if snap.logits is not None else ''} "
+              f"(unpatched would reuse {lcp})", file=sys.stderr, flush=True)
+        return True
 
     def create_completion(self: Any, prompt: Any, *args: Any, **kw: Any) -> Any:
         text = isinstance(prompt, str) and not kw.get("stream") and kw.get("suffix") is None and not args
