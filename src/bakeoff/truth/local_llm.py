@@ -54,7 +54,7 @@ log = logging.getLogger("bakeoff")
 LOCAL_MODEL_NAME = "gemma-3-270m-q4_k_m"
 
 #: Prompts whose KV cache each server keeps for a prompt asked again (:mod:`bakeoff.truth.llama_snapshots`;
-#: ~8 MB each for the demo's ~450-token prompts, at most ``llama_snapshots.MAX_BYTES`` = 768 MiB per server);
+#: ~9 MB each for the demo's ~450-token prompts with their logits row, at most ``llama_snapshots.MAX_BYTES`` = 768 MiB per server);
 #: ``$BAKEOFF_LLAMA_SNAPSHOTS`` overrides, 0 turns it off.
 DEFAULT_SNAPSHOTS = 128
 
