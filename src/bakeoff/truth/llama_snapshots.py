@@ -176,9 +176,14 @@ def install(limit: int) -> None:
             restore(self, best, toks, lcp)
 
     def restore(self: Any, snap: Snapshot, toks: list[int], lcp: int) -> bool:
-        """Restore ``snap`` (a prefix of ``toks``, or all of it) whole; False (nothing held) when llama.cpp refuses."""
+        """Restore ``snap`` (a prefix of ``toks``, or all of it) whole; False when it cannot be (the server then holds
+        nothing, or, with no output row for the logits, what it held)."""
         cut, n = len(snap.tokens), len(toks)
         ctx = self._ctx.ctx
+        # the output row of the last decode (every decode here outputs its last token) takes the kept logits
+        row = llama_cpp.llama_get_logits_ith(ctx, -1) if snap.logits is not None else None
+        if snap.logits is not None and not row:
+            return False  # no output row to write (nothing decoded yet): leave the server as it is
         self._ctx.kv_cache_seq_rm(0, 0, -1)
         buf = (ctypes.c_uint8 * len(snap.data)).from_buffer_copy(snap.data)
         if llama_cpp.llama_state_seq_set_data(ctx, buf, len(snap.data), 0) == 0:
@@ -186,8 +191,8 @@ def install(limit: int) -> None:
             self.n_tokens = 0  # failed: start from nothing (clean: large_pieces(n - lcp) holds)
             self._bakeoff_small = []
             return False
-        if snap.logits is not None:  # the output row of the last decode (every decode here outputs its last token)
-            ctypes.memmove(llama_cpp.llama_get_logits_ith(ctx, -1), snap.logits, len(snap.logits))
+        if row:
+            ctypes.memmove(row, snap.logits, len(snap.logits))  # type: ignore[arg-type]
         self.input_ids[:cut] = toks[:cut]
         self.n_tokens = cut
         self._bakeoff_small = []
