@@ -147,3 +147,23 @@ def test_server_and_snapshot_counts_from_the_environment(monkeypatch: pytest.Mon
         monkeypatch.setenv("BAKEOFF_LLM_SERVERS", bad)
         with pytest.raises(BakeoffError, match="BAKEOFF_LLM_SERVERS must be a positive integer"):
             default_servers()
+
+
+def test_local_concurrency_is_the_number_of_servers() -> None:
+    """``--concurrency N`` with ``--llm local`` starts N one-slot servers (the client sends each one request
+    at a time and keeps one server's answers); it never sends two requests at once to one server."""
+    from bakeoff.truth.generate import open_llm
+
+    reqs = [ChatRequest.completion(f"Document: {name}\nSearched for: ", describe_schema(),
+                                   {"temperature": 0.8, "max_tokens": 24, "seed": 1, "stop": ["\n"]},
+                                   prefill='{"query": "') for name in ("json.dumps", "math.gcd", "os.path.join")]
+    with open_llm("local", cache=None, concurrency=1) as one:
+        assert one.config.replicas == () and one.config.concurrency == 1
+        serial = [(g.raw, g.attempts) for g in one.generate_many(reqs, progress=False)]
+    with open_llm("local", cache=None, concurrency=3) as three:
+        urls = {three.config.base_url, *three.config.replicas}
+        assert len(three.config.replicas) == 2 and len(urls) == 3 and three.config.concurrency == 1
+        assert all(u.startswith("http://127.0.0.1:") for u in urls)
+        spread = [(g.raw, g.attempts) for g in three.generate_many(reqs, progress=False)]
+        assert sum(map(len, three.asked_on)) == sum(a for _, a in spread)
+    assert spread == serial and all(raw for raw, _ in serial)

@@ -46,8 +46,12 @@ Embed = Callable[[Corpus], tuple[np.ndarray, str]]
 def open_llm(spec: str, *, cache: Cache | None, concurrency: int | None = None,
              price: str | None = None, reasoning_effort: str | None = None) -> Iterator[LLMClient]:
     """An :class:`~bakeoff.truth.llm.LLMClient` for ``--llm`` (``local`` starts and stops the
-    bundled llama.cpp server; see :func:`bakeoff.truth.llm.parse_llm_spec` for the others).
-    ``price`` is ``"PROMPT_USD_PER_1M,COMPLETION_USD_PER_1M"`` (overrides the price table)."""
+    bundled llama.cpp servers; see :func:`bakeoff.truth.llm.parse_llm_spec` for the others).
+    ``price`` is ``"PROMPT_USD_PER_1M,COMPLETION_USD_PER_1M"`` (overrides the price table).
+    ``concurrency`` is the number of requests in flight; for ``local`` it is the number of servers
+    (one request each, answers those of one server: :mod:`bakeoff.truth.replicas`; default
+    :func:`~bakeoff.truth.local_llm.default_servers`), since a one-slot server given two requests at
+    once would answer them in whichever order they arrive."""
     from .llm import Price, parse_llm_spec
 
     overrides: dict[str, Any] = {}
@@ -66,7 +70,8 @@ def open_llm(spec: str, *, cache: Cache | None, concurrency: int | None = None,
     if spec == "local":
         from .local_llm import LocalLLMServer
 
-        with LocalLLMServer() as server, LLMClient(server.config(**overrides), cache=cache) as client:
+        servers = overrides.pop("concurrency", None)
+        with LocalLLMServer(servers=servers) as server, LLMClient(server.config(**overrides), cache=cache) as client:
             yield client
     else:
         with LLMClient(parse_llm_spec(spec, **overrides), cache=cache) as client:
