@@ -12,7 +12,7 @@ import pytest
 
 from bakeoff.arms.base import Arm
 from bakeoff.runner.context import Context
-from bakeoff.arms.fusion import ConvexArm, RRFArm, normalize_scores
+from bakeoff.arms.fusion import ConvexArm, FuseArm, RRFArm, normalize_scores
 from bakeoff.arms.lexical import BM25Arm
 from bakeoff.cache import Cache
 from bakeoff.runner.config import build_arms, parse_arm_spec
@@ -198,3 +198,19 @@ def test_cached_flag_is_per_run_not_per_arm(tmp_path):
     a2, b2 = FixedArm(A, name="A"), FixedArm(B, name="B")
     res = run_bakeoff(ds, [a2, b2, RRFArm(arms=[a2, b2], depth=2)], cache=cache, progress=False, latency_sample=0)
     assert [r.cached for r in res.arms] == [True, True, False] and (a2.searches, b2.searches) == (1, 1)
+
+
+@pytest.mark.parametrize("arm", [lambda a, b: ConvexArm(arms=[a, b], weight=0.5, name="cvx"),
+                                 lambda a, b: FuseArm(arms=[a, b], method="sum", name="cvx")])
+def test_an_infinite_input_score_is_named_with_the_arm_and_query(arm):
+    """min-max of [inf, 1] is NaN: the error says which fused arm, query, input and document, and why."""
+    from bakeoff.data.ranking import NaNScoreError
+
+    bad = {"q1": {"d1": 2.0}, "q2": {"d2": float("inf"), "d5": 1.0}}
+    with pytest.raises(NaNScoreError) as err:
+        fuse(arm(FixedArm(A, name="A"), FixedArm(bad, name="B")))
+    assert str(err.value) == ("arm 'cvx', query 'q2' (input 'B' scores document 'd2' inf: score fusion normalises "
+                              "scores, which needs finite ones; use rrf, or fuse with norm=rank): "
+                              "document 'd2' has a NaN score")
+    # rank-based fusion orders the same input without complaint (inf ranks first)
+    assert fuse(RRFArm(arms=[FixedArm(A, name="A"), FixedArm(bad, name="B")], k=1))["q2"][0] == ("d2", 0.5)

@@ -95,7 +95,7 @@ from typing import Any
 import numpy as np
 
 from ..data.model import Queries, Run
-from ..data.ranking import top_k
+from ..data.ranking import NaNScoreError, top_k
 from ..errors import ConfigError
 from ..validation import Fraction, NonNegative, PositiveInt
 from .base import Arm, ArmContext, DocMask, register_arm
@@ -185,6 +185,12 @@ def normalize(ranking: Ranked, *, norm: str) -> dict[str, float]:
     if norm == "rank":
         return {d: 1.0 - i / n for i, d in enumerate(docs)}
     s = np.fromiter((float(v) for _, v in ranking), dtype=np.float64, count=n)
+    with np.errstate(invalid="ignore"):  # ±inf gives NaN, reported with the arm and query by the search
+        out = _normalized(s, norm=norm, n=n)
+    return dict(zip(docs, out.tolist()))
+
+
+def _normalized(s: np.ndarray, *, norm: str, n: int) -> np.ndarray:
     if norm == "none":
         out = s
     elif norm == "minmax":
@@ -197,7 +203,7 @@ def normalize(ranking: Ranked, *, norm: str) -> dict[str, float]:
         out = (s - lo) / max(float(s.sum() - lo * n), _EPS)
     else:
         raise ConfigError(f"norm must be one of {', '.join(FUSE_NORMS)}, got {norm!r}")
-    return dict(zip(docs, out.tolist()))
+    return out
 
 
 def _union(tables: Sequence[Any]) -> dict[str, None]:
@@ -362,8 +368,24 @@ class _FusionArm(Arm):
 
     def search(self, queries: Queries, *, k: int, ctx: ArmContext, mask: DocMask | None = None) -> Run:
         runs = self._input_runs(queries, ctx=ctx, mask=mask)
-        out = {qid: top_k(self._fuse([run.get(qid) for run in runs]), k) for qid in queries.ids}
+        out = {}
+        for qid in queries.ids:
+            rankings = [run.get(qid) for run in runs]
+            try:
+                out[qid] = top_k(self._fuse(rankings), k)
+            except NaNScoreError as exc:  # an input's ±inf normalised to NaN: say whose
+                raise exc.within(f"arm {self.name!r}, query {qid!r}{_not_finite(runs, rankings)}") from None
         return Run.from_ranked(self.name, out)
+
+
+def _not_finite(runs: Sequence[Run], rankings: Sequence[Ranked]) -> str:
+    """`` (input 'a' scores document 'd' inf: ...)`` for the first input score that is not finite, else ``""``."""
+    for run, ranking in zip(runs, rankings, strict=True):
+        for doc, score in ranking:
+            if not math.isfinite(score):
+                return (f" (input {run.name!r} scores document {doc!r} {score}: score fusion normalises scores, "
+                        "which needs finite ones; use rrf, or fuse with norm=rank)")
+    return ""
 
 
 @register_arm("rrf", code_version="1")
