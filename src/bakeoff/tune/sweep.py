@@ -27,7 +27,6 @@ so the HTML report draws the metric-vs-parameter plots) and ``tune.json`` (the s
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import hashlib
 import json
 import logging
@@ -52,6 +51,7 @@ from ..runner.context import Context
 from ..runner.results import ArmResult, Results
 from ..runner.run import run_bakeoff
 from ..stats import DEFAULT_RESAMPLES, compare
+from ..validation import closest
 from .devsplit import DevSplit, assign_folds, leaks, slice_queries
 from .space import SearchSpace, arm_options, check_options
 
@@ -94,8 +94,8 @@ def tune_spec_from_table(table: Mapping[str, Any], *, where: str = "[tune]") -> 
     t = dict(table)
     unknown = sorted(set(t) - set(TUNE_KEYS))
     if unknown:
-        close = difflib.get_close_matches(unknown[0], TUNE_KEYS, n=1)
-        raise ConfigError(f"{where}: unknown key {unknown[0]!r}" + (f"; did you mean {close[0]!r}?" if close else
+        close = closest(unknown[0], TUNE_KEYS)
+        raise ConfigError(f"{where}: unknown key {unknown[0]!r}" + (f"; did you mean {close!r}?" if close else
                                                                     f"; keys: {', '.join(TUNE_KEYS)}"))
     if "arm" not in t:
         raise ConfigError(f"{where}: missing 'arm' (the name of the arm to tune)")
@@ -224,9 +224,9 @@ def run_tune(cfg: BakeoffConfig, spec: TuneSpec, *, cache: Cache | None, out: Pa
     # 1. validate everything before any search
     specs = {s.name: s for s in cfg.arms}
     if spec.arm not in specs:
-        close = difflib.get_close_matches(spec.arm, list(specs), n=1)
+        close = closest(spec.arm, specs)
         raise ConfigError(f"[tune] arm {spec.arm!r} is not an arm of the bake-off"
-                          + (f"; did you mean {close[0]!r}?" if close else f"; arms: {', '.join(specs)}"))
+                          + (f"; did you mean {close!r}?" if close else f"; arms: {', '.join(specs)}"))
     aspec = specs[spec.arm]
     factory = arm_type(aspec.type)
     check_options(spec.space, factory, arm=spec.arm, type_name=aspec.type)
