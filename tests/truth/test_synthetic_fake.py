@@ -142,6 +142,26 @@ def test_generate_cli_describe_then_run(tmp_path: Path, capsys) -> None:
                "--test-fraction", "1.0", "--min-doc-chars", "0", "--specificity", "off", "--answerability", "off"])
     assert rc == 0
     assert (tmp_path / "gen2" / "queries.jsonl").read_text() == (out / "queries.jsonl").read_text()
+    assert f"wrote {out} (run it: bakeoff run --beir {out} --arm bm25 ...)" in printed
+
+
+def test_generate_cli_says_when_no_query_was_kept(tmp_path: Path, capsys) -> None:
+    """Every answer invalid: the truth folder is written, but the CLI does not point at `bakeoff run` (which
+    would only say the qrels hold no judgments); it says why there is nothing and what to change."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "corpus.jsonl").write_text("".join(json.dumps({"_id": k, "title": "", "text": v}) + "\n"
+                                              for k, v in DOCS.items()))
+    out = tmp_path / "gen"
+    with FakeOpenAI(lambda body, i: Reply(200, "no JSON here", prompt_tokens=40, completion_tokens=4)) as srv:
+        rc = main(["generate", "describe", "--corpus", str(src), "--llm", f"{srv.base_url}|fake", "-n", "3",
+                   "--out", str(out), "--cache", "off", "--no-progress", "--regenerations", "0",
+                   "--test-fraction", "1.0", "--min-doc-chars", "0", "--specificity", "off", "--answerability", "off"])
+    assert rc == 0
+    printed = capsys.readouterr().out
+    assert "kept 0 of 3 sampled documents" in printed and "run it:" not in printed
+    assert f"wrote {out}, but with no query kept there is nothing to evaluate; see the rejections above" in printed
+    assert (out / "queries.jsonl").read_text() == ""
 
 
 @pytest.mark.slow

@@ -134,7 +134,11 @@ def generate(
             typer.echo(f"answerability ({an['score']}, {an['scorer'].get('model')}) of {st['n']} candidates: "
                        f"p10 {st['p10']:+.2f}, median {st['p50']:+.2f}, p90 {st['p90']:+.2f}; below {an['threshold']} "
                        f"{st.get('share_below', 0.0):.0%}")
-    typer.echo(f"wrote {out} (run it: bakeoff run --beir {out} --arm bm25 ...)")
+    if prov["counts"]["kept"]:
+        typer.echo(f"wrote {out} (run it: bakeoff run --beir {out} --arm bm25 ...)")
+    else:
+        typer.echo(f"wrote {out}, but with no query kept there is nothing to evaluate; see the rejections above "
+                   "(more documents with -n, a bigger model with --llm, or a lower --answerability-threshold)")
 
 
 def register(app: typer.Typer) -> None:
