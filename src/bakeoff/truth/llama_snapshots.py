@@ -111,7 +111,12 @@ def install(limit: int) -> None:
         got = llama_cpp.llama_state_seq_get_data(ctx, buf, size, 0)
         if not got:
             return
-        row = ctypes.string_at(llama_cpp.llama_get_logits_ith(ctx, -1), 4 * self.n_vocab()) if logits else None
+        row = None
+        if logits:
+            out = llama_cpp.llama_get_logits_ith(ctx, -1)
+            if not out:  # no output row (never after a prompt evaluation): keep nothing rather than guess
+                return
+            row = ctypes.string_at(out, 4 * self.n_vocab())
         first = min((p for p in getattr(self, "_bakeoff_small", []) if p < len(toks)), default=len(toks))
         key = tuple(toks)
         snaps[key] = Snapshot(key, first, bytes(buf)[:got], row)
