@@ -13,7 +13,8 @@ llama-cpp-python exposes no server flag for it, so this launcher changes the
 model-parameter defaults before handing over to the real server ``main``.
 Set ``BAKEOFF_LLAMA_REPACK=1`` to turn repacking on. ``BAKEOFF_LLAMA_SNAPSHOTS=N`` (> 0) keeps the
 KV cache of the last N prompts and restores it for a prompt asked again
-(:mod:`bakeoff.truth.llama_snapshots`; same answers).
+(:mod:`bakeoff.truth.llama_snapshots`; same answers). A request carrying
+:func:`bakeoff.truth.json_stop.marker` ends once its JSON answer is complete (:mod:`bakeoff.truth.json_stop`).
 
 The server ends itself when the process that started it is gone: a watcher thread
 compares ``os.getppid()`` with the parent it was started by (``BAKEOFF_PARENT_PID``,
@@ -59,8 +60,10 @@ def main() -> None:
         _exit_with_parent(int(parent))
     if os.environ.get("BAKEOFF_LLAMA_REPACK") != "1":
         _patch_defaults()
+    from . import json_stop
     from .llama_snapshots import install, limit_from_env
 
+    json_stop.install()
     if limit_from_env() > 0:
         install(limit_from_env())
     from llama_cpp.server.__main__ import main as server_main

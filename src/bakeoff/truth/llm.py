@@ -48,6 +48,7 @@ from .._io import atomic_open
 from ..cache import Cache, cache_key
 from ..errors import ConfigError, InputError
 from ..net import HttpClient, HttpError
+from .json_stop import marker as json_stop_marker
 from .replicas import RESET_TEXTS, PrefixState, chains, large_pieces, reset_prompt
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -148,6 +149,9 @@ class LLMConfig:
     #: with the answers one server gives in input order (:mod:`bakeoff.truth.replicas`). Not part of
     #: any cache key, not in :meth:`public` (the ports change every run).
     replicas: tuple[str, ...] = ()
+    #: The server is bakeoff's llama.cpp server (:mod:`bakeoff.truth.json_stop`): a completion request
+    #: whose prefill opens a JSON value ends as soon as the value is complete, one decode sooner.
+    json_stop: bool = False
 
     @property
     def is_reasoning(self) -> bool:
@@ -350,7 +354,13 @@ class LLMClient:
             "params": dict(req.params),
             "response_format": self.config.response_format,
             "code_version": self.code_version,
+            **({"json_stop": True} if self._json_stop(req) else {}),
         })
+
+    def _json_stop(self, req: ChatRequest) -> bool:
+        """Whether ``req`` is sent with :func:`bakeoff.truth.json_stop.marker` (the answer then ends
+        where its JSON value is complete; see that module for the one case where this changes it)."""
+        return self.config.json_stop and req.prompt is not None and req.prefill.lstrip()[:1] in ("{", "[")
 
     @staticmethod
     def endpoint(req: ChatRequest) -> str:
@@ -374,6 +384,9 @@ class LLMClient:
             if self.config.reasoning_effort:
                 params["reasoning_effort"] = self.config.reasoning_effort
         if req.prompt is not None:
+            if self._json_stop(req):
+                stop = params.get("stop") or []
+                params["stop"] = [*([stop] if isinstance(stop, str) else stop), json_stop_marker(len(req.prefill))]
             return {"model": self.config.model, "prompt": req.prompt + req.prefill, **params}
         body: dict[str, Any] = {"model": self.config.model, "messages": [dict(m) for m in req.messages], **params}
         schema = req.json_schema()

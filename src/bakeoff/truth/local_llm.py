@@ -169,7 +169,7 @@ class LocalLLMServer:
                                 "model": LOCAL_MODEL_NAME, "concurrency": 1,
                                 "response_format": "json_object_schema", "prompt_style": "completion",
                                 "model_id": self.model_id(),
-                                "timeout_s": 300.0, "max_retries": 2}
+                                "timeout_s": 300.0, "max_retries": 2, "json_stop": True}
         opts.update(overrides)
         return LLMConfig(**opts)
 
