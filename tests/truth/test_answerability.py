@@ -364,3 +364,58 @@ def test_generate_cli_best_of_n(minilm, tmp_path: Path, capsys) -> None:
     assert prov["parameters"]["candidates"] == 3 and prov["rejections"]["below_best_of_n"] == 1
     queries = [json.loads(x) for x in (tmp_path / "out" / "queries.jsonl").read_text().splitlines()]
     assert [q["text"] for q in queries] == [ANSWERED]
+
+
+class _Slow:
+    """A scorer whose first score() loads slowly (and may fail), recording the thread of each call."""
+
+    kind = "bi-encoder"
+    default_threshold = 0.5
+
+    def __init__(self, *, fail: bool = False) -> None:
+        import threading
+
+        self.fail, self.loaded, self.calls = fail, threading.Event(), []
+
+    def identity(self) -> dict[str, str]:
+        return {"scorer": "slow"}
+
+    def score(self, pairs):
+        import threading
+        import time
+
+        self.calls.append((threading.current_thread().name, list(pairs)))
+        if not self.loaded.is_set():
+            time.sleep(0.3)
+            if self.fail:
+                raise RuntimeError("model file missing")
+            self.loaded.set()
+        return np.array([len(q) / 10 for q, _ in pairs], dtype=np.float32)
+
+
+def test_preloading_loads_in_the_background_and_scores_as_the_scorer() -> None:
+    from bakeoff.truth.answerability import Preloading
+
+    inner = _Slow()
+    pre = Preloading(inner)
+    assert (pre.kind, pre.default_threshold, pre.identity()) == ("bi-encoder", 0.5, {"scorer": "slow"})
+    got = pre.score([("abc", "d"), ("abcdef", "d")])
+    assert got.tolist() == pytest.approx([0.3, 0.6])
+    # the throwaway pair ran first, in the preload thread; the real pairs after it, in this thread
+    assert [c[0] for c in inner.calls] == ["answerability-preload", "MainThread"]
+    assert inner.calls[1][1] == [("abc", "d"), ("abcdef", "d")]
+
+
+def test_preloading_raises_a_load_failure_at_the_first_score() -> None:
+    from bakeoff.truth.answerability import Preloading
+
+    pre = Preloading(_Slow(fail=True))
+    with pytest.raises(RuntimeError, match="model file missing"):
+        pre.score([("q", "d")])
+
+
+def test_preloaded_minilm_gives_the_unwrapped_scores(minilm) -> None:
+    from bakeoff.truth.answerability import Preloading
+
+    pairs = [(ANSWERED, GZIP), (ANSWERED, TAR), (UNRELATED, HEAP)]
+    assert Preloading(BiEncoderAnswerability()).score(pairs).tolist() == minilm.score(pairs).tolist()

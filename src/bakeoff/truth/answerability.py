@@ -40,7 +40,9 @@ precision, ...), query, document text, code_version}``.
 
 from __future__ import annotations
 
+import contextlib
 import math
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -60,6 +62,7 @@ __all__ = [
     "AnswerabilityScorer",
     "BiEncoderAnswerability",
     "CrossEncoderAnswerability",
+    "Preloading",
     "answerability_scores",
     "answerability_text",
     "bias_caveat",
@@ -142,6 +145,34 @@ class CrossEncoderAnswerability:
 
     def score(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
         return self._scorer.score(pairs, batch_size=self.batch_size)
+
+
+class Preloading:
+    """``scorer`` whose model loads in a background thread started now, so that it loads while the
+    LLM servers start instead of between the first two rounds of generation (the USE model: ~1.4 s,
+    measured in ``benchmarks/truth_speed.py``'s timeline). The thread scores one throwaway pair (the
+    model is loaded on first use), which changes no later score; :meth:`score` waits for it first, so
+    the scorer is never used by two threads at once. A failure in the thread is not lost: the same
+    error is raised again, in the caller's thread, by the first :meth:`score`. :meth:`identity` is
+    the wrapped scorer's (computed when it was built, so it does not wait)."""
+
+    def __init__(self, scorer: AnswerabilityScorer) -> None:
+        self._scorer = scorer
+        self.kind = scorer.kind
+        self.default_threshold = scorer.default_threshold
+        self._thread = threading.Thread(target=self._warm, name="answerability-preload", daemon=True)
+        self._thread.start()
+
+    def _warm(self) -> None:
+        with contextlib.suppress(Exception):  # raised again by the first score(), in the caller's thread
+            self._scorer.score([("preload", "preload")])
+
+    def identity(self) -> dict[str, Any]:
+        return self._scorer.identity()
+
+    def score(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
+        self._thread.join()
+        return self._scorer.score(pairs)
 
 
 _USE_NAMES = frozenset({"use", "use-multilingual", "usem3", "universal-sentence-encoder"})

@@ -161,11 +161,12 @@ def generate_truth(
     ingested = None
     answerer = None
     if options.answerability is not None and batch_out is None:
-        from .answerability import open_answerability
+        from .answerability import Preloading, open_answerability
 
         answerer = open_answerability(answerability)  # before the LLM starts: a bad spec or threshold costs nothing
         if answerer is not None:
             options.answerability.resolved_threshold(answerer)
+            answerer = Preloading(answerer)  # its model loads while the LLM servers start
     t0 = time.perf_counter()
     with contextlib.ExitStack() as stack:
         client = stack.enter_context(open_llm(llm, cache=cache, concurrency=concurrency, price=price,
