@@ -9,7 +9,9 @@ BM25-candidate) pairs, plus how closely each fast mode agrees with fp32.
 and the chunked tokenisation (every layer on every token, the whole call tokenised before the first
 batch runs; but tokenised once, not twice as before), for a before/after in one run.
 ``openvino-bf16-v2`` is the OpenVINO scoring of ``openvino_graph`` "2": full batches of ``--batch-size``
-(not balanced over the streams), documents tokenised uncut.
+(not balanced over the streams), documents tokenised uncut. ``openvino-int8`` is static int8
+(:mod:`bakeoff.models.cross_encoders.static_int8`), calibrated as the rerank arm does (256 pairs drawn
+from the SciFact corpus, seed 0; the one-time calibration is in its load time, not in the rounds).
 
 Prints pairs/second for each mode in ``--rounds`` interleaved rounds (the order of the modes
 rotates each round, a 1 s pause before each timed call; pairs length-sorted and batched exactly as
@@ -38,7 +40,7 @@ import numpy as np
 
 ALL_MODES = {"bf16": ("bf16", "torch"), "int8": ("int8", "torch"), "openvino-bf16": ("bf16", "openvino"),
              "openvino-fp32": ("fp32", "openvino"), "openvino-bf16-full": ("bf16", "openvino"),
-             "openvino-bf16-v2": ("bf16", "openvino")}
+             "openvino-bf16-v2": ("bf16", "openvino"), "openvino-int8": ("int8", "openvino")}
 
 
 def _pairs(ds, queries, top):
@@ -178,6 +180,7 @@ def main() -> None:
 
     from bakeoff import load_beir
     from bakeoff.models.cross_encoders import CrossEncoderScorer
+    from bakeoff.models.cross_encoders.static_int8 import calibration_pairs
 
     ds = load_beir(args.data, split="test")
     queries = ds.queries.subset(ds.queries.ids[: args.queries])
@@ -196,9 +199,12 @@ def main() -> None:
         for label in modes:
             precision, backend = ("fp32", "torch") if label == "fp32" else ALL_MODES[label]
             t0 = time.perf_counter()
+            calibration = None
+            if backend == "openvino" and precision == "int8":  # as the rerank arm: pairs drawn from the corpus
+                calibration = calibration_pairs(ds.corpus.full_texts(), rng=np.random.default_rng(0))
             with _full_graph(label.endswith("-full")):
                 scorers[label] = CrossEncoderScorer(precision=precision, max_length=args.max_length,
-                                                    onnx_dir=Path(onnx_dir), backend=backend)
+                                                    onnx_dir=Path(onnx_dir), backend=backend, calibration=calibration)
             load_s[label] = time.perf_counter() - t0
             scorers[label].bench_v2 = label.endswith("-v2")
             if label.endswith("-full"):

@@ -229,8 +229,6 @@ def test_cross_encoder_fp32_graph_is_the_same_function(ce_fp32) -> None:
 def test_rerank_arm_backend_option(ce_fp32, tmp_path) -> None:
     with pytest.raises(ConfigError, match="backend must be one of"):
         RerankArm(base=BM25Arm(), backend="tvm")
-    with pytest.raises(ConfigError, match="int8"):
-        RerankArm(base=BM25Arm(), backend="openvino", precision="int8")
     corpus = Corpus.from_documents([Document(f"d{i}", t) for i, t in enumerate(TEXTS)])
     queries = Queries.from_dict({f"q{i}": q for i, q in enumerate(QUERIES)})
     arm = RerankArm(name="rr-ov", base=BM25Arm(), top=6, backend="openvino")

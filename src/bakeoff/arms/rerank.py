@@ -28,7 +28,10 @@ path; default the bundled all-MiniLM-L6-v2 — untrained head, see
 :mod:`bakeoff.models.cross_encoders`: not a quality anchor), ``top`` (default 100),
 ``precision`` (``fp32`` default; ``bf16`` autocast, the fast mode on CPUs with AMX;
 ``int8`` ONNX Runtime dynamic quantisation), ``backend`` (``torch`` default; ``openvino``:
-the model compiled by OpenVINO, bf16 unless ``precision=fp32`` -- the fastest CPU mode),
+the model compiled by OpenVINO, bf16 unless ``precision=fp32``; ``precision=int8`` with it is
+static int8 calibrated on 256 (pseudo-query, document) pairs drawn from the corpus with ``seed``,
+:mod:`bakeoff.models.cross_encoders.static_int8` -- the fastest CPU mode; the calibration digest is
+in the cache key),
 ``batch_size`` (32), ``max_length`` (256 tokens, all-MiniLM-L6-v2's training length; raise it for trained long-context rerankers), ``seed`` (0; seeds any
 head weights missing from the checkpoint), ``revision`` (hub revision),
 ``chunk`` (pairs per checkpoint, a multiple of ``batch_size``; default 1024).
@@ -113,8 +116,6 @@ class RerankArm(Arm):
         self.precision = str(precision or ("bf16" if self.backend == "openvino" else "fp32")).lower()
         if self.precision not in PRECISIONS:
             raise ConfigError(f"rerank: precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
-        if self.backend == "openvino" and self.precision == "int8":
-            raise ConfigError("rerank: backend=openvino runs precision fp32 or bf16 (int8 is ONNX Runtime)")
         self.batch_size = _int_option(batch_size, "batch_size")
         self.max_length = _int_option(max_length, "max_length", minimum=8)
         self.seed = _int_option(seed, "seed", minimum=0)
@@ -125,6 +126,7 @@ class RerankArm(Arm):
         self._scorer: CrossEncoderScorer | None = None
         self._corpus: Corpus | None = None
         self._doc_texts: list[str] = []
+        self._calibration: list[tuple[str, str]] | None = None
 
     def config(self) -> dict[str, Any]:
         out = {**model_identity(self.model, revision=self.revision), "top": self.top, "precision": self.precision,
@@ -132,6 +134,10 @@ class RerankArm(Arm):
                "chunk": self.chunk}
         if self.backend != "torch":
             out.update(backend=self.backend, openvino_graph=OPENVINO_CODE_VERSION)
+        if self._static_int8:
+            from ..models.cross_encoders.static_int8 import CALIBRATION_PAIRS, QUANTIZATION_VERSION
+
+            out.update(int8=QUANTIZATION_VERSION, calibration=f"corpus:{CALIBRATION_PAIRS}")
         if self.precision == "bf16" or self.backend != "torch":
             from ..models.cpu import cpu_capability
 
@@ -150,23 +156,44 @@ class RerankArm(Arm):
             out.update({lib: version_of(lib) for lib in ("onnxruntime", "onnx")})
         if self.backend == "openvino":
             out["openvino"] = version_of("openvino")
+        if self._static_int8:
+            out["nncf"] = version_of("nncf")
         return out
+
+    @property
+    def _static_int8(self) -> bool:
+        return self.backend == "openvino" and self.precision == "int8"
 
     def children(self) -> tuple[Arm, ...]:
         return (self.base,)
 
     def index(self, corpus: Corpus, *, ctx: ArmContext) -> None:
-        """Load the cross-encoder (and export/quantise it once for ``int8``)."""
-        if self._scorer is None:
-            self._scorer = CrossEncoderScorer(**self._scorer_options(ctx))
-        if self._corpus is None or self._corpus.fingerprint() != corpus.fingerprint():
+        """Load the cross-encoder (and export/quantise it once for ``int8``; OpenVINO int8 is calibrated
+        on pairs drawn from ``corpus``, so a new corpus reloads it)."""
+        changed = self._corpus is None or self._corpus.fingerprint() != corpus.fingerprint()
+        if changed:
             self._corpus, self._doc_texts = corpus, corpus.full_texts()
+            if self._static_int8:
+                from ..models.cross_encoders.static_int8 import calibration_pairs
+
+                self._calibration = calibration_pairs(self._doc_texts, rng=np.random.default_rng(self.seed))
+        if self._scorer is None or (changed and self._static_int8):
+            self._scorer = CrossEncoderScorer(**self._scorer_options(ctx))
 
     def _scorer_options(self, ctx: ArmContext) -> dict[str, Any]:
         """Keyword arguments of :class:`CrossEncoderScorer` (also sent to Ray actors)."""
         onnx_dir = None if ctx.cache is None or ctx.cache.policy == "off" else ctx.cache.root / "onnx"
         return {"model": self.model, "precision": self.precision, "max_length": self.max_length, "seed": self.seed,
-                "revision": self.revision, "onnx_dir": onnx_dir, "backend": self.backend}
+                "revision": self.revision, "onnx_dir": onnx_dir, "backend": self.backend,
+                "calibration": self._calibration}
+
+    def _calibration_key(self) -> dict[str, str]:
+        """``{"calibration": digest}`` of the int8 calibration pairs (OpenVINO int8 only; else empty)."""
+        if not self._calibration:
+            return {}
+        from ..models.cross_encoders.static_int8 import calibration_digest
+
+        return {"calibration": calibration_digest(self._calibration)}
 
     def search(self, queries: Queries, *, k: int, ctx: ArmContext, mask: DocMask | None = None) -> Run:
         if self._scorer is None or self._corpus is None:
@@ -184,7 +211,7 @@ class RerankArm(Arm):
         scorer = self._scorer
         key = cache_key({"kind": "rerank", "scorer": {**self.config(), "top": None}, "versions": self.versions(),
                          "pairs": _pairs_digest(pairs), "n": len(pairs), "order": "length-desc-stable",
-                         "code": self.code_versions()})
+                         "code": self.code_versions(), **self._calibration_key()})
         t0 = time.perf_counter()
         engine = ctx.extras.get("encode_engine")
         if hasattr(engine, "score_pairs"):  # distributed (Ray): the same chunks, scored in parallel actors

@@ -45,8 +45,9 @@ import numpy as np
 
 from ..errors import MissingDependencyError
 
-__all__ = ["OV_PRECISIONS", "compile_config", "compile_module", "conversions", "import_openvino", "infer_batches", "infer_unordered",
-           "model_folder", "output_module", "token_count_order"]
+__all__ = ["OV_PRECISIONS", "cached_model", "compile_config", "compile_module", "conversions", "import_openvino",
+           "infer_batches", "infer_unordered", "model_folder", "output_module", "save_model", "token_count_order",
+           "traced_model"]
 
 _CONVERSIONS = [0]
 
@@ -115,19 +116,36 @@ def compile_module(
     """Trace ``module(**example)`` (int64 inputs of shape ``[batch, seq]``) and compile it for the CPU;
     with ``cache_key``, the traced model is read from / written to the cross-process cache."""
     ov = import_openvino(purpose)
+    model = traced_model(module, example, purpose=purpose, cache_key=cache_key, cache_dir=cache_dir)
+    return ov.Core().compile_model(model, "CPU", compile_config(precision, streams=streams))
+
+
+def traced_model(module: Any, example: Mapping[str, Any], *, purpose: str,
+                 cache_key: Mapping[str, Any] | None = None, cache_dir: Path | None = None) -> Any:
+    """The ``openvino.Model`` of ``module`` (see :func:`compile_module`), not compiled."""
+    ov = import_openvino(purpose)
     names = list(example)
-    core = ov.Core()
-    model = None
-    if cache_key is not None:
-        folder = model_folder(cache_key, names, cache_dir=cache_dir)
-        xml = folder / "model.xml"
-        if xml.is_file() and (folder / "model.bin").is_file():
-            model = core.read_model(str(xml))
+    model = cached_model(cache_key, names, cache_dir=cache_dir) if cache_key is not None else None
     if model is None:
         model = _convert(ov, module, example, names)
         if cache_key is not None:
-            _save(ov, model, folder)
-    return core.compile_model(model, "CPU", compile_config(precision, streams=streams))
+            save_model(model, cache_key, names, cache_dir=cache_dir)
+    return model
+
+
+def cached_model(cache_key: Mapping[str, Any], names: Sequence[str], *, cache_dir: Path | None = None) -> Any | None:
+    """The IR stored under ``cache_key`` and input ``names`` (:func:`model_folder`), or None."""
+    ov = import_openvino("the OpenVINO model cache")
+    folder = model_folder(cache_key, names, cache_dir=cache_dir)
+    xml = folder / "model.xml"
+    if xml.is_file() and (folder / "model.bin").is_file():
+        return ov.Core().read_model(str(xml))
+    return None
+
+
+def save_model(model: Any, cache_key: Mapping[str, Any], names: Sequence[str], *, cache_dir: Path | None = None) -> None:
+    """Store ``model``'s IR under ``cache_key`` and input ``names`` (atomically; first writer wins)."""
+    _save(import_openvino("the OpenVINO model cache"), model, model_folder(cache_key, names, cache_dir=cache_dir))
 
 
 def compile_config(precision: str, *, streams: int | None = None) -> dict[str, str]:

@@ -22,6 +22,10 @@ and two runtimes of the same model, one module per backend:
   work). OpenVINO writes the logits in
   fp32 from fp32 accumulators, so they keep float32 resolution without the
   fp32-head wrapper the PyTorch bf16 path needs — :mod:`.openvino`;
+* ``backend="openvino", precision="int8"`` — that graph with int8 weights and
+  activations in the dense layers (NNCF post-training quantisation, calibrated
+  on ``calibration`` pairs; the rerank arm draws 256 from the corpus), the rest
+  in bf16 — :mod:`.static_int8`;
 * ``int8`` — that model exported to ONNX (PyTorch's TorchScript exporter,
   opset 17) and quantised with ONNX Runtime's dynamic quantisation (int8
   weights, activations quantised per batch at run time), run with

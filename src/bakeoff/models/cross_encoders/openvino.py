@@ -6,7 +6,8 @@ scoring in the scorer identity and the rerank arm's config (``"3"``: batches bal
 streams, :func:`batch_sizes`; ``"2"``: full batches; ``"1"``: the full graph, one chunk).
 
 The traced model is cached across processes (:mod:`bakeoff.models._openvino`), keyed by
-:func:`state_digest` of the weights. Pairs are tokenised in chunks of :data:`CHUNK_BATCHES` batches as the streams need them (the
+:func:`state_digest` of the weights. ``precision="int8"`` quantises it first (:mod:`.static_int8`,
+calibrated on the pairs given; the quantised IR is cached too) and runs the rest in bf16. Pairs are tokenised in chunks of :data:`CHUNK_BATCHES` batches as the streams need them (the
 next chunk while the streams run the current one), re-sorted by token count within the chunk, cut
 into batches of at most ``batch_size``, balanced over the streams (:func:`batch_sizes`; each cut to its longest pair) and run on all streams (:mod:`bakeoff.models._openvino`); the
 logits come back in fp32 and are returned in input order. A batch's result
@@ -16,12 +17,24 @@ depends only on its own pairs.
 from __future__ import annotations
 
 import hashlib
+import logging
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-from .._openvino import compile_module, import_openvino, infer_batches, output_module, token_count_order
+from ...errors import ConfigError
+from .._openvino import (
+    cached_model,
+    compile_config,
+    import_openvino,
+    infer_batches,
+    output_module,
+    save_model,
+    token_count_order,
+    traced_model,
+)
 from .first_token import first_token_model
 from .precut import DocumentCut, applies
 
@@ -32,6 +45,8 @@ __all__ = ["CHUNK_BATCHES", "OPENVINO_CODE_VERSION", "ChunkedFeeds", "OpenVinoCr
 #: chunks of :data:`CHUNK_BATCHES` batches, their sizes balanced over the streams (:func:`batch_sizes`;
 #: a pair's logit depends on its batch's width by float rounding, ~1e-4). "2" cut full batches.
 OPENVINO_CODE_VERSION = "3"
+
+log = logging.getLogger(__name__)
 
 Features = Callable[[Sequence[tuple[str, str]]], dict[str, np.ndarray]]
 
@@ -52,23 +67,51 @@ def state_digest(module: Any) -> str:
 class OpenVinoCrossEncoder:
     """``hf`` compiled by OpenVINO at ``precision``; ``features`` is the CrossEncoder's own tokenisation."""
 
-    def __init__(self, ce: Any, hf: Any, *, precision: str, max_length: int, features: Features) -> None:
+    def __init__(self, ce: Any, hf: Any, *, precision: str, max_length: int, features: Features,
+                 calibration: Sequence[tuple[str, str]] | None = None) -> None:
         import torch
 
-        import_openvino("rerank backend=openvino")
+        ov = import_openvino("rerank backend=openvino")
         self._ce, self.max_length, self._features = ce, max_length, features
         self.chunk_batches = CHUNK_BATCHES
+        self.streams = 1
         enc = features([("a query", "a document to score"), ("q", "d")])
         self._inputs = tuple(n for n in ("input_ids", "attention_mask", "token_type_ids") if n in enc)
         self.document_cut = self._document_cut(ce.tokenizer)
         with first_token_model(hf) as self.first_token_only:
             graph = "first-token-last-layer" if self.first_token_only else "full"
-            self._compiled = compile_module(output_module(hf, self._inputs, "logits"),
-                                            {n: torch.as_tensor(enc[n]) for n in self._inputs},
-                                            precision=precision, purpose="rerank backend=openvino",
-                                            cache_key={"kind": "cross-encoder-logits", "state": state_digest(hf),
-                                                       "graph": graph})
+            key = {"kind": "cross-encoder-logits", "state": state_digest(hf), "graph": graph}
+            model = traced_model(output_module(hf, self._inputs, "logits"),
+                                 {n: torch.as_tensor(enc[n]) for n in self._inputs},
+                                 purpose="rerank backend=openvino", cache_key=key)
+            if precision == "int8":
+                model = self._int8(model, key, hf, calibration)
+        self._compiled = ov.Core().compile_model(model, "CPU", compile_config("bf16" if precision == "int8" else precision))
         self.streams = max(1, int(self._compiled.get_property("NUM_STREAMS")))
+
+    def _int8(self, model: Any, key: dict[str, Any], hf: Any, calibration: Sequence[tuple[str, str]] | None) -> Any:
+        """``model`` quantised by :func:`.static_int8.quantize` on ``calibration`` (cached across processes)."""
+        from ...versions import version_of
+        from .static_int8 import CALIBRATION_BATCH, QUANTIZATION_VERSION, calibration_digest, ignored_patterns, quantize
+
+        if not calibration:
+            raise ConfigError("rerank backend=openvino precision=int8 needs calibration pairs (the rerank arm draws "
+                              "them from the corpus)")
+        qkey = {**key, "int8": QUANTIZATION_VERSION, "nncf": version_of("nncf"),
+                "calibration": calibration_digest(calibration)}
+        quantised = cached_model(qkey, self._inputs)
+        if quantised is None:
+            t0 = time.perf_counter()
+            log.info("rerank: calibrating int8 on %d corpus pairs (once per corpus and model)", len(calibration))
+            ordered = list(calibration)
+            sizes = [CALIBRATION_BATCH] * (len(ordered) // CALIBRATION_BATCH)
+            if len(ordered) % CALIBRATION_BATCH:
+                sizes.append(len(ordered) % CALIBRATION_BATCH)
+            _, feeds = self.tokenise(ordered, sizes)
+            quantised = quantize(model, feeds, ignored=ignored_patterns(hf))
+            save_model(quantised, qkey, self._inputs)
+            log.info("rerank: int8 model calibrated in %.1f s", time.perf_counter() - t0)
+        return quantised
 
     def _document_cut(self, tokenizer: Any) -> DocumentCut | None:
         """A :class:`~.precut.DocumentCut` when it is exact for this tokenizer: :func:`~.precut.applies`,

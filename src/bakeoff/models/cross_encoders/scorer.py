@@ -111,8 +111,12 @@ class CrossEncoderScorer:
         revision: str | None = None,
         onnx_dir: Path | None = None,
         backend: str = "torch",
+        calibration: Sequence[tuple[str, str]] | None = None,
     ) -> None:
         self.precision, self.backend = choose_precision("rerank", precision=precision, backend=backend)
+        #: ``backend="openvino", precision="int8"`` only: the pairs the int8 model is calibrated on
+        #: (:func:`.static_int8.calibration_pairs` of the corpus); ignored otherwise.
+        self.calibration = list(calibration) if calibration and self.static_int8 else None
         self.model, self.max_length, self.seed, self.revision = model, int(max_length), int(seed), revision
         self.name, self.local = resolve_model(model)
         self.fresh_parameters: list[str] = []
@@ -149,7 +153,7 @@ class CrossEncoderScorer:
             from .openvino import OpenVinoCrossEncoder
 
             return OpenVinoCrossEncoder(ce, hf, precision=self.precision, max_length=self.max_length,
-                                        features=self._features)
+                                        features=self._features, calibration=self.calibration)
         if self.precision == "int8":
             from .onnx import OnnxInt8CrossEncoder
 
@@ -158,6 +162,11 @@ class CrossEncoderScorer:
         from .st import TorchCrossEncoder
 
         return TorchCrossEncoder(ce, hf, precision=self.precision)
+
+    @property
+    def static_int8(self) -> bool:
+        """True for OpenVINO static int8 (:mod:`.static_int8`), calibrated on :attr:`calibration`."""
+        return self.backend == "openvino" and self.precision == "int8"
 
     def _features(self, pairs: Sequence[tuple[str, str]]) -> dict[str, np.ndarray]:
         """The CrossEncoder's own tokenisation of ``pairs`` as numpy arrays."""
@@ -179,6 +188,11 @@ class CrossEncoderScorer:
             from .openvino import OPENVINO_CODE_VERSION
 
             ident.update(backend=self.backend, openvino=version_of("openvino"), openvino_graph=OPENVINO_CODE_VERSION)
+        if self.static_int8:
+            from .static_int8 import QUANTIZATION_VERSION, calibration_digest
+
+            ident.update(int8=QUANTIZATION_VERSION, nncf=version_of("nncf"),
+                         calibration=calibration_digest(self.calibration) if self.calibration else None)
         if self.precision == "bf16" or self.backend != "torch":  # AMX vs emulated kernels round differently
             ident["cpu_capability"] = cpu_capability()
         ident["code_version"] = self.code_version
