@@ -152,6 +152,12 @@ def test_rerank_arm_calibrates_on_its_corpus(ce_fp32, tmp_path) -> None:
     pairs = [(dict(got.get(q))[d], s) for q in queries.ids for d, s in ref.get(q)]  # same base top 6, other order
     assert len(pairs) == 6 * len(queries.ids)
     assert np.corrcoef(np.array(pairs).T)[0, 1] > 0.99  # the arm's int8 scores track fp32's
+    more = RerankArm(name="rr-int8", base=base, top=6, backend="openvino", precision="int8", calibration=64)
+    assert more.config()["calibration"] == "corpus:64" and more.fingerprint() != arm.fingerprint()
+    more.index(corpus, ctx=ctx)
+    assert more._calibration == calibration_pairs(corpus.full_texts(), n=64, rng=np.random.default_rng(0))
+    with pytest.raises(ConfigError, match="calibration"):
+        RerankArm(base=base, backend="openvino", precision="int8", calibration=8)
     # a different corpus: calibrated again on its own documents
     smaller = Corpus.from_documents([Document(f"d{i}", t) for i, t in enumerate(TEXTS[:5])])
     Context(corpus=smaller, cache=None, progress=False).search(arm, queries, k=3)

@@ -29,7 +29,8 @@ path; default the bundled all-MiniLM-L6-v2 — untrained head, see
 ``precision`` (``fp32`` default; ``bf16`` autocast, the fast mode on CPUs with AMX;
 ``int8`` ONNX Runtime dynamic quantisation), ``backend`` (``torch`` default; ``openvino``:
 the model compiled by OpenVINO, bf16 unless ``precision=fp32``; ``precision=int8`` with it is
-static int8 calibrated on 256 (pseudo-query, document) pairs drawn from the corpus with ``seed``,
+static int8 calibrated on ``calibration`` (default 256; more is slower to calibrate, closer to
+fp32) (pseudo-query, document) pairs drawn from the corpus with ``seed``,
 :mod:`bakeoff.models.cross_encoders.static_int8` -- the fastest CPU mode; the calibration digest is
 in the cache key),
 ``batch_size`` (32), ``max_length`` (256 tokens, all-MiniLM-L6-v2's training length; raise it for trained long-context rerankers), ``seed`` (0; seeds any
@@ -103,6 +104,7 @@ class RerankArm(Arm):
         seed: NonNegativeInt = 0,
         revision: str | None = None,
         chunk: PositiveInt = 1024,
+        calibration: Annotated[int, Field(ge=16)] = 256,
     ) -> None:
         super().__init__(name=name)
         if not isinstance(base, Arm):
@@ -126,6 +128,7 @@ class RerankArm(Arm):
         self._scorer: CrossEncoderScorer | None = None
         self._corpus: Corpus | None = None
         self._doc_texts: list[str] = []
+        self.calibration = _int_option(calibration, "calibration", minimum=16)
         self._calibration: list[tuple[str, str]] | None = None
 
     def config(self) -> dict[str, Any]:
@@ -135,9 +138,9 @@ class RerankArm(Arm):
         if self.backend != "torch":
             out.update(backend=self.backend, openvino_graph=OPENVINO_CODE_VERSION)
         if self._static_int8:
-            from ..models.cross_encoders.static_int8 import CALIBRATION_PAIRS, QUANTIZATION_VERSION
+            from ..models.cross_encoders.static_int8 import QUANTIZATION_VERSION
 
-            out.update(int8=QUANTIZATION_VERSION, calibration=f"corpus:{CALIBRATION_PAIRS}")
+            out.update(int8=QUANTIZATION_VERSION, calibration=f"corpus:{self.calibration}")
         if self.precision == "bf16" or self.backend != "torch":
             from ..models.cpu import cpu_capability
 
@@ -176,7 +179,8 @@ class RerankArm(Arm):
             if self._static_int8:
                 from ..models.cross_encoders.static_int8 import calibration_pairs
 
-                self._calibration = calibration_pairs(self._doc_texts, rng=np.random.default_rng(self.seed))
+                self._calibration = calibration_pairs(self._doc_texts, n=self.calibration,
+                                                      rng=np.random.default_rng(self.seed))
         if self._scorer is None or (changed and self._static_int8):
             self._scorer = CrossEncoderScorer(**self._scorer_options(ctx))
 
