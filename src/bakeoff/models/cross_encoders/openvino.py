@@ -74,7 +74,6 @@ class OpenVinoCrossEncoder:
         ov = import_openvino("rerank backend=openvino")
         self._ce, self.max_length, self._features = ce, max_length, features
         self.chunk_batches = CHUNK_BATCHES
-        self.streams = 1
         enc = features([("a query", "a document to score"), ("q", "d")])
         self._inputs = tuple(n for n in ("input_ids", "attention_mask", "token_type_ids") if n in enc)
         self.document_cut = self._document_cut(ce.tokenizer)
