@@ -46,6 +46,17 @@ ALL_MODES = {"bf16": ("bf16", "torch"), "int8": ("int8", "torch"), "openvino-bf1
              "openvino-bf16-v2": ("bf16", "openvino"), "openvino-int8": ("int8", "openvino")}
 
 
+def _seeds(text):
+    """``--calibration-seeds``: comma-separated non-negative integers (argparse reports a bad one)."""
+    try:
+        seeds = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+    if not seeds or min(seeds) < 0:
+        raise argparse.ArgumentTypeError(f"expected at least one non-negative integer, got {text!r}")
+    return seeds
+
+
 def _pairs(ds, queries, top):
     from bakeoff.arms.lexical import BM25Arm
     from bakeoff.arms.rerank import pair_order
@@ -179,7 +190,7 @@ def main() -> None:
     ap.add_argument("--model", default=None,
                     help="cross-encoder name or local folder (default: the bundled MiniLM with a seeded head), e.g. "
                          "the reranker benchmarks/distill_reranker.py trains")
-    ap.add_argument("--calibration-seeds", default="0",
+    ap.add_argument("--calibration-seeds", default=[0], type=_seeds,
                     help="openvino-int8 calibration draws (comma-separated seeds): the first is timed, every one "
                          "gets its own NDCG@10 row")
     args = ap.parse_args()
@@ -197,7 +208,7 @@ def main() -> None:
     print(f"{len(pairs)} pairs ({len(queries)} queries x top {args.top}), batch {args.batch_size}, "
           f"max_length {args.max_length}, {args.rounds} round(s), torch threads: default")
 
-    seeds = [int(x) for x in args.calibration_seeds.split(",") if x.strip()] or [0]
+    seeds = args.calibration_seeds
     modes = ["fp32"] + [m for m in args.modes.split(",") if m and m != "fp32"]
     for m in modes[1:]:
         if m not in ALL_MODES:
