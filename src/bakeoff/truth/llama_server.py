@@ -16,6 +16,11 @@ KV cache of the last N prompts and restores it for a prompt asked again
 (:mod:`bakeoff.truth.llama_snapshots`; same answers). A request carrying
 :func:`bakeoff.truth.json_stop.marker` ends once its JSON answer is complete (:mod:`bakeoff.truth.json_stop`).
 
+With ``BAKEOFF_LLAMA_SLOTS=N`` (N > 1) the process serves N slots of one context instead, each at
+``/slot/<s>/v1`` and each answering like a one-slot server, their one-token decodes batched
+(:mod:`bakeoff.truth.llama_slots`); the same arguments are read by llama-cpp-python's own parser and the
+model is built by its own loader.
+
 The server ends itself when the process that started it is gone: a watcher thread
 compares ``os.getppid()`` with the parent it was started by (``BAKEOFF_PARENT_PID``,
 set by :class:`~bakeoff.truth.local_llm.LocalLLMServer`) once a second, so a killed
@@ -66,9 +71,44 @@ def main() -> None:
     json_stop.install()
     if limit_from_env() > 0:
         install(limit_from_env())
+    slots = slots_from_env()
+    if slots > 1:
+        _serve_slots(slots)
+        return
     from llama_cpp.server.__main__ import main as server_main
 
     server_main()
+
+
+def slots_from_env() -> int:
+    """``$BAKEOFF_LLAMA_SLOTS`` as a positive integer (default 1: llama-cpp-python's one-slot server)."""
+    raw = os.environ.get("BAKEOFF_LLAMA_SLOTS", "1").strip() or "1"
+    return int(raw) if raw.isdigit() and int(raw) > 0 else 1
+
+
+def _serve_slots(count: int) -> None:
+    """llama-cpp-python's server arguments, model loader and request types; ``count`` slots of one context."""
+    import argparse
+
+    import uvicorn
+    from llama_cpp.server.cli import add_args_from_model, parse_model_from_args
+    from llama_cpp.server.model import LlamaProxy
+    from llama_cpp.server.settings import ModelSettings, ServerSettings, Settings
+
+    from .llama_slots import Slots, build_app
+
+    parser = argparse.ArgumentParser(description="bakeoff's llama.cpp slot server")
+    add_args_from_model(parser, Settings)
+    args = parser.parse_args()
+    server = parse_model_from_args(ServerSettings, args)
+    model = parse_model_from_args(ModelSettings, args)
+
+    def make(n_ctx: int):  # type: ignore[no-untyped-def]
+        return LlamaProxy.load_llama_from_model_settings(model.model_copy(update={"n_ctx": n_ctx}))
+
+    slots = Slots(make, count=count, n_ctx=model.n_ctx)
+    uvicorn.run(build_app(slots, model_alias=model.model_alias or model.model), host=server.host, port=server.port,
+                log_level="warning")
 
 
 if __name__ == "__main__":

@@ -105,15 +105,15 @@ def install(limit: int) -> None:
 
     def keep(self: Any, toks: list[int], *, logits: bool = False) -> None:
         """Keep the KV state of sequence 0, which holds exactly ``toks`` (and the last logits row)."""
-        ctx = self._ctx.ctx
-        size = llama_cpp.llama_state_seq_get_size(ctx, 0)
+        ctx, seq = self._ctx.ctx, _seq(self)
+        size = llama_cpp.llama_state_seq_get_size(ctx, seq)
         buf = (ctypes.c_uint8 * size)()
-        got = llama_cpp.llama_state_seq_get_data(ctx, buf, size, 0)
+        got = llama_cpp.llama_state_seq_get_data(ctx, buf, size, seq)
         if not got:
             return
         row = None
         if logits:
-            out = llama_cpp.llama_get_logits_ith(ctx, -1)
+            out = llama_cpp.llama_get_logits_ith(ctx, getattr(self._ctx, "row", -1))
             if not out:  # no output row (never after a prompt evaluation): keep nothing rather than guess
                 return
             row = ctypes.string_at(out, 4 * self.n_vocab())
@@ -184,21 +184,23 @@ def install(limit: int) -> None:
         """Restore ``snap`` (a prefix of ``toks``, or all of it) whole; False when it cannot be (the server then holds
         nothing, or, with no output row for the logits, what it held)."""
         cut, n = len(snap.tokens), len(toks)
-        ctx = self._ctx.ctx
+        ctx, seq = self._ctx.ctx, _seq(self)
         # the output row of the last decode (every decode here outputs its last token) takes the kept logits
         row = llama_cpp.llama_get_logits_ith(ctx, -1) if snap.logits is not None else None
         if snap.logits is not None and not row:
             return False  # no output row to write (nothing decoded yet): leave the server as it is
-        self._ctx.kv_cache_seq_rm(0, 0, -1)
+        self._ctx.kv_cache_seq_rm(seq, 0, -1)
         # llama.cpp only reads the state: hand it the stored bytes in place (no 9 MB copy per restore)
         src = ctypes.cast(ctypes.c_char_p(snap.data), ctypes.POINTER(ctypes.c_uint8))
-        if llama_cpp.llama_state_seq_set_data(ctx, src, len(snap.data), 0) == 0:
-            self._ctx.kv_cache_seq_rm(0, 0, -1)
+        if llama_cpp.llama_state_seq_set_data(ctx, src, len(snap.data), seq) == 0:
+            self._ctx.kv_cache_seq_rm(seq, 0, -1)
             self.n_tokens = 0  # failed: start from nothing (clean: large_pieces(n - lcp) holds)
             self._bakeoff_small = []
             return False
         if row:
             ctypes.memmove(row, snap.logits, len(snap.logits))  # type: ignore[arg-type]
+            if hasattr(self._ctx, "row"):
+                self._ctx.row = -1  # a slot (bakeoff.truth.llama_slots) samples from the row just written
         self.input_ids[:cut] = toks[:cut]
         self.n_tokens = cut
         self._bakeoff_small = []
@@ -224,6 +226,11 @@ def install(limit: int) -> None:
     Llama.eval = eval_recording  # type: ignore[method-assign]
     Llama.create_completion = create_completion  # type: ignore[method-assign]
     Llama.bakeoff_snapshot_stats = stats  # type: ignore[attr-defined]
+
+
+def _seq(llm: Any) -> int:
+    """The llama.cpp sequence ``llm`` evaluates in: 0, or its slot's (:mod:`bakeoff.truth.llama_slots`)."""
+    return int(getattr(llm._ctx, "seq", 0))
 
 
 def limit_from_env() -> int:

@@ -584,6 +584,7 @@ class LLMClient:
         if self.cache is not None and len({keys[i] for i in asked}) < len(asked):
             return False
         home = self._home
+        started = time.perf_counter()
         self._tokenize_on_all([reqs[i].prompt + reqs[i].prefill for i in asked] + list(RESET_TEXTS))  # type: ignore[operator]
         toks = [self._prompt_tokens(reqs[i], home) for i in asked]
         cuts: list[list[int]] = []
@@ -644,8 +645,8 @@ class LLMClient:
         with ThreadPoolExecutor(max_workers=len(self._servers)) as pool:
             list(pool.map(work, range(len(self._servers))))
         self._home = ran_on[-1] if len(cuts) > 1 else home
-        log.debug("llm: %d requests in %d chains on %d servers (%d resets so far)", len(asked), len(cuts),
-                  len(self._servers), self.resets)
+        log.debug("llm: %d requests in %d chains on %d servers (%d resets so far) in %.1f s", len(asked), len(cuts),
+                  len(self._servers), self.resets, time.perf_counter() - started)
         return True
 
 
