@@ -49,9 +49,10 @@ def open_llm(spec: str, *, cache: Cache | None, concurrency: int | None = None,
     bundled llama.cpp servers; see :func:`bakeoff.truth.llm.parse_llm_spec` for the others).
     ``price`` is ``"PROMPT_USD_PER_1M,COMPLETION_USD_PER_1M"`` (overrides the price table).
     ``concurrency`` is the number of requests in flight; for ``local`` it is the number of servers
-    (one request each, answers those of one server: :mod:`bakeoff.truth.replicas`; default
-    :func:`~bakeoff.truth.local_llm.default_servers`), since a one-slot server given two requests at
-    once would answer them in whichever order they arrive."""
+    (default :func:`~bakeoff.truth.local_llm.default_servers`), each of
+    :func:`~bakeoff.truth.local_llm.default_slots` slots, one request per slot (answers those of one
+    server: :mod:`bakeoff.truth.replicas`), since a one-slot server given two requests at once would
+    answer them in whichever order they arrive."""
     from .llm import Price, parse_llm_spec
 
     overrides: dict[str, Any] = {}

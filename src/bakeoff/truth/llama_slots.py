@@ -2,9 +2,10 @@
 decodes batched, every answer the bits a one-slot server gives.
 
 Why: decoding one token of Gemma 3 270M reads the whole model, ~60 % of it the 262,144-row output
-layer, for one row of logits; on this CPU that is memory-bound. One ``llama_decode`` of one token from
-each of ``k`` sequences reads the weights once for all ``k``: measured on one thread, 38.3 ms per step
-for one sequence, 48.2 ms for two (24.1 ms per token), 67.5 ms for four (16.9 ms per token).
+layer, for one row of logits. One ``llama_decode`` of one token from each of ``k`` sequences reads the
+weights once for all ``k``: measured on one thread (flash attention off, as the server runs), 41.4 ms per
+step for one sequence, 75.7 ms for four (18.9 ms per token), 122.7 ms for six (20.5 ms per token: the
+attention grows faster than the weights save, so 4 is the default).
 
 Why the answers stay the same bits: the context is built with one KV *stream* per sequence
 (``kv_unified = false``), so a sequence's cells sit where a one-sequence context puts them and its

@@ -61,8 +61,8 @@ DEFAULT_SNAPSHOTS = 128
 
 #: Slots per server (:mod:`bakeoff.truth.llama_slots`: sequences of one context whose one-token decodes run
 #: as one batch, each answering like a one-slot server); ``$BAKEOFF_LLAMA_SLOTS`` overrides, 1 is
-#: llama-cpp-python's own one-slot server. Measured on one thread: 38.3 ms per decoded token alone,
-#: 24.1 with 2 slots decoding, 16.9 with 4.
+#: llama-cpp-python's own one-slot server. Measured on one thread: 41.4 ms per decoded token alone,
+#: 18.9 with 4 slots decoding, 20.5 with 6.
 DEFAULT_SLOTS = 4
 
 #: Upper bound of :func:`default_servers` (measured on a 2-core machine; more servers than cores only queue).
@@ -135,6 +135,10 @@ class LocalLLMServer:
     logprobs=N`` (prompt-token log-probabilities, for the specificity filter over HTTP); generation
     leaves it off (twice as fast, same text). ``servers`` identical server processes are started
     (default :func:`default_servers`); ``port``/``proc`` are the first one's, ``ports``/``procs`` all.
+    Each serves ``slots`` sequences of one llama.cpp context (default :func:`default_slots`;
+    :mod:`bakeoff.truth.llama_slots`), each slot a one-slot server to the client (``base_urls`` lists
+    them all), their one-token decodes batched; ``slots=1`` (always with ``prompt_logprobs``) runs
+    llama-cpp-python's own server.
     ``snapshots`` prompts' KV caches are kept per server for a prompt asked again (default
     :data:`DEFAULT_SNAPSHOTS`; 0: off; never with ``prompt_logprobs``).
     """

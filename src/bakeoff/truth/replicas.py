@@ -1,5 +1,8 @@
 """Several identical one-slot llama.cpp servers answering a batch exactly as one server would.
 
+A slot of bakeoff's slot server (:mod:`bakeoff.truth.llama_slots`: a sequence of a shared context) is
+such a server: it holds its own tokens and evaluates exactly as llama-cpp-python's one-slot server.
+
 Why the rule below is needed
 ----------------------------
 llama-cpp-python's server keeps the tokens of its previous request (prompt + the generated
