@@ -116,6 +116,8 @@ class _Baton:
             self._cv.release()
             try:
                 err = self._decode(todo)
+            except Exception as exc:  # noqa: BLE001 - handed to every slot of the batch, never a stuck baton
+                err = f"llama_decode failed: {exc!r}"
             finally:
                 self._cv.acquire()
             for row, (who, *_rest) in enumerate(todo):
