@@ -35,7 +35,10 @@ one more replica.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import json
+import os
 import threading
 import time
 from collections import deque
@@ -324,10 +327,6 @@ def build_app(slots: Slots, *, model_alias: str) -> Any:
                    Route(prefix + "/v1/chat/completions", chat, methods=["POST"]),
                    Route(prefix + "/v1/models", models, methods=["GET"]),
                    Route(prefix + "/extras/tokenize", tokenize, methods=["POST"])]
-    import contextlib
-    import json
-    import os
-
     def write_stats() -> None:
         path = os.environ.get("BAKEOFF_LLAMA_STATS")
         if path:  # benchmarks and tests: one JSON line per server, appended when it stops
