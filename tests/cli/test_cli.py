@@ -119,3 +119,22 @@ def test_config_errors_exit_2(tmp_path):
 def test_main_returns_exit_code_in_process(tmp_path, capsys):
     assert main(["eval", str(tmp_path / "missing.tsv"), str(tmp_path / "r")]) == 2
     assert "missing.tsv: no such file" in capsys.readouterr().err
+
+
+def test_concurrency_below_one_is_a_usage_error(tmp_path):
+    # --concurrency 0 used to fall back to the default silently; now it is refused before any LLM starts.
+    data = beir_folder(tmp_path / "data")
+    for cmd in (["generate", "describe", "--corpus", str(data), "--out", str(tmp_path / "out")],
+                ["assess", str(data)]):
+        code, _, stderr = cli(*cmd, "--llm", "local", "--concurrency", "0")
+        assert code == 2 and "--concurrency" in stderr and "0" in stderr, stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_open_llm_refuses_concurrency_below_one():
+    from bakeoff.errors import ConfigError
+    from bakeoff.truth.generate import open_llm
+
+    with pytest.raises(ConfigError, match="--concurrency must be at least 1, got 0"):
+        with open_llm("local", cache=None, concurrency=0):
+            pass

@@ -19,7 +19,7 @@ def assess_cmd(
     relevant_from: Annotated[int, typer.Option(help="Lowest assessed grade (0-3) counted relevant when merged.")] = 2,
     out: Annotated[Optional[Path], typer.Option(help="Output folder (default RESULTS_DIR/assessed).")] = None,
     data: Annotated[Optional[Path], typer.Option(help="BEIR folder, if the dataset moved since the run.")] = None,
-    concurrency: Annotated[Optional[int], typer.Option(help="Requests in flight (default 4); with --llm local, servers (default one per core, at most 2) of BAKEOFF_LLAMA_SLOTS slots each (default 4).")] = None,
+    concurrency: Annotated[Optional[int], typer.Option(min=1, help="Requests in flight (default 4); with --llm local, servers (default one per core, at most 2) of BAKEOFF_LLAMA_SLOTS slots each (default 4).")] = None,
     price: Annotated[Optional[str], typer.Option(help="USD per 1M tokens 'prompt,completion' (overrides the table).")] = None,
     cache: Annotated[str, typer.Option(help="Cache policy: use, refresh or off.")] = "use",
     cache_dir: Annotated[Optional[Path], typer.Option(help="Cache folder.")] = None,

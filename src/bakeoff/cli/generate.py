@@ -42,7 +42,7 @@ def generate(
     preset: Annotated[Optional[str], typer.Option(help="Named constraint set: seed000.")] = None,
     reasoning_effort: Annotated[Optional[str], typer.Option(help="Reasoning models: minimal, low, medium or high.")] = None,
     test_fraction: Annotated[float, typer.Option(help="Share of queries in qrels/test.tsv (rest: train).")] = 0.5,
-    concurrency: Annotated[Optional[int], typer.Option(help="Requests in flight (default 4); with --llm local, servers (default one per core, at most 2) of BAKEOFF_LLAMA_SLOTS slots each (default 4).")] = None,
+    concurrency: Annotated[Optional[int], typer.Option(min=1, help="Requests in flight (default 4); with --llm local, servers (default one per core, at most 2) of BAKEOFF_LLAMA_SLOTS slots each (default 4).")] = None,
     price: Annotated[Optional[str], typer.Option(help="USD per 1M tokens 'prompt,completion' (overrides the table).")] = None,
     id_field: Annotated[str, typer.Option("--id-field")] = "id",
     text_field: Annotated[str, typer.Option("--text-field")] = "text",

@@ -62,7 +62,9 @@ def open_llm(spec: str, *, cache: Cache | None, concurrency: int | None = None,
         except ValueError:
             raise ConfigError(f"--price must be PROMPT_USD_PER_1M,COMPLETION_USD_PER_1M, got {price!r}") from None
         overrides["price"] = Price(p, c)
-    if concurrency:
+    if concurrency is not None:
+        if concurrency < 1:
+            raise ConfigError(f"--concurrency must be at least 1, got {concurrency}")
         overrides["concurrency"] = concurrency
     if reasoning_effort:
         if reasoning_effort not in ("minimal", "low", "medium", "high"):

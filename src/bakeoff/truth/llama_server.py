@@ -69,8 +69,9 @@ def main() -> None:
     from .llama_snapshots import install, limit_from_env
 
     json_stop.install()
-    if limit_from_env() > 0:
-        install(limit_from_env())
+    limit = limit_from_env()
+    if limit > 0:
+        install(limit)
     slots = slots_from_env()
     if slots > 1:
         _serve_slots(slots)
