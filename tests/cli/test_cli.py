@@ -135,6 +135,6 @@ def test_open_llm_refuses_concurrency_below_one():
     from bakeoff.errors import ConfigError
     from bakeoff.truth.generate import open_llm
 
-    with pytest.raises(ConfigError, match="--concurrency must be at least 1, got 0"):
-        with open_llm("local", cache=None, concurrency=0):
-            pass
+    with pytest.raises(ConfigError, match="--concurrency must be at least 1, got 0"), \
+            open_llm("local", cache=None, concurrency=0):
+        pass
