@@ -278,3 +278,41 @@ def test_cached_index_round_trips(tmp_path, monkeypatch) -> None:
     got = second.search(queries, k=4, ctx=ctx)
     assert isinstance(second._exact_index.codes, np.memmap)
     assert {q: got[q] for q in queries.ids} == {q: want[q] for q in queries.ids}
+
+
+def test_stored_index_serves_searches_below_the_threshold(tmp_path, monkeypatch) -> None:
+    """Too few queries to pay for a build: none is built. Once a large search has stored the index, a fresh arm's
+    small search of the same (large enough) corpus loads it (memory-mapped, never rebuilt) and returns the same
+    run; below _STORED_INDEX_MIN_DOCS documents the float32 screen runs as before."""
+    pytest.importorskip("sentence_transformers")
+    from bakeoff.arms import dense
+    from bakeoff.cache import Cache
+    from bakeoff.data.model import Corpus, Document, Queries, Query
+    from bakeoff.runner.context import Context
+
+    corpus = Corpus.from_documents([Document(f"d{i}", t, "") for i, t in enumerate(
+        ["cats purr", "dogs bark", "rates rose", "plants grow", "kittens play", "banks lend", "cats purr"])])
+    small = Queries.from_queries([Query("q1", "feline"), Query("q2", "interest rates")])
+    large = Queries.from_queries([*small, Query("q3", "cats")])
+    monkeypatch.setattr(dense, "_INDEX_MIN_QUERIES", 3)
+    monkeypatch.setattr(dense, "_INDEX_MIN_DOCS", 1)
+    monkeypatch.setattr(dense, "_STORED_INDEX_MIN_DOCS", 1)
+    ctx = Context(corpus, cache=Cache(tmp_path / "c"), progress=False)
+    first = dense.DenseArm()
+    first.index(corpus, ctx=ctx)
+    want = first.search(small, k=4, ctx=ctx)
+    assert first._exact_index is None  # nothing stored yet, and 2 queries do not pay for a build
+    first.search(large, k=4, ctx=ctx)
+    assert first._exact_index is not None and first._exact_index.usable
+    monkeypatch.setattr(ExactIndex, "build", classmethod(lambda *a, **kw: pytest.fail("built again")))
+    second = dense.DenseArm()
+    second.index(corpus, ctx=ctx)
+    got = second.search(small, k=4, ctx=ctx)
+    assert second._exact_index is not None and isinstance(second._exact_index.codes, np.memmap)
+    assert {q: got[q] for q in small.ids} == {q: want[q] for q in small.ids}
+    assert got["q1"] and len(got["q1"]) == 4
+    monkeypatch.setattr(dense, "_STORED_INDEX_MIN_DOCS", len(corpus.ids) + 1)  # a smaller corpus: the screen
+    third = dense.DenseArm()
+    third.index(corpus, ctx=ctx)
+    assert {q: third.search(small, k=4, ctx=ctx)[q] for q in small.ids} == {q: want[q] for q in small.ids}
+    assert third._exact_index is None
