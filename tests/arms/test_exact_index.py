@@ -237,6 +237,15 @@ def test_dense_arm_builds_the_index_for_large_searches_with_the_same_run(monkeyp
     assert got["q3"][0][1] == got["q3"][1][1]  # the duplicated document: an exact tie, same order both ways
 
 
+def _indexed_dense_arm(corpus, ctx):
+    """A dense arm (bundled MiniLM) with ``corpus`` indexed in ``ctx``."""
+    from bakeoff.arms import dense
+
+    arm = dense.DenseArm()
+    arm.index(corpus, ctx=ctx)
+    return arm
+
+
 def test_cached_index_round_trips(tmp_path, monkeypatch) -> None:
     """to_cache / from_cache: the same index (arrays memory-mapped back), refused for other documents; the dense
     arm stores it and a fresh arm loads it instead of building."""
@@ -269,12 +278,10 @@ def test_cached_index_round_trips(tmp_path, monkeypatch) -> None:
     monkeypatch.setattr(dense, "_INDEX_MIN_QUERIES", 1)
     monkeypatch.setattr(dense, "_INDEX_MIN_DOCS", 1)
     ctx = Context(corpus, cache=Cache(tmp_path / "arm"), progress=False)
-    first = dense.DenseArm()
-    first.index(corpus, ctx=ctx)
+    first = _indexed_dense_arm(corpus, ctx)
     want = first.search(queries, k=4, ctx=ctx)
     monkeypatch.setattr(ExactIndex, "build", classmethod(lambda *a, **kw: pytest.fail("built again")))
-    second = dense.DenseArm()
-    second.index(corpus, ctx=ctx)
+    second = _indexed_dense_arm(corpus, ctx)
     got = second.search(queries, k=4, ctx=ctx)
     assert isinstance(second._exact_index.codes, np.memmap)
     assert {q: got[q] for q in queries.ids} == {q: want[q] for q in queries.ids}
@@ -298,21 +305,18 @@ def test_stored_index_serves_searches_below_the_threshold(tmp_path, monkeypatch)
     monkeypatch.setattr(dense, "_INDEX_MIN_DOCS", 1)
     monkeypatch.setattr(dense, "_STORED_INDEX_MIN_DOCS", 1)
     ctx = Context(corpus, cache=Cache(tmp_path / "c"), progress=False)
-    first = dense.DenseArm()
-    first.index(corpus, ctx=ctx)
+    first = _indexed_dense_arm(corpus, ctx)
     want = first.search(small, k=4, ctx=ctx)
     assert first._exact_index is None  # nothing stored yet, and 2 queries do not pay for a build
     first.search(large, k=4, ctx=ctx)
     assert first._exact_index is not None and first._exact_index.usable
     monkeypatch.setattr(ExactIndex, "build", classmethod(lambda *a, **kw: pytest.fail("built again")))
-    second = dense.DenseArm()
-    second.index(corpus, ctx=ctx)
+    second = _indexed_dense_arm(corpus, ctx)
     got = second.search(small, k=4, ctx=ctx)
     assert second._exact_index is not None and isinstance(second._exact_index.codes, np.memmap)
     assert {q: got[q] for q in small.ids} == {q: want[q] for q in small.ids}
     assert got["q1"] and len(got["q1"]) == 4
     monkeypatch.setattr(dense, "_STORED_INDEX_MIN_DOCS", len(corpus.ids) + 1)  # a smaller corpus: the screen
-    third = dense.DenseArm()
-    third.index(corpus, ctx=ctx)
+    third = _indexed_dense_arm(corpus, ctx)
     assert {q: third.search(small, k=4, ctx=ctx)[q] for q in small.ids} == {q: want[q] for q in small.ids}
     assert third._exact_index is None
