@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: install demo test bench clean
+.PHONY: install demo test docs bench clean
 
 install: $(STAMP)
 
@@ -16,18 +16,23 @@ $(STAMP): pyproject.toml Makefile scripts/system-deps.sh
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e '.[all,test]'
+	$(PY) -m pip install --quiet -e '.[all,test,docs]'
 	touch $(STAMP)
 
 # Offline: stdlib docstrings -> local Gemma queries (leak-filtered) -> TF-IDF, BM25, BM25+stemmer, dense, RRF.
 demo: install
 	HF_HUB_OFFLINE=1 $(VENV)/bin/bakeoff demo --out results/demo
 
+# The docs site, strict (a broken link, anchor or reference fails), then every internal link of the built HTML
+# checked (docs/_hooks/link_check.py); into site/.
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
+
 # Layer contracts first (import-linter, [tool.importlinter] in pyproject.toml): a broken one fails the target.
 # BAKEOFF_REQUIRE_BROWSER=1: the browser tests fail (never skip) when chromium or Playwright is missing.
-test: install
+test: install docs
 	$(VENV)/bin/lint-imports --no-cache --no-logo
 	BAKEOFF_REQUIRE_BROWSER=1 HF_HUB_OFFLINE=1 $(VENV)/bin/python -m pytest -q
 
 clean:
-	rm -rf $(VENV) results .pytest_cache
+	rm -rf $(VENV) results .pytest_cache site
