@@ -1,7 +1,7 @@
 """Third-party arm types through the ``bakeoff.arms`` entry-point group, for real: a tiny installed
 distribution (a ``*.dist-info`` folder with ``entry_points.txt`` beside its module) on a PYTHONPATH
-entry, and ``bakeoff run --arm TYPE:...`` in a subprocess. The plugin module is the README's example
-arm, taken from the README itself, so the documented example is the tested one."""
+entry, and ``bakeoff run --arm TYPE:...`` in a subprocess. The plugin module is the docs' example
+arm, taken from the plugins page itself, so the documented example is the tested one."""
 
 from __future__ import annotations
 
@@ -25,12 +25,11 @@ QUERIES = '{"_id": "q1", "text": "alpha beta"}\n{"_id": "q2", "text": "delta"}\n
 QRELS = "query-id\tcorpus-id\tscore\nq1\td1\t1\nq2\td3\t1\n"
 
 
-def readme_example() -> str:
-    """The first ``python`` block of the README section "Your own arm type"."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = text.split("## Your own arm type", 1)[1]
-    match = re.search(r"```python\n(.*?)```", section, re.S)
-    assert match, "README: no python example under 'Your own arm type'"
+def docs_example() -> str:
+    """The first ``python`` block of the docs' plugins page."""
+    text = (ROOT / "docs" / "plugins.md").read_text(encoding="utf-8")
+    match = re.search(r"```python\n(.*?)```", text, re.S)
+    assert match, "docs/plugins.md: no python example"
     return match.group(1)
 
 
@@ -54,7 +53,7 @@ def bakeoff(site: Path, *args: str, cache: Path) -> subprocess.CompletedProcess[
 @pytest.fixture()
 def site(tmp_path: Path) -> Path:
     site = tmp_path / "site"
-    install(site, "bakeoff-overlap", "bakeoff_overlap", readme_example(),
+    install(site, "bakeoff-overlap", "bakeoff_overlap", docs_example(),
             "[bakeoff.arms]\noverlap = bakeoff_overlap:OverlapArm\n")
     install(site, "bakeoff-broken", "bakeoff_broken", "import heavy_dependency_not_installed\n",
             "[bakeoff.arms]\nbroken = bakeoff_broken:BrokenArm\n")
