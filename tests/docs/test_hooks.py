@@ -57,3 +57,12 @@ def test_help_marker_renders_the_command_help() -> None:
     for option in ("--trec-eval", "--relevance-level", "--max-docs", "--allow-duplicate-judgments"):
         assert option in block
     assert max(len(line) for line in block.splitlines()) <= cli_help.WIDTH
+
+
+def test_sphinx_roles_become_code_spans() -> None:
+    rewrite = hook("griffe_sphinx_roles").rewrite
+    text = ("Score a :class:`~bakeoff.data.model.Run` with :func:`bakeoff.metrics.evaluate`, "
+            ":meth:`Arm.search` and :py:attr:`~x.y`; :func:`the rule <bakeoff.data.ranking.rank>`.\n\n"
+            "Layout::\n\n    [run]\n    k = 10\n\nA C++ ``a::b`` stays.")
+    assert rewrite(text) == ("Score a `Run` with `bakeoff.metrics.evaluate`, `Arm.search` and `y`; `the rule`.\n\n"
+                             "Layout:\n\n    [run]\n    k = 10\n\nA C++ ``a::b`` stays.")
