@@ -55,7 +55,7 @@ def _command(match: re.Match[str]) -> str:
     return " ".join(match.group(1).split())
 
 
-def on_files(files, config):  # noqa: ANN001, ANN201 - mkdocs' hook signature
+def on_files(files, config):
     """Render the help of every command any page names, once per build."""
     wanted = set()
     for file in files.documentation_pages():
@@ -67,7 +67,7 @@ def on_files(files, config):  # noqa: ANN001, ANN201 - mkdocs' hook signature
     return files
 
 
-def on_page_markdown(markdown: str, page, config, files) -> str:  # noqa: ANN001 - mkdocs' hook signature
+def on_page_markdown(markdown: str, page, config, files) -> str:
     def render(match: re.Match[str]) -> str:
         command = _command(match)
         if command not in _helps:

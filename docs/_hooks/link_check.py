@@ -89,7 +89,7 @@ def broken_links(site: Path, *, counts: dict[str, int] | None = None) -> Iterato
                 yield f"{where}: {link} (no anchor #{fragment})"
 
 
-def on_post_build(config) -> None:  # noqa: ANN001 - mkdocs' hook signature
+def on_post_build(config) -> None:
     counts: dict[str, int] = {}
     broken = sorted(set(broken_links(Path(config["site_dir"]), counts=counts)))
     for line in broken:
