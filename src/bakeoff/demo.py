@@ -1,108 +1,65 @@
-"""``bakeoff demo``: the whole mission offline, on a corpus every Python install has.
+"""``bakeoff demo``: the whole mission offline, on the standard library's docstrings or on your corpus.
 
 Stages (each timed, each with a progress bar):
 
-1. **corpus** — Python standard-library docstrings (:mod:`bakeoff.stdlib_corpus`).
-2. **truth** — describe-mode questions from the local Gemma 3 270M server
-   (:mod:`bakeoff.truth.local_llm`) for documents of at least ``MIN_DOC_CHARS``
-   characters, filtered (example copies, too short, and **answerability** below
-   :data:`~bakeoff.truth.answerability.DEFAULT_THRESHOLD`: cosine of the query and its
-   source document under the multilingual USE bi-encoder, a model no demo arm uses,
-   :mod:`bakeoff.truth.answerability`)
-   and regenerated up to three times; leak is recorded, not filtered (:data:`DEMO_LEAK_THRESHOLD`),
-   and the Gemma specificity filter is off (:data:`DEMO_SPECIFICITY`; ``bakeoff generate`` keeps
-   both). Every query is evaluated (``test_fraction=1``: the demo trains nothing). Written as a
+1. **corpus** — Python standard-library docstrings (:mod:`bakeoff.stdlib_corpus`), or ``corpus``:
+   anything ``--corpus`` takes elsewhere (a BEIR folder, JSONL/CSV/Parquet records mapped by
+   ``fields``, a folder of documents, an ``ingest`` output).
+2. **truth** — describe-mode questions from the LLM (default: the embedded local model,
+   :mod:`bakeoff.truth.local_llm`) for documents of at least ``min_doc_chars`` characters, with
+   ``bakeoff generate``'s defaults: no hand-written examples (a zero-shot pilot round's best queries
+   become the examples of the rest), answerability relative to the corpus (the source document must
+   rank in the top 5 of itself and 99 random documents under the multilingual USE bi-encoder, a
+   model no demo arm uses; :mod:`bakeoff.truth.reference_rank`), leak matched to a uniform target
+   (:class:`~bakeoff.truth.synthetic.DescribeOptions`); up to ``1 + DEMO_REGENERATIONS`` tries per
+   document. Every query is evaluated (``test_fraction=1``: the demo trains nothing). Written as a
    BEIR folder ``<out>/truth`` so ``bakeoff run --beir <out>/truth`` repeats it.
-3. **arms** — TF-IDF, BM25, BM25 + Snowball stemmer, dense MiniLM (offline), and
-   RRF of stemmed BM25 + dense; then the quality of the truth (:func:`truth_quality_lines`:
-   filters and their counts, the answerability distribution, the bias caveat; :func:`judged_lines`: judged@10,
-   holes and round-trip rates per arm) *before* the results table, ``<out>/results.json``.
+3. **arms** — TF-IDF, BM25, BM25 + Snowball stemmer, dense MiniLM (offline), and RRF of stemmed
+   BM25 + dense; then the quality of the truth (:func:`truth_quality_lines`, :func:`judged_lines`).
+4. **report** — the results table, the verdict (:func:`bakeoff.report.verdict.build_verdict`: paired
+   tests, Holm, the tie rule) and, when the queries are too few to separate the arms, a line saying
+   so and what to do (:func:`separation_line`); ``<out>/results.json``.
 
-Everything is cached (generations, embeddings, runs), so a second run takes seconds.
+Everything is cached (generations, scores, embeddings, runs), so a second run takes seconds and a
+run killed half-way resumes where it stopped.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .cache import Cache
-from .truth.prompts import PromptControl
+from .data.loaders import FieldMap
 
-__all__ = ["DEMO_ARMS", "DemoReport", "run_demo", "truth_quality_lines", "judged_lines", "BIGGER_MODEL_HINT",
-           "MIN_DOC_CHARS", "DEMO_LEAK_THRESHOLD", "DEMO_SPECIFICITY", "DEMO_ANSWERABILITY"]
+__all__ = ["DEMO_ARMS", "DemoReport", "run_demo", "truth_quality_lines", "judged_lines", "separation_line",
+           "BIGGER_MODEL_HINT", "MIN_DOC_CHARS", "MIN_QUERIES", "DEMO_ANSWERABILITY"]
 
-#: Documents shorter than this (characters of docstring text) are not sampled. Below 60 characters sit the bare
-#: one-liners ("Deprecated AST node class. Unused in Python 3.", exception classes); hand-judged kept queries
-#: were answerable 47 % of the time from documents under 60 characters and 62-75 % at 120-200 characters
-#: (benchmarks/data/answerability_judged.jsonl). 120 leaves 1,752 of 3,105 docstrings to sample from.
+#: Standard-library docstrings shorter than this (characters) are not sampled: below it sit the bare one-liners
+#: ("Deprecated AST node class. Unused in Python 3.", exception classes) that no question is answered by.
 MIN_DOC_CHARS = 120
+#: The floor for a user's corpus (``bakeoff generate``'s default).
+MIN_CORPUS_DOC_CHARS = 60
 
-#: The demo's leak threshold: 1.0 rejects nothing (leak is recorded and reported by bucket). Measured on 60
-#: hand-judged generations of a demo run with the 0.35 threshold: 10 of the 20 leak-rejected ones were
-#: answerable by their docstring, 3 of the 40 that passed. A question a one-paragraph docstring answers
-#: shares its rare words ("how to create a decimal from float"); the 0.35 filter kept the off-topic ones.
-DEMO_LEAK_THRESHOLD = 1.0
-
-#: The demo's specificity scorer: off. On those 40 leak-passing generations the MiniLM answerability score
-#: separated answerable from not with ROC AUC 0.86, specificity 0.84, and specificity >= 1.0 on top of
-#: answerability >= 0.4 removed 1 query and no answerable one; it cost ~116 s of Gemma scoring per demo.
-DEMO_SPECIFICITY = "off"
-
-#: The demo's answerability scorer: USE (cosine >= 0.5), a model no demo arm uses. Two demo runs, 30 kept
-#: queries drawn from each (numpy ``default_rng(2026).choice(n_kept, 30)``) and judged by hand: USE kept 51
-#: queries, 14 of 30 answerable by their docstring (dense NDCG@10 0.69, BM25 0.55, dense round trip 0.88);
-#: MiniLM (cosine >= 0.6) kept 47, 21 of 30 answerable, but it is the dense arm's model, so the filter was a
-#: round trip through that arm: dense Recall@10 1.000, NDCG@10 0.82 against BM25's 0.68 -- the filter chose
-#: the winner (``"minilm"`` here prints the caveat line naming dense and rrf).
+#: The demo's answerability scorer: USE, a model no demo arm uses (a filter using the dense arm's own model would
+#: make the filter a round trip through that arm; ``bias_caveat`` names such arms).
 DEMO_ANSWERABILITY = "use"
-
-#: The demo's few-shot examples: docstrings of functions outside the standard library (so no sampled document
-#: is an example), in the corpus' own form (qualified name, signature, docstring), from six unrelated topics, each
-#: with the question a programmer would type: what they want to do, close to the docstring's first sentence,
-#: without the package's name (one example's verb, "rotate", is also the method's). Measured on 40 development documents (sampling seed 7, 4 generations each): the
-#: built-in examples (aspirin, exercise, ``shutil.copytree``, ``str.upper``) gave mean USE score 0.27 and 10
-#: documents with a query >= 0.5 (many "copy a folder with everything inside" and heart-attack questions);
-#: four data-science examples 0.26 and 9 (rows and tables everywhere); these six 0.33 and 18.
-DEMO_EXAMPLES: tuple[tuple[str, str], ...] = (
-    ("numpy.argsort argsort(a, axis=-1, kind=None, order=None) Returns the indices that would sort an array.",
-     "how do I get the indices that would sort an array"),
-    (("dateutil.parser.parse parse(timestr, default=None, ignoretz=False) Parse a string in one of the supported "
-      "formats into a datetime object."),
-     "how to turn a date written as text into a datetime"),
-    (("click.confirm confirm(text, default=False, abort=False) Prompts for confirmation (yes/no question). If the "
-      "user aborts the input by sending an interrupt signal this function will catch it."),
-     "how can I ask the user a yes or no question in the terminal"),
-    ("requests.get get(url, params=None, **kwargs) Sends a GET request. Returns a Response object.",
-     "how to download a web page from a url"),
-    (("psutil.cpu_percent cpu_percent(interval=None, percpu=False) Return a float representing the current "
-      "system-wide CPU utilization as a percentage."),
-     "how can I check how busy the processor is"),
-    (("PIL.Image.Image.rotate rotate(self, angle, resample=0, expand=0) Returns a rotated copy of this image. "
-      "angle is in degrees counter clockwise."),
-     "how do I rotate a picture by 90 degrees"),
-)
-
-#: The demo's describe prompt: :data:`DEMO_EXAMPLES` in the completion prompt (default header, instruction).
-DEMO_PROMPT = PromptControl(examples=DEMO_EXAMPLES)
 
 #: Regeneration rounds of the demo: a document gets up to ``1 + DEMO_REGENERATIONS`` questions until one passes.
 DEMO_REGENERATIONS = 5
 
-#: Printed with the truth quality: 30 kept queries of a demo run (this prompt, floor and filter) drawn with numpy
-#: ``default_rng(20261201).choice(48, 30, replace=False)`` and judged by hand against the whole docstring
-#: (benchmarks/data/answerability_demo_v3.jsonl): 9 answerable, 14 weakly, 7 not.
-ANSWERABLE_NOTE = ("note: read by hand, 23 of 30 kept queries drawn from a demo run were answered by their docstring, "
-                   "but 14 of them only loosely (the query names the function or fits it in part) and 7 not at all: "
-                   "treat the table as a rough comparison")
+#: Fewer kept queries than this and the table cannot tell arms apart that differ by a few points of NDCG@10
+#: (a paired test's standard error of the mean difference is about sd / sqrt(n), with per-query sd ~0.3).
+MIN_QUERIES = 50
 
 #: Printed with the truth quality: the embedded model is for trying the tool.
 BIGGER_MODEL_HINT = (
     "note: the embedded Gemma 3 270M is for trying the tool; for real ground truth use a bigger model, e.g. "
-    "`bakeoff generate describe --corpus DOCS --out truth --llm ollama:qwen2.5:7b` (after `ollama pull qwen2.5:7b`) "
-    "or `--llm openai:gpt-5-mini` (with OPENAI_API_KEY set), then `bakeoff run --beir truth ...`")
+    "`--llm local:qwen-coder-1.5b`, `--llm ollama:qwen2.5:7b` (after `ollama pull qwen2.5:7b`) "
+    "or `--llm openai:gpt-5-mini` (with OPENAI_API_KEY set)")
 
 
 def _quantile_lines(name: str, entry: dict[str, Any], *, unit: str, threshold: Any) -> list[str]:
@@ -134,11 +91,23 @@ def truth_quality_lines(provenance: dict[str, Any]) -> list[str]:
                        "after all regenerations")
     ans = provenance.get("answerability")
     if ans:
-        lines += _quantile_lines("answerability", ans, unit=ans["score"], threshold=ans["threshold"])
+        ref = ans.get("reference")
+        if ref:
+            lines.append(f"answerability: the source document must rank <= {ref['max_rank']} among itself and "
+                         f"{ref['references']} random documents of the corpus ({ans['score']}); "
+                         f"{ref['share_kept']:.0%} of candidates passed; ranks: "
+                         + " ".join(f"[{k}]{v}" for k, v in ref["rank_histogram"].items()))
+        else:
+            lines += _quantile_lines("answerability", ans, unit=ans["score"], threshold=ans["threshold"])
     leak = provenance.get("leak")
-    if leak and leak.get("threshold") is not None and leak["threshold"] >= 1.0:
-        lines.append(f"leak (share of a query's rare words found in its document): recorded, not filtered; kept queries "
-                     f"mean {leak['kept']['mean']:.2f}, median {leak['kept']['median']:.2f}")
+    if leak and leak.get("mode") in ("target", "record"):
+        bins = leak.get("bins") or []
+        labels = [f"{lo:.1f}-{hi:.1f}" for lo, hi in zip(bins[:-1], bins[1:], strict=False)]
+        quota = leak.get("quota")
+        per_bin = ", ".join(f"{lab} {k}" + (f"/{q}" if quota else "")
+                            for lab, k, q in zip(labels, leak["kept_by_bin"], quota or [None] * len(labels), strict=False))
+        lines.append(f"leak (share of a query's rare words found in its document), {leak['mode']}"
+                     + (" (kept/quota per bin)" if quota else "") + f": {per_bin}; kept mean {leak['kept']['mean']:.2f}")
     spec = provenance.get("specificity")
     if spec:
         lines += _quantile_lines("specificity", spec, unit="nats/token", threshold=spec["options"]["threshold"])
@@ -176,16 +145,43 @@ DEMO_ARMS: tuple[str, ...] = (
 
 @dataclass
 class DemoReport:
-    """What the demo measured: stage wall times (s), truth statistics, the results dict."""
+    """What the demo measured: stage wall times (s), truth statistics, the results dict, the verdict."""
 
     stages: dict[str, float] = field(default_factory=dict)
     truth: dict[str, Any] = field(default_factory=dict)
     results: dict[str, Any] = field(default_factory=dict)
+    verdict: dict[str, Any] = field(default_factory=dict)
 
 
-def run_demo(*, out: Path, n: int = 100, seed: int = 0, cache: Cache | None = None, progress: bool = True,
-             arms: tuple[str, ...] = DEMO_ARMS, echo: Any = print, min_doc_chars: int = MIN_DOC_CHARS) -> DemoReport:
-    """Run the three stages; write ``out/truth`` (BEIR) and ``out/results.json``."""
+def separation_line(verdict: Mapping[str, Any], n_queries: int) -> str | None:
+    """A line when the table cannot separate the arms: fewer than :data:`MIN_QUERIES` queries, or the
+    verdict's best arm tied with others (no significant difference after Holm); ``None`` otherwise."""
+    more = ("generate more queries (-n) over more documents, or a stronger --llm that gets more of them "
+            "through the filters")
+    if n_queries < MIN_QUERIES:
+        return (f"too few queries to separate the arms: {n_queries} kept (< {MIN_QUERIES}); read the table as a "
+                f"sketch and {more}")
+    tied = [t["name"] for t in verdict.get("tied") or []]
+    if tied:
+        return (f"{verdict.get('best')} is not significantly better than {', '.join(tied)} on {n_queries} queries; "
+                f"to separate them, {more}")
+    return None
+
+
+def verdict_of(results: Mapping[str, Any], dataset: Any, runs: Mapping[str, Any]) -> dict[str, Any]:
+    """``bakeoff report``'s verdict of ``results`` (paired tests, Holm, the tie rule)."""
+    from .report.model import build_report
+    from .report.verdict import build_verdict
+
+    return build_verdict(build_report(results, dataset=dataset, runs=runs))
+
+
+def run_demo(*, out: Path, corpus: Path | None = None, llm: str = "local", fields: FieldMap = FieldMap(),
+             n: int = 100, seed: int = 0, cache: Cache | None = None, progress: bool = True,
+             arms: tuple[str, ...] = DEMO_ARMS, echo: Any = print, min_doc_chars: int | None = None) -> DemoReport:
+    """Run the four stages on the standard library (``corpus=None``) or on ``corpus``; write
+    ``out/truth`` (BEIR) and ``out/results.json``."""
+    from .data.datasets import open_corpus
     from .data.model import Dataset
     from .report.quality import quick_quality
     from .report.terminal import print_table
@@ -194,24 +190,27 @@ def run_demo(*, out: Path, n: int = 100, seed: int = 0, cache: Cache | None = No
     from .stdlib_corpus import stdlib_corpus
     from .truth.answerability import AnswerabilityOptions, bias_caveat
     from .truth.generate import generate_truth
-    from .truth.specificity import SpecificityOptions
     from .truth.synthetic import DescribeOptions
 
     report = DemoReport()
     t_all = time.perf_counter()
 
     t0 = time.perf_counter()
-    corpus = stdlib_corpus()
+    if corpus is None:
+        docs, source, floor, max_chars = stdlib_corpus(), "python-stdlib-docstrings", MIN_DOC_CHARS, 500
+        what = "Python standard-library docstrings"
+    else:
+        docs, source, floor, max_chars = open_corpus(corpus, fields=fields), str(corpus), MIN_CORPUS_DOC_CHARS, 1200
+        what = f"documents from {corpus}"
+    floor = floor if min_doc_chars is None else min_doc_chars
     report.stages["corpus"] = time.perf_counter() - t0
-    echo(f"[1/3] corpus: {len(corpus)} Python standard-library docstrings ({report.stages['corpus']:.1f} s)")
+    echo(f"[1/4] corpus: {len(docs)} {what} ({report.stages['corpus']:.1f} s)")
 
     t0 = time.perf_counter()
-    opts = DescribeOptions(n=n, seed=seed, max_regenerations=DEMO_REGENERATIONS, max_doc_chars=500, test_fraction=1.0,
-                           min_doc_chars=min_doc_chars, leak_threshold=DEMO_LEAK_THRESHOLD, prompt=DEMO_PROMPT,
-                           specificity=None if DEMO_SPECIFICITY == "off" else SpecificityOptions(),
-                           answerability=AnswerabilityOptions())
-    done = generate_truth(corpus, options=opts, llm="local", out=out / "truth", source="python-stdlib-docstrings",
-                          cache=cache, progress=progress, specificity=DEMO_SPECIFICITY, answerability=DEMO_ANSWERABILITY)
+    opts = DescribeOptions(n=n, seed=seed, max_regenerations=DEMO_REGENERATIONS, max_doc_chars=max_chars,
+                           test_fraction=1.0, min_doc_chars=floor, answerability=AnswerabilityOptions())
+    done = generate_truth(docs, options=opts, llm=llm, out=out / "truth", source=source, cache=cache,
+                          progress=progress, answerability=DEMO_ANSWERABILITY)
     truth, usage = done.truth, done.usage
     assert truth is not None  # no batch file: the truth is generated
     report.stages["llm_startup"] = done.llm_startup_s
@@ -221,16 +220,19 @@ def run_demo(*, out: Path, n: int = 100, seed: int = 0, cache: Cache | None = No
                     "mean_leak": prov["leak"]["kept"]["mean"], "rejection_rate": prov["leak"]["rejection_rate"],
                     "leak_histogram": prov["leak"]["all_generations"]["histogram"], "counts": prov["counts"],
                     "rejections": prov["rejections"], "documents": prov["documents"],
-                    "specificity": prov.get("specificity"),
+                    "examples": prov["prompts"]["examples"], "leak_by_bin": prov["leak"]["kept_by_bin"],
                     "answerability": prov.get("answerability"), "usage": usage.as_dict()}
-    leak_part = ("" if DEMO_LEAK_THRESHOLD >= 1.0 else f", rejection rate {report.truth['rejection_rate']:.1%}")
-    echo(f"[2/3] truth: {report.truth['kept']} queries kept of {report.truth['sampled']} sampled documents, "
-         f"mean leak {report.truth['mean_leak']:.3f}{leak_part} "
+    echo(f"[2/4] truth: {report.truth['kept']} queries kept of {report.truth['sampled']} sampled documents, "
+         f"mean leak {report.truth['mean_leak']:.3f}, examples {report.truth['examples']} "
          f"({usage.completion_tokens} tokens generated, {usage.cache_hits} cached; {report.stages['truth']:.1f} s)")
+    if not truth.queries.ids:
+        echo("no query was kept, so there is nothing to evaluate; see the rejections in "
+             f"{out / 'truth' / 'provenance.json'} and try a stronger --llm or more documents (-n)")
+        return report
 
     t0 = time.perf_counter()
-    dataset = Dataset(name="python-stdlib-demo", corpus=corpus, queries=truth.queries, qrels=truth.qrels,
-                      split="test")
+    dataset = Dataset(name="python-stdlib-demo" if corpus is None else Path(str(corpus)).name or "corpus",
+                      corpus=docs, queries=truth.queries, qrels=truth.qrels, split="test")
     specs = [parse_arm_spec(a) for a in arms]
     built = build_arms(specs)
     results = run_bakeoff(dataset, built, k=10, depth=100, cache=cache, progress=progress)
@@ -238,9 +240,10 @@ def run_demo(*, out: Path, n: int = 100, seed: int = 0, cache: Cache | None = No
     results.dataset = {**results.dataset, "source": "bakeoff demo", "truth": str(out / "truth")}
     as_dict = results.to_dict()
     report.results = as_dict
-    echo(f"[3/3] arms: {', '.join(a.name for a in built)} ({report.stages['arms']:.1f} s)")
+    runs = {a.name: a.run for a in results.arms}
+    echo(f"[3/4] arms: {', '.join(a.name for a in built)} ({report.stages['arms']:.1f} s)")
     echo("quality of this ground truth:")
-    quality = quick_quality(dataset, {a.name: a.run for a in results.arms}, k=10)
+    quality = quick_quality(dataset, runs, k=10)
     report.truth["quality"] = quality
     arm_models = {s.name: {"kind": s.type, "model": s.options.get("model"),
                            "members": [*str(s.options.get("arms", "")).split("+"), str(s.options.get("base", ""))]}
@@ -248,12 +251,21 @@ def run_demo(*, out: Path, n: int = 100, seed: int = 0, cache: Cache | None = No
     caveat = bias_caveat(prov.get("answerability"), arm_models)
     for line in [*truth_quality_lines(prov), *([caveat] if caveat else []), *judged_lines(quality)]:
         echo("  " + line)
-    if DEMO_ANSWERABILITY == "use":
-        echo(ANSWERABLE_NOTE)
-    echo(BIGGER_MODEL_HINT)
+    if llm == "local":
+        echo(BIGGER_MODEL_HINT)
+    t0 = time.perf_counter()
     print_table(as_dict)
+    report.verdict = verdict_of(as_dict, dataset, runs)
+    echo(f"[4/4] verdict ({report.verdict['measure']}, synthetic ground truth):")
+    for line in report.verdict["lines"]:
+        echo("  " + line)
+    sep = separation_line(report.verdict, len(truth.queries.ids))
+    if sep:
+        echo("  " + sep)
     results.write(out)
+    report.stages["report"] = time.perf_counter() - t0
     report.stages["total"] = time.perf_counter() - t_all
     echo("wall time per stage: " + ", ".join(f"{k} {v:.1f} s" for k, v in report.stages.items()))
-    echo(f"wrote {out}/results.json and {out}/truth (re-run: bakeoff run --beir {out}/truth --arm bm25 ...)")
+    echo(f"wrote {out}/results.json and {out}/truth (re-run: bakeoff run --beir {out}/truth --arm bm25 ...; "
+         f"full report: bakeoff report {out})")
     return report

@@ -23,10 +23,11 @@ from bakeoff.truth.prompts import (
     describe_completion,
     describe_messages,
     describe_schema,
+    read_examples,
     shot_queries,
 )
 from bakeoff.truth.sampling import eligible_rows, sample_rows
-from bakeoff.truth.synthetic import DescribeOptions, describe_truth
+from bakeoff.truth.synthetic import DescribeOptions, describe_truth, leak_bin, leak_quota
 from tests.support.fake_openai_chat import FakeOpenAI, Reply
 
 KEY = "sk-test-reasoning-4711"
@@ -36,47 +37,128 @@ DOC = "time.sleep(secs)\nSuspend execution of the calling thread for the given n
 
 # -- prompts -------------------------------------------------------------------------------
 
-def test_spanish_prompt_has_spanish_labels_examples_and_instruction() -> None:
+def test_spanish_prompt_is_zero_shot_with_spanish_labels_and_instruction() -> None:
     c = PromptControl(lang="es")
     prompt, prefill = describe_completion("texto del documento", c)
     assert prompt.startswith("Registro de búsquedas: cada documento y lo que una persona no experta escribió")
-    assert "Documento: La aspirina inhibe" in prompt and "Búsqueda: " in prompt
-    assert "cómo duplico una carpeta entera" in prompt and "Document:" not in prompt
-    assert prompt.endswith("Documento: texto del documento\nBúsqueda: ") and prefill == '{"query": "'
+    assert "Escribe una pregunta que este documento responde" in prompt and "Document:" not in prompt
+    # zero-shot: the document is the only one in the log
+    assert prompt.count("Documento: ") == 1 and "aspirina" not in prompt
+    assert prompt.endswith("\n\nDocumento: texto del documento\nBúsqueda: ") and prefill == '{"query": "'
     msgs = describe_messages("texto", c)
-    assert msgs[-1]["content"].startswith("Documento:\ntexto\n\nEscribe la pregunta que haría una persona no experta")
-    assert json.loads(msgs[1]["content"]) == {"query": "por qué un analgésico común ayuda a prevenir los infartos"}
+    assert [m["role"] for m in msgs] == ["system", "user"]
+    assert msgs[0]["content"].startswith("Escribe una pregunta que este documento responde")
+    assert "solo nombra el documento o su título" in msgs[0]["content"]
+    assert msgs[1]["content"] == "Documento:\ntexto"
 
 
 def test_style_persona_preset_and_instruction_reach_the_prompt() -> None:
     c = PromptControl(style="keywords", persona="a nurse on a night shift", preset="seed000",
                       instruction="Ask about dosage only.")
+    assert c.preset == "need-not-document"  # the old name is an alias
     prompt, _ = describe_completion("doc", c)
     header = prompt.split("\n\n", 1)[0]
-    assert "what a nurse on a night shift typed" in header
-    assert PRESETS["seed000"]["en"] in header and header.endswith("Ask about dosage only.")
-    assert '{"query": "painkiller heart attack prevention"}' in prompt
-    instr = describe_messages("doc", c)[-1]["content"]
-    assert "short keyword query (2 to 5 words)" in instr and "The searcher is a nurse on a night shift." in instr
-    assert "Pretend you do not know which document answers" in instr and "no statute or section numbers" in instr
-    assert "hole folder" in " ".join(shot_queries(PromptControl(style="typos")))
+    assert "what a nurse on a night shift typed" in header and "short keyword query (2 to 5 words)" in header
+    assert PRESETS["need-not-document"]["en"] in header and header.endswith("Ask about dosage only.")
+    system = describe_messages("doc", c)[0]["content"]
+    assert "short keyword query (2 to 5 words)" in system and "The searcher is a nurse on a night shift." in system
+    assert "Pretend you do not know which document answers" in system and "no statute or section numbers" in system
+    assert "its title is not answered by it" in system and system.endswith('Answer as JSON: {"query": "..."}')
+    assert shot_queries(PromptControl(style="typos")) == frozenset()
     for bad in (dict(style="shouting"), dict(lang="fr"), dict(preset="nope")):
         with pytest.raises(ConfigError):
             PromptControl(**bad)  # type: ignore[arg-type]
 
 
-def test_describe_rejects_copies_of_the_styles_own_examples() -> None:
+def test_describe_rejects_copies_of_the_users_examples() -> None:
     corpus = Corpus(("t",), (DOC,), ("",), ({},))
-    answers = [json.dumps({"query": "texto a mayúsculas"}), json.dumps({"query": "pausar el programa un rato"})]
+    answers = [json.dumps({"query": "texto a mayúsculas ya"}), json.dumps({"query": "pausar el programa un rato"})]
+    shots = (("str.upper(): Devuelve una copia en mayúsculas.", "texto a mayúsculas ya"),)
     with FakeOpenAI([Reply(200, a) for a in answers]) as srv:
         client = LLMClient(LLMConfig(base_url=srv.base_url, model="fake"))
-        opts = DescribeOptions(n=1, prompt=PromptControl(style="keywords", lang="es"), lang="es", specificity=None)
+        opts = DescribeOptions(n=1, prompt=PromptControl(style="keywords", lang="es", examples=shots), lang="es",
+                               leak_mode="record")
         truth = describe_truth(corpus, client, options=opts, progress=False)
-        first = srv.requests[0]["body"]["messages"][-1]["content"]
-    assert first.startswith("Documento:") and "palabras clave" in first
+        msgs = srv.requests[0]["body"]["messages"]
+    assert [m["role"] for m in msgs] == ["system", "user", "assistant", "user"]
+    assert "palabras clave" in msgs[0]["content"] and msgs[-1]["content"].startswith("Documento:")
+    assert json.loads(msgs[2]["content"]) == {"query": "texto a mayúsculas ya"}
     assert truth.provenance["rejections"]["copied_example"] == 1
     assert truth.queries.texts == ("pausar el programa un rato",)
-    assert truth.provenance["prompts"]["control"]["lang"] == "es"
+    assert truth.provenance["prompts"]["control"]["lang"] == "es" and truth.provenance["prompts"]["examples"] == "user"
+
+
+def test_examples_file_is_read_and_bad_lines_name_file_line_and_field(tmp_path: Path) -> None:
+    f = tmp_path / "ex.jsonl"
+    f.write_text(json.dumps({"document": "Doc  one\ntext", "query": "what is one"}) + "\n\n"
+                 + json.dumps({"document": "Doc two", "query": "what is two"}) + "\n")
+    assert read_examples(f) == (("Doc one text", "what is one"), ("Doc two", "what is two"))
+    cases = {'{"document": "d"}\n': "ex.jsonl:1: field 'query' must be non-empty text",
+             '{"document": "d", "query": "q"}\nnot json\n': "ex.jsonl:2: not JSON",
+             '[1, 2]\n': "ex.jsonl:1: expected an object", "\n": "no examples"}
+    for text, msg in cases.items():
+        f.write_text(text)
+        with pytest.raises(ConfigError, match=msg):
+            read_examples(f)
+    src = tmp_path / "corpus.jsonl"
+    src.write_text(json.dumps({"_id": "t", "text": DOC}) + "\n")
+    f.write_text('{"document": "d", "query": 3}\n')
+    rc = main(["generate", "describe", "--corpus", str(src), "--out", str(tmp_path / "out"), "-n", "1",
+               "--llm", "http://127.0.0.1:9/v1|fake", "--examples", str(f), "--answerability", "off"])
+    assert rc == 2 and not (tmp_path / "out").exists()
+
+
+def test_pilot_rounds_best_queries_become_the_examples_of_the_rest() -> None:
+    """Bootstrapping: a zero-shot pilot over the first sampled documents; its kept query is shown as
+    the example of every later request, with its document cut to ``example_doc_chars``."""
+    texts = ("The kettle boils water in two minutes when it is full.",
+             "Cats sleep for about fifteen hours each day, mostly in daylight.",
+             "Bridges expand in summer heat, so engineers leave joints between sections.")
+    corpus = Corpus(("k", "c", "b"), texts, ("",) * 3, ({},) * 3)
+    answers = {"kettle": "how long until my full kettle is hot",
+               "Cats": "how many hours a day does a cat nap",
+               "Bridges": "why do bridges have gaps between their parts"}
+
+    def reply(body: dict, i: int) -> Reply:
+        doc = body["messages"][-1]["content"]
+        return Reply(200, json.dumps({"query": next(v for k, v in answers.items() if k in doc)}))
+
+    with FakeOpenAI(reply) as srv:
+        client = LLMClient(LLMConfig(base_url=srv.base_url, model="fake", concurrency=1))
+        opts = DescribeOptions(n=3, seed=1, bootstrap=1, bootstrap_pilot=1, leak_mode="record", example_doc_chars=20)
+        truth = describe_truth(corpus, client, options=opts, progress=False)
+        bodies = [r["body"] for r in srv.requests]
+    assert len(bodies) == 3 and len(bodies[0]["messages"]) == 2  # the pilot: system + document
+    pilot_doc = bodies[0]["messages"][1]["content"]
+    pilot_query = next(v for k, v in answers.items() if k in pilot_doc)
+    for b in bodies[1:]:
+        roles = [m["role"] for m in b["messages"]]
+        assert roles == ["system", "user", "assistant", "user"]
+        assert json.loads(b["messages"][2]["content"]) == {"query": pilot_query}
+        assert len(b["messages"][1]["content"]) <= len("Document:\n") + 20 + 4
+    prov = truth.provenance
+    assert prov["prompts"]["examples"] == "bootstrapped" and prov["prompts"]["bootstrapped"][0]["query"] == pilot_query
+    assert sorted(truth.queries.texts) == sorted(answers.values())
+
+
+def test_leak_target_quota_regenerates_over_quota_queries_and_waives_it_in_the_last_round() -> None:
+    corpus = Corpus(("t",), (DOC,), ("",), ({},))
+    copy = json.dumps({"query": "suspend execution of the calling thread for given seconds"})
+    with FakeOpenAI([Reply(200, copy)] * 4) as srv:
+        client = LLMClient(LLMConfig(base_url=srv.base_url, model="fake", concurrency=1))
+        opts = DescribeOptions(n=1, leak_target=(1, 0, 0, 0, 0), leak_slack=1.0, max_regenerations=2, bootstrap=0)
+        truth = describe_truth(corpus, client, options=opts, progress=False)
+        n_requests = len(srv.requests)
+    prov = truth.provenance
+    # the copy's leak is 1.0: over quota (0 in the top bin) in rounds 1 and 2, kept in the last (3rd) round
+    assert truth.queries.metadata[0]["leak"] == 1.0
+    assert n_requests == 3 and prov["rejections"]["leak_quota"] == 2
+    assert prov["leak"]["quota"] == [1, 0, 0, 0, 0] and prov["leak"]["kept_by_bin"] == [0, 0, 0, 0, 1]
+    with pytest.raises(ConfigError):
+        DescribeOptions(leak_mode="nope")
+    with pytest.raises(ConfigError):
+        DescribeOptions(leak_target=(0, 0, 0, 0, 0))
+    assert leak_quota(100, (0.2,) * 5, 1.25) == [25] * 5 and [leak_bin(x) for x in (0, 0.2, 0.59, 0.8, 1)] == [0, 1, 2, 4, 4]
 
 
 # -- reasoning models --------------------------------------------------------------------------
@@ -183,13 +265,11 @@ def test_documents_too_short_are_never_sampled() -> None:
 
 def test_cluster_completion_prompt_for_base_models() -> None:
     """Base models (prompt_style=completion, e.g. the local Gemma) get one question per request from
-    a two-example completion prompt; answers become graded qrels, copies of an example are dropped."""
-    from bakeoff.truth.prompts import CLUSTER_SHOT_QUESTIONS
+    a zero-shot completion prompt; answers become graded qrels, unknown labels are repaired."""
     from bakeoff.truth.repair import GradeMap
     from bakeoff.truth.synthetic import ClusterOptions, cluster_truth
 
-    copied = next(iter(sorted(CLUSTER_SHOT_QUESTIONS)))
-    tails = [f'{copied}", "answers": ["D1"]}}',
+    tails = ['what happens inside a cell to sugar", "answers": ["D1"]}',
              'which rocks come out of volcanoes", "answers": ["D4", "D3", "D9"]}']
 
     def answer(body: dict, i: int) -> Reply:
@@ -209,23 +289,23 @@ def test_cluster_completion_prompt_for_base_models() -> None:
     assert paths == ["/v1/completions", "/v1/completions"]
     assert [b["seed"] for b in bodies] == [0, 1] and bodies[0]["stop"] == ["\n"]
     prompt = bodies[0]["prompt"]
-    assert prompt.count("Asked: ") == 3 and prompt.endswith('Asked: {"question": "')
-    assert "[D4] Volcanoes erupt molten rock." in prompt and "shutil.rmtree" in prompt
+    assert prompt.count("Asked: ") == 1 and prompt.endswith('Asked: {"question": "')
+    assert "[D4] Volcanoes erupt molten rock." in prompt and "shutil" not in prompt
     prov = truth.provenance
-    assert prov["repairs"]["copied_example"] == 1 and prov["repairs"]["hallucinated_id"] == 1
-    assert truth.queries.texts == ("which rocks come out of volcanoes",)
-    qid = truth.queries.ids[0]
+    assert prov["repairs"]["copied_example"] == 0 and prov["repairs"]["hallucinated_id"] == 1
+    assert truth.queries.texts == ("what happens inside a cell to sugar", "which rocks come out of volcanoes")
+    qid = truth.queries.ids[1]
     assert dict(truth.qrels[qid]) == {"g4": 3, "g3": 2}
     assert prov["hard_negatives"][qid] == ["g1", "g2"]
 
 
-def test_examples_replace_the_built_in_shots_and_copies_of_them_are_rejected() -> None:
+def test_user_examples_reach_the_prompt_and_copies_of_them_are_rejected() -> None:
     shots = (("numpy.argsort argsort(a) Returns the indices that would sort an array.",
               "how do I get the indices that would sort an array"),
              ("requests.get get(url) Sends a GET request.", "how to download a web page from a url"))
     c = PromptControl(examples=shots)
     prompt, prefill = describe_completion("time.sleep sleep(secs) Delay execution.", c)
-    assert "Document: numpy.argsort argsort(a) Returns" in prompt and "aspirin" not in prompt.lower()
+    assert "Document: numpy.argsort argsort(a) Returns" in prompt and prompt.count("Document: ") == 3
     assert prompt.index("requests.get") < prompt.index("time.sleep") and prefill == '{"query": "'
     assert shot_queries(c) == frozenset(q for _, q in shots)
     corpus = Corpus(("t",), (DOC,), ("",), ({},))
@@ -233,7 +313,7 @@ def test_examples_replace_the_built_in_shots_and_copies_of_them_are_rejected() -
                json.dumps({"query": "how do I pause my program for a while"})]
     with FakeOpenAI([Reply(200, a) for a in answers]) as srv:
         client = LLMClient(LLMConfig(base_url=srv.base_url, model="fake"))
-        truth = describe_truth(corpus, client, options=DescribeOptions(n=1, prompt=c, specificity=None),
+        truth = describe_truth(corpus, client, options=DescribeOptions(n=1, prompt=c, leak_mode="record"),
                                progress=False)
     assert truth.provenance["rejections"]["copied_example"] == 1
     assert truth.queries.texts == ("how do I pause my program for a while",)

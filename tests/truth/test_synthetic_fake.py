@@ -29,6 +29,11 @@ DOCS = {
 }
 
 
+#: The old rule these tests pin down: leak cut at 0.35 (regenerated), zero-shot throughout (no pilot round).
+CUT = {"leak_mode": "cut", "bootstrap": 0}
+CUT_ARGS = ("--leak-mode", "cut", "--bootstrap", "0")
+
+
 def _corpus() -> Corpus:
     return Corpus(tuple(DOCS), tuple(DOCS.values()), tuple("" for _ in DOCS), tuple({} for _ in DOCS))
 
@@ -49,7 +54,7 @@ def describe_responder(body: dict, i: int) -> Reply:
 def test_describe_mode_filters_leaks_and_regenerates() -> None:
     with FakeOpenAI(describe_responder) as srv:
         client = LLMClient(LLMConfig(base_url=srv.base_url, model="fake"))
-        truth = describe_truth(_corpus(), client, options=DescribeOptions(n=3, seed=0), progress=False)
+        truth = describe_truth(_corpus(), client, options=DescribeOptions(n=3, seed=0, **CUT), progress=False)
     by_doc = {m["source_doc"]: (t, m) for t, m in zip(truth.queries.texts, truth.queries.metadata)}
     assert set(by_doc) == {"a", "b", "c"}
     assert by_doc["a"][0] == "how do cells break down sugar" and by_doc["a"][1]["attempt"] == 1
@@ -71,7 +76,7 @@ def test_describe_drops_a_document_after_n_regenerations() -> None:
     corpus = Corpus(("c",), (DOCS["c"],), ("",), ({},))
     with FakeOpenAI(always_leaky) as srv:
         client = LLMClient(LLMConfig(base_url=srv.base_url, model="fake"))
-        truth = describe_truth(corpus, client, options=DescribeOptions(n=1, max_regenerations=2), progress=False)
+        truth = describe_truth(corpus, client, options=DescribeOptions(n=1, max_regenerations=2, **CUT), progress=False)
         assert len(srv.requests) == 3
     assert len(truth.queries) == 0 and truth.provenance["counts"]["dropped_docs"] == 1
     assert truth.provenance["leak"]["rejection_rate"] == 1.0
@@ -88,7 +93,6 @@ def _cluster_answer(body: dict, i: int) -> Reply:
             {"id": "D7", "relevant": True, "rank": 2, "reason": "made up"},          # hallucinated id
             {"id": "D3", "relevant": False, "rank": 3, "reason": "geology"}]},      # D4 left out
         {"question": "  ", "judgments": []},                                           # empty question
-        {"question": "Do supplements help old people avoid broken bones", "judgments": []},  # copies the example
     ]}
     return Reply(200, json.dumps(answer), prompt_tokens=300, completion_tokens=120)
 
@@ -107,7 +111,7 @@ def test_cluster_mode_repairs_grades_and_hard_negatives(tmp_path: Path) -> None:
     prov = truth.provenance
     assert prov["repairs"] == {"empty_question": 1, "hallucinated_id": 1, "duplicate_id": 0, "duplicate_rank": 1,
                                "irrelevant_above_relevant": 0, "left_out": 1, "no_relevant": 0,
-                               "copied_example": 1}
+                               "copied_example": 0}
     assert truth.queries.texts == ("which docs are about energy in cells?",)
     qid = truth.queries.ids[0]
     assert dict(truth.qrels[qid]) == {"g1": 3, "g2": 2}
@@ -129,17 +133,20 @@ def test_generate_cli_describe_then_run(tmp_path: Path, capsys) -> None:
     with FakeOpenAI(describe_responder) as srv:
         rc = main(["generate", "describe", "--corpus", str(src), "--llm", f"{srv.base_url}|fake", "-n", "3",
                    "--out", str(out), "--cache-dir", str(tmp_path / "cache"), "--no-progress",
-                   "--test-fraction", "1.0", "--min-doc-chars", "0", "--specificity", "off", "--answerability", "off"])
+                   "--test-fraction", "1.0", "--min-doc-chars", "0", "--specificity", "off", "--answerability", "off",
+                   *CUT_ARGS])
     assert rc == 0
     printed = capsys.readouterr().out
-    assert "kept 3 of 3 sampled documents; mean leak 0.000; rejection rate 25.0%" in printed
+    assert ("kept 3 of 3 sampled documents; mean leak 0.000 (leak mode cut; kept per leak bin [3, 0, 0, 0, 0]); "
+            "examples: none") in printed
     prov = json.loads((out / "provenance.json").read_text())
     assert prov["mode"] == "describe" and prov["split"]["n_test"] == 3 and prov["llm"]["model"] == "fake"
     assert main(["run", "--beir", str(out), "--arm", "bm25", "--no-progress", "--cache", "off"]) == 0
     # a second identical run is served from the cache: the server is gone, nothing fails
     rc = main(["generate", "describe", "--corpus", str(src), "--llm", "http://127.0.0.1:9/v1|fake", "-n", "3",
                "--out", str(tmp_path / "gen2"), "--cache-dir", str(tmp_path / "cache"), "--no-progress",
-               "--test-fraction", "1.0", "--min-doc-chars", "0", "--specificity", "off", "--answerability", "off"])
+               "--test-fraction", "1.0", "--min-doc-chars", "0", "--specificity", "off", "--answerability", "off",
+               *CUT_ARGS])
     assert rc == 0
     assert (tmp_path / "gen2" / "queries.jsonl").read_text() == (out / "queries.jsonl").read_text()
     assert f"wrote {out} (run it: bakeoff run --beir {out} --arm bm25 ...)" in printed
@@ -188,7 +195,7 @@ def test_generate_truth_is_the_public_entry(tmp_path: Path) -> None:
     from bakeoff.truth.generate import generate_truth
 
     with FakeOpenAI(describe_responder) as srv:
-        done = generate_truth(_corpus(), options=DescribeOptions(n=3, test_fraction=1.0), out=tmp_path / "t",
+        done = generate_truth(_corpus(), options=DescribeOptions(n=3, test_fraction=1.0, **CUT), out=tmp_path / "t",
                               source="three docs", llm=f"{srv.base_url}|fake", progress=False,
                               answerability="off")
     assert done.folder == tmp_path / "t" and done.batch_requests == 0 and done.ingested is None
@@ -221,7 +228,7 @@ def test_generate_cli_batch_out_then_batch_in(tmp_path: Path, capsys) -> None:
     src.write_text("".join(json.dumps({"_id": k, "title": "", "text": v}) + "\n" for k, v in DOCS.items()))
     common = ["generate", "describe", "--corpus", str(src), "--llm", "http://127.0.0.1:9/v1|fake", "-n", "3",
               "--out", str(tmp_path / "out"), "--cache-dir", str(tmp_path / "cache"), "--no-progress",
-              "--min-doc-chars", "0", "--specificity", "off", "--answerability", "off"]
+              "--min-doc-chars", "0", "--specificity", "off", "--answerability", "off", "--leak-mode", "cut"]
 
     def answer(batch: Path, results: Path) -> int:
         lines = [json.loads(x) for x in batch.read_text().splitlines()]
@@ -241,7 +248,7 @@ def test_generate_cli_batch_out_then_batch_in(tmp_path: Path, capsys) -> None:
     assert answer(tmp_path / "b2.jsonl", tmp_path / "r2.jsonl") == 1          # only the leaky document
     assert main(common + ["--batch-in", str(tmp_path / "r2.jsonl")]) == 0
     out = capsys.readouterr().out
-    assert "wrote 3 requests" in out and "wrote 1 requests" in out and "rejection rate 25.0%" in out
+    assert "wrote 3 requests" in out and "wrote 1 requests" in out and "examples: none" in out
     assert len((tmp_path / "out" / "queries.jsonl").read_text().splitlines()) == 3
 
 
@@ -255,7 +262,7 @@ def test_describe_stratified_sample_reports_the_mix() -> None:
 
     with FakeOpenAI(ok) as srv:
         client = LLMClient(LLMConfig(base_url=srv.base_url, model="fake"))
-        truth = describe_truth(corpus, client, options=DescribeOptions(n=4, stratify_by="topic"), progress=False)
+        truth = describe_truth(corpus, client, options=DescribeOptions(n=4, stratify_by="topic", bootstrap=0), progress=False)
     mix = truth.provenance["sampled_mix"]
     assert {g: m["sampled"] for g, m in mix.items()} == {"x": 3, "y": 1}       # 4 * 6/8 = 3, 4 * 2/8 = 1
     assert mix["x"]["corpus_share"] == 0.75 and mix["y"]["sampled_share"] == 0.25

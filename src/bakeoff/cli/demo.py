@@ -12,6 +12,11 @@ from ._common import make_cache
 
 def demo(
     out: Annotated[Path, typer.Option(help="Output folder (truth/ BEIR folder and results.json).")] = Path("results/demo"),
+    corpus: Annotated[Optional[Path], typer.Option(help="Your corpus (BEIR folder, records file, folder of documents, ingest output); default: the standard library's docstrings.")] = None,
+    llm: Annotated[str, typer.Option(help="local | local:NAME|PATH.gguf | openai:<model> | ollama:<model> | <base_url>|<model>.")] = "local",
+    id_field: Annotated[str, typer.Option("--id-field", help="Records: field of the document id.")] = "id",
+    text_field: Annotated[str, typer.Option("--text-field", help="Records: field of the text.")] = "text",
+    title_field: Annotated[Optional[str], typer.Option("--title-field", help="Records: field of the title.")] = "title",
     n: Annotated[int, typer.Option("-n", help="Documents to write queries for.")] = 100,
     seed: Annotated[int, typer.Option(help="Seed of the document sample and of generation.")] = 0,
     cache: Annotated[str, typer.Option(help="Cache policy: use, refresh or off.")] = "use",
@@ -19,13 +24,13 @@ def demo(
     progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
     min_doc_chars: Annotated[Optional[int], typer.Option(help="Never sample documents shorter than this (characters).")] = None,
 ) -> None:
-    """Stdlib docstrings -> Gemma-written queries (leak- and specificity-filtered) -> TF-IDF, BM25, BM25+stemmer, dense, RRF."""
+    """Corpus (stdlib docstrings or --corpus) -> LLM-written queries, filtered -> TF-IDF, BM25, BM25+stemmer, dense, RRF -> verdict."""
+    from ..data.loaders import FieldMap
     from ..demo import run_demo
 
-    from ..demo import MIN_DOC_CHARS
-
-    run_demo(out=out, n=n, seed=seed, cache=make_cache(cache, cache_dir), progress=progress, echo=typer.echo,
-             min_doc_chars=MIN_DOC_CHARS if min_doc_chars is None else min_doc_chars)
+    run_demo(out=out, corpus=corpus, llm=llm, fields=FieldMap(id=id_field, text=(text_field,), title=title_field),
+             n=n, seed=seed, cache=make_cache(cache, cache_dir), progress=progress, echo=typer.echo,
+             min_doc_chars=min_doc_chars)
 
 
 def register(app: typer.Typer) -> None:

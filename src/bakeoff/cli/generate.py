@@ -17,7 +17,9 @@ def generate(
     llm: Annotated[str, typer.Option(help="local | openai:<model> | ollama:<model> | <base_url>|<model>.")] = "local",
     n: Annotated[int, typer.Option("-n", help="Number of queries wanted.")] = 200,
     seed: Annotated[int, typer.Option(help="Seed of sampling, clustering and generation.")] = 0,
-    leak_threshold: Annotated[float, typer.Option(help="reject queries whose leak (share of their words copied from the source documents) is above this; both modes.")] = 0.35,
+    leak_mode: Annotated[str, typer.Option(help="describe: target (match the kept queries' leak to --leak-target), cut (reject above --leak-threshold: for searchers who use other words than the documents) or record.")] = "target",
+    leak_target: Annotated[str, typer.Option(help="describe, --leak-mode target: uniform, five shares 'a,b,c,d,e' over leak bins of width 0.2, or a judged dataset folder whose real queries give them.")] = "uniform",
+    leak_threshold: Annotated[float, typer.Option(help="--leak-mode cut (describe) and clusters: reject queries whose leak (share of their words copied from the source documents) is above this.")] = 0.35,
     regenerations: Annotated[int, typer.Option(help="describe: regenerations of a rejected query.")] = 3,
     candidates: Annotated[int, typer.Option(min=1, help="describe: queries per document and round; the passing one with the best answerability is kept (best of n).")] = 1,
     stratify_by: Annotated[Optional[str], typer.Option(help="describe: metadata field to stratify sampling by.")] = None,
@@ -28,18 +30,22 @@ def generate(
     grades: Annotated[str, typer.Option(help="clusters: grade by relevant rank, 'g1,g2,...;default'.")] = "3,2,2;1",
     encoder: Annotated[Optional[str], typer.Option(help="clusters: dense model for the embeddings (default MiniLM).")] = None,
     encoder_key_env: Annotated[str, typer.Option(help="clusters: NAME of the variable holding the key of an openai: encoder.")] = "OPENAI_API_KEY",
-    specificity: Annotated[str, typer.Option(help="Specificity scorer: local (bundled Gemma in-process), off, or a completions server spec.")] = "local",
+    specificity: Annotated[str, typer.Option(help="Specificity scorer: off, local (bundled Gemma in-process) or a completions server spec.")] = "off",
     specificity_threshold: Annotated[Optional[float], typer.Option(help="Keep queries whose specificity (nats/token) is at least this (default 1.0).")] = None,
     specificity_top: Annotated[Optional[float], typer.Option(help="Keep only this top fraction of queries by specificity.")] = None,
     answerability: Annotated[str, typer.Option(help="Answerability scorer: use (multilingual USE bi-encoder cosine), minilm (the dense arm's default model: favours it), cross-encoder:<model> (a trained reranker's logit), bi-encoder:<model>, or off.")] = "use",
-    answerability_threshold: Annotated[float | None, typer.Option(help="Keep queries whose answerability is at least this (default: 0.5 USE cosine, 0.6 other bi-encoders; 0.0 cross-encoder logit).")] = None,
+    answerability_threshold: Annotated[float | None, typer.Option(help="An absolute rule instead of the rank rule: keep queries whose answerability score is at least this.")] = None,
+    answerability_alpha: Annotated[float, typer.Option(help="Rank rule: keep a query when its document beats all but this share of the reference documents.")] = 0.05,
+    answerability_references: Annotated[int, typer.Option(help="Rank rule: random documents of the corpus each query's document is ranked against.")] = 99,
     answerability_top: Annotated[float | None, typer.Option(help="Keep only this top fraction of queries by answerability.")] = None,
     min_doc_chars: Annotated[int, typer.Option(help="describe: never sample documents shorter than this (characters).")] = 60,
     style: Annotated[str, typer.Option(help="Query style: question, keywords or typos.")] = "question",
     prompt_lang: Annotated[str, typer.Option(help="Language of the prompt and its examples: en or es.")] = "en",
     persona: Annotated[Optional[str], typer.Option(help="Who searches, e.g. 'a tenant in a deposit dispute'.")] = None,
     instruction: Annotated[Optional[str], typer.Option(help="Extra instruction added to the prompt.")] = None,
-    preset: Annotated[Optional[str], typer.Option(help="Named constraint set: seed000.")] = None,
+    preset: Annotated[Optional[str], typer.Option(help="Named constraint set: need-not-document (alias seed000).")] = None,
+    examples: Annotated[Optional[Path], typer.Option(help="describe: JSONL of {\"document\", \"query\"} examples shown to the model (default: none).")] = None,
+    bootstrap: Annotated[int, typer.Option(min=0, help="describe: without --examples, the best kept queries of a zero-shot pilot round become this many examples (0: zero-shot throughout).")] = 3,
     reasoning_effort: Annotated[Optional[str], typer.Option(help="Reasoning models: minimal, low, medium or high.")] = None,
     test_fraction: Annotated[float, typer.Option(help="Share of queries in qrels/test.tsv (rest: train).")] = 0.5,
     concurrency: Annotated[Optional[int], typer.Option(min=1, help="Requests in flight (default 4); with --llm local, servers (default one per core, at most 2) of BAKEOFF_LLAMA_SLOTS slots each (default 4).")] = None,
@@ -64,25 +70,28 @@ def generate(
     from ..errors import ConfigError
     from ..truth.answerability import AnswerabilityOptions
     from ..truth.generate import generate_truth
-    from ..truth.prompts import PromptControl
+    from ..truth.prompts import PromptControl, read_examples
+    from ..truth.reference_rank import ReferenceRankOptions
     from ..truth.repair import GradeMap
     from ..truth.specificity import DEFAULT_THRESHOLD, SpecificityOptions
-    from ..truth.synthetic import ClusterOptions, DescribeOptions
+    from ..truth.synthetic import ClusterOptions, DescribeOptions, leak_target_shares
 
     if mode not in ("describe", "clusters"):
         raise ConfigError(f"mode must be describe or clusters, got {mode!r}")
     doc_chars: dict = {"max_doc_chars": max_doc_chars} if max_doc_chars else {}
     doc_chars["prompt"] = PromptControl(style=style, lang=prompt_lang, persona=persona, instruction=instruction,  # type: ignore[arg-type]
-                                        preset=preset)
+                                        preset=preset, examples=read_examples(examples) if examples else None)
     doc_chars["specificity"] = None if specificity == "off" else SpecificityOptions(
         threshold=DEFAULT_THRESHOLD if specificity_threshold is None else specificity_threshold,
         keep_fraction=specificity_top)
     doc_chars["answerability"] = None if answerability == "off" else AnswerabilityOptions(
-        threshold=answerability_threshold, keep_fraction=answerability_top)
+        threshold=answerability_threshold, keep_fraction=answerability_top,
+        reference=ReferenceRankOptions(references=answerability_references, alpha=answerability_alpha, seed=seed))
     if mode == "describe":
         opts: DescribeOptions | ClusterOptions = DescribeOptions(
             n=n, seed=seed, leak_threshold=leak_threshold, max_regenerations=regenerations, stratify_by=stratify_by,
-            lang=lang, test_fraction=test_fraction, min_doc_chars=min_doc_chars, candidates=candidates, **doc_chars)
+            lang=lang, test_fraction=test_fraction, min_doc_chars=min_doc_chars, candidates=candidates,
+            leak_mode=leak_mode, leak_target=leak_target_shares(leak_target, lang=lang), bootstrap=bootstrap, **doc_chars)
     else:
         try:
             gm = GradeMap.parse(grades)
@@ -113,7 +122,8 @@ def generate(
     if mode == "describe":
         lk = prov["leak"]
         typer.echo(f"kept {prov['counts']['kept']} of {prov['counts']['sampled']} sampled documents; "
-                   f"mean leak {lk['kept']['mean']:.3f}; rejection rate {lk['rejection_rate']:.1%}")
+                   f"mean leak {lk['kept']['mean']:.3f} (leak mode {lk['mode']}; kept per leak bin {lk['kept_by_bin']}"
+                   + (f", quota {lk['quota']}" if lk.get("quota") else "") + f"); examples: {prov['prompts']['examples']}")
         typer.echo("rejected generations: " + ", ".join(f"{k} {v}" for k, v in prov["rejections"].items())
                    + f"; documents too short to sample: {prov['documents']['too_short']}")
     if mode != "describe":
@@ -131,14 +141,16 @@ def generate(
         an = prov["answerability"]
         st = an["all_candidates"]
         if st["n"]:
+            rule = (f"rank of the source among {an['reference']['references']} random documents <= "
+                    f"{an['reference']['max_rank']}: {an['reference']['share_kept']:.0%} pass" if "reference" in an
+                    else f"below {an['threshold']} {st.get('share_below', 0.0):.0%}")
             typer.echo(f"answerability ({an['score']}, {an['scorer'].get('model')}) of {st['n']} candidates: "
-                       f"p10 {st['p10']:+.2f}, median {st['p50']:+.2f}, p90 {st['p90']:+.2f}; below {an['threshold']} "
-                       f"{st.get('share_below', 0.0):.0%}")
+                       f"p10 {st['p10']:+.2f}, median {st['p50']:+.2f}, p90 {st['p90']:+.2f}; {rule}")
     if prov["counts"]["kept"]:
         typer.echo(f"wrote {out} (run it: bakeoff run --beir {out} --arm bm25 ...)")
     else:
         typer.echo(f"wrote {out}, but with no query kept there is nothing to evaluate; see the rejections above "
-                   "(more documents with -n, a bigger model with --llm, or a lower --answerability-threshold)")
+                   "(more documents with -n, a bigger model with --llm, or a looser --answerability-alpha)")
 
 
 def register(app: typer.Typer) -> None:

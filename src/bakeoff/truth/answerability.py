@@ -44,7 +44,8 @@ import contextlib
 import math
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
@@ -52,6 +53,7 @@ import numpy as np
 from ..cache import Cache, cache_key
 from ..errors import ConfigError
 from . import score_filter
+from .reference_rank import RankedScore, ReferenceRankOptions, rank_all, rank_by_pairs, reference_rows
 from .score_filter import keep_mask
 
 __all__ = [
@@ -63,6 +65,7 @@ __all__ = [
     "BiEncoderAnswerability",
     "CrossEncoderAnswerability",
     "Preloading",
+    "answerability_ranks",
     "answerability_scores",
     "answerability_text",
     "bias_caveat",
@@ -108,6 +111,7 @@ class BiEncoderAnswerability:
         from ..models.encoders import make_encoder
 
         self.model, self.batch_size = model, batch_size
+        self._memo: dict[str, np.ndarray] = {}
         self._encoder = make_encoder(model)
         self._encoder.identity()  # a missing package or model fails here, before any generation
         self.default_threshold = DEFAULT_THRESHOLD if _is_use(model) else MINILM_THRESHOLD
@@ -119,8 +123,23 @@ class BiEncoderAnswerability:
         if not pairs:
             return np.empty(0, dtype=np.float32)
         q = self._encoder.encode([p[0] for p in pairs], kind="query", batch_size=self.batch_size)
-        d = self._encoder.encode([p[1] for p in pairs], kind="doc", batch_size=self.batch_size)
-        return np.einsum("ij,ij->i", q.astype(np.float64), d.astype(np.float64)).astype(np.float32)
+        d = self._doc_vectors([p[1] for p in pairs])
+        return np.einsum("ij,ij->i", q.astype(np.float64), d).astype(np.float32)
+
+    def score_matrix(self, queries: Sequence[str], documents: Sequence[str]) -> np.ndarray:
+        """``[len(queries), len(documents)]`` cosines (each document encoded once per scorer)."""
+        if not queries or not documents:
+            return np.zeros((len(queries), len(documents)), dtype=np.float32)
+        q = self._encoder.encode(list(queries), kind="query", batch_size=self.batch_size).astype(np.float64)
+        return (q @ self._doc_vectors(documents).T).astype(np.float32)
+
+    def _doc_vectors(self, documents: Sequence[str]) -> np.ndarray:
+        memo = self._memo
+        todo = list(dict.fromkeys(d for d in documents if d not in memo))
+        if todo:
+            vecs = self._encoder.encode(todo, kind="doc", batch_size=self.batch_size)
+            memo.update(zip(todo, np.asarray(vecs, dtype=np.float64), strict=True))
+        return np.stack([memo[d] for d in documents])
 
 
 class CrossEncoderAnswerability:
@@ -174,6 +193,13 @@ class Preloading:
         self._thread.join()
         return self._scorer.score(pairs)
 
+    def __getattr__(self, name: str) -> Any:  # score_matrix and the like, once the model has loaded
+        if name.startswith("_"):
+            raise AttributeError(name)
+        attr = getattr(self._scorer, name)
+        self._thread.join()
+        return attr
+
 
 _USE_NAMES = frozenset({"use", "use-multilingual", "usem3", "universal-sentence-encoder"})
 USE_MODEL = "universal-sentence-encoder-multilingual-3"
@@ -213,13 +239,20 @@ def open_answerability(spec: str | None) -> AnswerabilityScorer | None:
 
 @dataclass(frozen=True, kw_only=True)
 class AnswerabilityOptions:
-    """Which queries are kept: ``score >= threshold`` (``None``: the scorer's default, 0.5 for the USE
-    cosine, 0.6 for other bi-encoders' cosine, 0.0 for a cross-encoder logit), then with ``keep_fraction`` only the top
-    fraction of the passing ones. ``max_doc_chars``: characters of the document scored."""
+    """Which queries are kept.
+
+    Default, **relative to the corpus**: the source document's rank among ``reference.references``
+    random documents of the same corpus under the scorer (:mod:`bakeoff.truth.reference_rank`), kept
+    when ``rank <= max(1, floor(alpha * (R + 1)))`` (R = 99, alpha = 0.05: rank <= 5). **Absolute**,
+    when ``threshold`` is given (or ``reference`` is ``None``): ``score >= threshold`` (``None``: the
+    scorer's default, 0.5 for the USE cosine, 0.6 for other bi-encoders' cosine, 0.0 for a
+    cross-encoder logit). Then, with ``keep_fraction``, only the top fraction of the passing ones by
+    score. ``max_doc_chars``: characters of the document scored."""
 
     threshold: float | None = None
     keep_fraction: float | None = None
     max_doc_chars: int = 1500
+    reference: ReferenceRankOptions | None = field(default_factory=ReferenceRankOptions)
 
     def __post_init__(self) -> None:
         if self.threshold is not None and not math.isfinite(self.threshold):
@@ -229,8 +262,16 @@ class AnswerabilityOptions:
         if self.max_doc_chars < 1:
             raise ConfigError("answerability max_doc_chars must be >= 1")
 
-    def resolved_threshold(self, scorer: AnswerabilityScorer) -> float:
-        """The threshold in force for ``scorer``; a bi-encoder cosine threshold outside [-1, 1] is refused."""
+    @property
+    def relative(self) -> bool:
+        """True when the rank rule is in force (no explicit threshold and a reference set)."""
+        return self.threshold is None and self.reference is not None
+
+    def resolved_threshold(self, scorer: AnswerabilityScorer) -> float | None:
+        """The absolute threshold in force for ``scorer`` (``None`` under the rank rule); a bi-encoder
+        cosine threshold outside [-1, 1] is refused."""
+        if self.relative:
+            return None
         thr = scorer.default_threshold if self.threshold is None else self.threshold
         if scorer.kind == "bi-encoder" and not -1.0 <= thr <= 1.0:
             raise ConfigError(f"--answerability-threshold is a cosine for {scorer.kind} scorers: must be in [-1, 1], "
@@ -271,6 +312,28 @@ def answerability_scores(pairs: Sequence[tuple[str, str]], scorer: Answerability
             if cache is not None:
                 cache.put_json("answerability", keys[i], {"score": float(v)})
     return [float(v) for v in out]  # type: ignore[arg-type]
+
+
+def answerability_ranks(queries: Sequence[str], rows: Sequence[int], own_scores: Sequence[float],
+                        scorer: AnswerabilityScorer, *, doc_text: Callable[[int], str], n_docs: int,
+                        options: AnswerabilityOptions = AnswerabilityOptions(),
+                        cache: Cache | None = None) -> list[RankedScore]:
+    """The rank of each query's own document (``rows``, scored ``own_scores``) among the reference
+    documents of ``options.reference`` (:mod:`bakeoff.truth.reference_rank`). A scorer with
+    ``score_matrix`` (bi-encoders) encodes each reference document once; any other scores
+    ``len(queries) * R`` pairs through :func:`answerability_scores` (cached per pair)."""
+    ref = options.reference or ReferenceRankOptions()
+
+    def text(r: int) -> str:
+        return answerability_text(doc_text(r), max_doc_chars=options.max_doc_chars)
+
+    matrix = getattr(scorer, "score_matrix", None)
+    if matrix is not None:
+        refs = reference_rows(n_docs, ref)
+        scores = np.asarray(matrix(list(queries), [text(int(r)) for r in refs]), dtype=np.float64)
+        return rank_all(rows, own_scores, refs, scores, ref)
+    return rank_by_pairs(queries, rows, own_scores, text, ref, n_docs,
+                         lambda pairs: answerability_scores(pairs, scorer, options=options, cache=cache))
 
 
 #: Histogram bins of the answerability score: 0.1 wide over [-0.2, 1.0].

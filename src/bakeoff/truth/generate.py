@@ -125,7 +125,7 @@ def generate_truth(
     batch_in: Path | None = None,
     batch_out: Path | None = None,
     progress: bool = True,
-    specificity: str | None = "local",
+    specificity: str | None = "off",
     reasoning_effort: str | None = None,
     cluster_leak_threshold: float | None = 0.35,
     answerability: str | None = "use",
@@ -139,13 +139,14 @@ def generate_truth(
     are checked. Cluster mode needs ``embed``; ``batch_in`` applies to describe mode. Cluster
     questions whose leak exceeds ``cluster_leak_threshold`` are dropped
     (:func:`~bakeoff.truth.synthetic.cluster_leak_filter`; ``None`` only records the leak).
-    ``specificity`` names the query-likelihood scorer of the specificity filter (``local``: the
-    bundled Gemma in-process; ``off``/``None``: no filter; else a completions server spec, see
+    ``specificity`` names the query-likelihood scorer of the specificity filter (``off``/``None``, the
+    default: no filter; ``local``: the bundled Gemma in-process; else a completions server spec, see
     :func:`bakeoff.truth.specificity.open_likelihood`); its options are ``options.specificity``.
     ``answerability`` names the scorer of the answerability filter (``use``: the multilingual USE bi-encoder;
     ``cross-encoder:<model>``; ``off``/``None``: no filter, see
     :func:`bakeoff.truth.answerability.open_answerability`); its options are ``options.answerability``.
-    Refused (:class:`~bakeoff.errors.ConfigError`): ``n < 1``, a test fraction outside [0, 1],
+    Batch files turn describe mode's bootstrapped examples off (a batch holds requests known in
+    advance). Refused (:class:`~bakeoff.errors.ConfigError`): ``n < 1``, a test fraction outside [0, 1],
     batch files without a cache or with the local LLM.
     """
     if options.n < 1:
@@ -158,6 +159,9 @@ def generate_truth(
         raise ConfigError("batch files are for remote APIs; use --llm openai:<model>")
     if isinstance(options, ClusterOptions) and embed is None:
         raise ConfigError("cluster mode needs document vectors (an embed function)")
+    if (batch_in or batch_out) and isinstance(options, DescribeOptions) and options.bootstrap:
+        # a batch file holds one round's requests, known in advance: no examples chosen between rounds
+        options = replace(options, bootstrap=0)
     if not isinstance(corpus, Corpus):
         source = source or str(corpus)
         corpus = open_corpus(corpus, fields=fields)

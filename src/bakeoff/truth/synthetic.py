@@ -47,18 +47,18 @@ from ..data.model import Corpus, Qrels, Queries
 from ..data.writers import write_beir
 from .leak import leak, leak_histogram, leak_stats
 from .llm import ChatRequest, LLMClient
-from .prompts import (CLUSTER_INSTRUCTION, CLUSTER_SHOT_QUESTIONS, DESCRIBE_SHOT_QUERIES, PromptControl, cluster_completion,
-                      cluster_messages, cluster_question_schema, cluster_schema, describe_completion, describe_messages, describe_schema,
+from .prompts import (CLUSTER_INSTRUCTION, CLUSTER_SHOT_QUESTIONS, PromptControl, cluster_completion, cluster_messages,
+                      cluster_question_schema, cluster_schema, describe_completion, describe_messages, describe_schema,
                       shot_queries)
 from .repair import REPAIR_KINDS, GradeMap, repair_question
 from .sampling import eligible_rows, sample_rows, sampled_mix, split_of
-from .answerability import AnswerabilityOptions, AnswerabilityScorer, answerability_scores
+from .answerability import AnswerabilityOptions, AnswerabilityScorer, answerability_ranks, answerability_scores
 from .answerability import keep_mask as answer_keep_mask
 from .answerability import score_stats as answer_stats
 from .specificity import QueryLikelihood, SpecificityOptions, keep_mask, score_stats, specificity_scores
 
 __all__ = ["DescribeOptions", "ClusterOptions", "SyntheticTruth", "describe_truth", "cluster_truth",
-           "cluster_corpus"]
+           "cluster_corpus", "LEAK_BINS", "LEAK_MODES", "leak_bin", "leak_quota", "leak_target_shares"]
 
 log = logging.getLogger("bakeoff")
 
@@ -70,9 +70,71 @@ def _doc_text(corpus: Corpus, row: int, max_chars: int) -> str:
     return full if len(full) <= max_chars else full[:max_chars].rsplit(" ", 1)[0] + " ..."
 
 
+#: ``--leak-mode``: ``target`` matches the kept queries' leak to a target distribution; ``cut`` rejects
+#: (and regenerates) queries above ``leak_threshold``; ``record`` only measures.
+LEAK_MODES: tuple[str, ...] = ("target", "cut", "record")
+#: Upper edges of the leak bins of the target distribution: [0, .2), [.2, .4), [.4, .6), [.6, .8), [.8, 1].
+LEAK_BINS: tuple[float, ...] = (0.2, 0.4, 0.6, 0.8)
+
+
+def leak_bin(value: float) -> int:
+    """The bin (0-4) of a leak value: the number of :data:`LEAK_BINS` edges at or below it."""
+    return sum(value >= edge for edge in LEAK_BINS)
+
+
+def leak_quota(n: int, target: tuple[float, ...], slack: float) -> list[int]:
+    """Kept queries allowed per leak bin: ``ceil(slack * share * n)`` (shares normalised to sum 1)."""
+    total = sum(target)
+    return [math.ceil(slack * (t / total) * n - 1e-9) for t in target]
+
+
+def leak_target_shares(spec: str, *, lang: str = "en") -> tuple[float, ...]:
+    """The leak target of ``--leak-target``: ``uniform``; five comma-separated shares (one per bin of
+    :data:`LEAK_BINS`); or a judged dataset (a BEIR folder or anything ``--dataset`` takes) whose
+    real (query, relevant documents) pairs give the shares (:func:`leak_report`'s rule)."""
+    from ..errors import ConfigError
+
+    spec = spec.strip()
+    if spec == "uniform":
+        return (0.2,) * (len(LEAK_BINS) + 1)
+    parts = spec.split(",")
+    if len(parts) == len(LEAK_BINS) + 1:
+        try:
+            return tuple(float(x) for x in parts)
+        except ValueError:
+            raise ConfigError(f"--leak-target: {spec!r} is not {len(LEAK_BINS) + 1} numbers") from None
+    if not Path(spec).exists():
+        raise ConfigError(f"--leak-target must be uniform, {len(LEAK_BINS) + 1} comma-separated shares or a judged "
+                          f"dataset folder, got {spec!r}")
+    from ..data.datasets import open_dataset
+
+    ds, _ = open_dataset(spec, plain=True)
+    values = leak_report(ds.queries, ds.qrels, ds.corpus, lang=lang)
+    if not values:
+        raise ConfigError(f"--leak-target {spec}: no judged query with a relevant document in its corpus")
+    counts = [0] * (len(LEAK_BINS) + 1)
+    for v in values:
+        counts[leak_bin(v)] += 1
+    return tuple(c / len(values) for c in counts)
+
+
 @dataclass(frozen=True)
 class DescribeOptions:
-    """Describe-mode parameters (all recorded in provenance)."""
+    """Describe-mode parameters (all recorded in provenance).
+
+    **Leak** (:mod:`bakeoff.truth.leak`, the share of a query's words copied from its document):
+    ``leak_mode="target"`` (default) keeps at most ``ceil(leak_slack * share * n)`` queries per leak
+    bin of :data:`LEAK_BINS`, ``share`` from ``leak_target`` (default uniform), so the kept set copies
+    its documents' words about as often as the target says instead of never; a query over its bin's
+    quota is regenerated, except in the last round (no document is lost to the quota alone).
+    ``"cut"``: reject above ``leak_threshold`` and regenerate, for corpora whose searchers use other
+    words than the documents. ``"record"``: measure only.
+
+    **Examples**: none by default (zero-shot). ``prompt.examples`` (``--examples FILE``) are the
+    user's; otherwise, with ``bootstrap`` > 0, a pilot round over the first ``bootstrap_pilot``
+    sampled documents runs zero-shot and its ``bootstrap`` best kept queries (by answerability rank,
+    then score) become the examples of every later request (InPars/Promptagator-style).
+    """
 
     n: int = 200
     seed: int = 0
@@ -90,10 +152,31 @@ class DescribeOptions:
     #: Queries generated per open document and round; the passing one with the best answerability is kept.
     candidates: int = 1
     #: How queries are scored and kept when a scorer is given (``None``: no specificity filter).
-    specificity: SpecificityOptions | None = field(default_factory=SpecificityOptions)
+    specificity: SpecificityOptions | None = None
     #: How queries are scored for answerability when an answerability scorer is given (``None``: no filter).
     answerability: AnswerabilityOptions | None = field(default_factory=AnswerabilityOptions)
     prompt: PromptControl = field(default_factory=PromptControl)
+    leak_mode: str = "target"
+    leak_target: tuple[float, ...] = (0.2, 0.2, 0.2, 0.2, 0.2)
+    leak_slack: float = 1.25
+    bootstrap: int = 3
+    bootstrap_pilot: int = 12
+    #: Characters of a bootstrapped example's document shown in the prompt.
+    example_doc_chars: int = 400
+
+    def __post_init__(self) -> None:
+        from ..errors import ConfigError
+
+        if self.leak_mode not in LEAK_MODES:
+            raise ConfigError(f"--leak-mode must be one of {', '.join(LEAK_MODES)}, got {self.leak_mode!r}")
+        if len(self.leak_target) != len(LEAK_BINS) + 1 or any(not math.isfinite(t) or t < 0 for t in self.leak_target) \
+                or sum(self.leak_target) <= 0:
+            raise ConfigError(f"--leak-target must be {len(LEAK_BINS) + 1} non-negative shares with a positive sum, "
+                              f"got {','.join(map(str, self.leak_target))}")
+        if not (math.isfinite(self.leak_slack) and self.leak_slack >= 1.0):
+            raise ConfigError(f"leak slack must be >= 1, got {self.leak_slack}")
+        if self.bootstrap < 0 or self.bootstrap_pilot < 1:
+            raise ConfigError("--bootstrap must be >= 0 and the pilot >= 1 document")
 
 
 @dataclass(frozen=True)
@@ -161,30 +244,32 @@ class SyntheticTruth:
 
 # -- describe mode ----------------------------------------------------------------
 
-def _copies_example(query: str, *, examples: frozenset[str] = DESCRIBE_SHOT_QUERIES,
+def _copies_example(query: str, *, examples: frozenset[str] = frozenset(),
                     max_jaccard: float = 0.6) -> bool:
     """True when ``query``'s word set has Jaccard >= ``max_jaccard`` with a few-shot example answer
     (small base models often echo their examples)."""
     words = set(query.lower().split())
     for shot in examples:
-        other = set(shot.split())
+        other = set(shot.lower().split())
         if words and len(words & other) / len(words | other) >= max_jaccard:
             return True
     return False
 
 
 def describe_request(corpus: Corpus, row: int, client: LLMClient, options: DescribeOptions, *,
-                     attempt: int) -> ChatRequest:
+                     attempt: int, control: PromptControl | None = None) -> ChatRequest:
     """The request number ``attempt`` for document ``row`` (seed ``seed * 100003 + attempt``; request ``j``
-    of regeneration round ``a`` is number ``a * options.candidates + j``)."""
+    of regeneration round ``a`` is number ``a * options.candidates + j``); ``control`` overrides
+    ``options.prompt`` (bootstrapped examples)."""
     o = options
+    ctl = control or o.prompt
     params: dict[str, Any] = {"temperature": o.temperature, "max_tokens": o.max_tokens,
                               "seed": o.seed * 100_003 + attempt}
     text = _doc_text(corpus, row, o.max_doc_chars)
     if client.config.prompt_style == "completion":
-        prompt, prefill = describe_completion(text, o.prompt)
+        prompt, prefill = describe_completion(text, ctl)
         return ChatRequest.completion(prompt, describe_schema(), {**params, "stop": ["\n"]}, prefill=prefill)
-    return ChatRequest(describe_messages(text, o.prompt), describe_schema(), params)
+    return ChatRequest(describe_messages(text, ctl), describe_schema(), params)
 
 
 def describe_requests(corpus: Corpus, client: LLMClient, options: DescribeOptions, *, attempt: int) -> list[ChatRequest]:
@@ -206,18 +291,19 @@ def _score_text(corpus: Corpus, row: int) -> str:
 def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOptions = DescribeOptions(),
                    progress: bool = True, scorer: QueryLikelihood | None = None,
                    answerer: AnswerabilityScorer | None = None) -> SyntheticTruth:
-    """Describe-mode ground truth (see the module docstring).
+    """Describe-mode ground truth (see the module docstring and :class:`DescribeOptions`).
 
     Filters, in order, each counted under its reason: ``failed`` (no valid answer),
-    ``copied_example`` (echoes a few-shot example), ``too_short`` (< ``min_query_words``),
-    ``rejected`` (leak > ``leak_threshold``), ``not_answerable`` (with an ``answerer`` and
-    ``options.answerability``: answerability score of (query, source document) below the threshold,
-    see :mod:`bakeoff.truth.answerability`), ``low_specificity`` (with a ``scorer`` and
-    ``options.specificity``: score below the threshold, see :mod:`bakeoff.truth.specificity`; scored
-    only for the candidates that passed answerability, so its distribution covers those).
+    ``copied_example`` (echoes an example of the prompt), ``too_short`` (< ``min_query_words``),
+    ``rejected`` (``leak_mode="cut"``: leak > ``leak_threshold``), ``not_answerable`` (with an
+    ``answerer`` and ``options.answerability``: the source document ranks below the reference rule,
+    or scores below the absolute threshold, see :mod:`bakeoff.truth.answerability`),
+    ``low_specificity`` (with a ``scorer`` and ``options.specificity``, see
+    :mod:`bakeoff.truth.specificity`; scored only for each document's best candidate),
+    ``leak_quota`` (``leak_mode="target"``: the query's leak bin is full; not in the last round).
     Each rejection sends the document to the next regeneration round. The ``keep_fraction`` options
     are applied at the end (``below_top_fraction``, ``below_answerability_top``). Kept queries carry
-    ``specificity`` and ``answerability`` in metadata.
+    ``leak``, ``answerability``, ``answer_rank`` and ``specificity`` in metadata as measured.
     """
     o = options
     rng = np.random.default_rng(o.seed)
@@ -225,14 +311,18 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
     rows = sample_rows(corpus, o.n, rng=rng, stratify_by=o.stratify_by, eligible=eligible)
     schema = describe_schema()
     completion = client.config.prompt_style == "completion"
-    examples = shot_queries(o.prompt)
     spec = o.specificity if scorer is not None else None
     ans = o.answerability if answerer is not None else None
     ans_thr = ans.resolved_threshold(answerer) if ans is not None else None  # type: ignore[arg-type]
+    relative = ans is not None and ans.relative
     all_ans: list[float] = []
+    all_ranks: list[int] = []
     ans_stats: dict[str, int] = {}
+    quota = leak_quota(len(rows), o.leak_target, o.leak_slack) if o.leak_mode == "target" else None
+    in_bin = [0] * (len(LEAK_BINS) + 1)
 
-    accepted: dict[int, tuple[str, float, int, float | None, float | None]] = {}
+    # row -> (query, leak, round, specificity, answerability, rank)
+    accepted: dict[int, tuple[str, float, int, float | None, float | None, int | None]] = {}
     all_leaks: list[float] = []
     all_spec: list[float] = []
     spec_stats: dict[str, int] = {}
@@ -242,16 +332,26 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
     def note(r: int, attempt: int, query: str, outcome: str, **extra: Any) -> None:
         audit.append({"doc": corpus.ids[r], "round": attempt, "query": query, "outcome": outcome, **extra})
 
+    control = o.prompt
+    policy = "user" if o.prompt.examples else "none"
+    boot: list[dict[str, Any]] = []
+    pilot = min(len(rows), o.bootstrap_pilot) if (o.bootstrap > 0 and not o.prompt.examples and len(rows) > 1) else 0
     open_rows = [int(r) for r in rows]
     n_c = o.candidates
-    for attempt in range(o.max_regenerations + 1):
+    n_rounds = o.max_regenerations + 1 + (1 if pilot else 0)
+    for attempt in range(n_rounds):
         if not open_rows:
             break
-        reqs = [describe_request(corpus, r, client, o, attempt=attempt * n_c + j) for r in open_rows for j in range(n_c)]
-        gens = client.generate_many(reqs, progress=progress, desc=f"describe (round {attempt + 1})")
+        batch = open_rows[:pilot] if pilot and attempt == 0 else open_rows
+        last = attempt == n_rounds - 1
+        examples = shot_queries(control)
+        reqs = [describe_request(corpus, r, client, o, attempt=attempt * n_c + j, control=control)
+                for r in batch for j in range(n_c)]
+        desc = "describe (pilot)" if pilot and attempt == 0 else f"describe (round {attempt + 1 - (1 if pilot else 0)})"
+        gens = client.generate_many(reqs, progress=progress, desc=desc)
         waiting: set[int] = set()
         candidates: list[tuple[int, str, float]] = []
-        for r, g in zip([r for r in open_rows for _ in range(n_c)], gens, strict=True):
+        for r, g in zip([r for r in batch for _ in range(n_c)], gens, strict=True):
             if g.pending:
                 counts["pending"] += 1
                 waiting.add(r)
@@ -273,40 +373,52 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
             lk = leak(q, source, lang=o.lang)
             all_leaks.append(lk)
             counts["scored"] += 1
-            if lk > o.leak_threshold:
+            if o.leak_mode == "cut" and lk > o.leak_threshold:
                 counts["rejected"] += 1
                 note(r, attempt, q, "leak", leak=round(lk, 6))
                 continue
             candidates.append((r, q, lk))
         # answerability first (cheap), then specificity (an LLM pass) only for each document's best passing candidate
         answers: list[float | None] = [None] * len(candidates)
+        ranks: list[int | None] = [None] * len(candidates)
+        passes = [True] * len(candidates)
         if ans is not None and candidates:
             answers = list(answerability_scores([(q, _score_text(corpus, r)) for r, q, _ in candidates],
                                                 answerer, options=ans, cache=client.cache, stats=ans_stats))  # type: ignore[arg-type]
             all_ans.extend(answers)  # type: ignore[arg-type]
+            if relative:
+                got = answerability_ranks([q for _, q, _ in candidates], [r for r, _, _ in candidates],
+                                          answers, answerer, doc_text=lambda r: _score_text(corpus, r),  # type: ignore[arg-type]
+                                          n_docs=len(corpus), options=ans, cache=client.cache)
+                ranks = [x.rank for x in got]
+                all_ranks.extend(x.rank for x in got)
+                passes = [x.kept(ans.reference) for x in got]  # type: ignore[union-attr, arg-type]
+            else:
+                passes = [a >= ans_thr for a in answers]  # type: ignore[operator]
         best: dict[int, int] = {}  # row -> index of its best candidate passing answerability
-        for i, ((r, _, _), an) in enumerate(zip(candidates, answers, strict=True)):
-            if an is not None and ans_thr is not None and an < ans_thr:
+        for i, (r, _, _) in enumerate(candidates):
+            if not passes[i]:
                 continue
-            prev = answers[best[r]] if r in best else None
-            if r not in best or (an is not None and prev is not None and an > prev):
+            if r not in best or _better(ranks[i], answers[i], ranks[best[r]], answers[best[r]]):
                 best[r] = i
         chosen = sorted(best.values())
         scores: list[float | None] = [None] * len(candidates)
         if spec is not None and chosen:
-            got = specificity_scores([(candidates[i][1], _score_text(corpus, candidates[i][0])) for i in chosen],
-                                     scorer, options=spec, cache=client.cache, progress=progress,  # type: ignore[arg-type]
-                                     stats=spec_stats, others=_random_others(corpus, spec))
-            for i, x in zip(chosen, got, strict=True):
+            got_spec = specificity_scores([(candidates[i][1], _score_text(corpus, candidates[i][0])) for i in chosen],
+                                          scorer, options=spec, cache=client.cache, progress=progress,  # type: ignore[arg-type]
+                                          stats=spec_stats, others=_random_others(corpus, spec))
+            for i, x in zip(chosen, got_spec, strict=True):
                 scores[i] = x.score
-            all_spec.extend(x.score for x in got)
-        for i, ((r, q, lk), sc, an) in enumerate(zip(candidates, scores, answers, strict=True)):
+            all_spec.extend(x.score for x in got_spec)
+        for i, ((r, q, lk), sc, an, rk) in enumerate(zip(candidates, scores, answers, ranks, strict=True)):
             extra: dict[str, Any] = {"leak": round(lk, 6)}
             if sc is not None:
                 extra["specificity"] = round(sc, 6)
             if an is not None:
                 extra["answerability"] = round(an, 6)
-            if an is not None and ans_thr is not None and an < ans_thr:
+            if rk is not None:
+                extra["answer_rank"] = rk
+            if not passes[i]:
                 counts["not_answerable"] += 1
                 note(r, attempt, q, "not_answerable", **extra)
                 continue
@@ -318,8 +430,23 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
                 counts["low_specificity"] += 1
                 note(r, attempt, q, "low_specificity", **extra)
                 continue
+            if quota is not None:
+                b_ = leak_bin(lk)
+                if in_bin[b_] >= quota[b_] and not last:
+                    counts["leak_quota"] += 1
+                    note(r, attempt, q, "leak_quota", **extra)
+                    continue
+                in_bin[b_] += 1
             note(r, attempt, q, "kept", **extra)
-            accepted[r] = (q, lk, attempt, sc, an)
+            accepted[r] = (q, lk, attempt, sc, an, rk)
+        if pilot and attempt == 0 and o.bootstrap > 0:
+            best_kept = sorted((r for r in batch if r in accepted),
+                               key=lambda r: (accepted[r][5] or 0, -(accepted[r][4] or 0.0), r))[: o.bootstrap]
+            if best_kept:
+                shots = tuple((_doc_text(corpus, r, o.example_doc_chars), accepted[r][0]) for r in best_kept)
+                control = replace(o.prompt, examples=shots)
+                policy = "bootstrapped"
+                boot = [{"doc": corpus.ids[r], "query": accepted[r][0]} for r in best_kept]
         open_rows = [r for r in open_rows if r not in accepted and r not in waiting]
     if spec is not None and spec.keep_fraction is not None and accepted:
         order = sorted(accepted)
@@ -343,7 +470,7 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
     for pos, r in enumerate(int(x) for x in rows):
         if r not in accepted:
             continue
-        q, lk, attempt, sc, an = accepted[r]
+        q, lk, attempt, sc, an, rk = accepted[r]
         qid = f"describe-{pos:05d}"
         qids.append(qid)
         texts.append(q)
@@ -352,27 +479,36 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
             meta["specificity"] = round(sc, 6)
         if an is not None:
             meta["answerability"] = round(an, 6)
+        if rk is not None:
+            meta["answer_rank"] = rk
         metas.append(meta)
         judg[qid] = {corpus.ids[r]: 1}
     kept = [accepted[r][1] for r in accepted]
     scored = counts["scored"]
+    leak_thr = o.leak_threshold if o.leak_mode == "cut" else None
+    kept_by_bin = [0] * (len(LEAK_BINS) + 1)
+    for v in kept:
+        kept_by_bin[leak_bin(v)] += 1
     prov: dict[str, Any] = {
         "mode": "describe",
         "llm": client.config.public(),
         "prompts": {"style": client.config.prompt_style,
-                    "example": (describe_completion("<document text>", o.prompt) if completion
-                                else list(describe_messages("<document text>", o.prompt))),
-                    "instruction": o.prompt.describe_instruction(), "control": asdict(o.prompt)},
+                    "example": (describe_completion("<document text>", control) if completion
+                                else list(describe_messages("<document text>", control))),
+                    "instruction": o.prompt.describe_instruction(), "control": asdict(o.prompt),
+                    "examples": policy, "bootstrapped": boot},
         "parameters": {**asdict(o), "schema": schema.model_json_schema()},
-        "leak": {"kept": leak_stats(kept, threshold=o.leak_threshold),
-                 "all_generations": leak_stats(all_leaks, threshold=o.leak_threshold),
-                 "rejection_rate": counts["rejected"] / scored if scored else 0.0,
-                 "threshold": o.leak_threshold, "lang": o.lang},
+        "leak": {"kept": leak_stats(kept, threshold=leak_thr),
+                 "all_generations": leak_stats(all_leaks, threshold=leak_thr),
+                 "rejection_rate": (counts["rejected"] + counts["leak_quota"]) / scored if scored else 0.0,
+                 "mode": o.leak_mode, "threshold": leak_thr, "lang": o.lang,
+                 "bins": [0.0, *LEAK_BINS, 1.0], "kept_by_bin": kept_by_bin,
+                 "target": list(o.leak_target) if quota is not None else None, "quota": quota},
         "counts": {"sampled": len(rows), "kept": len(qids), **dict(counts)},
         "documents": {"corpus": len(corpus), "eligible": int(len(eligible)),
                       "too_short": len(corpus) - int(len(eligible)), "min_doc_chars": o.min_doc_chars},
         "rejections": {"failed": counts["failed"], "copied_example": counts["copied_example"],
-                       "too_short": counts["too_short"], "leak": counts["rejected"],
+                       "too_short": counts["too_short"], "leak": counts["rejected"], "leak_quota": counts["leak_quota"],
                        "low_specificity": counts["low_specificity"], "not_answerable": counts["not_answerable"],
                        "below_top_fraction": counts["below_top_fraction"],
                        "below_answerability_top": counts["below_answerability_top"],
@@ -389,11 +525,26 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
     if ans is not None:
         prov["answerability"] = _answer_provenance(answerer, ans, ans_thr, all_ans,  # type: ignore[arg-type]
                                                    [accepted[r][4] for r in accepted], ans_stats)
+        if relative:
+            ref = ans.reference
+            hist = Counter(min(rk, 11) for rk in all_ranks)
+            prov["answerability"]["reference"] = {
+                **asdict(ref), "max_rank": ref.max_rank,  # type: ignore[union-attr, arg-type]
+                "rule": "kept iff 1 + #{reference docs scoring >= own - 1e-6} <= max(1, floor(alpha * (R + 1)))",
+                "rank_histogram": {("11+" if k == 11 else str(k)): hist[k] for k in sorted(hist)},
+                "share_kept": (sum(rk <= ref.max_rank for rk in all_ranks) / len(all_ranks)) if all_ranks else 0.0}  # type: ignore[union-attr]
     if o.stratify_by:
         prov["sampled_mix"] = sampled_mix(corpus, rows, o.stratify_by)
         prov["kept_mix"] = sampled_mix(corpus, [r for r in rows if int(r) in accepted], o.stratify_by)
     return SyntheticTruth(Queries(tuple(qids), tuple(texts), tuple(metas)), Qrels(judg), prov,
                           test_fraction=o.test_fraction, split_seed=o.seed)
+
+
+def _better(rank: int | None, score: float | None, other_rank: int | None, other_score: float | None) -> bool:
+    """Best of n: a lower answerability rank wins, then a higher score; without scores the first stays."""
+    if rank is not None and other_rank is not None and rank != other_rank:
+        return rank < other_rank
+    return score is not None and other_score is not None and score > other_score
 
 
 def _answer_provenance(answerer: AnswerabilityScorer, options: AnswerabilityOptions, threshold: float | None,
