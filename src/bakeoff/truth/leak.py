@@ -19,7 +19,8 @@ from importlib.resources import files
 
 import numpy as np
 
-__all__ = ["LANGUAGES", "common_words", "rare_terms", "leak", "leak_histogram", "leak_stats", "DEFAULT_BINS"]
+__all__ = ["LANGUAGES", "common_words", "rare_terms", "leak", "leak_histogram", "leak_stats", "title_copy",
+           "DEFAULT_BINS"]
 
 LANGUAGES: tuple[str, ...] = ("en", "es")
 _TOKEN = re.compile(r"[^\W\d_]+")
@@ -48,6 +49,25 @@ def leak(query: str, source: str, *, lang: str = "en") -> float:
     if not rq:
         return 0.0
     return len(rq & rare_terms(source, lang=lang)) / len(rq)
+
+
+_WORD = re.compile(r"[^\W_]+")
+
+
+def title_copy(query: str, title: str) -> float:
+    """The share of the query's words (lowercase letter/digit runs of >= 3 characters) found in the
+    title's words; 0.0 when the query has fewer than two such words or the title fewer than two.
+
+        title_copy(q, t) = |{w in words(q) : w in words(t)}| / |words(q)|     (words(q) counted with repeats)
+
+    A query that restates its document's title ("PTH signaling in osteoprogenitors" for *PTH Signaling
+    in Osteoprogenitors Is Essential for ...*) names the document instead of asking what its content
+    answers."""
+    wq = [w for w in _WORD.findall(query.lower()) if len(w) >= 3]
+    wt = {w for w in _WORD.findall(title.lower()) if len(w) >= 3}
+    if len(wq) < 2 or len(wt) < 2:
+        return 0.0
+    return sum(w in wt for w in wq) / len(wq)
 
 
 def leak_histogram(values: Iterable[float], *, bins: Sequence[float] = DEFAULT_BINS) -> dict[str, int]:

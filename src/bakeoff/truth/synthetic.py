@@ -45,7 +45,7 @@ import numpy as np
 from .._io import atomic_write_json
 from ..data.model import Corpus, Qrels, Queries
 from ..data.writers import write_beir
-from .leak import leak, leak_histogram, leak_stats
+from .leak import leak, leak_histogram, leak_stats, title_copy
 from .llm import ChatRequest, LLMClient
 from .prompts import (CLUSTER_INSTRUCTION, CLUSTER_SHOT_QUESTIONS, PromptControl, cluster_completion, cluster_messages,
                       cluster_question_schema, cluster_schema, describe_completion, describe_messages, describe_schema,
@@ -132,8 +132,9 @@ class DescribeOptions:
 
     **Examples**: none by default (zero-shot). ``prompt.examples`` (``--examples FILE``) are the
     user's; otherwise, with ``bootstrap`` > 0, a pilot round over the first ``bootstrap_pilot``
-    sampled documents runs zero-shot and its ``bootstrap`` best kept queries (by answerability rank,
-    then score) become the examples of every later request (InPars/Promptagator-style).
+    sampled documents runs zero-shot, its ``bootstrap_pool`` best kept queries (by answerability rank,
+    then score) form a pool, and every later request shows ``bootstrap`` of them, drawn per request
+    (InPars/Promptagator-style). A query copying any pool example is rejected (``copied_example``).
     """
 
     n: int = 200
@@ -160,9 +161,14 @@ class DescribeOptions:
     leak_target: tuple[float, ...] = (0.2, 0.2, 0.2, 0.2, 0.2)
     leak_slack: float = 1.25
     bootstrap: int = 3
-    bootstrap_pilot: int = 12
+    bootstrap_pilot: int = 16
+    #: Best kept pilot queries kept as examples; each request shows ``bootstrap`` of them, drawn per request.
+    bootstrap_pool: int = 8
     #: Characters of a bootstrapped example's document shown in the prompt.
     example_doc_chars: int = 400
+    #: Reject a query when at least this share of its words is in its document's title
+    #: (:func:`bakeoff.truth.leak.title_copy`; naming the title is not an answer); ``None``: off.
+    max_title_copy: float | None = 0.8
 
     def __post_init__(self) -> None:
         from ..errors import ConfigError
@@ -175,7 +181,7 @@ class DescribeOptions:
                               f"got {','.join(map(str, self.leak_target))}")
         if not (math.isfinite(self.leak_slack) and self.leak_slack >= 1.0):
             raise ConfigError(f"leak slack must be >= 1, got {self.leak_slack}")
-        if self.bootstrap < 0 or self.bootstrap_pilot < 1:
+        if self.bootstrap < 0 or self.bootstrap_pilot < 1 or self.bootstrap_pool < 1:
             raise ConfigError("--bootstrap must be >= 0 and the pilot >= 1 document")
 
 
@@ -295,6 +301,7 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
 
     Filters, in order, each counted under its reason: ``failed`` (no valid answer),
     ``copied_example`` (echoes an example of the prompt), ``too_short`` (< ``min_query_words``),
+    ``copies_title`` (``title_copy >= max_title_copy``),
     ``rejected`` (``leak_mode="cut"``: leak > ``leak_threshold``), ``not_answerable`` (with an
     ``answerer`` and ``options.answerability``: the source document ranks below the reference rule,
     or scores below the absolute threshold, see :mod:`bakeoff.truth.answerability`),
@@ -335,6 +342,7 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
     control = o.prompt
     policy = "user" if o.prompt.examples else "none"
     boot: list[dict[str, Any]] = []
+    pool: tuple[tuple[str, str], ...] = ()  # bootstrapped (document, query) examples
     pilot = min(len(rows), o.bootstrap_pilot) if (o.bootstrap > 0 and not o.prompt.examples and len(rows) > 1) else 0
     open_rows = [int(r) for r in rows]
     n_c = o.candidates
@@ -344,8 +352,20 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
             break
         batch = open_rows[:pilot] if pilot and attempt == 0 else open_rows
         last = attempt == n_rounds - 1
-        examples = shot_queries(control)
-        reqs = [describe_request(corpus, r, client, o, attempt=attempt * n_c + j, control=control)
+        examples = shot_queries(control) | frozenset(q for _, q in pool)
+
+        def control_for(r: int, number: int) -> PromptControl:
+            """The pool's examples shown to request ``number`` of row ``r``: ``bootstrap`` of them, drawn
+            with ``default_rng([seed, r, number])`` and shown in pool order (a small model copies the
+            examples it sees; a different draw per request keeps one example from being copied everywhere)."""
+            if not pool:
+                return control
+            pick = np.random.default_rng([o.seed, r, number]).choice(len(pool), size=min(o.bootstrap, len(pool)),
+                                                                     replace=False)
+            return replace(o.prompt, examples=tuple(pool[i] for i in sorted(int(x) for x in pick)))
+
+        reqs = [describe_request(corpus, r, client, o, attempt=attempt * n_c + j,
+                                 control=control_for(r, attempt * n_c + j))
                 for r in batch for j in range(n_c)]
         desc = "describe (pilot)" if pilot and attempt == 0 else f"describe (round {attempt + 1 - (1 if pilot else 0)})"
         gens = client.generate_many(reqs, progress=progress, desc=desc)
@@ -368,6 +388,10 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
             if len(q.split()) < o.min_query_words:
                 counts["too_short"] += 1
                 note(r, attempt, q, "too_short")
+                continue
+            if o.max_title_copy is not None and title_copy(q, corpus.titles[r]) >= o.max_title_copy:
+                counts["copies_title"] += 1
+                note(r, attempt, q, "copies_title")
                 continue
             source = f"{corpus.titles[r]} {corpus.texts[r]}"
             lk = leak(q, source, lang=o.lang)
@@ -441,10 +465,10 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
             accepted[r] = (q, lk, attempt, sc, an, rk)
         if pilot and attempt == 0 and o.bootstrap > 0:
             best_kept = sorted((r for r in batch if r in accepted),
-                               key=lambda r: (accepted[r][5] or 0, -(accepted[r][4] or 0.0), r))[: o.bootstrap]
+                               key=lambda r: (accepted[r][5] or 0, -(accepted[r][4] or 0.0), r))[: o.bootstrap_pool]
             if best_kept:
-                shots = tuple((_doc_text(corpus, r, o.example_doc_chars), accepted[r][0]) for r in best_kept)
-                control = replace(o.prompt, examples=shots)
+                pool = tuple((_doc_text(corpus, r, o.example_doc_chars), accepted[r][0]) for r in best_kept)
+                control = replace(o.prompt, examples=pool[: o.bootstrap])
                 policy = "bootstrapped"
                 boot = [{"doc": corpus.ids[r], "query": accepted[r][0]} for r in best_kept]
         open_rows = [r for r in open_rows if r not in accepted and r not in waiting]
@@ -508,7 +532,8 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
         "documents": {"corpus": len(corpus), "eligible": int(len(eligible)),
                       "too_short": len(corpus) - int(len(eligible)), "min_doc_chars": o.min_doc_chars},
         "rejections": {"failed": counts["failed"], "copied_example": counts["copied_example"],
-                       "too_short": counts["too_short"], "leak": counts["rejected"], "leak_quota": counts["leak_quota"],
+                       "too_short": counts["too_short"], "copies_title": counts["copies_title"],
+                       "leak": counts["rejected"], "leak_quota": counts["leak_quota"],
                        "low_specificity": counts["low_specificity"], "not_answerable": counts["not_answerable"],
                        "below_top_fraction": counts["below_top_fraction"],
                        "below_answerability_top": counts["below_answerability_top"],
