@@ -20,6 +20,17 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ.setdefault("BAKEOFF_CACHE_DIR", str(ROOT / ".bakeoff-test-cache" / "default"))
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked ``qwen`` need the 1.6 GB of the optional ``bakeoff[qwen]`` extra and minutes of CPU:
+    deselected (not skipped) unless ``BAKEOFF_TEST_QWEN=1``."""
+    if os.environ.get("BAKEOFF_TEST_QWEN") == "1":
+        return
+    gated = [it for it in items if it.get_closest_marker("qwen")]
+    if gated:
+        config.hook.pytest_deselected(items=gated)
+        items[:] = [it for it in items if not it.get_closest_marker("qwen")]
+
+
 @pytest.fixture(scope="session")
 def scifact_path() -> Path:
     if not (SCIFACT / "corpus.jsonl").exists():

@@ -46,7 +46,8 @@ Embed = Callable[[Corpus], tuple[np.ndarray, str]]
 def open_llm(spec: str, *, cache: Cache | None, concurrency: int | None = None,
              price: str | None = None, reasoning_effort: str | None = None) -> Iterator[LLMClient]:
     """An :class:`~bakeoff.truth.llm.LLMClient` for ``--llm`` (``local`` starts and stops the
-    bundled llama.cpp servers; see :func:`bakeoff.truth.llm.parse_llm_spec` for the others).
+    bundled llama.cpp servers with the embedded Gemma, ``local:NAME|PATH.gguf`` with another model,
+    :func:`bakeoff.models.gguf.resolve_local_model`; see :func:`bakeoff.truth.llm.parse_llm_spec` for the others).
     ``price`` is ``"PROMPT_USD_PER_1M,COMPLETION_USD_PER_1M"`` (overrides the price table).
     ``concurrency`` is the number of requests in flight; for ``local`` it is the number of servers
     (default :func:`~bakeoff.truth.local_llm.default_servers`), each of
@@ -70,11 +71,14 @@ def open_llm(spec: str, *, cache: Cache | None, concurrency: int | None = None,
         if reasoning_effort not in ("minimal", "low", "medium", "high"):
             raise ConfigError(f"--reasoning-effort must be minimal, low, medium or high, got {reasoning_effort!r}")
         overrides["reasoning_effort"] = reasoning_effort
-    if spec == "local":
+    if spec == "local" or spec.startswith("local:"):
+        from ..models.gguf import resolve_local_model
         from .local_llm import LocalLLMServer
 
+        model = resolve_local_model(spec.partition(":")[2]) if spec != "local" else None
         servers = overrides.pop("concurrency", None)
-        with LocalLLMServer(servers=servers) as server, LLMClient(server.config(**overrides), cache=cache) as client:
+        with LocalLLMServer(servers=servers, model=model) as server, \
+                LLMClient(server.config(**overrides), cache=cache) as client:
             yield client
     else:
         with LLMClient(parse_llm_spec(spec, **overrides), cache=cache) as client:

