@@ -562,7 +562,9 @@ class LLMClient:
             out[i] = self.generate(reqs[i])
             bar.update(1)
 
-        if self.config.replicas and self.collect is None and self._on_replicas(reqs, out, bar):
+        if self.config.replicas and self.collect is None and any(r.prompt is None for r in reqs):
+            self._chats_on_replicas(reqs, out, bar)
+        elif self.config.replicas and self.collect is None and self._on_replicas(reqs, out, bar):
             pass
         elif self.config.concurrency == 1 or len(reqs) <= 1:
             for i in range(len(reqs)):
@@ -572,6 +574,28 @@ class LLMClient:
                 list(pool.map(one, range(len(reqs))))
         bar.close()
         return [g for g in out if g is not None]
+
+    def _chats_on_replicas(self, reqs: Sequence[ChatRequest], out: list[Generation | None], bar: Any) -> None:
+        """Chat requests on every server and slot at once, each request on the next free one. A chat
+        prompt is rendered by the server's template, so the prefix bookkeeping of completions does not
+        apply; an answer is deterministic for its request on an idle slot, and the cache keeps the first
+        answer (cached answers are authoritative)."""
+        import queue
+
+        free: queue.SimpleQueue[int] = queue.SimpleQueue()
+        for k in range(1 + len(self.config.replicas)):
+            free.put(k)
+
+        def one(i: int) -> None:
+            k = free.get()
+            try:
+                out[i] = self.generate(reqs[i], server=k)
+            finally:
+                free.put(k)
+            bar.update(1)
+
+        with ThreadPoolExecutor(max_workers=1 + len(self.config.replicas)) as pool:
+            list(pool.map(one, range(len(reqs))))
 
     def _on_replicas(self, reqs: Sequence[ChatRequest], out: list[Generation | None], bar: Any) -> bool:
         """Answer ``reqs`` into ``out`` on all servers, chain by chain (see :mod:`bakeoff.truth.replicas`);
