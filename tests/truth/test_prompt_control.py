@@ -299,6 +299,26 @@ def test_cluster_completion_prompt_for_base_models() -> None:
     assert prov["hard_negatives"][qid] == ["g1", "g2"]
 
 
+def test_queries_pointing_at_their_document_are_rejected() -> None:
+    from bakeoff.truth.self_reference import refers_to_document
+
+    for q in ("What is the main finding of this study on ageing?", "what did the authors measure",
+              "How does the protocol in this document compare", "treatment used in this patient"):
+        assert refers_to_document(q), q
+    for q in ("does this drug help", "studies of ageing in mice", "what authors wrote about cats",
+              "is the study of ageing useful"):
+        assert not refers_to_document(q), q
+    assert refers_to_document("¿Qué concluye este estudio?", lang="es") and not refers_to_document("x", lang="fr")
+    corpus = Corpus(("t",), (DOC,), ("",), ({},))
+    answers = [json.dumps({"query": "what is the main point of this document"}),
+               json.dumps({"query": "how do I pause my program for a while"})]
+    with FakeOpenAI([Reply(200, a) for a in answers]) as srv:
+        client = LLMClient(LLMConfig(base_url=srv.base_url, model="fake"))
+        truth = describe_truth(corpus, client, options=DescribeOptions(n=1, leak_mode="record"), progress=False)
+    assert truth.provenance["rejections"]["refers_to_document"] == 1
+    assert truth.queries.texts == ("how do I pause my program for a while",)
+
+
 def test_user_examples_reach_the_prompt_and_copies_of_them_are_rejected() -> None:
     shots = (("numpy.argsort argsort(a) Returns the indices that would sort an array.",
               "how do I get the indices that would sort an array"),

@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 __all__ = ["describe_schema", "cluster_schema", "describe_messages", "describe_completion", "describe_system",
            "cluster_messages", "cluster_completion", "DESCRIBE_INSTRUCTION", "CLUSTER_INSTRUCTION", "PromptControl",
-           "PRESETS", "PRESET_ALIASES", "QUERY_STYLES", "PROMPT_LANGS", "read_examples", "shot_queries"]
+           "PRESETS", "PRESET_ALIASES", "QUERY_STYLES", "PROMPT_LANGS", "STEER", "read_examples", "shot_queries"]
 
 QueryStyle = Literal["question", "keywords", "typos"]
 PromptLang = Literal["en", "es"]
@@ -244,6 +244,16 @@ _RULE: Mapping[str, str] = {
     "es": ("El contenido del documento debe responder a la búsqueda: una búsqueda que solo nombra el documento "
            "o su título no queda respondida por él. La búsqueda debe entenderse sin haber visto el documento "
            "(nada de 'este estudio' ni 'los autores')."),
+}
+
+
+#: Added to a regeneration when the kept queries already fill the leak bin of the document's last query
+#: (``--leak-mode target``): ``lower`` asks for fewer of the document's words, ``higher`` for more.
+STEER: Mapping[str, Mapping[str, str]] = {
+    "en": {"lower": "Use your own words: do not reuse the document's distinctive terms.",
+           "higher": "Use the document's own key terms."},
+    "es": {"lower": "Usa tus propias palabras: no repitas los términos distintivos del documento.",
+           "higher": "Usa los términos clave del propio documento."},
 }
 
 

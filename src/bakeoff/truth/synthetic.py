@@ -47,9 +47,10 @@ from ..data.model import Corpus, Qrels, Queries
 from ..data.writers import write_beir
 from .leak import leak, leak_histogram, leak_stats, title_copy
 from .llm import ChatRequest, LLMClient
-from .prompts import (CLUSTER_INSTRUCTION, CLUSTER_SHOT_QUESTIONS, PromptControl, cluster_completion, cluster_messages,
+from .prompts import (CLUSTER_INSTRUCTION, CLUSTER_SHOT_QUESTIONS, STEER, PromptControl, cluster_completion, cluster_messages,
                       cluster_question_schema, cluster_schema, describe_completion, describe_messages, describe_schema,
                       shot_queries)
+from .self_reference import refers_to_document
 from .repair import REPAIR_KINDS, GradeMap, repair_question
 from .sampling import eligible_rows, sample_rows, sampled_mix, split_of
 from .answerability import AnswerabilityOptions, AnswerabilityScorer, answerability_ranks, answerability_scores
@@ -301,13 +302,16 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
 
     Filters, in order, each counted under its reason: ``failed`` (no valid answer),
     ``copied_example`` (echoes an example of the prompt), ``too_short`` (< ``min_query_words``),
+    ``refers_to_document`` ("this study", :mod:`bakeoff.truth.self_reference`),
     ``copies_title`` (``title_copy >= max_title_copy``),
     ``rejected`` (``leak_mode="cut"``: leak > ``leak_threshold``), ``not_answerable`` (with an
     ``answerer`` and ``options.answerability``: the source document ranks below the reference rule,
     or scores below the absolute threshold, see :mod:`bakeoff.truth.answerability`),
     ``low_specificity`` (with a ``scorer`` and ``options.specificity``, see
     :mod:`bakeoff.truth.specificity`; scored only for each document's best candidate),
-    ``leak_quota`` (``leak_mode="target"``: the query's leak bin is full; not in the last round).
+    ``leak_quota`` (``leak_mode="target"``: the query's leak bin is full; not in the last round; the
+    document's next request asks for fewer of its words when a lower bin has room, else for more,
+    :data:`~bakeoff.truth.prompts.STEER`).
     Each rejection sends the document to the next regeneration round. The ``keep_fraction`` options
     are applied at the end (``below_top_fraction``, ``below_answerability_top``). Kept queries carry
     ``leak``, ``answerability``, ``answer_rank`` and ``specificity`` in metadata as measured.
@@ -343,6 +347,7 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
     policy = "user" if o.prompt.examples else "none"
     boot: list[dict[str, Any]] = []
     pool: tuple[tuple[str, str], ...] = ()  # bootstrapped (document, query) examples
+    steer: dict[int, str] = {}  # row -> "lower" / "higher": its last query's leak bin was full
     pilot = min(len(rows), o.bootstrap_pilot) if (o.bootstrap > 0 and not o.prompt.examples and len(rows) > 1) else 0
     open_rows = [int(r) for r in rows]
     n_c = o.candidates
@@ -358,11 +363,15 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
             """The pool's examples shown to request ``number`` of row ``r``: ``bootstrap`` of them, drawn
             with ``default_rng([seed, r, number])`` and shown in pool order (a small model copies the
             examples it sees; a different draw per request keeps one example from being copied everywhere)."""
-            if not pool:
-                return control
-            pick = np.random.default_rng([o.seed, r, number]).choice(len(pool), size=min(o.bootstrap, len(pool)),
-                                                                     replace=False)
-            return replace(o.prompt, examples=tuple(pool[i] for i in sorted(int(x) for x in pick)))
+            ctl = control
+            if pool:
+                pick = np.random.default_rng([o.seed, r, number]).choice(len(pool), size=min(o.bootstrap, len(pool)),
+                                                                         replace=False)
+                ctl = replace(o.prompt, examples=tuple(pool[i] for i in sorted(int(x) for x in pick)))
+            if r in steer:
+                extra = STEER[ctl.lang][steer[r]]
+                ctl = replace(ctl, instruction=f"{ctl.instruction} {extra}" if ctl.instruction else extra)
+            return ctl
 
         reqs = [describe_request(corpus, r, client, o, attempt=attempt * n_c + j,
                                  control=control_for(r, attempt * n_c + j))
@@ -388,6 +397,10 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
             if len(q.split()) < o.min_query_words:
                 counts["too_short"] += 1
                 note(r, attempt, q, "too_short")
+                continue
+            if refers_to_document(q, lang=o.lang):
+                counts["refers_to_document"] += 1
+                note(r, attempt, q, "refers_to_document")
                 continue
             if o.max_title_copy is not None and title_copy(q, corpus.titles[r]) >= o.max_title_copy:
                 counts["copies_title"] += 1
@@ -457,6 +470,8 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
             if quota is not None:
                 b_ = leak_bin(lk)
                 if in_bin[b_] >= quota[b_] and not last:
+                    below = any(in_bin[k] < quota[k] for k in range(b_))
+                    steer[r] = "lower" if below else "higher"
                     counts["leak_quota"] += 1
                     note(r, attempt, q, "leak_quota", **extra)
                     continue
@@ -532,7 +547,8 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
         "documents": {"corpus": len(corpus), "eligible": int(len(eligible)),
                       "too_short": len(corpus) - int(len(eligible)), "min_doc_chars": o.min_doc_chars},
         "rejections": {"failed": counts["failed"], "copied_example": counts["copied_example"],
-                       "too_short": counts["too_short"], "copies_title": counts["copies_title"],
+                       "too_short": counts["too_short"], "refers_to_document": counts["refers_to_document"],
+                       "copies_title": counts["copies_title"],
                        "leak": counts["rejected"], "leak_quota": counts["leak_quota"],
                        "low_specificity": counts["low_specificity"], "not_answerable": counts["not_answerable"],
                        "below_top_fraction": counts["below_top_fraction"],
