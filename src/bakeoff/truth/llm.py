@@ -299,6 +299,24 @@ def _answer_text(req: ChatRequest, resp: Mapping[str, Any]) -> str:
     return choice["message"]["content"] or ""
 
 
+class _TokenRate:
+    """A progress bar whose postfix shows generated tokens per second since it opened (tqdm shows
+    requests per second and the ETA)."""
+
+    def __init__(self, bar: Any, usage: Usage) -> None:
+        self.bar, self.usage = bar, usage
+        self.t0, self.tokens0 = time.perf_counter(), usage.completion_tokens
+
+    def update(self, n: int = 1) -> None:
+        self.bar.update(n)
+        dt = time.perf_counter() - self.t0
+        if dt > 0:
+            self.bar.set_postfix_str(f"{(self.usage.completion_tokens - self.tokens0) / dt:.1f} tok/s", refresh=False)
+
+    def close(self) -> None:
+        self.bar.close()
+
+
 class LLMClient:
     """Chat client with retries, structured output, caching and accounting.
 
@@ -555,7 +573,7 @@ class LLMClient:
         :attr:`LLMConfig.replicas`: one request in flight per server, the answers of the serial path."""
         from ..progress import progress_bar
 
-        bar = progress_bar(total=len(reqs), desc=desc, enabled=progress, unit="req")
+        bar = _TokenRate(progress_bar(total=len(reqs), desc=desc, enabled=progress, unit="req"), self.usage)
         out: list[Generation | None] = [None] * len(reqs)
 
         def one(i: int) -> None:
