@@ -282,7 +282,7 @@ def describe_messages(text: str, control: PromptControl | None = None) -> tuple[
 
 def describe_completion(text: str, control: PromptControl | None = None) -> tuple[str, str]:
     """``(prompt, prefill)`` for a *completion*: a search log whose header names the searcher
-    (default: a non-expert), the style's instruction (``keywords``, ``typos``) and the constraints,
+    (default: a non-expert), the style's instruction and the constraints,
     then the examples (if any) with their JSON-encoded queries, then ``text`` and an opened
     ``{"query": "``. A base model continues a log rather than follow instructions (the answering rule
     of the chat form made the embedded 270M model's queries fit their documents less often), so the
@@ -290,8 +290,7 @@ def describe_completion(text: str, control: PromptControl | None = None) -> tupl
     c = control or PromptControl()
     doc_label, searched, _ = _LABELS[c.lang]
     header = _HEADER[c.lang].format(who=c.persona or _WHO_DEFAULT[c.lang]).rstrip("\n")
-    if c.style != "question":  # a base model continues a log; the default style needs no instruction
-        header += " " + _STYLE_INSTRUCTION[c.lang][c.style]
+    header += " " + _STYLE_INSTRUCTION[c.lang][c.style]
     extra = c.extra()
     if extra:
         header += " " + extra
