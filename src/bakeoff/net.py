@@ -14,6 +14,15 @@ try, unless the response carried ``Retry-After`` (seconds or an HTTP date),
 which is honoured, also capped at ``backoff_max``. Other 4xx statuses fail at
 once. Every failure is an :class:`HttpError` with one line of text.
 
+**Deadline.** ``timeout`` bounds each attempt as a whole, from connecting to the last byte
+of the body (checked as each piece of the body arrives), and every single wait too; a server
+that drips one byte at a time is cut off after ``timeout`` seconds (plus at most one gap), and
+the attempt counts as a timeout. Headers dripped byte by byte are bounded per wait only.
+
+**Not retried.** A redirect loop (more than 20 redirects), a body that is not what its
+``Content-Encoding`` says, a TLS failure (certificate, handshake) and a malformed URL fail at
+once; a truncated body (the connection closed before ``Content-Length`` bytes) is retried.
+
 **Errors.** :class:`HttpError` says ``<url>: <reason>`` for a status that is
 not retried, or ``<url>: gave up after <n> attempts; last error: <reason>``;
 ``reason`` (``HTTP 503: <server message>``, ``timed out after 30 s``,
@@ -288,11 +297,22 @@ class HttpClient:
         if self._on_request is not None:
             self._on_request()
         try:
-            resp = http.request(method, url, headers=headers, **kw)
+            resp = self._fetch(http, method, url, headers=headers, **kw)
         except httpx.TimeoutException:
             raise _Retry(f"timed out after {self.timeout:g} s") from None
+        except httpx.TooManyRedirects:
+            raise HttpError(url=self._where(url), reason="redirect loop (more than 20 redirects)") from None
+        except httpx.DecodingError as exc:
+            raise HttpError(url=self._where(url), reason=f"body cannot be decoded as its Content-Encoding says "
+                                                         f"({cut(str(exc) or type(exc).__name__, 80)})") from None
+        except httpx.RemoteProtocolError as exc:
+            raise _Retry(f"truncated or malformed response: {cut(str(exc) or type(exc).__name__)}") from None
         except httpx.TransportError as exc:
+            if _is_tls_error(exc):
+                raise HttpError(url=self._where(url), reason=f"TLS error: {cut(str(exc) or type(exc).__name__)}") from None
             raise _Retry(f"connection failed: {cut(str(exc) or type(exc).__name__)}") from None
+        except (httpx.RequestError, httpx.InvalidURL, httpx.StreamError) as exc:
+            raise HttpError(url=self._where(url), reason=f"request failed: {cut(str(exc) or type(exc).__name__)}") from None
         status = resp.status_code
         if status in self.retry_status:
             raise _Retry(f"HTTP {status}: {cut(_error_text(resp))}", status=status,
@@ -307,6 +327,25 @@ class HttpClient:
             ctype = resp.headers.get("content-type", "?")
             raise _Retry(f"response is not JSON (content-type {ctype}): {cut(resp.text, 80)}",
                          status=status) from None
+
+    def _fetch(self, http: Any, method: str, url: str, **kw: Any) -> Any:
+        """The response with its whole body read, within the deadline: ``timeout`` seconds from the
+        start of the attempt to its last byte (connecting, waiting and reading), checked as each
+        piece of the body arrives; each single wait is bounded by ``timeout`` as well."""
+        httpx = _httpx()
+        start = time.monotonic()
+        with http.stream(method, url, **kw) as resp:
+            raw: list[bytes] = []
+            for chunk in resp.iter_raw():
+                raw.append(chunk)
+                if time.monotonic() - start > self.timeout:
+                    raise httpx.ReadTimeout("whole-request deadline passed", request=resp.request)
+            if time.monotonic() - start > self.timeout:
+                raise httpx.ReadTimeout("whole-request deadline passed", request=resp.request)
+        whole = httpx.Response(resp.status_code, headers=resp.headers, content=b"".join(raw),
+                               request=resp.request, extensions=resp.extensions)
+        whole.read()  # decodes the Content-Encoding now (httpx.DecodingError when it lies)
+        return whole
 
     def _where(self, url: str) -> str:
         """The absolute URL of a request, secrets redacted, for messages."""
@@ -355,6 +394,20 @@ class HttpClient:
         return self.request_json("POST", url, content=json.dumps(body).encode("utf-8"),
                                  headers={"Content-Type": "application/json", "Accept": "application/json",
                                           **dict(kw.pop("headers", None) or {})}, **kw)
+
+
+def _is_tls_error(exc: BaseException) -> bool:
+    """Whether an ``ssl.SSLError`` is among the causes of ``exc`` (certificate, handshake)."""
+    import ssl
+
+    seen: BaseException | None = exc
+    for _ in range(10):
+        if seen is None:
+            return False
+        if isinstance(seen, ssl.SSLError):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def _error_text(resp: Any) -> str:

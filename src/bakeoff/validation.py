@@ -60,10 +60,13 @@ __all__ = [
 #: The configuration shared by every schema (see the module docstring).
 SCHEMA_CONFIG = ConfigDict(extra="forbid", allow_inf_nan=False, arbitrary_types_allowed=True, populate_by_name=True)
 
-#: ``>= 1`` integer (sizes, cutoffs, counts that cannot be zero).
-PositiveInt = Annotated[int, Field(ge=1)]
-#: ``>= 0`` integer.
-NonNegativeInt = Annotated[int, Field(ge=0)]
+#: Largest count, size or cutoff a file may give (``2**31 - 1``: what every index type and library
+#: bakeoff hands it to accepts; ``2**70`` is an error naming the key, not an overflow later).
+MAX_COUNT = 2**31 - 1
+#: ``>= 1`` integer (sizes, cutoffs, counts that cannot be zero), at most :data:`MAX_COUNT`.
+PositiveInt = Annotated[int, Field(ge=1, le=MAX_COUNT)]
+#: ``>= 0`` integer, at most :data:`MAX_COUNT`.
+NonNegativeInt = Annotated[int, Field(ge=0, le=MAX_COUNT)]
 #: Finite ``>= 0`` number.
 NonNegative = Annotated[float, Field(ge=0)]
 #: Finite ``> 0`` number.

@@ -27,6 +27,7 @@ component that computed it and the sha256.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import sys
 import tempfile
@@ -229,8 +230,45 @@ class GoldenRunner:
             write_trec_run(run, path, tag=name)
             self.done[name] = {"type": arm.type, "code": code_of(arm), "environment": environment_of(arm),
                                "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
-                               "lines": len(path.read_text().splitlines())}
+                               "lines": len(path.read_text().splitlines()),
+                               "ranking": {q: [[d, float(f"{s:.9g}")] for d, s in hits]
+                                           for q, hits in sorted(run.ranked.items())}}
         return self.done[name]
+
+
+#: Scores of two environments agree when ``|a - b| <= SCORE_TOL * max(1, |a|)`` (float32 kernels differ
+#: in the last bits; the portable check below).
+SCORE_TOL = 1e-4
+
+
+def same_up_to_ties(golden: Mapping[str, Any], now: Mapping[str, Any], *, tol: float = SCORE_TOL) -> list[str]:
+    """Differences between two rankings (``{qid: [[doc, score], ...]}``, best first) beyond float
+    noise, empty when they agree: the same queries; every document in both has scores within
+    ``tol`` (relative, see :data:`SCORE_TOL`); a document in only one list scores within ``tol`` of
+    the other list's last (a near-tie at the cutoff); and ``now`` never puts a document above one the
+    golden scored higher by more than ``tol`` (order equal up to near-ties)."""
+    problems: list[str] = []
+    if set(golden) != set(now):
+        return [f"queries {sorted(set(golden) ^ set(now))} in only one ranking"]
+
+    def close(a: float, b: float) -> bool:
+        return abs(a - b) <= tol * max(1.0, abs(a))
+
+    for q in sorted(golden):
+        g, n = dict(map(tuple, golden[q])), dict(map(tuple, now[q]))
+        for d in sorted(set(g) & set(n)):
+            if not close(g[d], n[d]):
+                problems.append(f"{q} {d}: score {g[d]} -> {n[d]}")
+        cuts = (now[q][-1][1] if now[q] else None, golden[q][-1][1] if golden[q] else None)
+        for side, mine, other, cut in (("golden", g, n, cuts[0]), ("now", n, g, cuts[1])):
+            for d in sorted(set(mine) - set(other)):
+                if cut is None or not close(mine[d], cut):
+                    problems.append(f"{q} {d}: only in the {side} ranking, scored {mine[d]} (the other's cutoff {cut})")
+        order = [d for d, _ in now[q] if d in g]
+        for above, below in itertools.pairwise(order):
+            if g[below] - g[above] > tol * max(1.0, abs(g[above])):
+                problems.append(f"{q}: {above} ranked above {below} although the golden scored it lower")
+    return problems
 
 
 def _load_goldens() -> dict[str, Any]:
@@ -284,11 +322,19 @@ def test_run_changes_only_with_code_version(name: str, runner: GoldenRunner, req
         pytest.skip(str(exc))
     match = for_environment(golden, now["environment"])
     if match is None:
-        diff = {k: (golden["environment"].get(k), v) for k, v in now["environment"].items()
-                if golden["environment"].get(k) != v}
-        pytest.skip(f"{name}: no golden recorded in this environment (first record, here): {diff}; "
-                    "record it with `PYTHONPATH=src python -m tests.arms.test_golden_runs --update`")
+        # a fresh machine: no byte-exact record, so the portable check decides (rankings equal up to
+        # near-ties, scores within SCORE_TOL) against the first record with these code versions
+        portable = next((r for r in records(golden) if r["code"] == now["code"] and "ranking" in r), None)
+        assert portable is not None, (
+            f"{name}: no golden with code versions {now['code']} holds a ranking: regenerate the goldens "
+            "(`PYTHONPATH=src python -m tests.arms.test_golden_runs --update`) and commit them")
+        problems = same_up_to_ties(portable["ranking"], now["ranking"])
+        assert not problems, (f"the run of arm {name!r} differs beyond float noise from its golden "
+                              f"(another environment's record): {problems[:5]}")
+        return
     golden = match
+    if "ranking" in golden:
+        assert not same_up_to_ties(golden["ranking"], now["ranking"])
     if now["code"] != golden["code"]:
         pytest.fail(f"{name}: code versions {golden['code']} -> {now['code']}: regenerate the goldens "
                     "(`PYTHONPATH=src python -m tests.arms.test_golden_runs --update`) and commit them")
@@ -309,6 +355,24 @@ def test_records_per_environment() -> None:
     assert for_environment(golden, {"cpu": "AVX2"}) is None
     assert merged(golden, {**b, "sha256": "b2"}) == {**b, "sha256": "b2", "also": [a]}  # re-recorded in place
     assert merged(None, a) == a and records(a) == [a]
+
+
+def test_same_up_to_ties() -> None:
+    golden = {"q1": [["a", 3.0], ["b", 2.0], ["c", 2.0]], "q2": [["x", 1.0]]}
+    assert same_up_to_ties(golden, golden) == []
+    swapped_tie = {"q1": [["a", 3.0], ["c", 2.00001], ["b", 2.0]], "q2": [["x", 1.0]]}
+    assert same_up_to_ties(golden, swapped_tie) == []
+    cutoff_tie = {"q1": [["a", 3.0], ["b", 2.0], ["d", 2.00002]], "q2": [["x", 1.0]]}
+    assert same_up_to_ties(golden, cutoff_tie) == []
+    moved = {"q1": [["b", 2.0], ["a", 3.0], ["c", 2.0]], "q2": [["x", 1.0]]}
+    assert same_up_to_ties(golden, moved) == ["q1: b ranked above a although the golden scored it lower"]
+    assert same_up_to_ties(golden, {**golden, "q2": [["x", 1.01]]}) == ["q2 x: score 1.0 -> 1.01"]
+    new_doc = {"q1": [["a", 3.0], ["b", 2.0], ["z", 2.5]], "q2": [["x", 1.0]]}
+    assert len(same_up_to_ties(golden, new_doc)) == 2  # z only now, c only in the golden: not near-ties
+    assert same_up_to_ties(golden, {"q1": golden["q1"]}) == ["queries ['q2'] in only one ranking"]
+    gone = "q2 x: only in the golden ranking, scored 1.0 (the other's cutoff None)"
+    assert same_up_to_ties(golden, {**golden, "q2": []}) == [gone]
+    assert same_up_to_ties({"q": []}, {"q": []}) == []
 
 
 def test_goldens_cover_every_builtin_type() -> None:

@@ -207,6 +207,31 @@ def test_failed_items_are_counted_and_retried_on_request(tmp_path: Path, capsys)
     assert [d["id"] for d in read_jsonl(out)] == [str(srv.case_id(i)) for i in range(6)]
 
 
+def test_transport_failures_of_single_items_are_counted_not_fatal(tmp_path: Path, capsys) -> None:
+    import time
+
+    with OyezServer(CASES[:6], sealed=None) as srv:
+        srv.faults = {srv.detail_path(1): ["loop"] * 30, srv.detail_path(2): ["badgzip"],
+                      srv.detail_path(4): ["drip"]}
+        url, out = srv.base_url + "/cases", tmp_path / "c.jsonl"
+        start = time.monotonic()
+        assert ingest(url, out, *OYEZ_ARGS, "--rate", "0", "--retries", "0", "--timeout", "1") == 0
+        took = time.monotonic() - start
+        err = capsys.readouterr().err
+        hits = [e.path for e in srv.log]
+    prov = json.loads((tmp_path / "c.jsonl.provenance.json").read_text())
+    assert prov["counts"]["failures"] == 3 and "3 items failed" in err
+    failed = {f["url"].rsplit("/", 1)[-1]: f["error"] for f in prov["failures"]}
+    assert "redirect loop" in failed[srv.detail_path(1).rsplit("/", 1)[-1]]
+    assert "Content-Encoding" in failed[srv.detail_path(2).rsplit("/", 1)[-1]]
+    assert "timed out after 1 s" in failed[srv.detail_path(4).rsplit("/", 1)[-1]]
+    assert [d["id"] for d in read_jsonl(out)] == [str(srv.case_id(i)) for i in (0, 3, 5)]
+    # server-side counts: the loop's first request and 20 redirects, one request for each other fault
+    assert hits.count(srv.detail_path(1)) == 21
+    assert hits.count(srv.detail_path(2)) == 1 and hits.count(srv.detail_path(4)) == 1
+    assert took < 10  # the dripping detail ended at its 1 s deadline, not after its whole body
+
+
 def test_robots_crawl_delay_widens_the_spacing(tmp_path: Path, capsys) -> None:
     with OyezServer(CASES[:2], sealed=None, robots="User-agent: bakeoff\nCrawl-delay: 1\n") as srv:
         assert ingest(srv.base_url + "/cases", tmp_path / "c.jsonl", "--per-page", "10", "--start-page", "0",

@@ -236,3 +236,35 @@ def test_judged_at_k_in_results_and_table(tmp_path) -> None:
     header, rows = table_rows(d)
     col = header.index("Judged@2")
     assert rows[0][col] == f"{sum(expected) / 2:.3f}"
+
+
+def _dense_twice() -> str:
+    """Footprints of a dense arm in two bake-offs of one process: the second finds its encoder
+    already loaded (by the first) when its window opens."""
+    import json
+
+    from bakeoff.data.model import Dataset, Qrels
+    from bakeoff.runner.config import build_arms, parse_arm_spec
+    from bakeoff.runner.run import run_bakeoff
+
+    docs = ["cats sat on the mat", "dogs and cats are friends", "stock markets fell sharply", "the mat was red"]
+    ds = Dataset(Corpus.from_documents([Document(f"d{i}", t) for i, t in enumerate(docs)]),
+                 Queries.from_queries([Query("q0", "cat mat")]), Qrels({"q0": {"d0": 1}}), name="tiny")
+    out = []
+    for _ in range(2):
+        res = run_bakeoff(ds, build_arms([parse_arm_spec("bm25"), parse_arm_spec("dense")]), k=2, cache=None,
+                          progress=False).to_dict()
+        out.append({a["name"]: a["footprint"] for a in res["arms"]})
+    return json.dumps(out)
+
+
+def test_a_dense_arm_never_reports_less_memory_than_its_model() -> None:
+    import json
+
+    from bakeoff.runner.footprint import MIB
+
+    for footprints in json.loads(_in_fresh_interpreter("_dense_twice")):
+        dense, bm25 = footprints["dense"], footprints["bm25"]
+        assert dense["model_bytes"] > 50 * MIB  # MiniLM's files: the bound below is not vacuous
+        assert dense["added_mb"] * MIB >= dense["model_bytes"], dense
+        assert bm25["model_bytes"] == 0

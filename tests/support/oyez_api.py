@@ -21,7 +21,9 @@ Every JSON answer carries an ``ETag`` and ``Last-Modified``; ``If-None-Match`` w
 current ETag gets ``304``. ``faults`` maps a path (with query, as requested) to a queue of
 behaviours consumed one per request: ``"429"`` (``Retry-After: retry_after``), ``"500"``,
 ``"503"``, ``"timeout"`` (sleeps ``timeout_sleep`` before answering), ``"truncated"``
-(a JSON body cut in half, with a matching Content-Length), ``"html"``. ``log`` records
+(a JSON body cut in half, with a matching Content-Length), ``"html"``, ``"loop"`` (a 302
+to the same path), ``"badgzip"`` (plain JSON labelled ``Content-Encoding: gzip``), ``"drip"``
+(the body one byte every 0.2 s). ``log`` records
 every request: monotonic start time, ``run`` (a label the test sets), path, status,
 User-Agent, conditional headers, and the number of detail requests in flight.
 """
@@ -150,6 +152,9 @@ class OyezServer:
                 if action in ("500", "503"):
                     self._send(int(action), b'{"error": "internal error"}')
                     return int(action)
+                if action == "loop":
+                    self._send(302, b"", headers={"Location": self.path})
+                    return 302
                 if action == "html" or route == "/html/cases":
                     page = b"<!doctype html><html><head><title>Sign in</title></head><body><p>Please sign in</p></body></html>"
                     self._send(200, page, "text/html; charset=utf-8")
@@ -174,6 +179,21 @@ class OyezServer:
                     return 304
                 if action == "truncated":
                     body = body[: len(body) // 2]
+                if action == "badgzip":
+                    headers["Content-Encoding"] = "gzip"
+                if action == "drip":
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    try:
+                        for i in range(len(body)):
+                            self.wfile.write(body[i: i + 1])
+                            self.wfile.flush()
+                            time.sleep(0.2)
+                    except (BrokenPipeError, ConnectionResetError):
+                        pass
+                    return 200
                 self._send(200, body, headers=headers)
                 return 200
 

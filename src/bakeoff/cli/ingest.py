@@ -43,7 +43,7 @@ def api(
     concurrency: Annotated[int, typer.Option(help="Detail requests in flight at most.")] = 1,
     contact: Annotated[Optional[str], typer.Option(help="E-mail or URL for the site operator, added to the User-Agent.")] = None,
     ignore_robots: Annotated[bool, typer.Option("--ignore-robots", help="Do not read or obey robots.txt (only with the site's permission).")] = False,
-    timeout: Annotated[float, typer.Option(help="Seconds per request before it counts as failed (and is retried).")] = 30.0,
+    timeout: Annotated[float, typer.Option(help="Seconds a request may take as a whole, connect to last byte, before it counts as failed (and is retried).")] = 30.0,
     retries: Annotated[int, typer.Option(help="Retries of a failed request (timeouts, 429, 5xx, bodies that are not JSON).")] = 3,
     backoff_max: Annotated[float, typer.Option(help="Longest wait between retries, seconds (also caps Retry-After).")] = 30.0,
     header: Annotated[list[str], typer.Option("--header", help="Extra request header 'Name: value'; repeatable.")] = [],

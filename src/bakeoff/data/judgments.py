@@ -32,6 +32,7 @@ keep that grade.
 from __future__ import annotations
 
 import json
+import math
 import os
 import sqlite3
 from collections import Counter
@@ -42,6 +43,10 @@ from typing import Any
 
 from ..errors import InputError
 from .model import Qrels, Queries, Query
+
+#: Largest absolute grade read from any file: the exponential gain ``2**grade - 1`` and sums of
+#: millions of such gains stay finite float64 values.
+GRADE_LIMIT = 1000
 
 __all__ = [
     "APPLICATION_ID",
@@ -259,6 +264,10 @@ def read_judgments(path: str | os.PathLike[str], *, corpus_fingerprint: str | No
         conn.close()
     grades: dict[tuple[str, str], list[int]] = {}
     for qid, doc, _who, grade, _note, _at in rows:
+        if isinstance(grade, bool) or not isinstance(grade, int | float) or not math.isfinite(grade) \
+                or abs(grade) > GRADE_LIMIT or int(grade) != grade:
+            raise InputError(f"grade {grade!r} of query {qid!r}, document {doc!r} is not an integer from "
+                             f"-{GRADE_LIMIT} to {GRADE_LIMIT}", path=p, field="judgments.grade")
         grades.setdefault((qid, doc), []).append(int(grade))
     judg: dict[str, dict[str, int]] = {}
     how_counts: Counter[str] = Counter()

@@ -12,8 +12,9 @@ A document twice for one query is an error naming both lines (trec_eval stops to
 (``query-id corpus-id score``, tab-separated, header optional). The format is
 decided by the first line that is neither blank nor a comment: a header whose first
 field is ``query-id``/``query_id``/``qid``/``query``, or 3 fields, means BEIR; 4
-fields mean TREC. Grades are integers (``1.0`` reads as 1); a negative grade is
-"judged as unjudged" as in trec_eval. A judgment repeated for one (query, document)
+fields mean TREC. Grades are integers (``1.0`` reads as 1) from ``-GRADE_LIMIT`` to
+``GRADE_LIMIT`` (1000: the exponential gain ``2**grade - 1`` and sums of it stay finite
+float64 values); a negative grade is "judged as unjudged" as in trec_eval. A judgment repeated for one (query, document)
 is an error naming both lines; with ``allow_duplicates=True`` the last one wins and
 the overrides are counted in :attr:`TrecReadReport.duplicate_judgments`. A
 ``bakeoff label`` SQLite database (recognised by its header) gives its resolved
@@ -22,7 +23,8 @@ human judgments.
 **Both**: a line whose first non-blank character is ``#`` is a comment; blank lines
 are skipped (both counted); a comment never decides the format. Files are UTF-8 (a
 BOM is dropped). **Scores** are decimal numbers or ``±inf``/``±infinity`` (ordered as
-numbers); NaN is an error naming file and line. **Ids** that the TREC format cannot
+numbers); NaN, and a decimal beyond float64's range (``1e400``, which would silently
+become infinite), are errors naming file and line. **Ids** that the TREC format cannot
 carry are refused: control characters (NUL, C0, DEL, C1) and Unicode whitespace
 (:func:`id_problem`), so whatever bakeoff reads it can also write and read back.
 
@@ -48,7 +50,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
-from .judgments import is_sqlite, read_judgments
+from .judgments import GRADE_LIMIT, is_sqlite, read_judgments
 from .model import Qrels, Run
 from .ranking import rank_rows
 
@@ -67,6 +69,7 @@ _BEIR_HEADER = ("query-id", "query_id", "qid", "query")
 _BAD_ID = re.compile("[\\x00-\\x20\\x7f-\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000"
                      "\\ud800-\\udfff]")
 _NUMBER = re.compile(rb"[+-]?(?:\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?|inf(?:inity)?)", re.IGNORECASE)
+_INF = re.compile(rb"[+-]?inf(?:inity)?", re.IGNORECASE)
 _NAN = re.compile(rb"[+-]?nan", re.IGNORECASE)
 
 
@@ -144,7 +147,11 @@ def _id(tok: bytes, path: Path, no: int, name: str) -> str:
 
 def _score(tok: bytes, path: Path, no: int) -> float:
     if _NUMBER.fullmatch(tok):
-        return float(tok)
+        value = float(tok)
+        if math.isinf(value) and not _INF.fullmatch(tok):
+            raise InputError(f"score {tok.decode()} is beyond float64's range (about ±1.8e308); "
+                             "write inf or -inf if that is meant", path=path, line=no, field="score")
+        return value
     if _NAN.fullmatch(tok):
         raise InputError("score is NaN; NaN cannot be ranked (fix the system that wrote this run)",
                          path=path, line=no, field="score")
@@ -308,7 +315,8 @@ def _run_lines(data: bytes, path: Path, name: str) -> RunTable:
             score = float(tok)
         except ValueError:
             score = _score(tok, path, no)
-        if math.isnan(score) or b"_" in tok:  # NaN, or digits Python's float() accepts but trec_eval does not
+        if math.isnan(score) or b"_" in tok or math.isinf(score):
+            # NaN, digits Python's float() accepts but trec_eval does not, or an infinity (spelt, or an overflow)
             score = _score(tok, path, no)
         q = qindex.setdefault(qid, len(qindex))
         first = seen.setdefault((q, did), no)
@@ -391,6 +399,8 @@ def _run_fast(data: bytes, name: str) -> RunTable | None:
     scores = np.concatenate([_values_of(c, np.float64) for c in table.column("s").chunks])
     if np.isnan(scores).any():
         return None
+    if np.isinf(scores).any() and not _spelt_infinities(data, sep, np.flatnonzero(np.isinf(scores))):
+        return None  # a decimal beyond float64's range read as infinite: the line reader words the error
     qenc = _one_array(table.column("q")).dictionary_encode()
     query_ids = tuple(qenc.dictionary.to_pylist())
     if any(q.startswith("#") for q in query_ids):
@@ -403,6 +413,16 @@ def _run_fast(data: bytes, name: str) -> RunTable | None:
     if (keys[1:] == keys[:-1]).any():
         return None  # a repeated document (or a hash collision): the line reader decides and words it
     return run
+
+
+def _spelt_infinities(data: bytes, sep: bytes, rows: np.ndarray) -> bool:
+    """Whether the score field of each of ``rows`` (0-based data rows, blank lines skipped as the
+    fast reader skips them) is spelt ``inf``/``infinity``, not a decimal that overflowed."""
+    wanted = set(rows.tolist())
+    for row, line in enumerate(line for line in data.split(b"\n") if line):
+        if row in wanted and not _INF.fullmatch(line.split(sep)[4].strip()):
+            return False
+    return True
 
 
 def _one_array(column: Any) -> Any:
@@ -473,7 +493,7 @@ def read_qrels(path: PathLike, *, allow_duplicates: bool = False, report: TrecRe
                 qid, did = qtok.decode(), dtok.decode()
             else:
                 qid, did = _id(qtok, path, no, "query id"), _id(dtok, path, no, "doc id")
-        grade = int(gtok) if gtok.isdigit() else _grade(gtok, path, no)
+        grade = int(gtok) if gtok.isdigit() and len(gtok) < 4 else _grade(gtok, path, no)
         judged = out.get(qid)
         if judged is None:
             judged = out[qid] = {}
@@ -508,5 +528,8 @@ def _grade(tok: bytes, path: Path, no: int) -> int:
         value = None
     if value is None or not value.is_integer():
         raise InputError(f"grade must be an integer, got {_text(tok, path, no, 'grade')!r}",
+                         path=path, line=no, field="grade")
+    if abs(value) > GRADE_LIMIT:
+        raise InputError(f"grade {tok.decode()} is out of range (-{GRADE_LIMIT} to {GRADE_LIMIT})",
                          path=path, line=no, field="grade")
     return int(value)

@@ -18,7 +18,10 @@ nested reset the enclosing frame folds the high-water mark reached so far into i
 maximum, and a nested frame's peak is folded into its parent's when it ends. Recorded per
 arm fingerprint as ``timing["memory"] = {"peak_rss_mb", "start_rss_mb", "added_mb", "method"}``
 with ``added_mb = peak_rss_mb - start_rss_mb`` (MiB = 2**20 bytes): the memory the arm's
-index, model and search added on top of what the process held when it started. Garbage
+index, model and search added on top of what the process held when it started. An arm's
+reported ``added_mb`` (``footprint`` in results) is at least the size of its model files:
+a model already resident when the arm's window opened (loaded by an earlier arm or step of
+the same process) still counts for every arm that needs it (``memory_method`` says so). Garbage
 left by earlier work must not be freed *inside* an arm's window (a collection that happens to
 run there lowers the resident size under the arm and hides its memory: a CI run measured
 7.75 MiB for an arm holding 40), so each measurement starts with :func:`gc.freeze` (every

@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -270,7 +271,8 @@ class StoredResults(dict[str, Any]):
 
     @property
     def schema_version(self) -> int:
-        return int(self.get("schema_version", 0))
+        version = self.get("schema_version", 0)
+        return version if isinstance(version, int) else 0
 
     @property
     def bakeoff_version(self) -> str | None:
@@ -363,10 +365,56 @@ def read_results(path: str | Path) -> StoredResults:
         raise InputError("no such file", path=p) from None
     except json.JSONDecodeError as exc:
         raise InputError(f"invalid JSON: {exc.msg}", path=p, line=exc.lineno) from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text (byte {exc.start})", path=p) from None
+    except ValueError as exc:  # an integer literal longer than Python's int-from-string limit
+        raise InputError(f"invalid JSON: {str(exc).split(';')[0]}", path=p) from None
     if not isinstance(obj, dict) or obj.get("schema") != "bakeoff.results":
         raise InputError("not a bakeoff results file", path=p, field="schema")
-    if int(obj.get("schema_version", 0)) > SCHEMA_VERSION:
-        raise InputError(f"written by a newer bakeoff (schema {obj['schema_version']})", path=p, field="schema_version")
+    version = _whole(obj.get("schema_version", 0), p, "schema_version", low=0)
+    if version > SCHEMA_VERSION:
+        raise InputError(f"written by a newer bakeoff (schema {version})", path=p, field="schema_version")
     if not isinstance(obj.get("arms", []), list) or not all(isinstance(a, dict) for a in obj.get("arms", [])):
         raise InputError("expected a list of arm objects", path=p, field="arms")
+    if "k" in obj:
+        _whole(obj["k"], p, "k", low=1)
+    if "depth" in obj:
+        _whole(obj["depth"], p, "depth", low=1)
+    queries = obj.get("queries")
+    if isinstance(queries, dict) and "evaluated" in queries:
+        _whole(queries["evaluated"], p, "queries.evaluated", low=0)
+    _check_numbers(obj, p, "")
     return StoredResults.from_dict(obj)
+
+
+#: Largest integer accepted anywhere in a results file (a signed 64-bit count).
+_INT_LIMIT = 2**63 - 1
+
+
+def _whole(value: Any, path: Path, field: str, *, low: int) -> int:
+    """``value`` as an int from ``low`` to 2**63 - 1, else an :class:`InputError` naming ``field``."""
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= _INT_LIMIT:
+        raise InputError(f"expected an integer from {low} to 2**63-1, got {_describe(value)}", path=path, field=field)
+    return value
+
+
+def _describe(value: Any) -> str:
+    text = json.dumps(value) if not isinstance(value, float) else repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _check_numbers(node: Any, path: Path, where: str) -> None:
+    """Every number in the file is a finite float (NaN stands for a missing figure) or an integer
+    within a signed 64-bit range; ``1e400`` (read as infinity) and ``Infinity`` are errors."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            _check_numbers(value, path, f"{where}.{key}" if where else str(key))
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            _check_numbers(value, path, f"{where}[{i}]")
+    elif isinstance(node, bool):
+        return
+    elif isinstance(node, int) and not -_INT_LIMIT - 1 <= node <= _INT_LIMIT:
+        raise InputError(f"integer {_describe(node)} is beyond a signed 64-bit range", path=path, field=where)
+    elif isinstance(node, float) and math.isinf(node):
+        raise InputError("number is infinite (or beyond float64's range)", path=path, field=where)

@@ -19,7 +19,7 @@ from ..data.model import Dataset, Run
 from ..metrics import Measure, default_measures, evaluate, measures_for
 from .context import Context
 from .costs import DEFAULT_HOURLY_RATE, arm_cost, arm_timing
-from .footprint import model_bytes
+from .footprint import MIB, model_bytes
 from .guards import DEFAULT_MAX_EMPTY_SHARE, check_share, drop_identical_ids, empty_guard
 from .results import ArmResult, Results
 
@@ -196,11 +196,17 @@ def _footprint(arm: Arm, ctx: Context) -> dict[str, Any]:
     mems = [ctx.timings.get(node.fingerprint(), {}).get("memory") or {} for node in subtree(arm)]
     peaks = [m["peak_rss_mb"] for m in mems if isinstance(m.get("peak_rss_mb"), (int, float))]
     added = [m.get("added_mb") for m in mems]
-    return {"model_bytes": model_bytes(arm),
+    size = model_bytes(arm)
+    measured = (sum(float(a) for a in added if a is not None)
+                if added and all(isinstance(a, (int, float)) for a in added) else None)
+    method = next((m.get("method") for m in mems if m.get("method")), None)
+    if measured is not None and size and measured < size / MIB:
+        # the model was already resident when the arm's window opened (loaded by an earlier arm or
+        # step of this process): it still counts for this arm, which cannot run without it
+        measured, method = size / MIB, f"{method}; at least the model's size (loaded before the arm)"
+    return {"model_bytes": size,
             "peak_rss_mb": max(peaks) if peaks and len(peaks) == len(mems) else None,
-            "added_mb": (sum(float(a) for a in added if a is not None)
-                         if added and all(isinstance(a, (int, float)) for a in added) else None),
-            "memory_method": next((m.get("method") for m in mems if m.get("method")), None)}
+            "added_mb": measured, "memory_method": method}
 
 
 def run_config(
