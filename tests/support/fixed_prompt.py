@@ -38,3 +38,28 @@ def fixed_completion(text: str) -> tuple[str, str]:
         parts.append(f"Document: {doc}\nSearched for: {json.dumps({'query': query})}\n\n")
     parts.append(f"Document: {text}\nSearched for: ")
     return "".join(parts), '{"query": "'
+
+
+#: The four generic examples of the first describe prompt, for the replica test that found its docstring by
+#: scanning generations of exactly this prompt.
+FOUR_SHOTS: tuple[tuple[str, str], ...] = (
+    ("Aspirin irreversibly inhibits cyclooxygenase-1, reducing thromboxane A2 synthesis in platelets "
+     "and lowering the risk of myocardial infarction.", "why does a common painkiller help prevent heart attacks"),
+    ("shutil.copytree(src, dst): Recursively copy an entire directory tree rooted at src to a directory "
+     "named dst and return the destination directory.", "how do I duplicate a whole folder with everything inside it"),
+    ("Regular physical exercise improves insulin sensitivity in adults with type 2 diabetes.",
+     "does working out help people with high blood sugar"),
+    ("str.upper(): Return a copy of the string with all the cased characters converted to uppercase.",
+     "how can I make text all capital letters"),
+)
+
+
+def four_shot_completion(text: str) -> tuple[str, str]:
+    """``(prompt, prefill)`` of that first prompt: header, the four examples, the document."""
+    import json
+
+    parts = ["Search log: each document, then what a non-expert typed into the search box to find it.\n\n"]
+    for doc, query in FOUR_SHOTS:
+        parts.append(f"Document: {doc}\nSearched for: {json.dumps({'query': query})}\n\n")
+    parts.append(f"Document: {text}\nSearched for: ")
+    return "".join(parts), '{"query": "'

@@ -58,7 +58,7 @@ def test_structured_output_with_json_object_schema(server) -> None:
 
 
 def test_describe_mode_and_cache_on_the_real_model(server, cache) -> None:
-    opts = DescribeOptions(n=2, seed=0, max_regenerations=0, leak_mode="record", bootstrap=0)
+    opts = DescribeOptions(n=2, seed=0, max_regenerations=0, leak_mode="record", bootstrap=0, min_query_words=1)
     client = LLMClient(server.config(), cache=cache)
     truth = describe_truth(_corpus(), client, options=opts, progress=False)
     assert client.usage.failures == 0, truth.provenance["counts"]

@@ -100,7 +100,8 @@ class _Long(BaseModel):
 def _requests():
     from bakeoff.stdlib_corpus import stdlib_corpus
     from bakeoff.truth.llm import ChatRequest
-    from bakeoff.truth.prompts import describe_completion, describe_schema
+    from bakeoff.truth.prompts import describe_schema
+    from tests.support.fixed_prompt import four_shot_completion as describe_completion
 
     corpus = stdlib_corpus()
     # docstring 2550: its seed-2 query differs on the 1-token path (asked right after itself) from the
