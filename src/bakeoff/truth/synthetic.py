@@ -83,6 +83,14 @@ def leak_bin(value: float) -> int:
     return sum(value >= edge for edge in LEAK_BINS)
 
 
+def leak_bin_counts(values: list[float]) -> list[int]:
+    """How many of ``values`` fall in each leak bin (:func:`leak_bin`)."""
+    counts = [0] * (len(LEAK_BINS) + 1)
+    for v in values:
+        counts[leak_bin(v)] += 1
+    return counts
+
+
 def leak_quota(n: int, target: tuple[float, ...], slack: float) -> list[int]:
     """Kept queries allowed per leak bin: ``ceil(slack * share * n)`` (shares normalised to sum 1)."""
     total = sum(target)
@@ -113,10 +121,7 @@ def leak_target_shares(spec: str, *, lang: str = "en") -> tuple[float, ...]:
     values = leak_report(ds.queries, ds.qrels, ds.corpus, lang=lang)
     if not values:
         raise ConfigError(f"--leak-target {spec}: no judged query with a relevant document in its corpus")
-    counts = [0] * (len(LEAK_BINS) + 1)
-    for v in values:
-        counts[leak_bin(v)] += 1
-    return tuple(c / len(values) for c in counts)
+    return tuple(c / len(values) for c in leak_bin_counts(values))
 
 
 @dataclass(frozen=True)
@@ -525,9 +530,7 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
     kept = [accepted[r][1] for r in accepted]
     scored = counts["scored"]
     leak_thr = o.leak_threshold if o.leak_mode == "cut" else None
-    kept_by_bin = [0] * (len(LEAK_BINS) + 1)
-    for v in kept:
-        kept_by_bin[leak_bin(v)] += 1
+    kept_by_bin = leak_bin_counts(kept)
     prov: dict[str, Any] = {
         "mode": "describe",
         "llm": client.config.public(),
