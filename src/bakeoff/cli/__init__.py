@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import importlib
 import logging
+import os
 import sys
 import traceback
 
@@ -104,6 +105,11 @@ def main(argv: list[str] | None = None) -> int:
     * an interrupt exits 130;
     * anything else is a bug: the traceback, then a line asking for a report, exit 1.
     """
+    args = sys.argv[1:] if argv is None else argv
+    if "--no-progress" in args or not bool(getattr(sys.stderr, "isatty", lambda: False)()):
+        # the libraries' own bars (huggingface_hub downloads, transformers' "Loading weights") obey this
+        # variable, read when they are first imported, which is after this point
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     handler = _BarSafeHandler(sys.stderr)
     handler.setFormatter(_OneLine())
     log = logging.getLogger("bakeoff")
