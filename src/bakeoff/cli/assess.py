@@ -17,9 +17,11 @@ def assess_cmd(
     depth: Annotated[int, typer.Option(help="Pool each arm's top DEPTH documents.")] = 10,
     max_pairs: Annotated[Optional[int], typer.Option(help="Grade at most this many holes (disputed first).")] = None,
     relevant_from: Annotated[int, typer.Option(help="Lowest assessed grade (0-3) counted relevant when merged.")] = 2,
+    method: Annotated[str, typer.Option(help="umbrela (sampled JSON grade) | expected (expected grade from token "
+                                             "probabilities) | yesno (P(yes) from token probabilities).")] = "umbrela",
     out: Annotated[Optional[Path], typer.Option(help="Output folder (default RESULTS_DIR/assessed).")] = None,
     data: Annotated[Optional[Path], typer.Option(help="BEIR folder, if the dataset moved since the run.")] = None,
-    concurrency: Annotated[Optional[int], typer.Option(min=1, help="Requests in flight (default 4); with --llm local, servers (default one per core, at most 2) of BAKEOFF_LLAMA_SLOTS slots each (default 4).")] = None,
+    concurrency: Annotated[Optional[int], typer.Option(min=1, help="Requests in flight (default 4; with --llm local, the parallel slots of llama-server).")] = None,
     price: Annotated[Optional[str], typer.Option(help="USD per 1M tokens 'prompt,completion' (overrides the table).")] = None,
     cache: Annotated[str, typer.Option(help="Cache policy: use, refresh or off.")] = "use",
     cache_dir: Annotated[Optional[Path], typer.Option(help="Cache folder.")] = None,
@@ -32,7 +34,7 @@ def assess_cmd(
     from ..truth.assess import AssessOptions, assess_results
 
     chosen = tuple(a.strip() for a in arms.split(",") if a.strip()) if arms else ()
-    options = AssessOptions(depth=depth, arms=chosen, max_pairs=max_pairs, relevant_from=relevant_from)
+    options = AssessOptions(depth=depth, arms=chosen, max_pairs=max_pairs, relevant_from=relevant_from, method=method)
     done = assess_results(results_dir, llm=llm, options=options, out=out, data=data, cache=make_cache(cache, cache_dir),
                           concurrency=concurrency, price=price, progress=progress)
     c, u = done.counts, done.usage

@@ -56,8 +56,9 @@ from .llm import ChatRequest, Generation, LLMClient
 if TYPE_CHECKING:  # pragma: no cover
     from pydantic import BaseModel
 
-__all__ = ["ASSESS_INSTRUCTION", "COMPLETION_GRAMMAR", "AssessOptions", "AssessOutcome", "assess_completion", "assess_messages",
-           "assess_request", "assess_results", "assess_schema", "grade_pairs", "merged_qrels", "prompt_hash"]
+__all__ = ["ASSESS_INSTRUCTION", "COMPLETION_GRAMMAR", "METHODS", "AssessOptions", "AssessOutcome", "Judgment",
+           "assess_completion", "assess_messages", "assess_request", "assess_results", "assess_schema", "grade_pairs",
+           "judge_completion", "judge_messages", "judge_pairs", "merged_qrels", "prompt_hash", "read_judgment"]
 
 log = logging.getLogger("bakeoff")
 
@@ -146,7 +147,8 @@ class AssessOptions:
     ``depth``: pool cutoff; ``arms``: the arms pooled (default all with a run);
     ``max_pairs``: grade at most this many holes (disputed ones first, then by best rank,
     then query order; the rest are counted as ``skipped``); ``relevant_from``: the lowest
-    assessed grade counted relevant in the merged evaluation.
+    assessed grade counted relevant in the merged evaluation; ``method``: one of :data:`METHODS`
+    (how a grade is read from the model, see :func:`judge_pairs`).
     """
 
     depth: int = 10
@@ -157,6 +159,7 @@ class AssessOptions:
     max_tokens: int = 48
     seed: int = 0
     relevant_from: int = 2
+    method: str = "umbrela"
 
 
 def _doc_text(corpus: Corpus, doc_id: str, max_chars: int) -> str:
@@ -167,7 +170,7 @@ def _doc_text(corpus: Corpus, doc_id: str, max_chars: int) -> str:
 
 
 #: GBNF grammar of the completion after the prefill, sent to llama.cpp servers (``grammar`` is a
-#: llama-cpp-python extension of ``/v1/completions``): three grades in 0..3 and the closing brace.
+#: llama.cpp server extension of ``/v1/completions``): three grades in 0..3 and the closing brace.
 COMPLETION_GRAMMAR = ('root ::= [0-3] ", \\"trustworthiness\\": " [0-3] ", \\"final_score\\": " [0-3] "}"')
 
 
@@ -180,7 +183,7 @@ def assess_request(query: str, passage: str, client: LLMClient, options: AssessO
     if client.config.prompt_style == "completion":
         prompt, prefill = assess_completion(query, passage)
         extra: dict[str, Any] = {"stop": ["\n"]}
-        if "llama-cpp" in client.config.identity:
+        if "llama.cpp" in client.config.identity:
             extra["grammar"] = COMPLETION_GRAMMAR
         return ChatRequest.completion(prompt, assess_schema(), {**params, **extra}, prefill=prefill)
     return ChatRequest(assess_messages(query, passage), assess_schema(), params)
@@ -191,6 +194,129 @@ def grade_pairs(client: LLMClient, pairs: Sequence[tuple[str, str]], *, options:
     """Grade ``(query text, passage text)`` pairs; a Generation per pair (``value.final_score`` when ok)."""
     reqs = [assess_request(q, p, client, options) for q, p in pairs]
     return client.generate_many(reqs, progress=progress, desc="assess")
+
+
+#: How a grade is read from the model (:func:`judge_pairs`).
+METHODS = ("umbrela", "expected", "yesno")
+
+_GRADE_TOKENS = {str(g): g for g in range(4)}
+_YES, _NO = ("yes",), ("no",)
+
+_DIGIT_INSTRUCTION = ASSESS_INSTRUCTION.split("Split the problem", 1)[0].rstrip()
+_YESNO_QUESTION = ("Is the passage relevant to the query: does it answer the query, fully or in part, or, if the query "
+                   "is a claim, does it give evidence for or against it? Answer Yes or No.")
+_YESNO_SHOTS = tuple((q, p, "Yes" if o >= 2 else "No") for q, p, _m, _t, o in _SHOTS)
+
+
+@dataclass(frozen=True)
+class Judgment:
+    """One pair's verdict: ``grade`` (0-3) and ``p_relevant`` (the model's probability that the pair is
+    relevant, when read from token probabilities), or ``error``."""
+
+    grade: int | None
+    p_relevant: float | None = None
+    expected: float | None = None
+    error: str | None = None
+    cached: bool = False
+    attempts: int = 1
+
+    @property
+    def ok(self) -> bool:
+        return self.grade is not None
+
+
+def judge_messages(query: str, passage: str, method: str) -> tuple[dict[str, str], ...]:
+    """Chat turns of a logprob method: the rubric and one-digit answer (``expected``) or a yes/no question."""
+    system = {"role": "system", "content": "You are a search quality rater evaluating the relevance of passages."}
+    if method == "yesno":
+        return system, {"role": "user", "content": f"Query: {query}\nPassage: {passage}\n\n{_YESNO_QUESTION}"}
+    return system, {"role": "user", "content": f"{_DIGIT_INSTRUCTION}\n\nQuery: {query}\nPassage: {passage}\n\n"
+                                               "Answer with the grade only: one digit, 0, 1, 2 or 3."}
+
+
+def judge_completion(query: str, passage: str, method: str) -> str:
+    """A few-shot completion prompt of a logprob method for base models, ending where the grade (or Yes/No) goes."""
+    if method == "yesno":
+        parts = ["Relevance assessments: does the passage answer the query, fully or in part, or give evidence for or "
+                 "against it?\n\n"]
+        parts += [f"Query: {q}\nPassage: {p}\nAnswers the query: {a}\n\n" for q, p, a in _YESNO_SHOTS]
+        parts.append(f"Query: {query}\nPassage: {passage}\nAnswers the query:")
+        return "".join(parts)
+    parts = [_COMPLETION_HEADER]
+    parts += [f"Query: {q}\nPassage: {p}\nGrade: {o}\n\n" for q, p, _m, _t, o in _SHOTS]
+    parts.append(f"Query: {query}\nPassage: {passage}\nGrade:")
+    return "".join(parts)
+
+
+def _mass(logprobs: Mapping[str, float], vocab: Mapping[str, Any]) -> dict[Any, float]:
+    """Probability of each label of ``vocab`` (``{token text: label}``): the tokens whose stripped,
+    lower-cased text is a key, their probabilities summed per label."""
+    import math
+
+    out: dict[Any, float] = {}
+    for tok, lp in logprobs.items():
+        label = vocab.get(tok.strip().lower())
+        if label is not None:
+            out[label] = out.get(label, 0.0) + math.exp(lp)
+    return out
+
+
+def read_judgment(logprobs: Mapping[str, float], method: str, *, relevant_from: int = 2) -> Judgment:
+    """A :class:`Judgment` from the first answer token's log-probabilities.
+
+    ``expected``: ``p(g)`` = the probability of the token ``g`` in 0..3, renormalised over the four;
+    expected grade ``E = sum g p(g)``, ``p_relevant = sum_{g >= relevant_from} p(g)``, grade ``round(E)``
+    (half up). ``yesno``: ``p_relevant = p(yes) / (p(yes) + p(no))`` (case and leading space ignored),
+    grade ``relevant_from`` when ``p_relevant >= 0.5`` else 0. No label among the returned tokens: an error.
+    """
+    if method == "yesno":
+        m = _mass(logprobs, {"yes": True, "no": False})
+        total = sum(m.values())
+        if total <= 0:
+            return Judgment(None, error="neither Yes nor No among the most likely answers")
+        p = m.get(True, 0.0) / total
+        return Judgment(relevant_from if p >= 0.5 else 0, p_relevant=p)
+    m = _mass(logprobs, _GRADE_TOKENS)
+    total = sum(m.values())
+    if total <= 0:
+        return Judgment(None, error="no grade 0-3 among the most likely answers")
+    p = {g: m.get(g, 0.0) / total for g in range(4)}
+    e = sum(g * pg for g, pg in p.items())
+    return Judgment(int(e + 0.5), p_relevant=sum(pg for g, pg in p.items() if g >= relevant_from), expected=e)
+
+
+def judge_pairs(client: LLMClient, pairs: Sequence[tuple[str, str]], *, options: AssessOptions = AssessOptions(),
+                progress: bool = True) -> list[Judgment]:
+    """Judge ``(query text, passage text)`` pairs with ``options.method``:
+
+    * ``umbrela`` — the sampled JSON answer of the UMBRELA prompt (:func:`grade_pairs`); its ``final_score``;
+    * ``expected`` — the one-digit rubric prompt; the grade read from the first token's probabilities
+      (:func:`read_judgment`), no sampling;
+    * ``yesno`` — "does the passage answer the query?"; ``P(yes)`` from the first token's probabilities.
+
+    The logprob methods need a server that returns ``top_logprobs`` (llama.cpp's server, OpenAI, vLLM).
+    """
+    if options.method not in METHODS:
+        raise ConfigError(f"--method must be one of {', '.join(METHODS)}, got {options.method!r}")
+    if options.method == "umbrela":
+        gens = grade_pairs(client, pairs, options=options, progress=progress)
+        return [Judgment(int(g.value.final_score), cached=g.cached, attempts=g.attempts) if g.ok
+                else Judgment(None, error=g.error, cached=g.cached, attempts=g.attempts) for g in gens]
+    params = {"temperature": 0.0, "seed": options.seed}
+    if client.config.prompt_style == "completion":
+        reqs = [ChatRequest.completion(judge_completion(q, p, options.method), assess_schema(), params)
+                for q, p in pairs]
+    else:
+        reqs = [ChatRequest(judge_messages(q, p, options.method), assess_schema(), params) for q, p in pairs]
+    gens = client.logprobs_many(reqs, progress=progress, desc="assess")
+    out = []
+    for g in gens:
+        if not g.ok:
+            out.append(Judgment(None, error=g.error, cached=g.cached))
+            continue
+        j = read_judgment(g.value, options.method, relevant_from=options.relevant_from)
+        out.append(Judgment(j.grade, j.p_relevant, j.expected, j.error, cached=g.cached))
+    return out
 
 
 def merged_qrels(original: Qrels, assessed: Mapping[str, Mapping[str, int]], *, relevant_from: int = 2) -> Qrels:
@@ -270,6 +396,8 @@ def assess_results(
 
     if options.depth < 1:
         raise ConfigError("--depth must be >= 1")
+    if options.method not in METHODS:
+        raise ConfigError(f"--method must be one of {', '.join(METHODS)}, got {options.method!r}")
     if options.max_pairs is not None and options.max_pairs < 0:
         raise ConfigError("--max-pairs must be >= 0")
     path = results_path(results_dir)
@@ -295,7 +423,7 @@ def assess_results(
         started = time.perf_counter() - t0
         pairs = [(dataset.queries[h.query_id].text, _doc_text(dataset.corpus, h.doc_id, options.max_doc_chars))
                  for h in todo]
-        gens = grade_pairs(client, pairs, options=options, progress=progress)
+        judged = judge_pairs(client, pairs, options=options, progress=progress)
         usage = client.usage.as_dict()
         config = client.config.public()
         style = client.config.prompt_style
@@ -304,36 +432,48 @@ def assess_results(
     assessed: dict[str, dict[str, int]] = {}
     records = []
     grades: Counter[str] = Counter({str(g): 0 for g in range(4)})
-    for h, g in zip(todo, gens, strict=True):
+    for h, j in zip(todo, judged, strict=True):
         rec: dict[str, Any] = {"query_id": h.query_id, "doc_id": h.doc_id, "best_rank": h.best_rank,
-                               "arms": list(h.arms), "disputed": h.disputed, "attempts": g.attempts,
-                               "cached": g.cached}
-        if g.ok:
-            v = g.value
-            assessed.setdefault(h.query_id, {})[h.doc_id] = int(v.final_score)
-            grades[str(v.final_score)] += 1
-            rec.update(grade=int(v.final_score), intent_match=int(v.intent_match),
-                       trustworthiness=int(v.trustworthiness))
+                               "arms": list(h.arms), "disputed": h.disputed, "attempts": j.attempts,
+                               "cached": j.cached}
+        if j.ok:
+            assert j.grade is not None
+            assessed.setdefault(h.query_id, {})[h.doc_id] = j.grade
+            grades[str(j.grade)] += 1
+            rec["grade"] = j.grade
+            if j.p_relevant is not None:
+                rec["p_relevant"] = round(j.p_relevant, 6)
+            if j.expected is not None:
+                rec["expected_grade"] = round(j.expected, 6)
         else:
-            rec.update(grade=None, error=g.error, raw=(g.raw or "")[:200])
+            rec.update(grade=None, error=j.error)
         records.append(rec)
-    n_ok = sum(1 for g in gens if g.ok)
+    n_ok = sum(1 for j in judged if j.ok)
     counts = {"holes": len(all_holes), "disputed": sum(1 for h in all_holes if h.disputed), "asked": len(todo),
               "assessed": n_ok, "failed": len(todo) - n_ok, "skipped": len(all_holes) - len(todo),
               "queries": len({h.query_id for h in todo}), "re_asked": int(usage.get("schema_retries", 0)),
               "cache_hits": int(usage.get("cache_hits", 0))}
     merged = merged_qrels(dataset.qrels, assessed, relevant_from=options.relevant_from)
     measures, rows = _side_by_side(results, runs, dataset.qrels, merged, query_ids=qids, depth=options.depth)
-    example = (list(assess_completion("{query}", "{passage}")) if style == "completion"
-               else list(assess_messages("{query}", "{passage}")))
+    if options.method != "umbrela":
+        example: list[Any] = ([judge_completion("{query}", "{passage}", options.method)] if style == "completion"
+                              else list(judge_messages("{query}", "{passage}", options.method)))
+        method = {"expected": "expected grade over 0-3 from the first token's probabilities",
+                  "yesno": "P(yes) of 'does the passage answer the query?' from the first token's probabilities"}
+    else:
+        example = (list(assess_completion("{query}", "{passage}")) if style == "completion"
+                   else list(assess_messages("{query}", "{passage}")))
     prov = {
         "schema": "bakeoff.assessment", "schema_version": 1,
         "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "results": str(path),
         "dataset": {"name": results.dataset.get("name"), "fingerprints": dict(results.fingerprints)},
         "llm": config,
-        "prompt": {"method": "UMBRELA-style 0-3 rubric (Upadhyay et al. 2024)", "style": style,
-                   "instruction": ASSESS_INSTRUCTION, "template": example, "sha256": prompt_hash(style)},
+        "prompt": {"method": (method[options.method] if options.method != "umbrela"
+                              else "UMBRELA-style 0-3 rubric (Upadhyay et al. 2024)"), "style": style,
+                   "instruction": ASSESS_INSTRUCTION, "template": example,
+                   "sha256": (prompt_hash(style) if options.method == "umbrela"
+                              else hashlib.sha256(json.dumps(example).encode()).hexdigest())},
         "parameters": {**asdict(options), "arms": chosen, "schema": assess_schema().model_json_schema()},
         "merge_rule": (f"assessed grade g counts as min(g, highest original grade) when g >= "
                        f"{options.relevant_from}, else 0; original judgments always win"),
