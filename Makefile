@@ -4,20 +4,25 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: install demo test docs bench clean
+.PHONY: install demo test docs bench clean llama-server
 
 install: $(STAMP)
 
 # System packages first (compiler for llama.cpp, Debian chromium for the browser tests; scripts/system-deps.sh).
 # torch is pinned to the CPU wheel on disk (any other spec pulls a multi-GB CUDA build);
 # sentence-transformers comes after it, through the [all] extra.
-$(STAMP): pyproject.toml Makefile scripts/system-deps.sh
+# llama-server (llama.cpp's server, for --llm local) is built from the llama.cpp sources llama-cpp-python ships.
+$(STAMP): pyproject.toml Makefile scripts/system-deps.sh scripts/build-llama-server.sh
 	bash scripts/system-deps.sh
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet torch==2.13.0
 	$(PY) -m pip install --quiet -e '.[all,test,docs]'
+	bash scripts/build-llama-server.sh $(VENV)
 	touch $(STAMP)
+
+llama-server:
+	bash scripts/build-llama-server.sh $(VENV)
 
 # Offline: stdlib docstrings -> local Gemma queries (leak-filtered) -> TF-IDF, BM25, BM25+stemmer, dense, RRF.
 demo: install

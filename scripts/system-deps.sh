@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # System packages that `make install` needs on a fresh Debian/Ubuntu machine, installed only when missing:
-# - a C/C++ toolchain: llama-cpp-python (the [llm] extra) compiles llama.cpp on first install;
+# - a C/C++ toolchain and cmake: llama-cpp-python (the [llm] extra) compiles llama.cpp on first install, and
+#   scripts/build-llama-server.sh builds llama.cpp's server from the same sources;
 # - Debian's chromium (+ chromium-driver): the browser tests (HTML report, labelling app) drive it through
 #   Playwright with executable_path=/usr/bin/chromium (Playwright never downloads a browser here).
 # Uses sudo when not root. BAKEOFF_SKIP_SYSTEM_DEPS=1 skips this step (e.g. a machine without apt; the
@@ -9,6 +10,7 @@ set -euo pipefail
 [ "${BAKEOFF_SKIP_SYSTEM_DEPS:-0}" = "1" ] && exit 0
 need=()
 command -v g++ >/dev/null 2>&1 || need+=(build-essential)
+command -v cmake >/dev/null 2>&1 || need+=(cmake)
 [ -x /usr/bin/chromium ] || need+=(chromium chromium-driver)
 [ ${#need[@]} -eq 0 ] && exit 0
 if ! command -v apt-get >/dev/null 2>&1; then

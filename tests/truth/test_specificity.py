@@ -1,5 +1,5 @@
 """The specificity filter with the real bundled Gemma 3 270M: in-process (llama-cpp-python) and
-through the real llama.cpp server started by LocalLLMServer (echo=true prompt logprobs).
+through llama-cpp-python's own server (echo=true prompt logprobs).
 
 Independent reference: llama-cpp-python's own all-position logits (``logits_all=True``,
 ``Llama.eval`` + ``Llama.scores``), against which the selective-logits, prefix-reusing scorer is
@@ -133,26 +133,59 @@ def test_random_document_baseline_reads_each_reference_once(lm, cache) -> None:
         specificity_scores(pairs, lm, options=opts, others=[DOC_GCD])
 
 
+@pytest.fixture()
+def echo_server():
+    """llama-cpp-python's own OpenAI-compatible server (``python -m llama_cpp.server``) for the bundled Gemma,
+    with ``logits_all`` on: it answers ``/v1/completions`` with ``echo=true, logprobs=1`` (llama.cpp's
+    ``llama-server`` does not echo prompts). Its echo path sorts the 262k vocabulary in Python for every
+    prompt token, so prompts here are tiny (and the context small)."""
+    import subprocess
+    import sys
+    import time
+
+    from bakeoff.net import HttpClient, HttpError
+    from bakeoff.truth.local_llm import free_port, gemma_model_path
+
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(gemma_model_path()),
+                             "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "128", "--logits_all", "true",
+                             "--n_threads", "1"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    probe = HttpClient(timeout=2.0, retries=0)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                if probe.request("GET", f"http://127.0.0.1:{port}/v1/models").status_code == 200:
+                    break
+            except HttpError:
+                time.sleep(0.1)
+        assert proc.poll() is None, "llama_cpp.server did not start"
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        probe.close()
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
 @pytest.mark.slow
-def test_real_llama_cpp_server_scores_own_document_higher(lm) -> None:
-    """The llama.cpp server of LocalLLMServer answers /v1/completions with echo=true, logprobs=1:
-    its prompt-token logprobs give the in-process model's numbers. Its echo path sorts the 262k
-    vocabulary in Python for every prompt token, so prompts here are tiny (and the context small).
-    Prompt logprobs need the server's logits_all on (generation runs with it off)."""
-    from bakeoff.truth.local_llm import LocalLLMServer
-    from bakeoff.truth.specificity import CompletionsLikelihood
+def test_real_completions_server_scores_own_document_higher(echo_server, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A real completions server's echoed prompt-token logprobs give the in-process model's numbers (both on
+    llama.cpp's default, repacked CPU kernels: ``BAKEOFF_LLAMA_REPACK=1`` for the in-process one)."""
+    from bakeoff.truth.specificity import CompletionsLikelihood, LlamaLikelihood
+
+    monkeypatch.setenv("BAKEOFF_LLAMA_REPACK", "1")
 
     own_doc, other_doc = "math.gcd: greatest common divisor of integers.", "time.sleep: pause for some seconds."
     query = " how to get the greatest common divisor"
-    with LocalLLMServer(n_ctx=128, prompt_logprobs=True) as server:
-        with CompletionsLikelihood(base_url=server.base_url, model=server.config().model) as remote:
-            own = remote.logprobs(specificity_prefix(own_doc), query)
-            other = remote.logprobs(specificity_prefix(other_doc), query)
+    with CompletionsLikelihood(base_url=echo_server, model="gemma") as remote:
+        own = remote.logprobs(specificity_prefix(own_doc), query)
+        other = remote.logprobs(specificity_prefix(other_doc), query)
     assert np.mean(own) > np.mean(other)
-    local_own = lm.logprobs(specificity_prefix(own_doc), query)
-    assert len(own) == len(local_own) == len(lm.tokenize(query, bos=False))
-    assert own == pytest.approx(local_own, abs=0.05)
-    assert lm.logprobs(specificity_prefix(other_doc), query) == pytest.approx(other, abs=0.05)
+    with LlamaLikelihood(n_ctx=1024) as lm:
+        local_own = lm.logprobs(specificity_prefix(own_doc), query)
+        assert len(own) == len(local_own) == len(lm.tokenize(query, bos=False))
+        assert own == pytest.approx(local_own, abs=0.05)
+        assert lm.logprobs(specificity_prefix(other_doc), query) == pytest.approx(other, abs=0.05)
 
 
 @pytest.mark.slow

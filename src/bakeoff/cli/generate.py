@@ -48,7 +48,7 @@ def generate(
     bootstrap: Annotated[int, typer.Option(min=0, help="describe: without --examples, the best kept queries of a zero-shot pilot round become this many examples (0: zero-shot throughout).")] = 3,
     reasoning_effort: Annotated[Optional[str], typer.Option(help="Reasoning models: minimal, low, medium or high.")] = None,
     test_fraction: Annotated[float, typer.Option(help="Share of queries in qrels/test.tsv (rest: train).")] = 0.5,
-    concurrency: Annotated[Optional[int], typer.Option(min=1, help="Requests in flight (default 4); with --llm local, servers (default one per core, at most 2) of BAKEOFF_LLAMA_SLOTS slots each (default 4).")] = None,
+    concurrency: Annotated[Optional[int], typer.Option(min=1, help="Requests in flight (default 4; with --llm local, the parallel slots of llama-server).")] = None,
     price: Annotated[Optional[str], typer.Option(help="USD per 1M tokens 'prompt,completion' (overrides the table).")] = None,
     id_field: Annotated[str, typer.Option("--id-field")] = "id",
     text_field: Annotated[str, typer.Option("--text-field")] = "text",

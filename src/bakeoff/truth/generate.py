@@ -45,15 +45,14 @@ Embed = Callable[[Corpus], tuple[np.ndarray, str]]
 @contextlib.contextmanager
 def open_llm(spec: str, *, cache: Cache | None, concurrency: int | None = None,
              price: str | None = None, reasoning_effort: str | None = None) -> Iterator[LLMClient]:
-    """An :class:`~bakeoff.truth.llm.LLMClient` for ``--llm`` (``local`` starts and stops the
-    bundled llama.cpp servers with the embedded Gemma, ``local:NAME|PATH.gguf`` with another model,
+    """An :class:`~bakeoff.truth.llm.LLMClient` for ``--llm`` (``local`` starts and stops ``llama-server``
+    with the default bundled model, ``local:NAME|PATH.gguf`` with another one,
     :func:`bakeoff.models.gguf.resolve_local_model`; see :func:`bakeoff.truth.llm.parse_llm_spec` for the others).
     ``price`` is ``"PROMPT_USD_PER_1M,COMPLETION_USD_PER_1M"`` (overrides the price table).
-    ``concurrency`` is the number of requests in flight; for ``local`` it is the number of servers
-    (default :func:`~bakeoff.truth.local_llm.default_servers`), each of
-    :func:`~bakeoff.truth.local_llm.default_slots` slots, one request per slot (answers those of one
-    server: :mod:`bakeoff.truth.replicas`), since a one-slot server given two requests at once would
-    answer them in whichever order they arrive."""
+    ``concurrency`` is the number of requests in flight; for ``local``, ``N`` starts ``min(N,``
+    :func:`~bakeoff.truth.local_llm.default_servers` ``())`` servers of ``N // servers`` slots each (default
+    :func:`~bakeoff.truth.local_llm.default_servers` servers of :func:`~bakeoff.truth.local_llm.default_slots`).
+    """
     from .llm import Price, parse_llm_spec
 
     overrides: dict[str, Any] = {}
@@ -75,9 +74,13 @@ def open_llm(spec: str, *, cache: Cache | None, concurrency: int | None = None,
         from ..models.gguf import resolve_local_model
         from .local_llm import LocalLLMServer
 
-        model = resolve_local_model(spec.partition(":")[2]) if spec != "local" else None
-        servers = overrides.pop("concurrency", None)
-        with LocalLLMServer(servers=servers, model=model) as server, \
+        model = resolve_local_model(spec.partition(":")[2])
+        from .local_llm import default_servers
+
+        n = overrides.pop("concurrency", None)
+        servers = None if n is None else min(default_servers(), n)
+        slots = None if n is None or servers is None else n // servers
+        with LocalLLMServer(servers=servers, slots=slots, model=model) as server, \
                 LLMClient(server.config(**overrides), cache=cache) as client:
             yield client
     else:

@@ -32,7 +32,6 @@ Conventions
 
 from __future__ import annotations
 
-import collections
 import json
 import logging
 import os
@@ -48,8 +47,6 @@ from .._io import atomic_open
 from ..cache import Cache, cache_key
 from ..errors import ConfigError, InputError
 from ..net import HttpClient, HttpError
-from .json_stop import marker as json_stop_marker
-from .replicas import RESET_TEXTS, PrefixState, chains, large_pieces, reset_prompt
 
 if TYPE_CHECKING:  # pragma: no cover
     from pydantic import BaseModel
@@ -144,14 +141,10 @@ class LLMConfig:
     reasoning_effort: str | None = None
     #: ``None``: decided by :func:`is_reasoning_model` from the model name; True/False force it.
     reasoning: bool | None = None
-    #: Base URLs of more llama-cpp-python servers identical to ``base_url`` (same model and flags,
-    #: one slot each): :meth:`LLMClient.generate_many` spreads completion requests over all of them
-    #: with the answers one server gives in input order (:mod:`bakeoff.truth.replicas`). Not part of
-    #: any cache key, not in :meth:`public` (the ports change every run).
+    #: Base URLs of more servers identical to ``base_url`` (same model and flags): each request goes to the
+    #: one with the fewest requests in flight (the first on a tie). Not part of any cache key, not in
+    #: :meth:`public` (the ports change every run).
     replicas: tuple[str, ...] = ()
-    #: The server is bakeoff's llama.cpp server (:mod:`bakeoff.truth.json_stop`): a completion request
-    #: whose prefill opens a JSON value ends as soon as the value is complete, one decode sooner.
-    json_stop: bool = False
 
     @property
     def is_reasoning(self) -> bool:
@@ -299,6 +292,15 @@ def _answer_text(req: ChatRequest, resp: Mapping[str, Any]) -> str:
     return choice["message"]["content"] or ""
 
 
+def _first_token_logprobs(resp: Mapping[str, Any]) -> dict[str, float]:
+    """``{token: logprob}`` of the answer's first position: the chat form (``logprobs.content[0].top_logprobs``,
+    a list of ``{"token", "logprob"}``) or the legacy completions form (``logprobs.top_logprobs[0]``, a mapping)."""
+    lp = resp["choices"][0]["logprobs"]
+    if lp.get("content"):
+        return {str(t["token"]): float(t["logprob"]) for t in lp["content"][0]["top_logprobs"]}
+    return {str(t): float(v) for t, v in lp["top_logprobs"][0].items()}
+
+
 class _TokenRate:
     """A progress bar whose postfix shows generated tokens per second since it opened (tqdm shows
     requests per second and the ETA)."""
@@ -321,13 +323,6 @@ class LLMClient:
     """Chat client with retries, structured output, caching and accounting.
 
     ``sleep`` is injectable so tests can observe backoff without waiting.
-
-    With :attr:`LLMConfig.replicas` the client talks to several identical one-slot llama.cpp
-    servers (server 0 is ``base_url``): it simulates each server's held prompt
-    (:class:`~bakeoff.truth.replicas.PrefixState`, tokens from the server's tokenizer) so that
-    :meth:`generate_many` can run independent *chains* of completion requests on different servers
-    and still get, request by request, the answer the serial path gets (see
-    :mod:`bakeoff.truth.replicas`). ``resets`` counts the reset requests that needed.
     """
     code_version = "1"  # bump when parsing/validation of answers changes (part of request_key)
 
@@ -339,22 +334,14 @@ class LLMClient:
         self.cache = cache
         self.usage = Usage()
         cfg = config
-        urls = (cfg.base_url, *cfg.replicas)
         self._servers = [HttpClient(base_url=u, auth_env=cfg.api_key_env, timeout=cfg.timeout_s,
                                     retries=cfg.max_retries, backoff=cfg.backoff_s, backoff_max=cfg.backoff_max_s,
-                                    sleep=sleep, on_request=self._on_request, on_retry=self._on_retry) for u in urls]
-        self._http = self._servers[0]
-        #: Tokenizer and reset calls (not counted in :attr:`usage`: the serial path makes none).
-        self._control = [HttpClient(base_url=u.rstrip("/").removesuffix("/v1") + "/", timeout=cfg.timeout_s,
-                                    retries=cfg.max_retries, backoff=cfg.backoff_s, backoff_max=cfg.backoff_max_s,
-                                    sleep=sleep) for u in urls] if cfg.replicas else []
-        self._home = 0  # the server holding the serial path's state
-        self._states = [PrefixState() for _ in urls]
-        self._token_memo: dict[str, tuple[int, ...]] = {}
-        self.resets = 0
-        #: Per server, the requests (cache keys) it was asked, in order (a record for tests and logs).
-        self.asked_on: list[list[str]] = [[] for _ in urls]
-        self._last_server: dict[str, int] = {}  # prompt text -> the server that asked it last
+                                    sleep=sleep, on_request=self._on_request, on_retry=self._on_retry)
+                         for u in (cfg.base_url, *cfg.replicas)]
+        self._in_flight = [0] * len(self._servers)
+        #: Requests sent to each server (``base_url`` first, then the ``replicas``).
+        self.sent = [0] * len(self._servers)
+        self._pick = threading.Lock()
         #: When a list, cache misses are appended here (for :func:`write_batch`) instead of being asked,
         #: and answered with a ``pending`` Generation.
         self.collect: list[ChatRequest] | None = None
@@ -372,13 +359,7 @@ class LLMClient:
             "params": dict(req.params),
             "response_format": self.config.response_format,
             "code_version": self.code_version,
-            **({"json_stop": True} if self._json_stop(req) else {}),
         })
-
-    def _json_stop(self, req: ChatRequest) -> bool:
-        """Whether ``req`` is sent with :func:`bakeoff.truth.json_stop.marker` (the answer then ends
-        where its JSON value is complete; see that module for the one case where this changes it)."""
-        return self.config.json_stop and req.prompt is not None and req.prefill.lstrip()[:1] in ("{", "[")
 
     @staticmethod
     def endpoint(req: ChatRequest) -> str:
@@ -402,9 +383,6 @@ class LLMClient:
             if self.config.reasoning_effort:
                 params["reasoning_effort"] = self.config.reasoning_effort
         if req.prompt is not None:
-            if self._json_stop(req):
-                stop = params.get("stop") or []
-                params["stop"] = [*([stop] if isinstance(stop, str) else stop), json_stop_marker(len(req.prefill))]
             return {"model": self.config.model, "prompt": req.prompt + req.prefill, **params}
         body: dict[str, Any] = {"model": self.config.model, "messages": [dict(m) for m in req.messages], **params}
         schema = req.json_schema()
@@ -425,7 +403,7 @@ class LLMClient:
 
     def close(self) -> None:
         """Close the pooled connections (the client stays usable: they reopen on demand)."""
-        for http in (*self._servers, *self._control):
+        for http in self._servers:
             http.close()
 
     def __enter__(self) -> LLMClient:
@@ -434,51 +412,18 @@ class LLMClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _post(self, body: Mapping[str, Any], endpoint: str = "chat/completions", *, server: int = 0) -> Any:
-        """POST ``body`` as JSON to ``server`` (retried as :mod:`bakeoff.net` says); :class:`~bakeoff.net.HttpError`
-        when it fails."""
-        return self._servers[server].post_json(endpoint, body)
-
-    # -- replicas (see bakeoff.truth.replicas) ----------------------------------
-    def _tokens(self, text: str, server: int) -> tuple[int, ...]:
-        """``text`` as the llama-cpp-python completion endpoint evaluates it (BOS + special-aware tokens)."""
-        toks = self._token_memo.get(text)
-        if toks is None:
-            resp = self._control[server].post_json("extras/tokenize", {"model": self.config.model, "input": text})
-            toks = self._token_memo[text] = tuple(int(t) for t in resp["tokens"])
-        return toks
-
-    def _tokenize_on_all(self, texts: Sequence[str]) -> None:
-        """Tokenize the ``texts`` not yet known, spread over all servers at once (they share one tokenizer:
-        same model file); the demo's first round waited ~0.6 s for 100 prompts tokenized one by one."""
-        todo = list(dict.fromkeys(t for t in texts if t not in self._token_memo))
-        n = len(self._servers)
-        if n < 2 or len(todo) < 2:
-            for t in todo:
-                self._tokens(t, self._home)
-            return
-        with ThreadPoolExecutor(max_workers=n) as pool:  # one thread per server: each uses its own connection
-            list(pool.map(lambda s: [self._tokens(t, s) for t in todo[s::n]], range(n)))
-
-    def _prompt_tokens(self, req: ChatRequest, server: int) -> tuple[int, ...] | None:
-        return None if req.prompt is None else self._tokens(req.prompt + req.prefill, server)
-
-    def _asked(self, server: int, req: ChatRequest) -> None:
-        """Record that ``req`` was sent to ``server`` (its simulated state moves on)."""
-        if not self.config.replicas:
-            return
-        toks = self._prompt_tokens(req, server)
-        state = self._states[server]
-        self._states[server] = PrefixState.unknown() if toks is None else state.after(toks)
-
-    def _reset(self, server: int, tokens: tuple[int, ...]) -> None:
-        """Ask ``server`` a one-token completion of a short text so that ``tokens`` is clean there."""
-        cands = [(t, self._tokens(t, server)) for t in RESET_TEXTS]
-        text, after = reset_prompt(self._states[server], cands, tokens)
-        self._control[server].post_json("v1/completions", {"model": self.config.model, "prompt": text, "max_tokens": 1,
-                                                            "temperature": 0.0})
-        self._states[server] = after
-        self.resets += 1
+    def _post(self, body: Mapping[str, Any], endpoint: str = "chat/completions") -> Any:
+        """POST ``body`` as JSON to the least busy server (retried as :mod:`bakeoff.net` says);
+        :class:`~bakeoff.net.HttpError` when it fails."""
+        with self._pick:
+            k = min(range(len(self._servers)), key=self._in_flight.__getitem__)
+            self._in_flight[k] += 1
+            self.sent[k] += 1
+        try:
+            return self._servers[k].post_json(endpoint, body)
+        finally:
+            with self._pick:
+                self._in_flight[k] -= 1
 
     # -- one request ---------------------------------------------------------
     def validate(self, req: ChatRequest, text: str) -> Any:
@@ -512,11 +457,8 @@ class LLMClient:
             self.cache.put_json("llm", key, {"raw": raw, "model": self.config.identity, "prompt_tokens": pt,
                                              "completion_tokens": ct, "source": source})
 
-    def generate(self, req: ChatRequest, *, server: int | None = None) -> Generation:
-        """Answer ``req`` (from the cache when possible) on ``server`` (an index into ``base_url`` +
-        ``replicas``; default: the one holding the serial state). Never raises for server or answer
-        errors."""
-        server = self._home if server is None else server
+    def generate(self, req: ChatRequest) -> Generation:
+        """Answer ``req`` (from the cache when possible). Never raises for server or answer errors."""
         key = self.request_key(req)
         self.usage.add(requests=1)
         hit = self._cached(req, key)
@@ -534,11 +476,7 @@ class LLMClient:
             if attempt:
                 self.usage.add(schema_retries=1)
             try:
-                self._asked(server, req)
-                self.asked_on[server].append(key)
-                if req.prompt is not None:
-                    self._last_server[req.prompt + req.prefill] = server
-                resp = self._post(self.body(req, seed_offset=attempt * 1_000_003), self.endpoint(req), server=server)
+                resp = self._post(self.body(req, seed_offset=attempt * 1_000_003), self.endpoint(req))
             except HttpError as exc:
                 last_error = exc.detail
                 break  # transport retries already exhausted
@@ -569,22 +507,69 @@ class LLMClient:
                           completion_tokens=ct_total, attempts=self.config.schema_retries + 1, key=key)
 
     def generate_many(self, reqs: Sequence[ChatRequest], *, progress: bool = True, desc: str = "llm") -> list[Generation]:
-        """Answer ``reqs`` with at most ``concurrency`` requests in flight; results in input order. With
-        :attr:`LLMConfig.replicas`: one request in flight per server, the answers of the serial path."""
+        """Answer ``reqs`` with at most ``concurrency`` requests in flight; results in input order."""
+        return self._many(self.generate, reqs, progress=progress, desc=desc)
+
+    def next_token_logprobs(self, req: ChatRequest, *, top: int = 20) -> Generation:
+        """The ``top`` most likely first tokens of the answer to ``req`` and their log-probabilities.
+
+        One request with ``max_tokens=1`` and ``logprobs`` (chat: ``logprobs=true, top_logprobs=top``;
+        completion: ``logprobs=top``) and no response format: ``value`` is ``{token: logprob}`` as the
+        server reports it (llama.cpp: the model's distribution before any sampling rule). Cached like
+        answers, under their own key; a server without logprobs gives a failed Generation.
+        """
+        params = {**dict(req.params), "max_tokens": 1}
+        params.update({"logprobs": True, "top_logprobs": top} if req.prompt is None else {"logprobs": top})
+        if req.prompt is not None:
+            body: dict[str, Any] = {"model": self.config.model, "prompt": req.prompt + req.prefill, **params}
+        else:
+            body = {"model": self.config.model, "messages": [dict(m) for m in req.messages], **params}
+        key = cache_key({"kind": "llm-logprobs", "model": self.config.identity, "body": {**body, "model": None},
+                         "code_version": self.code_version})
+        self.usage.add(requests=1)
+        if self.cache is not None:
+            hit = self.cache.get_json("llm", key)
+            if hit is not None:
+                self.usage.add(cache_hits=1)
+                return Generation(value=dict(hit["logprobs"]), raw=hit["raw"], cached=True, key=key,
+                                  prompt_tokens=hit.get("prompt_tokens", 0))
+        try:
+            resp = self._post(body, self.endpoint(req))
+        except HttpError as exc:
+            self.usage.add(failures=1)
+            return Generation(value=None, error=exc.detail, attempts=1, key=key)
+        usage = (resp.get("usage") or {}) if isinstance(resp, dict) else {}
+        pt, ct = int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
+        self.usage.add(prompt_tokens=pt, completion_tokens=ct, cost_usd=self.config.resolved_price().cost(pt, ct))
+        try:
+            logprobs = _first_token_logprobs(resp)
+            raw = _answer_text(req, resp)
+        except (KeyError, IndexError, TypeError, AttributeError, ValueError):
+            self.usage.add(failures=1)
+            return Generation(value=None, error="no logprobs in the answer (the server may not support them)",
+                              attempts=1, key=key)
+        if self.cache is not None:
+            self.cache.put_json("llm", key, {"logprobs": logprobs, "raw": raw, "model": self.config.identity,
+                                             "prompt_tokens": pt})
+        return Generation(value=logprobs, raw=raw, prompt_tokens=pt, completion_tokens=ct, attempts=1, key=key)
+
+    def logprobs_many(self, reqs: Sequence[ChatRequest], *, top: int = 20, progress: bool = True,
+                      desc: str = "llm") -> list[Generation]:
+        """:meth:`next_token_logprobs` for each request, ``concurrency`` in flight; results in input order."""
+        return self._many(lambda r: self.next_token_logprobs(r, top=top), reqs, progress=progress, desc=desc)
+
+    def _many(self, fn: Callable[[ChatRequest], Generation], reqs: Sequence[ChatRequest], *, progress: bool,
+              desc: str) -> list[Generation]:
         from ..progress import progress_bar
 
         bar = _TokenRate(progress_bar(total=len(reqs), desc=desc, enabled=progress, unit="req"), self.usage)
         out: list[Generation | None] = [None] * len(reqs)
 
         def one(i: int) -> None:
-            out[i] = self.generate(reqs[i])
+            out[i] = fn(reqs[i])
             bar.update(1)
 
-        if self.config.replicas and self.collect is None and any(r.prompt is None for r in reqs):
-            self._chats_on_replicas(reqs, out, bar)
-        elif self.config.replicas and self.collect is None and self._on_replicas(reqs, out, bar):
-            pass
-        elif self.config.concurrency == 1 or len(reqs) <= 1:
+        if self.config.concurrency == 1 or len(reqs) <= 1:
             for i in range(len(reqs)):
                 one(i)
         else:
@@ -592,104 +577,6 @@ class LLMClient:
                 list(pool.map(one, range(len(reqs))))
         bar.close()
         return [g for g in out if g is not None]
-
-    def _chats_on_replicas(self, reqs: Sequence[ChatRequest], out: list[Generation | None], bar: Any) -> None:
-        """Chat requests on every server and slot at once, each request on the next free one. A chat
-        prompt is rendered by the server's template, so the prefix bookkeeping of completions does not
-        apply; an answer is deterministic for its request on an idle slot, and the cache keeps the first
-        answer (cached answers are authoritative)."""
-        import queue
-
-        free: queue.SimpleQueue[int] = queue.SimpleQueue()
-        for k in range(1 + len(self.config.replicas)):
-            free.put(k)
-
-        def one(i: int) -> None:
-            k = free.get()
-            try:
-                out[i] = self.generate(reqs[i], server=k)
-            finally:
-                free.put(k)
-            bar.update(1)
-
-        with ThreadPoolExecutor(max_workers=1 + len(self.config.replicas)) as pool:
-            list(pool.map(one, range(len(reqs))))
-
-    def _on_replicas(self, reqs: Sequence[ChatRequest], out: list[Generation | None], bar: Any) -> bool:
-        """Answer ``reqs`` into ``out`` on all servers, chain by chain (see :mod:`bakeoff.truth.replicas`);
-        False (nothing done) when the batch must stay serial: a chat request among the cache misses, or,
-        with a cache, two misses with one key (the second one's fate depends on the first's answer)."""
-        keys = [self.request_key(r) for r in reqs]
-        asked = [i for i, r in enumerate(reqs) if self._cached(r, keys[i]) is None]
-        if len(asked) < 2 or any(reqs[i].prompt is None for i in asked):
-            return False
-        if self.cache is not None and len({keys[i] for i in asked}) < len(asked):
-            return False
-        home = self._home
-        started = time.perf_counter()
-        self._tokenize_on_all([reqs[i].prompt + reqs[i].prefill for i in asked] + list(RESET_TEXTS))  # type: ignore[operator]
-        toks = [self._prompt_tokens(reqs[i], home) for i in asked]
-        cuts: list[list[int]] = []
-        for cut in chains(self._states[home], toks):  # type: ignore[arg-type]
-            # a prompt a reset cannot make clean (after BOS alone its pieces are not all large: e.g. 520
-            # tokens = 512 + 7) stays right after its serial predecessor, on the same server
-            if cuts and not large_pieces(len(toks[cut[0]]) - 1):  # type: ignore[arg-type]
-                cuts[-1].extend(cut)
-            else:
-                cuts.append(cut)
-        for i in sorted(set(range(len(reqs))) - set(asked)):  # cache hits: no server involved
-            out[i] = self.generate(reqs[i], server=home)
-            bar.update(1)
-        # each chain prefers the server that last asked its prompt (a server-side snapshot may hold it:
-        # bakeoff.truth.llama_snapshots); a server with nothing of its own takes shared work, then steals
-        n_srv = len(self._servers)
-        own: list[collections.deque[int]] = [collections.deque() for _ in range(n_srv)]
-        shared: collections.deque[int] = collections.deque()
-        last = len(cuts) - 1  # handed out only when nothing else is left: its server then holds the serial state
-        for c in range(1, last):
-            req = reqs[asked[cuts[c][0]]]
-            k = self._last_server.get(req.prompt + req.prefill) if req.prompt is not None else None
-            (own[k] if k is not None else shared).append(c)
-        pending_last = [last] if last > 0 else []
-        lock = threading.Lock()
-
-        def take(server: int) -> int | None:
-            with lock:
-                if own[server]:
-                    return own[server].popleft()
-                if shared:
-                    return shared.popleft()
-                other = max(range(n_srv), key=lambda j: len(own[j]))
-                if own[other]:
-                    return own[other].pop()
-                if pending_last:
-                    return pending_last.pop()
-                return None
-
-        ran_on = [home] * len(cuts)
-
-        def run(c: int, server: int) -> None:
-            first = toks[cuts[c][0]]
-            assert first is not None
-            if c and not self._states[server].clean(first):
-                self._reset(server, first)
-            for j in cuts[c]:
-                out[asked[j]] = self.generate(reqs[asked[j]], server=server)
-                bar.update(1)
-            ran_on[c] = server
-
-        def work(server: int) -> None:
-            if server == home:
-                run(0, server)
-            while (c := take(server)) is not None:
-                run(c, server)
-
-        with ThreadPoolExecutor(max_workers=len(self._servers)) as pool:
-            list(pool.map(work, range(len(self._servers))))
-        self._home = ran_on[-1] if len(cuts) > 1 else home
-        log.debug("llm: %d requests in %d chains on %d servers (%d resets so far) in %.1f s", len(asked), len(cuts),
-                  len(self._servers), self.resets, time.perf_counter() - started)
-        return True
 
 
 # -- batch files ----------------------------------------------------------------

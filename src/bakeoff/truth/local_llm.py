@@ -1,36 +1,45 @@
-"""The offline default LLM: Gemma 3 270M (GGUF, from PyPI) served by llama-cpp-python.
+"""Local GGUF models served by llama.cpp's own server, ``llama-server``.
 
-:class:`LocalLLMServer` is a context manager that assembles the model file
-(once, into the bakeoff cache folder), starts ``python -m llama_cpp.server
---model M --host 127.0.0.1 --port P --chat_format gemma`` (through
-:mod:`bakeoff.truth.llama_server`, which turns weight repacking off to avoid a
-llama.cpp crash on AMX CPUs) on a free loopback
-port, waits until ``GET /v1/models`` answers, and kills the process on exit.
-The server's default ``logits_all=True`` is switched off: it ran the 262k-token
-output layer (the larger half of this model) for every *prompt* token and copied
-each row into a Python array, doubling the time of a request; only the last
-token's logits are ever sampled, and they are bit-identical either way (same
-text for the same requests; measured in ``benchmarks/truth_speed.py``). The
-client asks for no logprobs. Gemma 3 270M is a *base* model: prompts are few-shot completions (``prompt_style
-= "completion"``); measured here it gives on-topic queries in 1-2 s each that
-way, while chat-template prompts mostly echo the examples. Its server accepts
-``response_format={"type": "json_object", "schema": ...}`` (grammar-constrained
-JSON), so :meth:`LocalLLMServer.config` selects that form.
+:class:`LocalLLMServer` is a context manager: it resolves the model file (the default of ``--llm local``,
+or any :class:`~bakeoff.models.gguf.LocalModel`), starts
 
-``servers`` (default :func:`default_servers`: one per usable core, at most 2;
-``$BAKEOFF_LLM_SERVERS``) starts that many identical servers, each one thread and one
-slot, on their own ports: :meth:`LocalLLMServer.config` lists the others as
-:attr:`~bakeoff.truth.llm.LLMConfig.replicas`, and the client runs independent chains
-of requests on them in parallel with the answers one server gives
-(:mod:`bakeoff.truth.replicas`). Separate processes, not threads or slots in one
-context: no thread synchronisation (llama.cpp's spin-waiting threads collapse on a busy
-machine), and each request keeps the one-sequence numerics of the serial path.
+    llama-server -m MODEL --host 127.0.0.1 --port P --parallel S --ctx-size S*N_CTX
+                 --threads T --threads-batch T --no-repack --no-webui [--jinja]
+
+``N`` times (``servers``), each on a free loopback port, waits until every ``GET /health`` answers 200,
+and stops them on exit (and when the process that started them dies: ``PR_SET_PDEATHSIG`` on Linux).
+``llama-server`` serves ``S`` parallel slots with continuous batching, reuses the KV cache of a prompt's
+common prefix (``cache_prompt``), constrains answers to a JSON schema (``response_format``
+``json_schema``, or ``json_schema`` on ``/v1/completions``) and returns token log-probabilities
+(``logprobs`` / ``top_logprobs``) over its OpenAI-compatible API, so the client is the same
+:class:`~bakeoff.truth.llm.LLMClient` as for any other server, with ``concurrency = N * S`` and the
+other servers as its :attr:`~bakeoff.truth.llm.LLMConfig.replicas` (each request goes to the least busy).
+
+Conventions:
+
+* **One thread per server, one server per core** (defaults :func:`default_servers`, ``T = 1``): llama.cpp's
+  worker threads meet at a barrier after every operation of the graph, so on a machine whose cores are
+  busy with other work a multi-threaded server waits a scheduler slice at each of them and its speed
+  collapses (here, at load 12 on 2 cores: about one generated token per 5 s with 2 threads); independent
+  one-thread servers never wait for each other. ``--no-repack``: llama.cpp's CPU weight repacking
+  (extra buffer types) is off, the numeric path of earlier bakeoff releases; ``BAKEOFF_LLAMA_REPACK=1``
+  turns it on. Chat models get ``--jinja``: their chat template is the one in the GGUF metadata.
+* **Reproducibility** rests on the generation cache: cached answers are authoritative. A cold run
+  asks the same requests in the same order at ``--concurrency 1`` and is then deterministic; with
+  more slots in flight, which requests share a batch depends on timing, and a sampled answer may
+  differ in its last digits of probability, hence sometimes in a token.
+* The binary is found as :func:`llama_server_binary` says; its ``--version`` is part of the cache
+  identity (:meth:`LocalLLMServer.model_id`), since another llama.cpp build may answer differently.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
+import re
+import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -40,66 +49,58 @@ from pathlib import Path
 from typing import Any
 
 from ..cache import default_cache_dir
-from ..errors import BakeoffError, MissingDependencyError
+from ..errors import BakeoffError
 from ..models.gguf import LocalModel
 from ..net import HttpClient, HttpError
-from ..versions import installed_version
-from .llama_slots import MAX_SLOTS
 from .llm import LLMConfig
-from .replicas import N_BATCH
 
-__all__ = ["DEFAULT_SLOTS", "DEFAULT_SNAPSHOTS", "LOCAL_MODEL_NAME", "MAX_DEFAULT_SERVERS", "LocalLLMServer", "default_servers",
-           "default_slots", "default_snapshots", "free_port", "gemma_model_path"]
+__all__ = ["DEFAULT_SLOTS", "LLAMA_SERVER_ENV", "LocalLLMServer", "default_servers", "default_slots",
+           "default_threads", "free_port", "gemma_model_path", "llama_server_binary", "llama_server_version"]
 
 log = logging.getLogger("bakeoff")
 
-LOCAL_MODEL_NAME = "gemma-3-270m-q4_k_m"
+#: Environment variable naming the ``llama-server`` executable to use.
+LLAMA_SERVER_ENV = "BAKEOFF_LLAMA_SERVER"
 
-#: Prompts whose KV cache each server keeps for a prompt asked again (:mod:`bakeoff.truth.llama_snapshots`;
-#: ~9 MB each for the demo's ~450-token prompts with their logits row, at most ``llama_snapshots.MAX_BYTES`` = 768 MiB per server);
-#: ``$BAKEOFF_LLAMA_SNAPSHOTS`` overrides, 0 turns it off.
-DEFAULT_SNAPSHOTS = 128
+#: Parallel slots of each server (requests decoded together in one batch); ``$BAKEOFF_LLAMA_SLOTS`` overrides.
+DEFAULT_SLOTS = 2
 
-#: Slots per server (:mod:`bakeoff.truth.llama_slots`: sequences of one context whose one-token decodes run
-#: as one batch, each answering like a one-slot server); ``$BAKEOFF_LLAMA_SLOTS`` overrides, 1 is
-#: llama-cpp-python's own one-slot server. Measured on one thread: 41.4 ms per decoded token alone,
-#: 18.9 with 4 slots decoding, 20.5 with 6.
-DEFAULT_SLOTS = 4
+#: Upper bound of :func:`default_servers`.
+MAX_DEFAULT_SERVERS = 4
+MAX_SLOTS = 64
 
-#: Upper bound of :func:`default_servers` (measured on a 2-core machine; more servers than cores only queue).
-MAX_DEFAULT_SERVERS = 2
+#: Tokens of context per slot.
+DEFAULT_N_CTX = 4096
+
+
+def _positive_env(name: str, default: int, *, upper: int | None = None) -> int:
+    env = os.environ.get(name, "").strip()
+    if not env:
+        return default
+    if not env.isdigit() or int(env) < 1 or (upper is not None and int(env) > upper):
+        bound = f" in 1..{upper}" if upper is not None else ""
+        raise BakeoffError(f"{name} must be a positive integer{bound}, got {env!r}")
+    return int(env)
+
+
+def default_slots() -> int:
+    """``$BAKEOFF_LLAMA_SLOTS`` when set, else :data:`DEFAULT_SLOTS`."""
+    return _positive_env("BAKEOFF_LLAMA_SLOTS", DEFAULT_SLOTS, upper=MAX_SLOTS)
+
+
+def _usable_cpus() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 def default_servers() -> int:
     """``$BAKEOFF_LLM_SERVERS`` when set, else one server per CPU this process may use, at most
     :data:`MAX_DEFAULT_SERVERS`."""
-    env = os.environ.get("BAKEOFF_LLM_SERVERS", "").strip()
-    if env:
-        if not env.isdigit() or int(env) < 1:
-            raise BakeoffError(f"BAKEOFF_LLM_SERVERS must be a positive integer, got {env!r}")
-        return int(env)
-    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(1, min(MAX_DEFAULT_SERVERS, usable))
+    return _positive_env("BAKEOFF_LLM_SERVERS", max(1, min(MAX_DEFAULT_SERVERS, _usable_cpus())))
 
 
-def default_slots() -> int:
-    """``$BAKEOFF_LLAMA_SLOTS`` when set, else :data:`DEFAULT_SLOTS`."""
-    env = os.environ.get("BAKEOFF_LLAMA_SLOTS", "").strip()
-    if env:
-        if not env.isdigit() or not 1 <= int(env) <= MAX_SLOTS:
-            raise BakeoffError(f"BAKEOFF_LLAMA_SLOTS must be an integer in 1..{MAX_SLOTS}, got {env!r}")
-        return int(env)
-    return DEFAULT_SLOTS
-
-
-def default_snapshots() -> int:
-    """``$BAKEOFF_LLAMA_SNAPSHOTS`` when set (0: off), else :data:`DEFAULT_SNAPSHOTS`."""
-    env = os.environ.get("BAKEOFF_LLAMA_SNAPSHOTS", "").strip()
-    if env:
-        if not env.isdigit():
-            raise BakeoffError(f"BAKEOFF_LLAMA_SNAPSHOTS must be a non-negative integer, got {env!r}")
-        return int(env)
-    return DEFAULT_SNAPSHOTS
+def default_threads() -> int:
+    """``$BAKEOFF_LLM_THREADS`` when set, else 1 (threads of each server; see the module docstring)."""
+    return _positive_env("BAKEOFF_LLM_THREADS", 1)
 
 
 def free_port() -> int:
@@ -116,54 +117,76 @@ def gemma_model_path(folder: Path | None = None) -> Path:
     return gemma_path(folder or default_cache_dir() / "models")
 
 
-def _llama_cpp_version() -> str:
-    version = installed_version("llama-cpp-python")
-    if version is None:
-        raise MissingDependencyError("llama-cpp-python[server]", "llm", "the local LLM server")
-    return version
+_INSTALL_HINT = ("install llama.cpp's server: `make llama-server` in a bakeoff checkout (builds it from the "
+                 "llama.cpp sources llama-cpp-python ships), a llama.cpp release or package (e.g. "
+                 "`brew install llama.cpp`), or set BAKEOFF_LLAMA_SERVER=/path/to/llama-server")
+
+
+def llama_server_binary() -> Path:
+    """The ``llama-server`` executable: ``$BAKEOFF_LLAMA_SERVER``, else the one beside this Python
+    (``<prefix>/bin``, where ``make llama-server`` installs it), else the first on ``PATH``."""
+    env = os.environ.get(LLAMA_SERVER_ENV, "").strip()
+    if env:
+        path = Path(env).expanduser()
+        if not (path.is_file() and os.access(path, os.X_OK)):
+            raise BakeoffError(f"{LLAMA_SERVER_ENV}={env}: not an executable file")
+        return path
+    beside = Path(sys.prefix) / "bin" / "llama-server"
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return beside
+    found = shutil.which("llama-server")
+    if found:
+        return Path(found)
+    raise BakeoffError(f"the local LLM needs llama-server, which was not found: {_INSTALL_HINT}")
+
+
+@functools.lru_cache(maxsize=8)
+def llama_server_version(binary: Path) -> str:
+    """The ``version:`` line of ``llama-server --version`` as one token, e.g. ``0.5.0-dev-build-1-commit-0c1e570``."""
+    try:
+        proc = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=60, check=False)
+    except OSError as exc:
+        raise BakeoffError(f"cannot run {binary}: {exc.strerror or exc}") from None
+    m = re.search(r"^version:\s*(\S.*)$", proc.stdout + proc.stderr, flags=re.MULTILINE)
+    if m is None:
+        raise BakeoffError(f"{binary} --version did not print a llama.cpp version: "
+                           f"{(proc.stdout + proc.stderr).strip()[:200]!r}")
+    return re.sub(r"[^\w.]+", "-", m.group(1)).strip("-")
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
+    """Ask Linux to send SIGTERM to this child when the thread that started it ends."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        PR_SET_PDEATHSIG = 1
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 class LocalLLMServer:
-    """Run the llama.cpp server for the embedded Gemma model on a free loopback port.
+    """One ``llama-server`` process for a local GGUF model on a free loopback port (module docstring).
 
-    ``n_threads`` defaults to 1 (``$BAKEOFF_LLM_THREADS``): on a contended machine llama.cpp's
-    spin-waiting worker threads collapse (measured here: 0.4 tok/s with 2 threads vs 6.6 with 1
-    at load 9 on 2 cores). ``n_ctx`` is the context window in tokens. ``prompt_logprobs=True``
-    keeps llama.cpp's ``logits_all`` on, which ``/v1/completions`` needs to answer ``echo=true,
-    logprobs=N`` (prompt-token log-probabilities, for the specificity filter over HTTP); generation
-    leaves it off (twice as fast, same text). ``servers`` identical server processes are started
-    (default :func:`default_servers`); ``port``/``proc`` are the first one's, ``ports``/``procs`` all.
-    Each serves ``slots`` sequences of one llama.cpp context (default :func:`default_slots`;
-    :mod:`bakeoff.truth.llama_slots`), each slot a one-slot server to the client (``base_urls`` lists
-    them all), their one-token decodes batched; ``slots=1`` (always with ``prompt_logprobs``) runs
-    llama-cpp-python's own server.
-    ``snapshots`` prompts' KV caches are kept per server for a prompt asked again (default
-    :data:`DEFAULT_SNAPSHOTS`; 0: off; never with ``prompt_logprobs``).
+    ``model`` is the model (default: :func:`~bakeoff.models.gguf.resolve_local_model` of ``""``, the
+    default of ``--llm local``, resolved when the servers start); ``servers`` the number of server
+    processes (default :func:`default_servers`); ``slots`` the parallel slots of each (default
+    :func:`default_slots`); the client's ``concurrency`` is ``servers * slots``; ``n_ctx`` the context
+    per slot; ``n_threads`` the CPU threads of each server (default :func:`default_threads`).
+    ``port``/``proc`` are the first server's, ``ports``/``procs`` all of them.
     """
 
-    def __init__(self, *, model_path: Path | None = None, n_ctx: int = 4096, n_threads: int | None = None,
-                 startup_timeout_s: float = 120.0, chat_format: str | None = "gemma", prompt_logprobs: bool = False,
-                 servers: int | None = None, snapshots: int | None = None, slots: int | None = None,
-                 model: LocalModel | None = None) -> None:
-        """``model`` (:func:`bakeoff.models.gguf.resolve_local_model`) selects another GGUF model than the
-        embedded Gemma: its file, prompt style and identity; its chat template comes from the GGUF
-        metadata (``chat_format`` is not passed)."""
+    def __init__(self, *, model: LocalModel | None = None, servers: int | None = None, slots: int | None = None,
+                 n_ctx: int = DEFAULT_N_CTX, n_threads: int | None = None, startup_timeout_s: float = 180.0) -> None:
         self.model = model
-        if model is not None:
-            model_path, chat_format = model.path, None
         self.servers = default_servers() if servers is None else servers
         if self.servers < 1:
-            raise BakeoffError("the local LLM needs at least one server")
-        self.slots = 1 if prompt_logprobs else default_slots() if slots is None else slots
+            raise BakeoffError(f"the local LLM needs at least one server, got {self.servers}")
+        self.slots = default_slots() if slots is None else slots
         if not 1 <= self.slots <= MAX_SLOTS:
-            raise BakeoffError(f"the local LLM serves 1..{MAX_SLOTS} slots per server, got {self.slots}")
-        self.snapshots = default_snapshots() if snapshots is None else snapshots
-        self.model_path = model_path
-        self.prompt_logprobs = prompt_logprobs
+            raise BakeoffError(f"the local LLM serves 1..{MAX_SLOTS} parallel requests per server, got {self.slots}")
         self.n_ctx = n_ctx
-        self.n_threads = n_threads or int(os.environ.get("BAKEOFF_LLM_THREADS", "1"))
+        self.n_threads = n_threads or default_threads()
         self.startup_timeout_s = startup_timeout_s
-        self.chat_format = chat_format
+        self.binary: Path | None = None
         self.ports: list[int] = []
         self.procs: list[subprocess.Popen[bytes]] = []
         self._logs: list[Any] = []
@@ -177,93 +200,104 @@ class LocalLLMServer:
         return self.procs[0] if self.procs else None
 
     @property
+    def base_urls(self) -> list[str]:
+        if not self.ports:
+            raise RuntimeError("server not started")
+        return [f"http://127.0.0.1:{p}/v1" for p in self.ports]
+
+    @property
     def base_url(self) -> str:
         return self.base_urls[0]
 
+    def _model(self) -> LocalModel:
+        if self.model is None:
+            from ..models.gguf import resolve_local_model
+
+            self.model = resolve_local_model("")
+        return self.model
+
     @property
-    def base_urls(self) -> list[str]:
-        """Every slot of every server (one slot: the server's ``/v1``; more: ``/slot/<s>/v1`` each)."""
-        if not self.ports:
-            raise RuntimeError("server not started")
-        if self.slots == 1:
-            return [f"http://127.0.0.1:{p}/v1" for p in self.ports]
-        return [f"http://127.0.0.1:{p}/slot/{s}/v1" for p in self.ports for s in range(self.slots)]
+    def name(self) -> str:
+        return self._model().name
+
+    @property
+    def prompt_style(self) -> str:
+        return self._model().prompt_style
 
     def model_id(self) -> str:
-        """Cache identity: model file + llama-cpp-python version (either changes outputs)."""
+        """Cache identity: the model and the llama.cpp build (either changes answers)."""
+        binary = self.binary or llama_server_binary()
         repack = "repack" if os.environ.get("BAKEOFF_LLAMA_REPACK") == "1" else "norepack"
-        name = self.model.identity if self.model is not None else LOCAL_MODEL_NAME
-        return f"{name}@llama-cpp-python-{_llama_cpp_version()}+{repack}"
+        return f"{self._model().identity}@llama.cpp-{llama_server_version(binary)}+{repack}"
 
     def config(self, **overrides: Any) -> LLMConfig:
-        """An :class:`LLMConfig` for these servers (one request at a time per slot; every slot but the first is
-        one of the ``replicas``)."""
-        opts: dict[str, Any] = {"base_url": self.base_url, "replicas": tuple(self.base_urls[1:]),
-                                "model": self.model.name if self.model is not None else LOCAL_MODEL_NAME,
-                                "concurrency": 1, "response_format": "json_object_schema",
-                                "prompt_style": self.model.prompt_style if self.model is not None else "completion",
-                                "model_id": self.model_id(),
-                                "timeout_s": 300.0, "max_retries": 2, "json_stop": True}
+        """An :class:`LLMConfig` for these servers: one request per slot in flight."""
+        opts: dict[str, Any] = {"base_url": self.base_url, "replicas": tuple(self.base_urls[1:]), "model": self.name,
+                                "concurrency": self.servers * self.slots,
+                                "response_format": "json_schema", "prompt_style": self.prompt_style,
+                                "model_id": self.model_id(), "timeout_s": 600.0, "max_retries": 2}
         opts.update(overrides)
         return LLMConfig(**opts)
 
+    def command(self, path: Path, port: int) -> list[str]:
+        """The ``llama-server`` command line."""
+        assert self.binary is not None
+        cmd = [str(self.binary), "--model", str(path), "--host", "127.0.0.1", "--port", str(port),
+               "--parallel", str(self.slots), "--ctx-size", str(self.n_ctx * self.slots),
+               "--threads", str(self.n_threads), "--threads-batch", str(self.n_threads),
+               "--no-webui", "--log-verbosity", "2"]
+        if os.environ.get("BAKEOFF_LLAMA_REPACK") != "1":
+            cmd.append("--no-repack")
+        if self.prompt_style == "chat":
+            cmd.append("--jinja")
+        return cmd
+
     def start(self) -> LocalLLMServer:
         """Start the servers (all at once) and wait until each answers; on failure none is left running."""
-        _llama_cpp_version()
-        path = self.model_path or gemma_model_path()
-        env = {**os.environ, "BAKEOFF_PARENT_PID": str(os.getpid()),  # the server exits when we are gone
-               "BAKEOFF_LLAMA_SNAPSHOTS": str(0 if self.prompt_logprobs else self.snapshots),
-               "BAKEOFF_LLAMA_SLOTS": str(self.slots)}
+        self.binary = llama_server_binary()
+        llama_server_version(self.binary)  # an unusable binary fails here, in one line
+        path = self._model().path
         try:
             for _ in range(self.servers):
                 port = free_port()
-                cmd = [sys.executable, "-m", "bakeoff.truth.llama_server", "--model", str(path), "--host", "127.0.0.1",
-                       "--port", str(port), *(["--chat_format", self.chat_format] if self.chat_format else []),
-                       "--n_ctx", str(self.n_ctx),
-                       "--n_batch", str(N_BATCH), "--n_threads", str(self.n_threads),
-                       "--n_threads_batch", str(self.n_threads),
-                       "--logits_all", "true" if self.prompt_logprobs else "false"]
                 self._logs.append(tempfile.TemporaryFile())  # noqa: SIM115 - closed in stop()
                 self.ports.append(port)
-                self.procs.append(subprocess.Popen(cmd, stdout=self._logs[-1], stderr=subprocess.STDOUT,
-                                                   stdin=subprocess.DEVNULL, env=env))
+                self.procs.append(subprocess.Popen(self.command(path, port), stdout=self._logs[-1],
+                                                   stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                                   preexec_fn=_die_with_parent))  # noqa: PLW1509
             self._wait_ready()
         except BaseException:
             self.stop()
             raise
-        log.debug("local LLM servers on %s (pids %s)", self.base_urls, [p.pid for p in self.procs])
+        log.debug("llama-server on %s (pids %s)", self.base_urls, [p.pid for p in self.procs])
         return self
 
-    def _tail(self, i: int = 0) -> str:
-        if i >= len(self._logs):
-            return ""
+    def _tail(self, i: int) -> str:
         self._logs[i].seek(0)
-        lines = self._logs[i].read().decode("utf-8", "replace").strip().splitlines()
-        return lines[-1] if lines else ""
+        lines = [ln for ln in self._logs[i].read().decode("utf-8", "replace").strip().splitlines() if ln.strip()]
+        errors = [ln for ln in lines if "error" in ln.lower()]
+        return (errors or lines or [""])[-1].strip()
 
     def _wait_ready(self) -> None:
         probe = HttpClient(timeout=2.0, retries=0)  # one try per poll: this loop is the retry (it watches the process)
-        try:
-            self._poll_ready(probe)
-        finally:
-            probe.close()
-
-    def _poll_ready(self, probe: HttpClient) -> None:
         deadline = time.monotonic() + self.startup_timeout_s
         waiting = set(range(len(self.procs)))
-        while time.monotonic() < deadline:
-            for i in sorted(waiting):
-                if self.procs[i].poll() is not None:
-                    raise BakeoffError(f"local LLM server exited during startup: {self._tail(i)}")
-                try:
-                    if probe.request("GET", f"{self.base_urls[i * self.slots]}/models").status_code == 200:
-                        waiting.discard(i)
-                except HttpError:
-                    pass
-            if not waiting:
-                return
-            time.sleep(0.05)  # a refused connect costs nothing; the servers are ready ~2 s after start
-        raise BakeoffError(f"local LLM server not ready after {self.startup_timeout_s:.0f}s")
+        try:
+            while waiting and time.monotonic() < deadline:
+                for i in sorted(waiting):
+                    if self.procs[i].poll() is not None:
+                        raise BakeoffError(f"llama-server exited during startup: {self._tail(i)}")
+                    try:
+                        if probe.request("GET", f"http://127.0.0.1:{self.ports[i]}/health").status_code == 200:
+                            waiting.discard(i)
+                    except HttpError:
+                        pass  # refused while starting, 503 while the model loads
+                if waiting:
+                    time.sleep(0.05)
+        finally:
+            probe.close()
+        if waiting:
+            raise BakeoffError(f"llama-server not ready after {self.startup_timeout_s:.0f}s: {self._tail(min(waiting))}")
 
     def stop(self) -> None:
         """Terminate every server (kill after 10 s) and close their logs."""

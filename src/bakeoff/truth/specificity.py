@@ -25,7 +25,7 @@ Log-probabilities come from a :class:`QueryLikelihood` backend:
   (the same document, several queries) only decode the new tokens, and logits are requested
   only for the positions that predict query tokens (the 262k-entry vocabulary makes
   all-position logits the dominant cost). Weight repacking is off while the model loads (see
-  :mod:`bakeoff.truth.llama_server`: repacked Q4_K kernels crash llama.cpp on AMX CPUs).
+  :mod:`bakeoff.truth.local_llm`; ``BAKEOFF_LLAMA_REPACK=1`` turns it on).
 * :class:`CompletionsLikelihood` — any OpenAI-compatible ``POST /v1/completions`` that echoes the
   prompt with log-probabilities (``echo=true, logprobs=1, max_tokens=1``): vLLM, the
   llama-cpp-python server (its echo path builds log-softmax rows of the whole context window in
