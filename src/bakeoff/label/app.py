@@ -8,9 +8,10 @@ after the action committed to SQLite (:class:`~bakeoff.label.store.Store`).
 
 Safety: Jinja2 autoescapes every value (document and query text are shown as text); a
 Content-Security-Policy allows scripts, styles and requests from this origin only (no
-inline script or style, nothing from another host); ``TrustedHostMiddleware`` accepts only
-the address the server listens on (no DNS rebinding); actions need a JSON content type (a
-cross-site form cannot send one), and annotator names are restricted to
+inline script or style, nothing from another host); :class:`~bakeoff.label.guard.Guard`
+requires the launch key on every page and action, checks Host and Origin, caps the body
+size and JSON depth and turns unexpected errors into a 500 with an id; actions need a JSON
+content type (a cross-site form cannot send one), and annotator names are restricted to
 ``[A-Za-z0-9][A-Za-z0-9_.@-]{0,39}``.
 """
 
@@ -26,7 +27,6 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
-from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
@@ -35,6 +35,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..data.judgments import GRADES
 from ..data.model import Corpus
+from .guard import Guard, check_json_depth
 from .store import Refused, Store
 
 __all__ = ["CSP", "make_app", "valid_annotator"]
@@ -78,15 +79,17 @@ class _SecurityHeaders:
         await self.app(scope, receive, send_with_headers)
 
 
-def make_app(*, store: Store, corpus: Corpus, title: str, allowed_hosts: list[str],
+def make_app(*, store: Store, corpus: Corpus, title: str, allowed_hosts: list[str], key: str, port: int,
              default_annotator: str | None = None,
              pool_one: Callable[[str, str], None] | None = None) -> Starlette:
-    """The ASGI app. ``pool_one(qid, text)`` pools a query accepted in review (None when
-    the database has no synthetic queries)."""
+    """The ASGI app. ``key`` is the launch key every page and action needs, ``port`` the
+    port it is served on (names the key cookie); ``allowed_hosts`` the Host names accepted
+    (:func:`~bakeoff.label.guard.allowed_hosts`). ``pool_one(qid, text)`` pools a query
+    accepted in review (None when the database has no synthetic queries)."""
     env = Environment(loader=PackageLoader("bakeoff.label", "templates"), autoescape=True,
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     review_mode = store.has_review()
-    base_ctx = {"title": title, "grades": GRADES, "csp": _CSP_PAGE, "review_mode": review_mode}
+    base_ctx = {"title": title, "grades": GRADES, "csp": _CSP_PAGE, "review_mode": review_mode, "key": key}
 
     def render(name: str, **ctx: Any) -> str:
         return env.get_template(name).render(**base_ctx, **ctx)
@@ -139,8 +142,10 @@ def make_app(*, store: Store, corpus: Corpus, title: str, allowed_hosts: list[st
     async def body_of(request: Request) -> dict[str, Any]:
         if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
             raise _BadRequest("actions take a JSON body (Content-Type: application/json)", status=415)
+        raw = await request.body()
+        check_json_depth(raw)
         try:
-            data = json.loads(await request.body() or b"{}")
+            data = json.loads(raw or b"{}")
         except ValueError:
             raise _BadRequest("the body is not valid JSON") from None
         if not isinstance(data, dict):
@@ -208,7 +213,7 @@ def make_app(*, store: Store, corpus: Corpus, title: str, allowed_hosts: list[st
     ]
     return Starlette(routes=routes,
                      middleware=[Middleware(_SecurityHeaders),
-                                 Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts)],
+                                 Middleware(Guard, key=key, port=port, hosts=allowed_hosts)],
                      exception_handlers={_BadRequest: bad_request})
 
 

@@ -14,12 +14,13 @@ database's settings; giving different ones is an error (a database holds one poo
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import socket
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,7 @@ from ..data.datasets import DatasetSpec, open_dataset
 from ..runner.config import build_arms, parse_arm_spec
 from ..runner.context import Context
 from .app import make_app, valid_annotator
+from .guard import allowed_hosts, new_key
 from .pool import pool_queries
 from .sources import QuerySet, dataset_queries, log_queries, routed_twice, synthetic_queries
 from .store import Store, now
@@ -163,27 +165,29 @@ class Session:
     dataset: Dataset
     sock: socket.socket
     pool_one: Callable[[str, str], None] | None
+    key: str = field(default_factory=new_key, repr=False)
 
     @property
     def url(self) -> str:
+        """The page to open, carrying the launch key (:mod:`bakeoff.label.guard`)."""
         host, port = self.sock.getsockname()[:2]
         shown = f"[{host}]" if ":" in host else host
         a = self.options.annotator
         page = "review" if a and self.store.has_review() and self.store.review_view(a).pending else "label"
         path = f"/{page}/{a}" if a else "/"
-        return f"http://{shown}:{port}{path}"
+        return f"http://{shown}:{port}{path}?key={self.key}"
 
     def app(self) -> Starlette:
-        host = self.sock.getsockname()[0]
-        shown = f"[{host}]" if ":" in host else host
-        if host in ("127.0.0.1", "::1"):  # loopback: accept only loopback names (no DNS rebinding)
-            hosts = sorted({host, shown, "localhost", "127.0.0.1"})
-        else:  # asked for another interface: any name may reach it
-            log.warning("listening on %s: anyone who can reach this address can judge (no authentication)", host)
-            hosts = ["*"]
+        host, port = self.sock.getsockname()[:2]
+        hosts = allowed_hosts(host, asked=self.options.host)
+        if hosts == ["*"]:
+            log.warning("listening on all interfaces (%s): any host name is accepted; the key in the printed URL "
+                        "still guards every page and action", host)
+        elif not ipaddress.ip_address(host).is_loopback:
+            log.warning("listening on %s: anyone who can reach this address and has the printed URL can judge", host)
         ds = self.dataset
         return make_app(store=self.store, corpus=ds.corpus, title=f"{ds.name} ({ds.split})", allowed_hosts=hosts,
-                        default_annotator=self.options.annotator, pool_one=self.pool_one)
+                        key=self.key, port=port, default_annotator=self.options.annotator, pool_one=self.pool_one)
 
     def serve(self) -> None:
         """Serve until interrupted (uvicorn on the bound socket)."""

@@ -10,6 +10,10 @@
   const work = document.getElementById("work");
   const status = document.getElementById("status");
   const help = document.getElementById("help");
+  // The launch key (also in an HttpOnly cookie): sent in a header with every action, which
+  // another origin's page can neither read nor send.
+  const keyMeta = document.querySelector('meta[name="bakeoff-key"]');
+  const key = keyMeta ? keyMeta.content : "";
   if (!annotator || !work || (page !== "label" && page !== "review")) return;
 
   // Instrumentation read by the browser tests: pending actions, and per action the time from
@@ -34,11 +38,14 @@
       const data = typeof payload === "function" ? payload() : payload;
       if (data === null) return; // nothing to act on (e.g. no current item)
       const r = await fetch(`/api/${encodeURIComponent(annotator)}/${page}/${action}`, {
-        method: "POST", headers: { "Content-Type": "application/json" },
+        method: "POST", headers: { "Content-Type": "application/json", "X-Bakeoff-Key": key },
         body: JSON.stringify(data), credentials: "same-origin", cache: "no-store",
       });
       const html = await r.text();
-      if (!r.ok && r.status !== 409) throw new Error(`server answered ${r.status}`);
+      if (!r.ok && r.status !== 409) {
+        const why = new DOMParser().parseFromString(html, "text/html").body.textContent.trim();
+        throw new Error(`server answered ${r.status}${why ? ": " + why : ""}`);
+      }
       work.innerHTML = html;
       say(r.status === 409 ? "Not recorded (see message)" : "", r.status === 409);
       const dom = performance.now();
