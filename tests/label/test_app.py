@@ -60,11 +60,11 @@ def test_fragments_escape_text(client):
 def test_actions_need_json_and_a_known_host(client):
     r = client.post("/api/ana/label/judge", data={"qid": "q1", "doc": "d1", "grade": "2"})
     assert r.status_code == 415
-    r = client.post("/api/ana/label/judge", json={"qid": "q1", "doc": "d1", "grade": 2})
+    r = client.post("/api/ana/label/judge", json={"qid": "q1", "doc": "d1", "grade": 2, "replaces": None})
     assert r.status_code == 200 and 'data-doc="d2"' in r.text
-    r = client.post("/api/ana/label/judge", json={"qid": "q1", "doc": "nope", "grade": 2})
+    r = client.post("/api/ana/label/judge", json={"qid": "q1", "doc": "nope", "grade": 2, "replaces": None})
     assert r.status_code == 409 and "Not done" in r.text
-    r = client.post("/api/ana/label/judge", json={"qid": "q1", "doc": "d2", "grade": True})
+    r = client.post("/api/ana/label/judge", json={"qid": "q1", "doc": "d2", "grade": True, "replaces": None})
     assert r.status_code == 409
     r = client.post("/api/ana/label/explode", json={})
     assert r.status_code == 404
@@ -90,7 +90,7 @@ def test_key_needed_on_pages_and_actions(client):
     assert client.get("/label/ana?key=wrong", follow_redirects=False).status_code == 403
     # cookie alone (what a cross-site form or fetch could carry) is not enough for an action
     client.cookies.set(cookie_name(9), KEY)
-    body = {"qid": "q1", "doc": "d1", "grade": 2}
+    body = {"qid": "q1", "doc": "d1", "grade": 2, "replaces": None}
     assert client.post("/api/ana/label/judge", json=body, headers={KEY_HEADER: ""}).status_code == 403
     assert client.post("/api/ana/label/judge", json=body, headers={KEY_HEADER: "x" * 32}).status_code == 403
     # key right, but another origin or a cross-site fetch
@@ -123,7 +123,8 @@ def test_body_size_and_depth_capped(client):
     r = client.post("/api/ana/label/judge", content=deep[:MAX_BODY - 10], headers={"content-type": "application/json"})
     assert r.status_code == 400 and "nested deeper" in r.text
     # brackets inside strings do not count
-    r = client.post("/api/ana/label/judge", json={"qid": "q1", "doc": "d1", "grade": 2, "note": "[[[[[[[[[["})
+    r = client.post("/api/ana/label/judge",
+                    json={"qid": "q1", "doc": "d1", "grade": 2, "replaces": None, "note": "[[[[[[[[[["})
     assert r.status_code == 200
     assert _judgments(client) == 1
 
@@ -131,7 +132,7 @@ def test_body_size_and_depth_capped(client):
 def test_unexpected_error_is_a_500_with_an_id(client, caplog):
     client.app_store.close()  # every store call now raises sqlite3.ProgrammingError
     with caplog.at_level("ERROR", logger="bakeoff"):
-        r = client.post("/api/ana/label/judge", json={"qid": "q1", "doc": "d1", "grade": 2})
+        r = client.post("/api/ana/label/judge", json={"qid": "q1", "doc": "d1", "grade": 2, "replaces": None})
     assert r.status_code == 500
     error_id = re.search(r"error ([0-9a-f]{12})", r.text).group(1)
     assert "Traceback" not in r.text and "sqlite" not in r.text.lower() and KEY not in r.text

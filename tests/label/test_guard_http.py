@@ -35,7 +35,7 @@ ATTACK = """<!doctype html><meta charset="utf-8"><title>another site</title>
 <script>
 (async () => {
   const target = "TARGET";
-  const body = JSON.stringify({qid: "q1", doc: "d1", grade: 3});
+  const body = JSON.stringify({qid: "q1", doc: "d1", grade: 3, replaces: null});
   const out = {};
   const tryFetch = async (name, url, init) => {
     try { const r = await fetch(url, init); out[name] = r.type + ":" + r.status; }
@@ -62,7 +62,7 @@ class _Attacker:
         page = ATTACK.replace("TARGET", target).encode()
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802
+            def do_GET(self) -> None:
                 self.send_response(200)
                 self.send_header("content-type", "text/html; charset=utf-8")
                 self.send_header("content-length", str(len(page)))
@@ -86,7 +86,7 @@ def chromium_rebinding():
     """Chromium in which the DNS name ``rebound.test`` resolves to 127.0.0.2 (as a rebinding
     attacker's name would, after its first answer)."""
     require_browser()
-    import playwright.sync_api as sync_api
+    from playwright import sync_api
 
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True,
@@ -123,7 +123,7 @@ def test_second_origin_in_the_judges_browser_writes_nothing(tmp_path, chromium_r
         assert results["no_cors"] == "opaque:0"  # sent, answer unreadable; the server refused it (below)
         assert _written(db) == (0, 0, 0)
         # the same request with the cookie but without the header, as the no-cors fetch sent it: 403
-        r = httpx.post(f"{server.base}/api/alice/label/judge", content=b'{"qid": "q1", "doc": "d1", "grade": 3}',
+        r = httpx.post(f"{server.base}/api/alice/label/judge", content=b'{"qid": "q1", "doc": "d1", "grade": 3, "replaces": null}',
                        headers={"content-type": "text/plain"}, cookies={f"bakeoff_label_{server.base.rsplit(':', 1)[1]}":
                                                                          server.key})
         assert r.status_code == 403
@@ -145,7 +145,7 @@ def test_foreign_host_origin_and_bodies_refused(tmp_path):
     port = server.base.rsplit(":", 1)[1]
     jar = {f"bakeoff_label_{port}": server.key}
     ok = {"content-type": "application/json", "x-bakeoff-key": server.key}
-    body = b'{"qid": "q1", "doc": "d1", "grade": 3}'
+    body = b'{"qid": "q1", "doc": "d1", "grade": 3, "replaces": null}'
     url = f"{server.base}/api/alice/label/judge"
     try:
         with httpx.Client(cookies=jar, timeout=60) as c:
@@ -187,7 +187,7 @@ def test_other_loopback_address_refuses_a_rebound_name(tmp_path, chromium_rebind
         r = page.goto(f"http://rebound.test:{port}/static/label.js", wait_until="load")
         assert r is not None and r.status == 400
         with httpx.Client(cookies={f"bakeoff_label_{port}": server.key}, timeout=30) as c:
-            r = c.post(f"{server.base}/api/alice/label/judge", content=b'{"qid": "q1", "doc": "d1", "grade": 3}',
+            r = c.post(f"{server.base}/api/alice/label/judge", content=b'{"qid": "q1", "doc": "d1", "grade": 3, "replaces": null}',
                        headers={"content-type": "application/json", "x-bakeoff-key": server.key,
                                 "host": f"rebound.test:{port}"})
             assert r.status_code == 400

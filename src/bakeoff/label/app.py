@@ -159,14 +159,17 @@ def make_app(*, store: Store, corpus: Corpus, title: str, allowed_hosts: list[st
         message = ""
         try:
             if action == "judge":
+                if "replaces" not in data:
+                    raise _BadRequest("a grade carries the grade it replaces: \"replaces\": 0-3 or null")
+                replaces = data["replaces"]
                 store.judge(a, str(data.get("qid")), str(data.get("doc")), _int(data.get("grade")),
-                            str(data.get("note") or "")[:2000])
+                            str(data.get("note") or "")[:2000], replaces=None if replaces is None else _int(replaces))
             elif action == "skip":
                 store.skip(a, str(data.get("qid")), str(data.get("doc")))
             elif action == "undo":
                 message = store.undo(a)
             elif action == "move":
-                store.move(a, str(data.get("to")), qid=data.get("qid"), doc=data.get("doc"))
+                message = store.move(a, str(data.get("to")), qid=data.get("qid"), doc=data.get("doc"))
             elif action != "view":
                 raise _BadRequest(f"unknown action {action!r}", status=404)
         except Refused as exc:

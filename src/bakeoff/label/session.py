@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import signal
 import socket
 import threading
 from collections.abc import Callable, Iterator
@@ -190,11 +191,27 @@ class Session:
                         key=self.key, port=port, default_annotator=self.options.annotator, pool_one=self.pool_one)
 
     def serve(self) -> None:
-        """Serve until interrupted (uvicorn on the bound socket)."""
+        """Serve until interrupted (uvicorn on the bound socket). SIGINT and SIGTERM both stop
+        it gracefully and then unwind through :func:`open_session`, whose store closing
+        checkpoints the WAL into the database file; SIGTERM then exits with status 143."""
         import uvicorn
 
         server = uvicorn.Server(uvicorn.Config(self.app(), log_level="warning", access_log=False, lifespan="off"))
-        server.run(sockets=[self.sock])
+        # uvicorn re-raises the stop signal after its graceful shutdown with the handler found
+        # before it started: for SIGTERM that is the default one, which would end the process
+        # before the store is closed. A handler raising SystemExit lets the context unwind.
+        restore = None
+        if threading.current_thread() is threading.main_thread():
+            restore = signal.signal(signal.SIGTERM, _exit_on_sigterm)
+        try:
+            server.run(sockets=[self.sock])
+        finally:
+            if restore is not None:
+                signal.signal(signal.SIGTERM, restore)
+
+
+def _exit_on_sigterm(signum: int, frame: Any) -> None:
+    raise SystemExit(128 + signum)
 
 
 @contextmanager

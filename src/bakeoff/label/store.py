@@ -10,13 +10,20 @@ renamed into place once it holds the queries and their pools, so a crash while p
 leaves no half-made database. Several processes may share one database (SQLite locking,
 ``busy_timeout`` 10 s).
 
-**Who judges what.** Queries are offered in ``position`` order. An annotator *claims* the
-query their cursor enters. A query is *visible* to annotator ``a`` when ``a`` claimed it,
-or when fewer than ``required`` other annotators hold an *active* claim on it (one with a
-judgment, or made within the last :data:`CLAIM_MINUTES` minutes). ``required`` is 1, or 2
-for the share of queries routed to a second annotator (:func:`~bakeoff.label.sources.routed_twice`).
-So two people labelling at once get different queries, and a routed query is offered to
-a second person after the first.
+**Who judges what.** Queries are offered in ``position`` order. An annotator *claims* a
+query with their first grade on it (browsing claims nothing). A query is *visible* to
+annotator ``a`` when ``a`` claimed it, or when fewer than ``required`` other annotators
+*hold* it: claimed it, or have their cursor on it, moved within the last
+:data:`CLAIM_MINUTES` minutes (so a query someone is reading is not offered to a second
+person at the same moment, and is free again once they move on without grading).
+``required`` is 1, or 2 for the share of queries routed to a second annotator
+(:func:`~bakeoff.label.sources.routed_twice`). So two people labelling at once get
+different queries, and a routed query is offered to a second person after the first. The
+page numbers queries among those visible to its annotator.
+
+**Stale writes.** A grade carries the grade it replaces (``None`` for a first grade), as
+the page showed it; when the stored grade differs (another tab or window changed it
+meanwhile) the write is refused (:class:`Refused`) and the page shows the current grade.
 
 **Moving on** after a grade or a skip: the next item of the same query (in pool order,
 wrapping) that ``a`` has neither judged nor skipped; else the first such item of the next
@@ -44,7 +51,7 @@ from ..data.judgments import APPLICATION_ID, SCHEMA, SCHEMA_VERSION, USABLE_STAT
 from .pool import PooledDoc
 from .sources import SourceQuery
 
-__all__ = ["CLAIM_MINUTES", "ItemRow", "LabelView", "Refused", "ReviewView", "Store", "now"]
+__all__ = ["ANY", "CLAIM_MINUTES", "ItemRow", "LabelView", "Refused", "ReviewView", "Stale", "Store", "now"]
 
 #: Minutes after which a claim without any judgment no longer keeps others off a query.
 CLAIM_MINUTES = 30
@@ -54,8 +61,12 @@ _MINE = "EXISTS (SELECT 1 FROM judgments j WHERE j.qid = p.qid AND j.doc_id = p.
 _SKIPPED = "EXISTS (SELECT 1 FROM skips s WHERE s.qid = p.qid AND s.doc_id = p.doc_id AND s.annotator = :a)"
 _VISIBLE = f"""{_USABLE} AND (
     EXISTS (SELECT 1 FROM claims c WHERE c.qid = q.qid AND c.annotator = :a)
-    OR (SELECT count(*) FROM claims c WHERE c.qid = q.qid AND c.annotator <> :a AND (c.at > :cutoff
-        OR EXISTS (SELECT 1 FROM judgments j WHERE j.qid = c.qid AND j.annotator = c.annotator))) < q.required)"""
+    OR (SELECT count(*) FROM (
+        SELECT c.annotator FROM claims c WHERE c.qid = q.qid AND c.annotator <> :a AND (c.at > :cutoff
+            OR EXISTS (SELECT 1 FROM judgments j WHERE j.qid = c.qid AND j.annotator = c.annotator))
+        UNION
+        SELECT k.annotator FROM cursors k WHERE k.mode = 'label' AND k.qid = q.qid AND k.annotator <> :a
+            AND k.at > :cutoff)) < q.required)"""
 _HAS_WORK = f"EXISTS (SELECT 1 FROM pool p WHERE p.qid = q.qid AND NOT {_MINE} AND NOT {_SKIPPED})"
 
 
@@ -66,6 +77,19 @@ def now() -> str:
 
 class Refused(Exception):
     """An action the store will not do (e.g. changing the text of a query already judged)."""
+
+
+class Stale(Refused):
+    """A write based on what another tab or window has changed since (nothing written)."""
+
+
+class _Any:
+    def __repr__(self) -> str:
+        return "ANY"
+
+
+#: ``Store.judge(replaces=ANY)``: write whatever grade is stored (no stale-write check).
+ANY: object = _Any()
 
 
 @dataclass(frozen=True)
@@ -191,7 +215,14 @@ class Store:
                       "excluded.value", (json.dumps(now()),))
 
     def close(self) -> None:
+        """Checkpoint the WAL into the database file (so the ``.sqlite`` file alone holds
+        every judgment) and close. A checkpoint blocked by another process's reader leaves
+        the rest in the WAL, which SQLite still reads."""
         with self._lock:
+            try:
+                self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            except sqlite3.Error:
+                pass
             self._conn.close()
 
     @contextmanager
@@ -242,9 +273,6 @@ class Store:
         stamp = now()
         c.execute("INSERT INTO cursors VALUES (?, ?, ?, ?, ?) ON CONFLICT (annotator, mode) DO UPDATE SET "
                   "qid = excluded.qid, doc_id = excluded.doc_id, at = excluded.at", (a, mode, qid, doc, stamp))
-        if mode == "label" and qid is not None:
-            c.execute("INSERT INTO claims VALUES (?, ?, ?) ON CONFLICT (qid, annotator) DO UPDATE SET at = excluded.at",
-                      (qid, a, stamp))
 
     def _visible(self, c: sqlite3.Connection, a: str, qid: str) -> bool:
         return c.execute(f"SELECT 1 FROM queries q WHERE q.qid = :q AND {_VISIBLE}",
@@ -304,14 +332,15 @@ class Store:
                        f"AND {_USABLE}", p).fetchone()[0]
         skipped_left = c.execute(f"SELECT count(*) FROM skips p WHERE p.annotator = :a AND NOT {_MINE}",
                                  p).fetchone()[0]
-        n_queries = c.execute(f"SELECT count(*) FROM queries q WHERE {_USABLE}").fetchone()[0]
+        n_queries = c.execute(f"SELECT count(*) FROM queries q WHERE {_VISIBLE}", p).fetchone()[0]
         common = {"annotator": a, "pairs_total": pairs_total, "pairs_judged": pairs_judged, "my_judged": my,
                   "skipped_left": skipped_left, "n_queries": n_queries, "message": message}
         if qid is None:
             return LabelView(done=True, **common)
         qtext, qpos, required = c.execute("SELECT text, position, required FROM queries WHERE qid = ?",
                                           (qid,)).fetchone()
-        index = c.execute(f"SELECT count(*) FROM queries q WHERE {_USABLE} AND q.position <= ?", (qpos,)).fetchone()[0]
+        index = c.execute(f"SELECT count(*) FROM queries q WHERE {_VISIBLE} AND q.position <= :pos",
+                          self._params(a, pos=qpos)).fetchone()[0]
         rows = c.execute(
             "SELECT p.doc_id, p.position, j.grade, j.note, s.at IS NOT NULL FROM pool p "
             "LEFT JOIN judgments j ON j.qid = p.qid AND j.doc_id = p.doc_id AND j.annotator = :a "
@@ -331,15 +360,31 @@ class Store:
         if not self._visible(c, a, qid):
             raise Refused(f"query {qid!r} is not open to annotator {a!r} (judged by others, or not to be judged)")
 
-    def judge(self, a: str, qid: str, doc: str, grade: int, note: str = "") -> None:
-        """Record ``a``'s grade (0-3) and note for (qid, doc) and move ``a`` on (module docstring)."""
+    def judge(self, a: str, qid: str, doc: str, grade: int, note: str = "", *,
+              replaces: int | None | object = ANY) -> None:
+        """Record ``a``'s grade (0-3) and note for (qid, doc), claim the query and move ``a``
+        on (module docstring). ``replaces`` is the grade the caller saw (None: none yet);
+        when the stored one differs the write is refused. :data:`ANY` skips the check."""
         if grade not in (0, 1, 2, 3):
             raise Refused(f"grade must be 0, 1, 2 or 3, got {grade!r}")
+        stale = ""
         with self._tx() as c:
             self._check_item(c, a, qid, doc)
             prev = c.execute("SELECT grade, note, judged_at FROM judgments "
                              "WHERE qid = ? AND doc_id = ? AND annotator = ?", (qid, doc, a)).fetchone()
+            if replaces is not ANY and (prev[0] if prev is not None else None) != replaces:
+                stored = "no grade" if prev is None else f"grade {prev[0]}"
+                shown = "no grade" if replaces is None else f"grade {replaces}"
+                stale = (f"this document now has {stored} from you (changed in another tab or window; this page "
+                         f"showed {shown}), so grade {grade} was not saved. The current grade is shown: press the "
+                         "key again to change it.")
+                self._set_cursor(c, a, "label", qid, doc)  # the only write: back on the document in question
+        if stale:
+            raise Stale(stale)
+        with self._tx() as c:
+            self._check_item(c, a, qid, doc)
             stamp = now()
+            c.execute("INSERT INTO claims VALUES (?, ?, ?) ON CONFLICT (qid, annotator) DO NOTHING", (qid, a, stamp))
             c.execute("INSERT INTO judgments VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (qid, doc_id, annotator) DO UPDATE "
                       "SET grade = excluded.grade, note = excluded.note, judged_at = excluded.judged_at",
                       (qid, doc, a, grade, note, stamp))
@@ -386,9 +431,10 @@ class Store:
             self._set_cursor(c, a, "label", qid, doc)
             return f"undo: {what} on document {doc}"
 
-    def move(self, a: str, to: str, *, qid: str | None = None, doc: str | None = None) -> None:
+    def move(self, a: str, to: str, *, qid: str | None = None, doc: str | None = None) -> str:
         """Move ``a``'s cursor: ``next_doc``/``prev_doc`` within the query, ``next_query``/
-        ``prev_query`` among the visible queries, ``goto`` a given (qid, doc)."""
+        ``prev_query`` among the visible queries, ``goto`` a given (qid, doc). Returns a
+        message when there is nowhere to go ("" otherwise)."""
         with self._tx() as c:
             cur = self._cursor(c, a, "label") or (None, None)
             cq, cd = cur
@@ -397,9 +443,9 @@ class Store:
                     raise Refused("goto needs qid and doc")
                 self._check_item(c, a, qid, doc)
                 self._set_cursor(c, a, "label", qid, doc)
-                return
+                return ""
             if cq is None:
-                return
+                return ""
             if to in ("next_doc", "prev_doc"):
                 pos = self._ppos(c, cq, cd)
                 op, order = (">", "ASC") if to == "next_doc" else ("<", "DESC")
@@ -407,17 +453,25 @@ class Store:
                                 "LIMIT 1", (cq, pos)).fetchone()
                 if row is not None:
                     self._set_cursor(c, a, "label", cq, row[0])
-                return
+                    return ""
+                return "this is the last document of this query" if to == "next_doc" else "this is the first document"
             if to in ("next_query", "prev_query"):
                 op, order = (">", "ASC") if to == "next_query" else ("<", "DESC")
+                p = self._params(a, pos=self._qpos(c, cq))
                 row = c.execute(f"SELECT q.qid FROM queries q WHERE {_VISIBLE} AND q.position {op} :pos "
-                                f"ORDER BY q.position {order} LIMIT 1",
-                                self._params(a, pos=self._qpos(c, cq))).fetchone()
+                                f"ORDER BY q.position {order} LIMIT 1", p).fetchone()
                 if row is not None:
                     first = self._first_work(c, a, row[0]) or c.execute(
                         "SELECT doc_id FROM pool WHERE qid = ? ORDER BY position LIMIT 1", (row[0],)).fetchone()[0]
                     self._set_cursor(c, a, "label", row[0], first)
-                return
+                    return ""
+                held = c.execute(f"SELECT count(*) FROM queries q WHERE {_USABLE} AND q.position {op} :pos",
+                                 p).fetchone()[0]
+                where = "later" if to == "next_query" else "earlier"
+                if held:
+                    return (f"no {where} query is open to you: the {held} {where} one(s) are being judged by "
+                            "other annotators")
+                return f"there is no {where} query"
             raise Refused(f"unknown move {to!r}")
 
     # -- review -------------------------------------------------------------------------

@@ -46,7 +46,16 @@
         const why = new DOMParser().parseFromString(html, "text/html").body.textContent.trim();
         throw new Error(`server answered ${r.status}${why ? ": " + why : ""}`);
       }
+      const before = state();
+      const was = `${before.qid}\u0000${before.doc}`;
       work.innerHTML = html;
+      const after = state();
+      if (`${after.qid}\u0000${after.doc}` !== was || after.done === "1") {
+        // a new document (or the end): its top in view and the focus on the work area, not left
+        // where the previous, possibly long, document was scrolled to
+        window.scrollTo(0, 0);
+        work.focus({ preventScroll: true });
+      }
       say(r.status === 409 ? "Not recorded (see message)" : "", r.status === 409);
       const dom = performance.now();
       if (t0 !== undefined) {
@@ -73,7 +82,9 @@
   };
   const grade = (g, t0) => send("judge", () => {
     const c = current();
-    return c ? { ...c, grade: g, note: noteValue() } : null;
+    // the grade this page shows: the server refuses the write when another tab changed it since
+    const shown = state().grade;
+    return c ? { ...c, grade: g, note: noteValue(), replaces: shown === undefined || shown === "" ? null : Number(shown) } : null;
   }, t0);
   const move = (to, t0, extra) => send("move", () => ({ to, ...(extra || {}) }), t0);
 

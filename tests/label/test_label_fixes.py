@@ -1,0 +1,212 @@
+"""The places where judging silently lost or distorted work, each tried in Chromium against a
+real ``python -m bakeoff label`` subprocess: the next document opening scrolled down,
+browsing that claimed queries, a stale tab overwriting a grade, and judgments left in the
+WAL file by SIGTERM."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import signal
+import sqlite3
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.label.fixtures import (
+    ARTIFACTS,
+    BROWSER_ARGS,
+    CHROMIUM,
+    DOCS,
+    QRELS,
+    QUERIES,
+    Server,
+    current_item,
+    settle,
+    write_beir,
+)
+from tests.support.browser import require_browser
+
+SHOTS = Path("/tmp/label-shots")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    require_browser()
+    from playwright import sync_api
+
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=BROWSER_ARGS)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+def press(page, key: str) -> None:
+    page.keyboard.press(key)
+    settle(page)
+
+
+def read(db: Path, sql: str, *args):
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        return conn.execute(sql, args).fetchall()
+    finally:
+        conn.close()
+
+
+def long_docs() -> list[tuple[str, str, str]]:
+    """The tiny corpus with every text forty paragraphs long (taller than any screen)."""
+    return [(i, t, "\n\n".join(f"{x} (paragraph {k + 1})" for k in range(40))) for i, t, x in DOCS]
+
+
+@pytest.mark.parametrize("width,height", [(1280, 800), (375, 700)])
+def test_next_document_opens_at_its_top(tmp_path, browser, width, height):
+    data = write_beir(tmp_path / "long", docs=long_docs())
+    db = tmp_path / "s.sqlite"
+    server = Server([str(data), "--pool", "bm25", "--pool", "tfidf", "--depth", "4", "--db", str(db), "--annotator",
+                     "alice", "--cache", "off"], log=tmp_path / "s.log")
+    try:
+        page = browser.new_page(viewport={"width": width, "height": height})
+        page.goto(server.url, wait_until="load")
+        settle(page)
+        for key in ("2", "n", "j"):  # a grade, the next query, the next document
+            page.evaluate("window.scrollTo(0, document.documentElement.scrollHeight)")
+            assert page.evaluate("window.scrollY") > 1000
+            before = current_item(page)
+            press(page, key)
+            assert current_item(page) != before
+            assert page.evaluate("window.scrollY") == 0, key
+            box = page.locator("#dtitle").bounding_box()
+            assert box is not None and 0 <= box["y"] and box["y"] + box["height"] <= height
+            assert page.evaluate("document.activeElement.id") == "work"
+        SHOTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(SHOTS / f"next-doc-top-{width}.png"))
+        # no horizontal scrolling at this width
+        assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    finally:
+        server.stop()
+
+
+def test_browsing_claims_nothing(tmp_path, browser):
+    data = write_beir(tmp_path / "tiny")
+    db = tmp_path / "c.sqlite"
+    common = [str(data), "--pool", "bm25", "--depth", "3", "--db", str(db), "--overlap", "0", "--cache", "off"]
+    server = Server([*common, "--annotator", "alice"], log=tmp_path / "s.log")
+    try:
+        alice = browser.new_context().new_page()
+        alice.goto(server.url, wait_until="load")
+        settle(alice)
+        assert alice.inner_text(".query .meta").startswith("Query 1 of 6")
+        for _ in range(5):  # browse through every query without a grade
+            press(alice, "n")
+        assert current_item(alice)[0] == "q6"
+        press(alice, "n")
+        assert alice.inner_text("#message") == "there is no later query"
+        assert read(db, "SELECT count(*) FROM claims") == [(0,)]
+        bob = browser.new_context().new_page()
+        bob.goto(server.link("/label/bob"), wait_until="load")
+        settle(bob)
+        # alice reads q6: bob is offered the other five, numbered among his own
+        assert current_item(bob)[0] == "q1" and bob.inner_text(".query .meta").startswith("Query 1 of 5")
+        for i in range(4):
+            press(bob, "n")
+            assert bob.inner_text(".query .meta").startswith(f"Query {i + 2} of 5")
+        assert current_item(bob)[0] == "q5"
+        press(bob, "n")  # not stuck without a word
+        assert current_item(bob)[0] == "q5"
+        assert "being judged by other annotators" in bob.inner_text("#message")
+        # bob grades q5: his first grade claims it, and only it
+        press(bob, "2")
+        assert read(db, "SELECT qid, annotator FROM claims") == [("q5", "bob")]
+        # alice moves on to q1 without grading q6: q6 is free, q5 is bob's
+        for _ in range(5):
+            press(alice, "p")
+        assert current_item(alice)[0] == "q1"
+        press(bob, "n")
+        assert current_item(bob)[0] == "q6"
+        qids = []
+        for _ in range(6):
+            press(alice, "n")
+            qids.append(current_item(alice)[0])
+        assert "q5" not in qids and "q6" not in qids  # bob's claim and bob's place
+    finally:
+        server.stop()
+
+
+def test_stale_tab_is_refused_with_a_message(tmp_path, browser):
+    data = write_beir(tmp_path / "tiny")
+    db = tmp_path / "t.sqlite"
+    server = Server([str(data), "--pool", "bm25", "--depth", "3", "--db", str(db), "--annotator", "alice",
+                     "--cache", "off"], log=tmp_path / "s.log")
+    try:
+        ctx = browser.new_context()
+        tab1, tab2 = ctx.new_page(), ctx.new_page()
+        tab1.goto(server.url, wait_until="load")
+        settle(tab1)
+        tab2.goto(server.link("/label/alice"), wait_until="load")
+        settle(tab2)
+        item = current_item(tab1)
+        assert current_item(tab2) == item
+        press(tab1, "1")
+        assert current_item(tab1) != item
+        press(tab2, "3")  # tab 2 still shows the document without a grade
+        message = tab2.inner_text("#message")
+        assert "was not saved" in message and "grade 1" in message and "grade 3" in message
+        assert tab2.locator("#message.error").is_visible()
+        assert current_item(tab2) == item and tab2.locator(".grade.g1.chosen").count() == 1
+        assert tab2.locator("#status.error").is_visible()
+        assert read(db, "SELECT grade FROM judgments WHERE qid = ? AND doc_id = ?", *item) == [(1,)]
+        press(tab2, "3")  # now knowingly: replaces 1
+        assert read(db, "SELECT grade FROM judgments WHERE qid = ? AND doc_id = ?", *item) == [(3,)]
+        assert read(db, "SELECT grade, prev_grade FROM events WHERE kind = 'judge' ORDER BY id") == [(1, None), (3, 1)]
+        SHOTS.mkdir(exist_ok=True)
+        ARTIFACTS.mkdir(exist_ok=True)
+        press(tab2, "1")  # tab 1 is stale now (it showed the next document): no effect on this one
+        press(tab1, "k")
+        tab1.screenshot(path=str(SHOTS / "stale-tab.png"))
+    finally:
+        server.stop()
+
+
+def _judge_all_over_http(server: Server) -> list[tuple[str, str, int]]:
+    """Grade every pooled item through real HTTP, as the page does; returns what was sent."""
+    port = server.base.rsplit(":", 1)[1]
+    sent = []
+    with httpx.Client(cookies={f"bakeoff_label_{port}": server.key}, timeout=30,
+                      headers={"x-bakeoff-key": server.key, "origin": server.base}) as c:
+        html = c.post(f"{server.base}/api/alice/label/view", json={}).text
+        for i in range(200):
+            m = re.search(r'id="state" hidden data-done="0" data-qid="([^"]+)" data-doc="([^"]+)"', html)
+            if m is None:
+                break
+            grade = i % 4
+            r = c.post(f"{server.base}/api/alice/label/judge",
+                       json={"qid": m.group(1), "doc": m.group(2), "grade": grade, "replaces": None})
+            assert r.status_code == 200
+            sent.append((m.group(1), m.group(2), grade))
+            html = r.text
+    return sent
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_stop_signal_leaves_every_judgment_in_the_database_file(tmp_path, sig):
+    data = write_beir(tmp_path / "tiny", qrels=QRELS, queries=QUERIES)
+    db = tmp_path / "w.sqlite"
+    server = Server([str(data), "--pool", "bm25", "--pool", "tfidf", "--depth", "4", "--db", str(db),
+                     "--annotator", "alice", "--cache", "off"], log=tmp_path / "s.log")
+    try:
+        sent = _judge_all_over_http(server)
+        assert len(sent) >= 12
+        server.proc.send_signal(sig)
+        rc = server.proc.wait(timeout=60)
+    finally:
+        server.stop()
+    alone = tmp_path / "copy"
+    alone.mkdir()
+    shutil.copy(db, alone / "w.sqlite")  # the database file alone, without -wal / -shm
+    rows = read(alone / "w.sqlite", "SELECT qid, doc_id, grade FROM judgments")
+    assert sorted(rows) == sorted(sent)
+    assert rc == 128 + sig  # 143 after SIGTERM, 130 after Ctrl-C
