@@ -210,3 +210,66 @@ def test_stop_signal_leaves_every_judgment_in_the_database_file(tmp_path, sig):
     rows = read(alone / "w.sqlite", "SELECT qid, doc_id, grade FROM judgments")
     assert sorted(rows) == sorted(sent)
     assert rc == 128 + sig  # 143 after SIGTERM, 130 after Ctrl-C
+
+
+def test_dead_ends_notes_skips_owed_and_the_way_back(tmp_path, browser):
+    data = write_beir(tmp_path / "tiny")
+    db = tmp_path / "d.sqlite"
+    server = Server([str(data), "--pool", "bm25", "--pool", "tfidf", "--depth", "3", "--db", str(db), "--annotator",
+                     "alice", "--overlap", "1.0", "--sample", "2", "--cache", "off"], log=tmp_path / "s.log")
+    try:
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        page.goto(server.url, wait_until="load")
+        settle(page)
+        q1 = current_item(page)[0]
+        docs = [page.locator("#items .chip").nth(i).get_attribute("data-doc")
+                for i in range(page.locator("#items .chip").count())]
+        assert len(docs) >= 3
+        # a note, then c again: typing extends it
+        press(page, "c")
+        page.keyboard.type("first look")
+        page.keyboard.press("Escape")
+        press(page, "2")
+        press(page, "k")
+        assert current_item(page) == (q1, docs[0]) and page.input_value("#note") == "first look"
+        press(page, "c")
+        page.keyboard.type(", then more")
+        press(page, "Enter")
+        assert read(db, "SELECT note FROM judgments WHERE doc_id = ?", docs[0]) == [("first look, then more",)]
+        # skip the second document (Enter saved the note and moved on to it): it comes back at the end of
+        # this query, before the next query
+        assert current_item(page) == (q1, docs[1])
+        press(page, "s")
+        for d in docs[2:]:
+            assert current_item(page) == (q1, d)
+            press(page, "1")
+        assert current_item(page) == (q1, docs[1])
+        press(page, "s")  # skipped twice: it waits for the very end
+        assert current_item(page)[0] != q1
+        while page.locator("#state").get_attribute("data-done") == "0" and current_item(page) != (q1, docs[1]):
+            press(page, "0")
+        assert current_item(page) == (q1, docs[1])
+        press(page, "3")
+        # finished: second judgments are still owed (every query goes to two annotators), not "0 remaining"
+        assert page.locator("#state").get_attribute("data-done") == "1"
+        total = read(db, "SELECT sum(pool_size) FROM queries WHERE pool_size > 0")[0][0]
+        assert page.inner_text("#p-left") == str(total)
+        assert f"{total} of them second judgments" in page.inner_text(".done")
+        SHOTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(SHOTS / "finished.png"))
+        # the way back without undo: p to the last query, change a grade, finished again
+        press(page, "p")
+        assert page.locator("#state").get_attribute("data-done") == "0"
+        last_q = current_item(page)[0]
+        assert last_q != q1
+        doc = current_item(page)[1]
+        before = read(db, "SELECT grade FROM judgments WHERE qid = ? AND doc_id = ?", last_q, doc)[0][0]
+        press(page, "3" if before != 3 else "2")
+        assert read(db, "SELECT count(*) FROM judgments")[0][0] == total  # nothing removed
+        page.goto(server.link("/label/alice"), wait_until="load")
+        settle(page)
+        page.click("button[data-act=first]")
+        settle(page)
+        assert current_item(page)[0] == q1
+    finally:
+        server.stop()

@@ -72,7 +72,7 @@ def agreement_cmd(
     db: Annotated[Path, typer.Option("--db", help="Judgments database.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print the figures as JSON.")] = False,
 ) -> None:
-    """Cohen's kappa (unweighted) per pair of annotators and Krippendorff's alpha (ordinal)."""
+    """Cohen's kappa (unweighted and quadratic-weighted) per pair of annotators, Krippendorff's alpha (ordinal)."""
     from ..label.agreement import agreement_of_db
 
     ag = agreement_of_db(db)
@@ -81,10 +81,11 @@ def agreement_cmd(
         return
     typer.echo("annotators: " + (", ".join(f"{a} ({n} judgments)" for a, n in ag.annotators.items()) or "none"))
     typer.echo(f"items: {ag.items} judged, {ag.items_multi} by two or more annotators")
-    typer.echo("Cohen's kappa (unweighted), each pair of annotators on the items both judged:")
+    typer.echo("Cohen's kappa, unweighted and quadratic-weighted, each pair of annotators on the items both judged:")
     for p in ag.pairs:
         obs = "-" if p.observed is None else f"{p.observed:.4f}"
-        typer.echo(f"  {p.a} / {p.b}: items {p.items}, observed agreement {obs}, kappa {_fmt(p.kappa)}")
+        typer.echo(f"  {p.a} / {p.b}: items {p.items}, observed agreement {obs}, kappa {_fmt(p.kappa)}, "
+                   f"quadratic-weighted kappa {_fmt(p.kappa_quadratic)}")
     if not ag.pairs:
         typer.echo("  (one annotator only)")
     typer.echo(f"Krippendorff's alpha (ordinal): {_fmt(ag.alpha)} over {ag.alpha_items} items, "
@@ -98,15 +99,32 @@ def export_cmd(
     db: Annotated[Path, typer.Option("--db", help="Judgments database.")],
     out: Annotated[Path, typer.Option("--out", help="Folder to write (qrels, queries, provenance).")],
     split: Annotated[str, typer.Option(help="Name of the BEIR qrels split written.")] = "test",
+    complete_only: Annotated[bool, typer.Option("--complete-only", help="Leave out queries whose pool is only "
+                                                "partly judged.")] = False,
 ) -> None:
     """Write TREC and BEIR qrels, the reviewed queries and provenance (conflicts: majority, then the lower grade)."""
     from ..label.export import export_judgments
 
-    summary = export_judgments(db, out, split=split)
+    summary = export_judgments(db, out, split=split, complete_only=complete_only)
     c: dict[str, Any] = summary.provenance["counts"]
+    cov: dict[str, Any] = summary.provenance["coverage"]
     typer.echo(f"wrote {summary.out}: {c['queries']} queries, {c['pairs']} judged pairs, {c['judgments']} judgments "
                f"by {len(summary.provenance['annotators'])} annotator(s); {c['conflicts']} conflicts "
                f"({c['resolved_by_majority']} by majority, {c['resolved_by_lower_grade']} by the lower grade)")
+    partial = ", ".join(f"{q} {v['judged']}/{v['pooled']}" for q, v in cov["partial"].items())
+    if cov["dropped"]:
+        typer.echo(f"left out {len(cov['dropped'])} partly judged quer{'y' if len(cov['dropped']) == 1 else 'ies'}: "
+                   f"{partial}", err=True)
+    elif cov["partial"]:
+        typer.echo(f"warning: {len(cov['partial'])} of {cov['queries']} exported queries are only partly judged "
+                   f"({partial} pooled pairs judged); their unjudged documents are missing from the qrels. "
+                   "--complete-only leaves them out", err=True)
+    if cov["pairs_owed_second_judgment"]:
+        typer.echo(f"note: {cov['pairs_owed_second_judgment']} pair(s) routed to two annotators have one judgment "
+                   "so far", err=True)
+    if c["resolved_by_lower_grade"]:
+        typer.echo(f"note: {c['resolved_by_lower_grade']} of {c['pairs_judged_twice_or_more']} pairs judged twice "
+                   "were settled by the lower grade (a tie), not by review", err=True)
 
 
 def register(app: typer.Typer) -> None:

@@ -6,6 +6,10 @@
   and ``p_e = sum_g p_A(g) * p_B(g)`` the agreement expected from the two annotators' own
   grade frequencies. Every disagreement counts the same (a 0-vs-3 is no worse than a
   0-vs-1); undefined (reported as such) when ``p_e = 1``, i.e. both used one same grade only.
+* **Cohen's kappa, quadratic-weighted** (the same function, ``weights="quadratic"``), beside it:
+  ``kappa_w = 1 - sum_ij w_ij O_ij / sum_ij w_ij E_ij`` with ``w_ij = (i - j)^2 / 9`` over the
+  grades 0-3, ``O`` the observed and ``E`` the expected (product of marginals) proportions —
+  a 0-vs-3 disagreement costs nine times a 0-vs-1.
 * **Krippendorff's alpha, ordinal metric** (the ``krippendorff`` package), over all items
   judged by at least two annotators, any number of annotators, missing judgments allowed:
   ``alpha = 1 - D_o / D_e`` where the ordinal distance between grades ``c < k`` is
@@ -45,6 +49,7 @@ class PairAgreement:
     items: int
     observed: float | None
     kappa: float | None
+    kappa_quadratic: float | None = None
 
 
 @dataclass(frozen=True)
@@ -68,21 +73,24 @@ class Agreement:
             "cohen_kappa_unweighted": [
                 {"a": p.a, "b": p.b, "items": p.items, "observed_agreement": p.observed, "kappa": p.kappa}
                 for p in self.pairs],
+            "cohen_kappa_quadratic": [
+                {"a": p.a, "b": p.b, "items": p.items, "kappa": p.kappa_quadratic} for p in self.pairs],
             "krippendorff_alpha_ordinal": {"alpha": self.alpha, "items": self.alpha_items,
                                            "judgments": self.alpha_judgments},
             "notes": list(self.notes),
         }
 
 
-def cohen_kappa(a: Sequence[int], b: Sequence[int]) -> float | None:
-    """Unweighted Cohen's kappa of two equally long grade lists (None when undefined)."""
+def cohen_kappa(a: Sequence[int], b: Sequence[int], *, weights: str | None = None) -> float | None:
+    """Cohen's kappa of two equally long grade lists, unweighted or with ``weights``
+    ``"linear"`` / ``"quadratic"`` (None when undefined)."""
     from sklearn.metrics import cohen_kappa_score
 
     if not a:
         return None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        k = float(cohen_kappa_score(list(a), list(b), labels=_LABELS, weights=None))
+        k = float(cohen_kappa_score(list(a), list(b), labels=_LABELS, weights=weights))
     return None if math.isnan(k) else k
 
 
@@ -121,7 +129,7 @@ def agreement(judgments: Sequence[tuple[str, str, str, int]]) -> Agreement:
         obs = sum(1 for p, q in both if p == q) / len(both) if both else None
         if both and k is None:
             notes.append(f"kappa {x}/{y} undefined: both gave every shared item the same single grade")
-        pairs.append(PairAgreement(x, y, len(both), obs, k))
+        pairs.append(PairAgreement(x, y, len(both), obs, k, cohen_kappa(ga, gb, weights="quadratic")))
     multi = [item for item, g in by_item.items() if len(g) >= 2]
     matrix = np.full((len(names), len(multi)), np.nan)
     for j, item in enumerate(multi):

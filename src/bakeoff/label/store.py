@@ -26,8 +26,14 @@ the page showed it; when the stored grade differs (another tab or window changed
 meanwhile) the write is refused (:class:`Refused`) and the page shows the current grade.
 
 **Moving on** after a grade or a skip: the next item of the same query (in pool order,
-wrapping) that ``a`` has neither judged nor skipped; else the first such item of the next
+wrapping) that ``a`` has neither judged nor skipped; else an item of this query ``a``
+skipped once and not yet judged (skipped documents come back at the end of their query;
+one skipped twice waits for the end); else the first unjudged, unskipped item of the next
 visible query (by position, wrapping); else a skipped, still unjudged item; else done.
+From the finished state, ``p`` / ``n`` go back to the last / first visible query.
+
+**Progress** counts judgments *owed*: each pooled pair of a query needs ``required``
+annotators, so a pair judged once on a query routed to two still owes one.
 
 **Undo** reverts ``a``'s latest not-yet-undone grade or skip from the ``events`` history
 (restoring an overwritten grade and note, or deleting a new one) and puts the cursor back
@@ -123,6 +129,8 @@ class LabelView:
     pairs_judged: int = 0
     pairs_total: int = 0
     skipped_left: int = 0
+    owed_left: int = 0
+    second_owed: int = 0
     message: str = ""
 
     @property
@@ -131,7 +139,8 @@ class LabelView:
 
     @property
     def remaining(self) -> int:
-        return self.pairs_total - self.pairs_judged
+        """Judgments still owed by anyone (first and second ones; module docstring)."""
+        return self.owed_left
 
 
 @dataclass(frozen=True)
@@ -298,6 +307,13 @@ class Store:
             d = self._first_work(c, a, qid, after=self._ppos(c, qid, doc))
             if d is not None:
                 return qid, d
+            row = c.execute(f"SELECT p.doc_id FROM pool p WHERE p.qid = :q AND NOT {_MINE} AND {_SKIPPED} "
+                            "AND p.doc_id <> :d AND (SELECT count(*) FROM events e WHERE e.annotator = :a AND "
+                            "e.kind = 'skip' AND e.undone = 0 AND e.qid = p.qid AND e.doc_id = p.doc_id) < 2 "
+                            "ORDER BY (p.position <= :pos), p.position LIMIT 1",
+                            {"a": a, "q": qid, "d": doc or "", "pos": self._ppos(c, qid, doc)}).fetchone()
+            if row is not None and self._visible(c, a, qid):
+                return qid, row[0]
         row = c.execute(f"SELECT q.qid FROM queries q WHERE {_VISIBLE} AND {_HAS_WORK} AND q.qid <> :q "
                         "ORDER BY (q.position <= :pos), q.position LIMIT 1",
                         self._params(a, q=qid or "", pos=self._qpos(c, qid))).fetchone()
@@ -328,12 +344,19 @@ class Store:
         pairs_total = c.execute(f"SELECT coalesce(sum(q.pool_size), 0) FROM queries q WHERE {_USABLE}").fetchone()[0]
         pairs_judged = c.execute(f"SELECT count(*) FROM (SELECT DISTINCT qid, doc_id FROM judgments) j "
                                  f"JOIN queries q ON q.qid = j.qid WHERE {_USABLE}").fetchone()[0]
+        owed_total = c.execute(f"SELECT coalesce(sum(q.pool_size * q.required), 0) FROM queries q "
+                               f"WHERE {_USABLE}").fetchone()[0]
+        owed_done = c.execute(f"SELECT coalesce(sum(min(j.n, q.required)), 0) FROM (SELECT qid, doc_id, "
+                              f"count(*) AS n FROM judgments GROUP BY qid, doc_id) j JOIN queries q ON q.qid = j.qid "
+                              f"WHERE {_USABLE}").fetchone()[0]
         my = c.execute(f"SELECT count(*) FROM judgments j JOIN queries q ON q.qid = j.qid WHERE j.annotator = :a "
                        f"AND {_USABLE}", p).fetchone()[0]
         skipped_left = c.execute(f"SELECT count(*) FROM skips p WHERE p.annotator = :a AND NOT {_MINE}",
                                  p).fetchone()[0]
         n_queries = c.execute(f"SELECT count(*) FROM queries q WHERE {_VISIBLE}", p).fetchone()[0]
         common = {"annotator": a, "pairs_total": pairs_total, "pairs_judged": pairs_judged, "my_judged": my,
+                  "owed_left": owed_total - owed_done, "second_owed": owed_total - owed_done
+                  - (pairs_total - pairs_judged),
                   "skipped_left": skipped_left, "n_queries": n_queries, "message": message}
         if qid is None:
             return LabelView(done=True, **common)
@@ -401,9 +424,11 @@ class Store:
             if c.execute("SELECT 1 FROM judgments WHERE qid = ? AND doc_id = ? AND annotator = ?",
                          (qid, doc, a)).fetchone() is None:
                 stamp = now()
-                if c.execute("INSERT OR IGNORE INTO skips VALUES (?, ?, ?, ?)", (qid, doc, a, stamp)).rowcount:
-                    c.execute("INSERT INTO events (at, annotator, kind, qid, doc_id) VALUES (?, ?, 'skip', ?, ?)",
-                              (stamp, a, qid, doc))
+                c.execute("INSERT INTO skips VALUES (?, ?, ?, ?) ON CONFLICT (qid, doc_id, annotator) DO UPDATE "
+                          "SET at = excluded.at",
+                          (qid, doc, a, stamp))
+                c.execute("INSERT INTO events (at, annotator, kind, qid, doc_id) VALUES (?, ?, 'skip', ?, ?)",
+                          (stamp, a, qid, doc))
             self._set_cursor(c, a, "label", *self._next_work(c, a, qid, doc))
 
     def undo(self, a: str) -> str:
@@ -423,7 +448,10 @@ class Store:
                           "AND annotator = ?", (prev_grade, prev_note, prev_at, qid, doc, a))
                 what = f"restored grade {prev_grade} (was {grade})"
             else:
-                c.execute("DELETE FROM skips WHERE qid = ? AND doc_id = ? AND annotator = ?", (qid, doc, a))
+                c.execute("UPDATE events SET undone = 1 WHERE id = ?", (eid,))
+                if c.execute("SELECT 1 FROM events WHERE annotator = ? AND kind = 'skip' AND undone = 0 AND qid = ? "
+                             "AND doc_id = ?", (a, qid, doc)).fetchone() is None:
+                    c.execute("DELETE FROM skips WHERE qid = ? AND doc_id = ? AND annotator = ?", (qid, doc, a))
                 what = "un-skipped"
             c.execute("UPDATE events SET undone = 1 WHERE id = ?", (eid,))
             c.execute("INSERT INTO events (at, annotator, kind, qid, doc_id, note) VALUES (?, ?, 'undo', ?, ?, ?)",
@@ -445,6 +473,15 @@ class Store:
                 self._set_cursor(c, a, "label", qid, doc)
                 return ""
             if cq is None:
+                if to in ("next_query", "prev_query"):  # back from the finished state
+                    order = "ASC" if to == "next_query" else "DESC"
+                    row = c.execute(f"SELECT q.qid FROM queries q WHERE {_VISIBLE} ORDER BY q.position {order} "
+                                    "LIMIT 1", self._params(a)).fetchone()
+                    if row is None:
+                        return "no query is open to you"
+                    first = c.execute("SELECT doc_id FROM pool WHERE qid = ? ORDER BY position LIMIT 1",
+                                      (row[0],)).fetchone()[0]
+                    self._set_cursor(c, a, "label", row[0], first)
                 return ""
             if to in ("next_doc", "prev_doc"):
                 pos = self._ppos(c, cq, cd)

@@ -97,7 +97,11 @@
       case "k": case "ArrowLeft": move("prev_doc", t0); return true;
       case "u": send("undo", {}, t0); return true;
       case "s": send("skip", () => current(), t0); return true;
-      case "c": { const n = document.getElementById("note"); if (n) { n.focus(); n.select(); } return true; }
+      case "c": { // edit the note: the caret at its end, nothing selected (typing adds, never replaces)
+        const n = document.getElementById("note");
+        if (n) { n.focus(); n.setSelectionRange(n.value.length, n.value.length); }
+        return true;
+      }
       default: return false;
     }
   }
@@ -173,6 +177,8 @@
     else if (el.dataset.decision !== undefined) decide(el.dataset.decision, t0);
     else if (el.dataset.act === "skip") send("skip", () => current(), t0);
     else if (el.dataset.act === "undo") send("undo", {}, t0);
+    else if (el.dataset.act === "last") move("prev_query", t0);
+    else if (el.dataset.act === "first") move("next_query", t0);
     else if (el.classList.contains("chip") && el.dataset.doc !== undefined) {
       const s = state();
       move("goto", t0, { qid: s.qid, doc: el.dataset.doc });
