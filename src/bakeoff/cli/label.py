@@ -29,8 +29,12 @@ label_app = typer.Typer(cls=_DefaultServe, no_args_is_help=True, add_completion=
 
 @label_app.command("serve")
 def serve_cmd(
-    dataset: Annotated[Path, typer.Argument(help="BEIR folder (a synthetic set with --review).")],
     db: Annotated[Path, typer.Option("--db", help="Judgments database (SQLite; created if absent).")],
+    dataset: Annotated[Optional[Path], typer.Argument(help="BEIR folder (a synthetic set with --review); with --from "
+                                                        "or an existing --db, the one they record.")] = None,
+    from_results: Annotated[Optional[Path], typer.Option(
+        "--from", help="Pool from a bake-off: a results folder (its arms' runs, top --depth) or the holes.tsv of "
+                       "bakeoff report; pairs the dataset's qrels already judge are left out.")] = None,
     pool: Annotated[list[str], typer.Option("--pool", help="Pool arm, [NAME=]TYPE[:key=value,...]; repeatable.")] = [],
     depth: Annotated[Optional[int], typer.Option(help="Top documents pooled per arm (default 20).")] = None,
     annotator: Annotated[Optional[str], typer.Option(help="Your name (else the page asks).")] = None,
@@ -57,7 +61,7 @@ def serve_cmd(
     except ImportError as exc:
         raise MissingDependencyError(exc.name or "starlette", "label", "the labelling app") from None
 
-    opts = LabelOptions(dataset=dataset, db=db, pool=tuple(pool), depth=depth, split=split, annotator=annotator,
+    opts = LabelOptions(dataset=dataset, db=db, pool=tuple(pool), from_results=from_results, depth=depth, split=split, annotator=annotator,
                         host=host, port=port, review=review, log=log, sample=sample, weighted=weighted, seed=seed,
                         overlap=overlap, cache=cache, cache_dir=cache_dir, progress=progress)
     serve_labelling(opts, announce=lambda url: typer.echo(f"labelling at {url}  (Ctrl-C to stop)"))
