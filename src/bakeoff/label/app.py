@@ -11,8 +11,9 @@ Content-Security-Policy allows scripts, styles and requests from this origin onl
 inline script or style, nothing from another host); :class:`~bakeoff.label.guard.Guard`
 requires the launch key on every page and action, checks Host and Origin, caps the body
 size and JSON depth and turns unexpected errors into a 500 with an id; actions need a JSON
-content type (a cross-site form cannot send one), and annotator names are restricted to
-``[A-Za-z0-9][A-Za-z0-9_.@-]{0,39}``.
+content type (a cross-site form cannot send one). Annotator names are NFC-normalised and
+restricted to a letter or digit of any script, then up to 39 letters, digits, ``_ . @ -``
+(so ``Jürgen`` typed composed or decomposed is one annotator).
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from __future__ import annotations
 import json
 import re
 import time
+import unicodedata
+from urllib.parse import quote
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -35,10 +38,11 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..data.judgments import GRADES
 from ..data.model import Corpus
+from .display import SHOWN_CHARS, DocumentView, document_view
 from .guard import Guard, check_json_depth
 from .store import Refused, Store
 
-__all__ = ["CSP", "make_app", "valid_annotator"]
+__all__ = ["CSP", "NAME_RULE", "annotator_name", "make_app", "valid_annotator"]
 
 _CSP_PAGE = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
              "form-action 'self'; base-uri 'none'")
@@ -48,12 +52,20 @@ CSP = _CSP_PAGE + "; frame-ancestors 'none'"
 _HEADERS = [(b"content-security-policy", CSP.encode()), (b"x-content-type-options", b"nosniff"),
             (b"referrer-policy", b"no-referrer"), (b"x-frame-options", b"DENY"),
             (b"cache-control", b"no-store")]
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@-]{0,39}")
+_NAME = re.compile(r"[^\W_][\w.@-]{0,39}")
+#: What the name rule says, for messages.
+NAME_RULE = "a letter or digit (any script), then letters, digits, _ . @ - (at most 40 characters)"
+
+
+def annotator_name(name: str) -> str | None:
+    """``name`` NFC-normalised and stripped when it is an acceptable annotator name, else None."""
+    n = unicodedata.normalize("NFC", name).strip()
+    return n if _NAME.fullmatch(n) else None
 
 
 def valid_annotator(name: str) -> bool:
-    """Whether ``name`` is an acceptable annotator name."""
-    return bool(_NAME.fullmatch(name))
+    """Whether ``name`` is an acceptable annotator name (:func:`annotator_name`)."""
+    return annotator_name(name) is not None
 
 
 class _SecurityHeaders:
@@ -89,45 +101,45 @@ def make_app(*, store: Store, corpus: Corpus, title: str, allowed_hosts: list[st
     env = Environment(loader=PackageLoader("bakeoff.label", "templates"), autoescape=True,
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     review_mode = store.has_review()
-    base_ctx = {"title": title, "grades": GRADES, "csp": _CSP_PAGE, "review_mode": review_mode, "key": key}
+    base_ctx = {"title": title, "grades": GRADES, "csp": _CSP_PAGE, "review_mode": review_mode, "key": key,
+                "shown_chars": SHOWN_CHARS}
 
     def render(name: str, **ctx: Any) -> str:
         return env.get_template(name).render(**base_ctx, **ctx)
 
-    def doc_of(doc_id: str | None) -> Mapping[str, str]:
+    def doc_of(doc_id: str | None, query: str = "") -> DocumentView:
         if doc_id is None or doc_id not in corpus:
-            return {"id": doc_id or "", "title": "", "text": "(this document is not in the loaded corpus)"}
+            return document_view(doc_id or "", "", "(this document is not in the loaded corpus)", "")
         d = corpus[doc_id]
-        return {"id": d.id, "title": d.title, "text": d.text}
+        return document_view(d.id, d.title, d.text, query)
 
     def label_fragment(a: str, message: str = "") -> str:
         view = store.view(a, message=message)
-        return render("_work.html", view=view, doc=doc_of(view.doc_id))
+        return render("_work.html", view=view, doc=doc_of(view.doc_id, view.query_text))
 
     def review_fragment(a: str, message: str = "") -> str:
         view = store.review_view(a, message=message)
-        return render("_review.html", view=view, sources=[doc_of(d) for d in view.written_from])
+        return render("_review.html", view=view, sources=[doc_of(d, view.text) for d in view.written_from])
 
     def annotator_of(request: Request) -> str:
-        a = request.path_params["annotator"]
-        if not valid_annotator(a):
-            raise _BadRequest(f"bad annotator name {a!r}: letters, digits, _ . @ - (at most 40)")
+        a = annotator_name(request.path_params["annotator"])
+        if a is None:
+            raise _BadRequest(f"bad annotator name {request.path_params['annotator']!r}: {NAME_RULE}")
         return a
 
     async def index(request: Request) -> Response:
         if default_annotator:
             page = "review" if review_mode and store.review_view(default_annotator).pending else "label"
-            return RedirectResponse(f"/{page}/{default_annotator}", status_code=303)
+            return RedirectResponse(f"/{page}/{quote(default_annotator)}", status_code=303)
         return HTMLResponse(render("start.html", annotator="", page="start", error=""))
 
     async def start(request: Request) -> Response:
-        a = (request.query_params.get("annotator") or "").strip()
+        a = annotator_name(request.query_params.get("annotator") or "")
         page = "review" if request.query_params.get("page") == "review" and review_mode else "label"
-        if not valid_annotator(a):
+        if a is None:
             return HTMLResponse(render("start.html", annotator="", page="start",
-                                       error="Give a name: letters, digits, _ . @ - "
-                                       "(at most 40 characters)."), status_code=400)
-        return RedirectResponse(f"/{page}/{a}", status_code=303)
+                                       error=f"Give a name: {NAME_RULE}."), status_code=400)
+        return RedirectResponse(f"/{page}/{quote(a)}", status_code=303)
 
     async def label_page(request: Request) -> Response:
         a = annotator_of(request)
@@ -136,7 +148,7 @@ def make_app(*, store: Store, corpus: Corpus, title: str, allowed_hosts: list[st
     async def review_page(request: Request) -> Response:
         a = annotator_of(request)
         if not review_mode:
-            return RedirectResponse(f"/label/{a}", status_code=303)
+            return RedirectResponse(f"/label/{quote(a)}", status_code=303)
         return HTMLResponse(render("review.html", annotator=a, page="review", work=review_fragment(a)))
 
     async def body_of(request: Request) -> dict[str, Any]:

@@ -31,7 +31,7 @@ import ipaddress
 import logging
 import secrets
 from http.cookies import SimpleCookie
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import parse_qsl, quote, urlencode
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -211,7 +211,7 @@ class Guard:
                                           "printed when it started.")
                         return
                     rest = urlencode(query)
-                    location = path + (f"?{rest}" if rest else "")
+                    location = quote(path) + (f"?{rest}" if rest else "")  # the path as sent: percent-encoded
                     cookie = f"{self.cookie}={self.key}; Path=/; HttpOnly; SameSite=Strict"
                     await answer(303, "Opening the page.", [(b"location", location.encode("latin-1")),
                                                             (b"set-cookie", cookie.encode())])
@@ -224,7 +224,7 @@ class Guard:
         except BodyRefused as exc:
             if not started:
                 await answer(exc.status, str(exc))
-        except Exception as exc:
+        except Exception as exc:  # any unexpected error: a 500 with an id, never a traceback
             error_id = secrets.token_hex(6)
             log.error("error %s on %s %s: %s: %s", error_id, scope.get("method"), scope.get("path"),
                       type(exc).__name__, str(exc)[:300])

@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import quote
 from typing import Any
 
 import numpy as np
@@ -35,7 +36,7 @@ from ..errors import ConfigError, InputError
 from ..data.datasets import DatasetSpec, open_dataset
 from ..runner.config import build_arms, parse_arm_spec
 from ..runner.context import Context
-from .app import make_app, valid_annotator
+from .app import NAME_RULE, annotator_name, make_app, valid_annotator
 from .guard import allowed_hosts, new_key
 from .pool import ResultsPool, pool_from_results, pool_queries
 from .sources import (QuerySet, SourceQuery, dataset_queries, log_queries, routed_twice, sample_indices,
@@ -88,7 +89,7 @@ def _check_options(o: LabelOptions) -> None:
     if o.overlap is not None and not 0.0 <= o.overlap <= 1.0:
         raise ConfigError(f"--overlap must be between 0 and 1, got {o.overlap}")
     if o.annotator is not None and not valid_annotator(o.annotator):
-        raise ConfigError(f"--annotator {o.annotator!r}: use letters, digits, _ . @ - (at most 40 characters)")
+        raise ConfigError(f"--annotator {o.annotator!r}: use {NAME_RULE}")
     if o.review and o.log is not None:
         raise ConfigError("--review (a synthetic set) and --log (a query log) are two query sources; give one")
     if o.sample is not None and o.sample < 1:
@@ -200,10 +201,14 @@ class Session:
         """The page to open, carrying the launch key (:mod:`bakeoff.label.guard`)."""
         host, port = self.sock.getsockname()[:2]
         shown = f"[{host}]" if ":" in host else host
-        a = self.options.annotator
+        a = self._annotator
         page = "review" if a and self.store.has_review() and self.store.review_view(a).pending else "label"
-        path = f"/{page}/{a}" if a else "/"
+        path = f"/{page}/{quote(a)}" if a else "/"
         return f"http://{shown}:{port}{path}?key={self.key}"
+
+    @property
+    def _annotator(self) -> str | None:
+        return annotator_name(self.options.annotator) if self.options.annotator else None
 
     def app(self) -> Starlette:
         host, port = self.sock.getsockname()[:2]
@@ -215,7 +220,7 @@ class Session:
             log.warning("listening on %s: anyone who can reach this address and has the printed URL can judge", host)
         ds = self.dataset
         return make_app(store=self.store, corpus=ds.corpus, title=f"{ds.name} ({ds.split})", allowed_hosts=hosts,
-                        key=self.key, port=port, default_annotator=self.options.annotator, pool_one=self.pool_one)
+                        key=self.key, port=port, default_annotator=self._annotator, pool_one=self.pool_one)
 
     def serve(self) -> None:
         """Serve until interrupted (uvicorn on the bound socket). SIGINT and SIGTERM both stop

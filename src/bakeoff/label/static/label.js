@@ -88,6 +88,13 @@
   }, t0);
   const move = (to, t0, extra) => send("move", () => ({ to, ...(extra || {}) }), t0);
 
+  function showAll() { // the rest of a long document, cut for reading (see display.py)
+    const rest = document.getElementById("drest");
+    const cut = document.getElementById("cut");
+    if (rest) rest.hidden = false;
+    if (cut) cut.hidden = true;
+  }
+
   function labelKey(ev, t0) {
     switch (ev.key) {
       case "0": case "1": case "2": case "3": grade(Number(ev.key), t0); return true;
@@ -97,6 +104,7 @@
       case "k": case "ArrowLeft": move("prev_doc", t0); return true;
       case "u": send("undo", {}, t0); return true;
       case "s": send("skip", () => current(), t0); return true;
+      case "m": showAll(); return true;
       case "c": { // edit the note: the caret at its end, nothing selected (typing adds, never replaces)
         const n = document.getElementById("note");
         if (n) { n.focus(); n.setSelectionRange(n.value.length, n.value.length); }
@@ -177,6 +185,7 @@
     else if (el.dataset.decision !== undefined) decide(el.dataset.decision, t0);
     else if (el.dataset.act === "skip") send("skip", () => current(), t0);
     else if (el.dataset.act === "undo") send("undo", {}, t0);
+    else if (el.dataset.act === "showall") showAll();
     else if (el.dataset.act === "last") move("prev_query", t0);
     else if (el.dataset.act === "first") move("next_query", t0);
     else if (el.classList.contains("chip") && el.dataset.doc !== undefined) {
