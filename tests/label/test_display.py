@@ -112,3 +112,90 @@ def test_long_arabic_and_unicode_name_in_the_browser(tmp_path, browser):
     conn = sqlite3.connect(db)
     assert conn.execute("SELECT DISTINCT annotator FROM judgments").fetchall() == [("Jürgen",)]
     conn.close()
+
+
+GUIDE = '''title = "Does the document answer the query?"
+text = """
+Read the query, then the need below it. <b>Judge</b> the document alone.
+"""
+
+[grades]
+0 = "Off topic: nothing here helps with the need."
+1 = "On the topic, but it does not answer the need."
+2 = "Answers part of the need, or answers it indirectly."
+3 = "Answers the need directly; the searcher could stop here."
+
+[queries]
+q1 = "Whether a lack of vitamin D makes bones weaker in adults."
+'''
+
+
+def test_guidelines_file_checked(tmp_path):
+    from bakeoff.errors import InputError
+    from bakeoff.label.guidelines import description_of, read_guidelines
+
+    p = tmp_path / "g.toml"
+    p.write_text(GUIDE)
+    g = read_guidelines(p)
+    assert g["grades"]["3"].startswith("Answers the need directly") and g["queries"]["q1"].startswith("Whether")
+    assert description_of("q1", {"description": "from the topic"}, g).startswith("Whether")
+    assert description_of("q2", {"narrative": "from the topic"}, g) == "from the topic"
+    assert description_of("q2", {}, None) == ""
+    for bad, field in [(GUIDE.replace('3 = "Answers the need directly; the searcher could stop here."\n', ""),
+                        "grades.3"),
+                       (GUIDE.replace("[queries]", "[grades.extra]\n[queries]"), "grades.extra"),
+                       ("colour = 'blue'\n" + GUIDE, "colour"),
+                       (GUIDE.replace('0 = "Off topic: nothing here helps with the need."', "0 = 5"), "grades.0")]:
+        p.write_text(bad)
+        with pytest.raises(InputError) as e:
+            read_guidelines(p)
+        assert e.value.field == field, bad
+    p.write_text("title = \n")
+    with pytest.raises(InputError) as e:
+        read_guidelines(p)
+    assert e.value.line == 1
+
+
+def test_guidelines_shown_and_exported(tmp_path, browser):
+    import json
+
+    from bakeoff.cli import main
+
+    data = write_beir(tmp_path / "tiny")
+    guide = tmp_path / "guide.toml"
+    guide.write_text(GUIDE)
+    db = tmp_path / "g.sqlite"
+    server = Server([str(data), "--pool", "bm25", "--depth", "3", "--db", str(db), "--annotator", "ana",
+                     "--guidelines", str(guide), "--cache", "off"], log=tmp_path / "s.log")
+    try:
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        page.goto(server.url, wait_until="load")
+        settle(page)
+        assert page.locator("#guide").is_visible()  # before the first grade, the guidelines open by themselves
+        assert "Answers the need directly" in page.inner_text("#guide")
+        assert "<b>Judge</b>" in page.inner_text("#guide .gtext")  # text, not markup
+        SHOTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(SHOTS / "guidelines.png"))
+        page.keyboard.press("2")  # keys do not grade while the guidelines are open
+        settle(page)
+        assert page.inner_text("#p-mine") == "0"
+        page.keyboard.press("g")
+        assert page.locator("#guide").is_hidden()
+        assert page.inner_text("#qneed") == "The need: Whether a lack of vitamin D makes bones weaker in adults."
+        assert page.get_attribute(".grade.g1", "title") == "On the topic, but it does not answer the need."
+        page.keyboard.press("2")
+        settle(page)
+        assert page.inner_text("#p-mine") == "1"
+        page.reload(wait_until="load")
+        settle(page)
+        assert page.locator("#guide").is_hidden()  # not again after the first grade
+    finally:
+        server.stop()
+    out = tmp_path / "exp"
+    assert main(["label", "export", "--db", str(db), "--out", str(out)]) == 0
+    exported = json.loads((out / "guidelines.json").read_text())
+    assert exported["grades"]["0"] == "Off topic: nothing here helps with the need."
+    prov = json.loads((out / "provenance.json").read_text())
+    import hashlib
+
+    assert prov["guidelines"]["sha256"] == hashlib.sha256(guide.read_bytes()).hexdigest()

@@ -51,6 +51,8 @@ def serve_cmd(
     seed: Annotated[Optional[int], typer.Option(help="Seed of sampling, pool order and routing (default 0).")] = None,
     overlap: Annotated[Optional[float], typer.Option(help="Share of queries routed to a second annotator "
                                                      "(default 0.1).")] = None,
+    guidelines: Annotated[Optional[Path], typer.Option(help="Judging guidelines (TOML: title, text, [grades] 0-3, "
+                                                       "[queries] id = need); shown in the app, exported.")] = None,
     cache: Annotated[str, typer.Option(help="Run cache policy: use, refresh or off.")] = "use",
     cache_dir: Annotated[Optional[Path], typer.Option(help="Cache folder (default $BAKEOFF_CACHE_DIR).")] = None,
     progress: Annotated[bool, typer.Option(help="Show progress bars while pooling.")] = True,
@@ -63,7 +65,7 @@ def serve_cmd(
 
     opts = LabelOptions(dataset=dataset, db=db, pool=tuple(pool), from_results=from_results, depth=depth, split=split, annotator=annotator,
                         host=host, port=port, review=review, log=log, sample=sample, weighted=weighted, seed=seed,
-                        overlap=overlap, cache=cache, cache_dir=cache_dir, progress=progress)
+                        overlap=overlap, guidelines=guidelines, cache=cache, cache_dir=cache_dir, progress=progress)
     serve_labelling(opts, announce=lambda url: typer.echo(f"labelling at {url}  (Ctrl-C to stop)"))
 
 

@@ -40,6 +40,7 @@ from ..data.judgments import GRADES
 from ..data.model import Corpus
 from .display import SHOWN_CHARS, DocumentView, document_view
 from .guard import Guard, check_json_depth
+from .guidelines import description_of
 from .store import Refused, Store
 
 __all__ = ["CSP", "NAME_RULE", "annotator_name", "make_app", "valid_annotator"]
@@ -101,8 +102,9 @@ def make_app(*, store: Store, corpus: Corpus, title: str, allowed_hosts: list[st
     env = Environment(loader=PackageLoader("bakeoff.label", "templates"), autoescape=True,
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     review_mode = store.has_review()
+    guide = store.meta().get("guidelines")
     base_ctx = {"title": title, "grades": GRADES, "csp": _CSP_PAGE, "review_mode": review_mode, "key": key,
-                "shown_chars": SHOWN_CHARS}
+                "shown_chars": SHOWN_CHARS, "guide": guide}
 
     def render(name: str, **ctx: Any) -> str:
         return env.get_template(name).render(**base_ctx, **ctx)
@@ -115,7 +117,8 @@ def make_app(*, store: Store, corpus: Corpus, title: str, allowed_hosts: list[st
 
     def label_fragment(a: str, message: str = "") -> str:
         view = store.view(a, message=message)
-        return render("_work.html", view=view, doc=doc_of(view.doc_id, view.query_text))
+        need = description_of(view.qid, view.query_meta, guide) if view.qid else ""
+        return render("_work.html", view=view, doc=doc_of(view.doc_id, view.query_text), need=need)
 
     def review_fragment(a: str, message: str = "") -> str:
         view = store.review_view(a, message=message)

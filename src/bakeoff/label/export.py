@@ -18,6 +18,9 @@ A partly judged query is exported by default (its unjudged documents are absent 
 qrels, i.e. unjudged, not non-relevant) and listed; ``complete_only=True`` drops such queries
 from every file (``coverage.dropped``).
 
+* ``guidelines.json`` (when the database has guidelines): the grade definitions, general
+  text and per-query needs the judges saw, with the sha256 of the file they came from.
+
 The folder has no ``corpus.jsonl``: evaluate with the dataset's own corpus,
 ``bakeoff run --beir DATASET --queries OUT/queries.jsonl --qrels OUT/qrels/test.tsv``
 (or pass the database itself as ``--qrels``).
@@ -35,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from .._io import atomic_open, atomic_write_json
-from ..data.judgments import HumanJudgments, connect_readonly, read_judgments, resolve_grades
+from ..data.judgments import HumanJudgments, connect_readonly, read_judgments, read_meta, resolve_grades
 from ..data.model import Qrels
 from ..data.writers import write_beir, write_trec_qrels
 from ..errors import InputError
@@ -67,6 +70,15 @@ def _counts(raw: tuple[tuple[str, str, str, int, str, str], ...], before: dict[s
             "pairs_judged_twice_or_more": sum(1 for gs in grades.values() if len(gs) > 1),
             "conflicts": how["majority"] + how["lower"], "resolved_by_majority": how["majority"],
             "resolved_by_lower_grade": how["lower"]}
+
+
+def _guidelines(db: str | os.PathLike[str]) -> dict[str, Any] | None:
+    conn = connect_readonly(Path(db))
+    try:
+        g = read_meta(conn).get("guidelines")
+    finally:
+        conn.close()
+    return dict(g) if isinstance(g, dict) else None
 
 
 def _coverage(db: str | os.PathLike[str], judged: dict[str, int]) -> tuple[dict[str, dict[str, int]], int]:
@@ -109,6 +121,7 @@ def export_judgments(db: str | os.PathLike[str], out: str | os.PathLike[str], *,
     target.parent.mkdir(parents=True, exist_ok=True)
     coverage = {"queries": len(human.qrels) + len(dropped), "partial": partial, "dropped": dropped,
                 "pairs_owed_second_judgment": owed}
+    guide = _guidelines(db)
     prov = {**dict(human.provenance), "coverage": coverage, "export": {"at": now(), "split": split,
                                                   "files": [f"qrels/{split}.tsv", "qrels.trec", "queries.jsonl",
                                                             "judgments.jsonl", "provenance.json"]}}
@@ -120,6 +133,10 @@ def export_judgments(db: str | os.PathLike[str], out: str | os.PathLike[str], *,
             for qid, doc, who, grade, note, at in human.raw:
                 fh.write(json.dumps({"query-id": qid, "corpus-id": doc, "annotator": who, "grade": grade,
                                      "note": note, "judged_at": at}, ensure_ascii=False) + "\n")
+        if guide is not None:
+            atomic_write_json(tmp / "guidelines.json", guide)
+            prov["guidelines"] = {"file": "guidelines.json", "sha256": guide.get("sha256"), "title": guide.get("title")}
+            prov["export"]["files"].append("guidelines.json")
         atomic_write_json(tmp / "provenance.json", prov)
         if target.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old.", dir=target.parent))

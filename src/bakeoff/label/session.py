@@ -38,6 +38,7 @@ from ..runner.config import build_arms, parse_arm_spec
 from ..runner.context import Context
 from .app import NAME_RULE, annotator_name, make_app, valid_annotator
 from .guard import allowed_hosts, new_key
+from .guidelines import read_guidelines
 from .pool import ResultsPool, pool_from_results, pool_queries
 from .sources import (QuerySet, SourceQuery, dataset_queries, log_queries, routed_twice, sample_indices,
                       synthetic_queries)
@@ -60,6 +61,7 @@ class LabelOptions:
     db: Path
     pool: tuple[str, ...] = ()
     from_results: Path | None = None
+    guidelines: Path | None = None
     depth: int | None = None
     split: str = "test"
     annotator: str | None = None
@@ -250,6 +252,7 @@ def _exit_on_sigterm(signum: int, frame: Any) -> None:
 def open_session(o: LabelOptions) -> Iterator[Session]:
     """Check every input, bind the socket, create or complete the database (module docstring)."""
     _check_options(o)
+    guide = read_guidelines(o.guidelines) if o.guidelines is not None else None  # bad file -> exit 2, nothing written
     meta = _read_existing(o.db)  # corrupt / foreign database -> InputError before anything else
     settings = _settle(o, meta)
     # --from: the results' stored runs (or holes) are the pool; no arm searches anything
@@ -302,6 +305,8 @@ def open_session(o: LabelOptions) -> Iterator[Session]:
                             "routed_twice": sum(1 for v in required.values() if v == 2)},
                 "created_at": now(),
             }
+            if guide is not None:
+                new_meta["guidelines"] = guide
             pools = pool(ready) if rp is None else {q: rp.pools[q] for q, _ in ready}
             Store.create(o.db, meta=new_meta, queries=qset.queries, required=required, pools=pools)
             log.info("created %s: %d queries from %s", o.db, len(qset.queries), qset.info.get("kind"))
@@ -317,6 +322,12 @@ def open_session(o: LabelOptions) -> Iterator[Session]:
                          c["empty_after_normalisation"], c["sampled"], qset.info["sampling"])
         store = Store(o.db)
         try:
+            old = (meta or {}).get("guidelines")
+            if guide is not None and meta is not None and (old or {}).get("sha256") != guide["sha256"]:
+                replaced = [*(old or {}).get("replaced", []), *([old["sha256"]] if old else [])]
+                store.set_meta("guidelines", {**guide, "replaced": replaced, "set_at": now()})
+                log.info("guidelines %s (sha256 %s) %s", o.guidelines, guide["sha256"][:12],
+                         "replace the earlier ones" if old else "added")
             pending = store.unpooled()
             texts = dict(pending)
             for qid, docs in pool(pending).items():

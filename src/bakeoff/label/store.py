@@ -131,6 +131,7 @@ class LabelView:
     skipped_left: int = 0
     owed_left: int = 0
     second_owed: int = 0
+    query_meta: Mapping[str, Any] = field(default_factory=dict)
     message: str = ""
 
     @property
@@ -222,6 +223,12 @@ class Store:
         with self._tx() as c:
             c.execute("INSERT INTO meta VALUES ('last_served_at', ?) ON CONFLICT (key) DO UPDATE SET value = "
                       "excluded.value", (json.dumps(now()),))
+
+    def set_meta(self, key: str, value: Any) -> None:
+        """Write one ``meta`` entry (JSON)."""
+        with self._tx() as c:
+            c.execute("INSERT INTO meta VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                      (key, json.dumps(value, sort_keys=True, ensure_ascii=False)))
 
     def close(self) -> None:
         """Checkpoint the WAL into the database file (so the ``.sqlite`` file alone holds
@@ -360,8 +367,8 @@ class Store:
                   "skipped_left": skipped_left, "n_queries": n_queries, "message": message}
         if qid is None:
             return LabelView(done=True, **common)
-        qtext, qpos, required = c.execute("SELECT text, position, required FROM queries WHERE qid = ?",
-                                          (qid,)).fetchone()
+        qtext, qpos, required, qmeta = c.execute("SELECT text, position, required, metadata FROM queries "
+                                                 "WHERE qid = ?", (qid,)).fetchone()
         index = c.execute(f"SELECT count(*) FROM queries q WHERE {_VISIBLE} AND q.position <= :pos",
                           self._params(a, pos=qpos)).fetchone()[0]
         rows = c.execute(
@@ -374,6 +381,7 @@ class Store:
         others = tuple(r[0] for r in c.execute(
             "SELECT DISTINCT annotator FROM judgments WHERE qid = ? AND annotator <> ? ORDER BY annotator", (qid, a)))
         return LabelView(done=False, qid=qid, query_text=qtext, query_index=index, required=required, others=others,
+                         query_meta=json.loads(qmeta or "{}"),
                          items=items, current=current, grade=rows[current][2], note=rows[current][3] or "",
                          query_judged=sum(1 for r in rows if r[2] is not None), **common)
 

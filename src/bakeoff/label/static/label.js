@@ -146,6 +146,8 @@
 
   // -- keys and clicks --------------------------------------------------------------------
   const toggleHelp = (show) => { help.hidden = show === undefined ? !help.hidden : !show; };
+  const guide = document.getElementById("guide");
+  const toggleGuide = (show) => { if (guide) guide.hidden = show === undefined ? !guide.hidden : !show; };
 
   document.addEventListener("keydown", (ev) => {
     if (ev.ctrlKey || ev.metaKey || ev.altKey || ev.isComposing) return;
@@ -168,9 +170,10 @@
       }
       return;
     }
-    if (ev.key === "?") { toggleHelp(); ev.preventDefault(); return; }
-    if (ev.key === "Escape") { toggleHelp(false); return; }
-    if (!help.hidden) return;
+    if (ev.key === "?") { toggleGuide(false); toggleHelp(); ev.preventDefault(); return; }
+    if (ev.key === "g" && guide) { toggleHelp(false); toggleGuide(); ev.preventDefault(); return; }
+    if (ev.key === "Escape") { toggleHelp(false); toggleGuide(false); return; }
+    if (!help.hidden || (guide && !guide.hidden)) return;
     const handled = page === "label" ? labelKey(ev, t0) : reviewKey(ev, t0);
     if (handled) ev.preventDefault();
   });
@@ -179,7 +182,8 @@
     const el = ev.target.closest("button");
     if (!el) return;
     const t0 = ev.timeStamp;
-    if (el.id === "help-button") { toggleHelp(); return; }
+    if (el.id === "help-button") { toggleGuide(false); toggleHelp(); return; }
+    if (el.id === "guide-button") { toggleHelp(false); toggleGuide(); return; }
     if (el.dataset.grade !== undefined) grade(Number(el.dataset.grade), t0);
     else if (el.dataset.decision === "edit") openEdit();
     else if (el.dataset.decision !== undefined) decide(el.dataset.decision, t0);
@@ -197,6 +201,8 @@
   // Refresh the work area once on load (untimed): it also warms the page's request path, so the
   // first key is answered as fast as the others.
   send("view", {});
+  // guidelines open by themselves before an annotator's first grade
+  if (guide && page === "label" && state().first === "1") toggleGuide(true);
 
   document.addEventListener("submit", (ev) => {
     if (ev.target.id === "editform") {
