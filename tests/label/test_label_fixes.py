@@ -273,3 +273,44 @@ def test_dead_ends_notes_skips_owed_and_the_way_back(tmp_path, browser):
         assert current_item(page)[0] == q1
     finally:
         server.stop()
+
+
+def test_overview_page_progress_and_jump(tmp_path, browser):
+    data = write_beir(tmp_path / "tiny")
+    db = tmp_path / "o.sqlite"
+    server = Server([str(data), "--pool", "bm25", "--pool", "tfidf", "--depth", "3", "--db", str(db),
+                     "--overlap", "0", "--annotator", "alice", "--cache", "off"], log=tmp_path / "s.log")
+    try:
+        bob = browser.new_context().new_page()
+        bob.goto(server.link("/label/bob"), wait_until="load")
+        settle(bob)
+        assert current_item(bob)[0] == "q1"
+        press(bob, "2")  # bob claims q1
+        alice = browser.new_context().new_page()
+        alice.goto(server.url, wait_until="load")
+        settle(alice)
+        assert current_item(alice)[0] == "q2"
+        press(alice, "1")
+        alice.keyboard.press("o")
+        alice.wait_for_url("**/overview/alice")
+        rows = alice.locator("#qtable tbody tr")
+        assert rows.count() == 6
+        pool = dict(read(db, "SELECT qid, pool_size FROM queries"))
+        first = alice.locator('#qtable tr[data-qid="q1"]')
+        assert "held by another annotator" in first.inner_text() and first.locator("a").count() == 0
+        second = alice.locator('#qtable tr[data-qid="q2"]')
+        assert second.locator(".frac").inner_text() == f"1/{pool['q2']}" and "you are here" in second.inner_text()
+        assert "1 of them" not in alice.inner_text(".overview .meta")
+        assert alice.inner_text(".overview .meta").startswith("5 of 6 queries open to you")
+        SHOTS.mkdir(exist_ok=True)
+        alice.screenshot(path=str(SHOTS / "overview.png"), full_page=True)
+        alice.click('#qtable tr[data-qid="q5"] a')
+        alice.wait_for_url("**/label/alice?q=q5")
+        settle(alice)
+        assert current_item(alice)[0] == "q5"
+        # a query held by someone else cannot be jumped to
+        alice.goto(server.link("/label/alice?q=q1"), wait_until="load")
+        settle(alice)
+        assert current_item(alice)[0] == "q5" and "not open to annotator" in alice.inner_text("#message")
+    finally:
+        server.stop()

@@ -146,7 +146,22 @@ def make_app(*, store: Store, corpus: Corpus, title: str, allowed_hosts: list[st
 
     async def label_page(request: Request) -> Response:
         a = annotator_of(request)
-        return HTMLResponse(render("label.html", annotator=a, page="label", work=label_fragment(a)))
+        message = ""
+        goto = request.query_params.get("q")
+        if goto is not None:  # a jump from the overview page
+            try:
+                store.move(a, "goto_query", qid=goto)
+            except Refused as exc:
+                message = f"Not done: {exc}"
+        return HTMLResponse(render("label.html", annotator=a, page="label", work=label_fragment(a, message)))
+
+    async def overview_page(request: Request) -> Response:
+        a = annotator_of(request)
+        rows = store.overview(a)
+        return HTMLResponse(render("overview.html", annotator=a, page="overview", rows=rows,
+                                   totals={"queries": len(rows), "open": sum(r.open for r in rows),
+                                           "done": sum(1 for r in rows if r.open and r.mine == r.pool_size),
+                                           "mine": sum(r.mine for r in rows)}))
 
     async def review_page(request: Request) -> Response:
         a = annotator_of(request)
@@ -225,6 +240,7 @@ def make_app(*, store: Store, corpus: Corpus, title: str, allowed_hosts: list[st
         Route("/favicon.ico", no_favicon),
         Route("/label/{annotator}", label_page),
         Route("/review/{annotator}", review_page),
+        Route("/overview/{annotator}", overview_page),
         Route("/api/{annotator}/label/{action}", label_api, methods=["POST"]),
         Route("/api/{annotator}/review/{action}", review_api, methods=["POST"]),
         Mount("/static", StaticFiles(packages=[("bakeoff.label", "static")]), name="static"),

@@ -57,7 +57,7 @@ from ..data.judgments import APPLICATION_ID, SCHEMA, SCHEMA_VERSION, USABLE_STAT
 from .pool import PooledDoc
 from .sources import SourceQuery
 
-__all__ = ["ANY", "CLAIM_MINUTES", "ItemRow", "LabelView", "Refused", "ReviewView", "Stale", "Store", "now"]
+__all__ = ["ANY", "CLAIM_MINUTES", "ItemRow", "LabelView", "OverviewRow", "Refused", "ReviewView", "Stale", "Store", "now"]
 
 #: Minutes after which a claim without any judgment no longer keeps others off a query.
 CLAIM_MINUTES = 30
@@ -142,6 +142,22 @@ class LabelView:
     def remaining(self) -> int:
         """Judgments still owed by anyone (first and second ones; module docstring)."""
         return self.owed_left
+
+
+@dataclass(frozen=True)
+class OverviewRow:
+    """One query on the overview page."""
+
+    qid: str
+    text: str
+    pool_size: int
+    required: int
+    mine: int
+    judged_by_anyone: int
+    others: tuple[str, ...]
+    open: bool
+    skipped: int
+    current: bool
 
 
 @dataclass(frozen=True)
@@ -474,6 +490,13 @@ class Store:
         with self._tx() as c:
             cur = self._cursor(c, a, "label") or (None, None)
             cq, cd = cur
+            if to == "goto_query":
+                if qid is None or not self._visible(c, a, qid):
+                    raise Refused(f"query {qid!r} is not open to annotator {a!r}")
+                first = self._first_work(c, a, qid) or c.execute(
+                    "SELECT doc_id FROM pool WHERE qid = ? ORDER BY position LIMIT 1", (qid,)).fetchone()[0]
+                self._set_cursor(c, a, "label", qid, first)
+                return ""
             if to == "goto":
                 if qid is None or doc is None:
                     raise Refused("goto needs qid and doc")
@@ -518,6 +541,24 @@ class Store:
                             "other annotators")
                 return f"there is no {where} query"
             raise Refused(f"unknown move {to!r}")
+
+    def overview(self, a: str) -> list[OverviewRow]:
+        """Every query to judge, in order, as ``a`` sees it: open to ``a`` or held by others,
+        ``a``'s judgments, the pairs judged by anyone, who else judged it."""
+        with self._lock, self._tx(write=False) as c:
+            rows = c.execute(
+                f"SELECT q.qid, q.text, q.pool_size, q.required, "
+                f"(SELECT count(*) FROM judgments j WHERE j.qid = q.qid AND j.annotator = :a), "
+                f"(SELECT count(DISTINCT j.doc_id) FROM judgments j WHERE j.qid = q.qid), "
+                f"(SELECT group_concat(annotator, ', ') FROM (SELECT DISTINCT j.annotator FROM judgments j "
+                f"WHERE j.qid = q.qid AND j.annotator <> :a ORDER BY j.annotator)), "
+                f"CASE WHEN {_VISIBLE} THEN 1 ELSE 0 END, "
+                f"(SELECT count(*) FROM skips s WHERE s.qid = q.qid AND s.annotator = :a AND NOT EXISTS (SELECT 1 "
+                f"FROM judgments j WHERE j.qid = s.qid AND j.doc_id = s.doc_id AND j.annotator = :a)) "
+                f"FROM queries q WHERE {_USABLE} ORDER BY q.position", self._params(a)).fetchall()
+            cur = self._cursor(c, a, "label")
+        return [OverviewRow(r[0], r[1], r[2], r[3], r[4], r[5], tuple((r[6] or "").split(", ")) if r[6] else (),
+                            bool(r[7]), r[8], cur is not None and cur[0] == r[0]) for r in rows]
 
     # -- review -------------------------------------------------------------------------
     def has_review(self) -> bool:

@@ -48,6 +48,10 @@
       }
       const before = state();
       const was = `${before.qid}\u0000${before.doc}`;
+      if (action === "view" && t0 === undefined && html.includes(`data-qid="${before.qid}" data-doc="${before.doc}"`)
+          && document.getElementById("message")) {
+        return; // the load-time refresh found the same item: keep the message the page was served with
+      }
       work.innerHTML = html;
       const after = state();
       if (`${after.qid}\u0000${after.doc}` !== was || after.done === "1") {
@@ -105,6 +109,7 @@
       case "u": send("undo", {}, t0); return true;
       case "s": send("skip", () => current(), t0); return true;
       case "m": showAll(); return true;
+      case "o": window.location.href = `/overview/${encodeURIComponent(annotator)}`; return true;
       case "c": { // edit the note: the caret at its end, nothing selected (typing adds, never replaces)
         const n = document.getElementById("note");
         if (n) { n.focus(); n.setSelectionRange(n.value.length, n.value.length); }
