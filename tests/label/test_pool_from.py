@@ -101,3 +101,12 @@ def test_from_refuses_bad_input(tmp_path, tiny, results, capsys):
     rc, err = run([str(tiny), "--from", str(bad), "--db", str(tmp_path / "a.sqlite")])
     assert rc == 2 and f"{bad}:2: field 'best_rank'" in err
     assert not (tmp_path / "a.sqlite").exists()
+
+
+def test_dataset_folder_of_a_demo_results_file(tmp_path):
+    from bakeoff.label.pool import _dataset_folder
+
+    (tmp_path / "truth").mkdir()
+    demo = {"dataset": {"source": "bakeoff demo", "truth": "/elsewhere/truth"}}  # as bakeoff demo writes it
+    assert _dataset_folder(demo, tmp_path / "results.json") == tmp_path / "truth"  # moved with its folder
+    assert _dataset_folder({"dataset": {"source": {"beir": "/data/x"}}}, tmp_path / "r.json") == Path("/data/x")

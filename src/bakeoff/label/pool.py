@@ -144,15 +144,15 @@ def pool_from_results(source: Path, *, depth: int, seed: int, dataset: Path | No
         if unknown:
             raise InputError(f"query {unknown[0]!r} of the holes file is not in the dataset's queries", path=holes_file)
         pools = {}
-        skipped = 0
+        skipped: dict[str, int] = {}
         for qid in ds.queries.ids:
             judged = ds.qrels.get(qid) if qid in ds.qrels else {}
             union = {d: r for d, r in holes.get(qid, {}).items() if d not in judged}
-            skipped += len(holes.get(qid, {})) - len(union)
+            skipped[qid] = len(holes.get(qid, {})) - len(union)
             if union:
                 pools[qid] = shuffled(qid, union, seed=seed)
         info = {"kind": "holes", "path": str(holes_file.resolve()), "pairs_in_file": sum(map(len, holes.values())),
-                "already_judged": skipped}
+                "already_judged_by_query": {q: n for q, n in skipped.items() if n}}
     else:
         runs = load_runs(results, folder=res_path.parent)
         if not runs:
@@ -160,13 +160,14 @@ def pool_from_results(source: Path, *, depth: int, seed: int, dataset: Path | No
         pools = ranked_pool(list(runs.items()), ds.queries.ids, depth=depth, seed=seed, known=ds.qrels)
         full = ranked_pool(list(runs.items()), ds.queries.ids, depth=depth, seed=seed)
         info = {"kind": "runs", "arms": list(runs), "depth": depth,
-                "already_judged": sum(map(len, full.values())) - sum(map(len, pools.values()))}
+                "already_judged_by_query": {q: len(full[q]) - len(pools.get(q, ())) for q in full
+                                            if len(full[q]) > len(pools.get(q, ()))}}
     return ResultsPool(recorded, pools, {**info, "results": str(res_path.resolve())})
 
 
 def _dataset_folder(results: Mapping[str, Any], path: Path) -> Path:
     ds = results.get("dataset") or {}
-    src = ds.get("source") or {}
+    src = ds.get("source") if isinstance(ds.get("source"), Mapping) else {}  # bakeoff demo: "bakeoff demo"
     if src.get("beir"):
         return Path(str(src["beir"]))
     if ds.get("truth"):  # bakeoff demo: the BEIR folder of its generated truth

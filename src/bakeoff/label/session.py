@@ -294,8 +294,12 @@ def open_session(o: LabelOptions) -> Iterator[Session]:
             if rp is not None:
                 arm_names = rp.info.get("arms") or sorted({a for docs in rp.pools.values() for d in docs
                                                            for a in d.ranks})
+                by_query = rp.info["already_judged_by_query"]
+                chosen = {q.qid for q in qset.queries}
                 pool_meta = {"arms": arm_names, "depth": depth, "seed": seed, "arm_types": {},
-                             "from": {**rp.info, "source": settings["from"]}}
+                             "from": {**{k: v for k, v in rp.info.items() if k != "already_judged_by_query"},
+                                      "source": settings["from"],
+                                      "already_judged": sum(n for q, n in by_query.items() if q in chosen)}}
             new_meta = {
                 "dataset": {"name": ds.name, "split": ds.split, "path": str(folder.resolve()),
                             "corpus_fingerprint": fp, "n_docs": len(ds.corpus)},
@@ -313,7 +317,7 @@ def open_session(o: LabelOptions) -> Iterator[Session]:
             if rp is not None:
                 log.info("pooled from %s (%s): %d pairs to judge over %d queries; %d pairs left out as the "
                          "dataset's qrels already judge them", rp.info["results"], rp.info["kind"],
-                         sum(len(v) for v in pools.values()), len(pools), rp.info["already_judged"])
+                         sum(len(v) for v in pools.values()), len(pools), pool_meta["from"]["already_judged"])
             c = qset.info.get("counts", {})
             if qset.info.get("kind") == "log":
                 log.info("query log: %d rows (total count %d), %d distinct texts, %d unique after normalisation "
