@@ -146,3 +146,16 @@ def test_agreement_cli(tmp_path):
     got = json.loads(out.getvalue())
     assert got["cohen_kappa_unweighted"][0]["kappa"] == pytest.approx(0.6)
     assert got["krippendorff_alpha_ordinal"]["alpha"] == pytest.approx(alpha)
+
+
+def test_per_annotator_figures():
+    from bakeoff.label.agreement import annotator_figures
+
+    t = "2026-01-01T10:{:02d}:00.000+00:00"
+    raw = [("q", "d1", "ann", 3, "", t.format(0)), ("q", "d2", "ann", 1, "", t.format(1)),
+           ("q", "d3", "ann", 0, "", t.format(4)), ("q", "d4", "ann", 0, "", t.format(59)),  # 55 min: a break
+           ("q", "d1", "bob", 3, "", t.format(2)), ("q", "d2", "bob", 2, "", t.format(3))]
+    ann, bob = annotator_figures(raw)
+    assert (ann.annotator, ann.judgments, dict(ann.grades), ann.mean_grade) == ("ann", 4, {0: 2, 1: 1, 2: 0, 3: 1}, 1.0)
+    assert ann.shared == 2 and ann.agreement == 0.5 and ann.pace == 2.0  # median of 1 and 3 min; 55 min left out
+    assert bob.shared == 2 and bob.agreement == 0.5 and bob.pace == 1.0 and bob.mean_grade == 2.5

@@ -96,6 +96,15 @@ def agreement_cmd(
         typer.echo("  (one annotator only)")
     typer.echo(f"Krippendorff's alpha (ordinal): {_fmt(ag.alpha)} over {ag.alpha_items} items, "
                f"{ag.alpha_judgments} judgments, {len(ag.annotators)} annotators")
+    if ag.per_annotator:
+        typer.echo("per annotator: judgments, grades 0/1/2/3, mean grade, agreement with the others on shared items, "
+                   "median minutes per judgment")
+        for f in ag.per_annotator:
+            agr = "-" if f.agreement is None else f"{f.agreement:.3f} over {f.shared} items"
+            mean = "-" if f.mean_grade is None else f"{f.mean_grade:.2f}"
+            pace = "-" if f.pace is None else f"{f.pace:.2f}"
+            typer.echo(f"  {f.annotator}: {f.judgments}, {'/'.join(str(f.grades[g]) for g in range(4))}, {mean}, "
+                       f"{agr}, {pace}")
     for note in ag.notes:
         typer.echo(f"note: {note}", err=True)
 

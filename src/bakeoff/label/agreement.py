@@ -17,6 +17,11 @@
   equal to ``g`` — so a 0-vs-3 disagreement weighs more than a 0-vs-1. Undefined when all
   pairable values are equal.
 
+* **Per annotator** (:func:`annotator_figures`): judgments; how many of each grade; mean
+  grade; on the items shared with others, the share given the same grade as each other
+  annotator (pooled over the pairs); and the pace, the median time between consecutive
+  judgments in minutes, gaps over 30 minutes (a break) left out.
+
 Counts go with every figure: items, judgments, annotators.
 """
 
@@ -26,7 +31,7 @@ import math
 import os
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import combinations
 from typing import Any
 
@@ -35,7 +40,7 @@ import numpy as np
 from ..data.judgments import GRADES, read_judgments
 from ..errors import MissingDependencyError
 
-__all__ = ["Agreement", "PairAgreement", "agreement", "agreement_of_db", "cohen_kappa", "ordinal_alpha"]
+__all__ = ["Agreement", "AnnotatorFigures", "PairAgreement", "annotator_figures", "agreement", "agreement_of_db", "cohen_kappa", "ordinal_alpha"]
 
 _LABELS = [g for g, _ in GRADES]
 
@@ -53,6 +58,19 @@ class PairAgreement:
 
 
 @dataclass(frozen=True)
+class AnnotatorFigures:
+    """One annotator's figures (module docstring)."""
+
+    annotator: str
+    judgments: int
+    grades: Mapping[int, int]
+    mean_grade: float | None
+    shared: int
+    agreement: float | None
+    pace: float | None
+
+
+@dataclass(frozen=True)
 class Agreement:
     """Pairwise kappas, the overall ordinal alpha, and counts."""
 
@@ -64,6 +82,7 @@ class Agreement:
     items: int
     items_multi: int
     notes: tuple[str, ...] = field(default_factory=tuple)
+    per_annotator: tuple[AnnotatorFigures, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -77,6 +96,10 @@ class Agreement:
                 {"a": p.a, "b": p.b, "items": p.items, "kappa": p.kappa_quadratic} for p in self.pairs],
             "krippendorff_alpha_ordinal": {"alpha": self.alpha, "items": self.alpha_items,
                                            "judgments": self.alpha_judgments},
+            "per_annotator": [
+                {"annotator": f.annotator, "judgments": f.judgments, "grades": dict(f.grades), "mean_grade": f.mean_grade,
+                 "shared_items": f.shared, "agreement_with_others": f.agreement, "median_minutes_per_judgment": f.pace}
+                for f in self.per_annotator],
             "notes": list(self.notes),
         }
 
@@ -143,7 +166,38 @@ def agreement(judgments: Sequence[tuple[str, str, str, int]]) -> Agreement:
                      len(multi), tuple(notes))
 
 
+def annotator_figures(raw: Sequence[tuple[str, str, str, int, str, str]]) -> tuple[AnnotatorFigures, ...]:
+    """Per-annotator figures from ``(qid, doc, annotator, grade, note, judged_at)`` rows."""
+    from datetime import datetime
+
+    by_item: dict[tuple[str, str], dict[str, int]] = {}
+    times: dict[str, list[datetime]] = {}
+    for q, d, who, g, _n, at in raw:
+        by_item.setdefault((q, d), {})[who] = int(g)
+        times.setdefault(who, []).append(datetime.fromisoformat(at))
+    out = []
+    for who in sorted(times):
+        mine = [gs[who] for gs in by_item.values() if who in gs]
+        same = pairs = 0
+        shared = 0
+        for gs in by_item.values():
+            if who in gs and len(gs) > 1:
+                shared += 1
+                for other, g in gs.items():
+                    if other != who:
+                        pairs += 1
+                        same += g == gs[who]
+        ts = sorted(times[who])
+        gaps = [(b - a).total_seconds() / 60 for a, b in zip(ts, ts[1:]) if (b - a).total_seconds() <= 1800]
+        out.append(AnnotatorFigures(who, len(mine), {g: mine.count(g) for g in _LABELS},
+                                    sum(mine) / len(mine) if mine else None, shared,
+                                    same / pairs if pairs else None, float(np.median(gaps)) if gaps else None))
+    return tuple(out)
+
+
 def agreement_of_db(db: str | os.PathLike[str]) -> Agreement:
-    """:func:`agreement` over the judgments of a database (queries that count only)."""
+    """:func:`agreement` over the judgments of a database (queries that count only), with
+    the per-annotator figures."""
     human = read_judgments(db)
-    return agreement([(q, d, who, g) for q, d, who, g, _n, _t in human.raw])
+    ag = agreement([(q, d, who, g) for q, d, who, g, _n, _t in human.raw])
+    return replace(ag, per_annotator=annotator_figures(human.raw))
