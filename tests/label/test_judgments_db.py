@@ -132,7 +132,7 @@ def test_export_files_and_provenance(tmp_path, make_db):
     assert raw[0]["note"] == "spot on" and raw[0]["annotator"] == "alice"
     prov = json.loads((exp / "provenance.json").read_text())
     assert prov["label_kind"] == "human" and prov["source"]["kind"] == "synthetic"
-    assert prov["conflict_rule"].startswith("majority")
+    assert prov["conflict_rule"].startswith("a reviewer's grade")
     # a second export replaces the first; an unrelated non-empty folder is refused
     assert main(["label", "export", "--db", str(db), "--out", str(exp)]) == 0
     other = tmp_path / "other"

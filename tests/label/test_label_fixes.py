@@ -314,3 +314,49 @@ def test_overview_page_progress_and_jump(tmp_path, browser):
         assert current_item(alice)[0] == "q5" and "not open to annotator" in alice.inner_text("#message")
     finally:
         server.stop()
+
+
+def test_reviewer_settles_disagreements(tmp_path, browser):
+    import json
+
+    from bakeoff.cli import main
+    from bakeoff.label.store import Store
+
+    data = write_beir(tmp_path / "tiny")
+    db = tmp_path / "r.sqlite"
+    server = Server([str(data), "--pool", "bm25", "--pool", "tfidf", "--depth", "3", "--db", str(db),
+                     "--overlap", "1.0", "--annotator", "rita", "--cache", "off"], log=tmp_path / "s.log")
+    try:
+        s = Store(db)  # two annotators judge q1 through the store (a second process on the same database)
+        v = s.view("ann")
+        docs = [it.doc_id for it in v.items]
+        assert len(docs) >= 2
+        for d, g in zip(docs, [3, 2, 1]):
+            s.judge("ann", v.qid, d, g, "sure" if g == 3 else "")
+        for d, g in zip(docs, [1, 0, 1]):
+            s.judge("bob", v.qid, d, g)
+        s.close()
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.goto(server.link("/disagreements/rita"), wait_until="load")
+        settle(page)
+        items = page.locator("article.dis")
+        assert items.count() == 2
+        first = items.nth(0)
+        assert first.get_attribute("data-doc") == docs[0] and "ann: 3 highly relevant — sure" in first.inner_text()
+        first.locator("button[data-settle='2']").click()
+        settle(page)
+        assert "Settled by rita: 2 relevant" in page.locator("article.dis").nth(0).inner_text()
+        SHOTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(SHOTS / "reviewer.png"), full_page=True)
+        settled = json.loads(read(db, "SELECT value FROM meta WHERE key = 'settled'")[0][0])
+        assert settled[f"{v.qid}\t{docs[0]}"]["grade"] == 2 and settled[f"{v.qid}\t{docs[0]}"]["by"] == "rita"
+    finally:
+        server.stop()
+    out = tmp_path / "exp"
+    assert main(["label", "export", "--db", str(db), "--out", str(out)]) == 0
+    qrels = {tuple(line.split("\t")[:2]): int(line.split("\t")[2])
+             for line in (out / "qrels" / "test.tsv").read_text().splitlines()[1:]}
+    assert qrels[(v.qid, docs[0])] == 2  # the reviewer's grade, not the lower one (1)
+    assert qrels[(v.qid, docs[1])] == 0  # unsettled tie: the lower grade
+    c = json.loads((out / "provenance.json").read_text())["counts"]
+    assert (c["conflicts"], c["resolved_by_review"], c["resolved_by_lower_grade"]) == (2, 1, 1)

@@ -125,7 +125,8 @@ def export_cmd(
     cov: dict[str, Any] = summary.provenance["coverage"]
     typer.echo(f"wrote {summary.out}: {c['queries']} queries, {c['pairs']} judged pairs, {c['judgments']} judgments "
                f"by {len(summary.provenance['annotators'])} annotator(s); {c['conflicts']} conflicts "
-               f"({c['resolved_by_majority']} by majority, {c['resolved_by_lower_grade']} by the lower grade)")
+               f"({c.get('resolved_by_review', 0)} by a reviewer, {c['resolved_by_majority']} by majority, "
+               f"{c['resolved_by_lower_grade']} by the lower grade)")
     partial = ", ".join(f"{q} {v['judged']}/{v['pooled']}" for q, v in cov["partial"].items())
     if cov["dropped"]:
         typer.echo(f"left out {len(cov['dropped'])} partly judged quer{'y' if len(cov['dropped']) == 1 else 'ies'}: "
@@ -139,7 +140,8 @@ def export_cmd(
                    "so far", err=True)
     if c["resolved_by_lower_grade"]:
         typer.echo(f"note: {c['resolved_by_lower_grade']} of {c['pairs_judged_twice_or_more']} pairs judged twice "
-                   "were settled by the lower grade (a tie), not by review", err=True)
+                   "were settled by the lower grade (a tie), not by a reviewer: the app's Disagreements page "
+                   "(/disagreements/NAME) settles them", err=True)
 
 
 def register(app: typer.Typer) -> None:

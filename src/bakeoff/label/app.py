@@ -155,6 +155,30 @@ def make_app(*, store: Store, corpus: Corpus, title: str, allowed_hosts: list[st
                 message = f"Not done: {exc}"
         return HTMLResponse(render("label.html", annotator=a, page="label", work=label_fragment(a, message)))
 
+    def settle_fragment(a: str, message: str = "") -> str:
+        items = store.disagreements()
+        for it in items:
+            it["doc_view"] = doc_of(it["doc"], it["query"])
+        return render("_settle.html", items=items, message=message, annotator=a)
+
+    async def settle_page(request: Request) -> Response:
+        a = annotator_of(request)
+        return HTMLResponse(render("settle.html", annotator=a, page="settle", work=settle_fragment(a)))
+
+    async def settle_api(request: Request) -> Response:
+        a = annotator_of(request)
+        data = await body_of(request)
+        if request.path_params["action"] == "view":
+            return HTMLResponse(settle_fragment(a))
+        if request.path_params["action"] != "decide":
+            raise _BadRequest(f"unknown action {request.path_params['action']!r}", status=404)
+        grade = data.get("grade")
+        try:
+            store.settle(a, str(data.get("qid")), str(data.get("doc")), None if grade is None else _int(grade))
+        except Refused as exc:
+            return HTMLResponse(settle_fragment(a, message=f"Not done: {exc}"), status_code=409)
+        return HTMLResponse(settle_fragment(a))
+
     async def overview_page(request: Request) -> Response:
         a = annotator_of(request)
         rows = store.overview(a)
@@ -241,6 +265,8 @@ def make_app(*, store: Store, corpus: Corpus, title: str, allowed_hosts: list[st
         Route("/label/{annotator}", label_page),
         Route("/review/{annotator}", review_page),
         Route("/overview/{annotator}", overview_page),
+        Route("/disagreements/{annotator}", settle_page),
+        Route("/api/{annotator}/settle/{action}", settle_api, methods=["POST"]),
         Route("/api/{annotator}/label/{action}", label_api, methods=["POST"]),
         Route("/api/{annotator}/review/{action}", review_api, methods=["POST"]),
         Mount("/static", StaticFiles(packages=[("bakeoff.label", "static")]), name="static"),

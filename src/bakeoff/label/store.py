@@ -560,6 +560,45 @@ class Store:
         return [OverviewRow(r[0], r[1], r[2], r[3], r[4], r[5], tuple((r[6] or "").split(", ")) if r[6] else (),
                             bool(r[7]), r[8], cur is not None and cur[0] == r[0]) for r in rows]
 
+    # -- settling disagreements ---------------------------------------------------------
+    def disagreements(self) -> list[dict[str, Any]]:
+        """Pairs whose annotators gave different grades, in query and pool order: ``qid``,
+        ``doc``, ``query``, ``grades`` ``[(annotator, grade, note)]`` and ``settled`` (the
+        reviewer's ``{"grade", "by", "at"}``, or None)."""
+        with self._lock, self._tx(write=False) as c:
+            settled = json.loads((c.execute("SELECT value FROM meta WHERE key = 'settled'").fetchone()
+                                  or ["{}"])[0])
+            rows = c.execute(
+                f"SELECT j.qid, j.doc_id, q.text, j.annotator, j.grade, j.note FROM judgments j "
+                f"JOIN queries q ON q.qid = j.qid JOIN pool p ON p.qid = j.qid AND p.doc_id = j.doc_id "
+                f"WHERE {_USABLE} AND (SELECT count(DISTINCT k.grade) FROM judgments k WHERE k.qid = j.qid "
+                f"AND k.doc_id = j.doc_id) > 1 ORDER BY q.position, p.position, j.annotator").fetchall()
+        out: dict[tuple[str, str], dict[str, Any]] = {}
+        for qid, doc, text, who, grade, note in rows:
+            item = out.setdefault((qid, doc), {"qid": qid, "doc": doc, "query": text, "grades": [],
+                                               "settled": settled.get(f"{qid}\t{doc}")})
+            item["grades"].append((who, grade, note))
+        return list(out.values())
+
+    def settle(self, a: str, qid: str, doc: str, grade: int | None) -> None:
+        """Record ``a``'s grade for a disagreement (None withdraws the settlement); refused
+        when the annotators of (qid, doc) agree."""
+        if grade is not None and grade not in (0, 1, 2, 3):
+            raise Refused(f"grade must be 0, 1, 2 or 3, got {grade!r}")
+        with self._tx() as c:
+            n = c.execute("SELECT count(DISTINCT grade) FROM judgments WHERE qid = ? AND doc_id = ?",
+                          (qid, doc)).fetchone()[0]
+            if n < 2:
+                raise Refused(f"the annotators of query {qid!r}, document {doc!r} do not disagree")
+            row = c.execute("SELECT value FROM meta WHERE key = 'settled'").fetchone()
+            settled = json.loads(row[0]) if row else {}
+            if grade is None:
+                settled.pop(f"{qid}\t{doc}", None)
+            else:
+                settled[f"{qid}\t{doc}"] = {"grade": grade, "by": a, "at": now()}
+            c.execute("INSERT INTO meta VALUES ('settled', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                      (json.dumps(settled, sort_keys=True, ensure_ascii=False),))
+
     # -- review -------------------------------------------------------------------------
     def has_review(self) -> bool:
         with self._lock:

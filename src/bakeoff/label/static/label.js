@@ -14,7 +14,7 @@
   // another origin's page can neither read nor send.
   const keyMeta = document.querySelector('meta[name="bakeoff-key"]');
   const key = keyMeta ? keyMeta.content : "";
-  if (!annotator || !work || (page !== "label" && page !== "review")) return;
+  if (!annotator || !work || (page !== "label" && page !== "review" && page !== "settle")) return;
 
   // Instrumentation read by the browser tests: pending actions, and per action the time from
   // the key event to the updated DOM (dom_ms) and to the next animation frame (frame_ms), and
@@ -54,7 +54,7 @@
       }
       work.innerHTML = html;
       const after = state();
-      if (`${after.qid}\u0000${after.doc}` !== was || after.done === "1") {
+      if (page !== "settle" && (`${after.qid}\u0000${after.doc}` !== was || after.done === "1")) {
         // a new document (or the end): its top in view and the focus on the work area, not left
         // where the previous, possibly long, document was scrolled to
         window.scrollTo(0, 0);
@@ -179,6 +179,7 @@
     if (ev.key === "g" && guide) { toggleHelp(false); toggleGuide(); ev.preventDefault(); return; }
     if (ev.key === "Escape") { toggleHelp(false); toggleGuide(false); return; }
     if (!help.hidden || (guide && !guide.hidden)) return;
+    if (page === "settle") return;
     const handled = page === "label" ? labelKey(ev, t0) : reviewKey(ev, t0);
     if (handled) ev.preventDefault();
   });
@@ -189,6 +190,12 @@
     const t0 = ev.timeStamp;
     if (el.id === "help-button") { toggleGuide(false); toggleHelp(); return; }
     if (el.id === "guide-button") { toggleHelp(false); toggleGuide(); return; }
+    if (el.dataset.settle !== undefined) { // the disagreements page: a reviewer's grade (or none)
+      const item = el.closest("article");
+      const g = el.dataset.settle;
+      send("decide", { qid: item.dataset.qid, doc: item.dataset.doc, grade: g === "" ? null : Number(g) }, t0);
+      return;
+    }
     if (el.dataset.grade !== undefined) grade(Number(el.dataset.grade), t0);
     else if (el.dataset.decision === "edit") openEdit();
     else if (el.dataset.decision !== undefined) decide(el.dataset.decision, t0);
