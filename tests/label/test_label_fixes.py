@@ -360,3 +360,36 @@ def test_reviewer_settles_disagreements(tmp_path, browser):
     assert qrels[(v.qid, docs[1])] == 0  # unsettled tie: the lower grade
     c = json.loads((out / "provenance.json").read_text())["counts"]
     assert (c["conflicts"], c["resolved_by_review"], c["resolved_by_lower_grade"]) == (2, 1, 1)
+
+
+def test_cant_tell(tmp_path, browser):
+    import json
+
+    from bakeoff.cli import main
+
+    data = write_beir(tmp_path / "tiny")
+    db = tmp_path / "x.sqlite"
+    server = Server([str(data), "--pool", "bm25", "--pool", "tfidf", "--depth", "3", "--db", str(db), "--annotator",
+                     "alice", "--sample", "1", "--cache", "off"], log=tmp_path / "s.log")
+    try:
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        page.goto(server.url, wait_until="load")
+        settle(page)
+        q, first = current_item(page)
+        n = page.locator("#items .chip").count()
+        press(page, "x")
+        assert current_item(page) != (q, first)
+        assert page.locator(f'#items .chip[data-doc="{first}"]').inner_text() == "1?"
+        for _ in range(n - 1):
+            press(page, "1")
+        assert page.locator("#state").get_attribute("data-done") == "1"  # not asked again
+        press(page, "u")  # the last grade back
+        press(page, "1")
+        assert page.locator("#state").get_attribute("data-done") == "1"
+    finally:
+        server.stop()
+    out = tmp_path / "exp"
+    assert main(["label", "export", "--db", str(db), "--out", str(out)]) == 0
+    cov = json.loads((out / "provenance.json").read_text())["coverage"]
+    assert cov["cant_tell"] == [{"query-id": q, "corpus-id": first, "annotator": "alice"}]
+    assert first not in (out / "qrels" / "test.tsv").read_text()

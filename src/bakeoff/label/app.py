@@ -218,8 +218,8 @@ def make_app(*, store: Store, corpus: Corpus, title: str, allowed_hosts: list[st
                 replaces = data["replaces"]
                 store.judge(a, str(data.get("qid")), str(data.get("doc")), _int(data.get("grade")),
                             str(data.get("note") or "")[:2000], replaces=None if replaces is None else _int(replaces))
-            elif action == "skip":
-                store.skip(a, str(data.get("qid")), str(data.get("doc")))
+            elif action in ("skip", "cant_tell"):
+                store.skip(a, str(data.get("qid")), str(data.get("doc")), cant_tell=action == "cant_tell")
             elif action == "undo":
                 message = store.undo(a)
             elif action == "move":

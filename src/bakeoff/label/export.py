@@ -12,7 +12,8 @@
   had disagreeing grades and how each was resolved (:func:`~bakeoff.data.judgments.resolve_grades`:
   majority, then the lower grade), and the coverage: per query, the pooled pairs judged
   (``coverage.partial``: the queries with pooled documents nobody judged yet, ``{qid:
-  {"judged": j, "pooled": n}}``) and the pairs still owed a second judgment.
+  {"judged": j, "pooled": n}}``), the pairs still owed a second judgment, and the pairs an
+  annotator could not tell (``coverage.cant_tell``; they are in no qrels file).
 
 A partly judged query is exported by default (its unjudged documents are absent from the
 qrels, i.e. unjudged, not non-relevant) and listed; ``complete_only=True`` drops such queries
@@ -81,6 +82,19 @@ def _guidelines(db: str | os.PathLike[str]) -> dict[str, Any] | None:
     return dict(g) if isinstance(g, dict) else None
 
 
+def _cant_tell(db: str | os.PathLike[str]) -> list[dict[str, str]]:
+    """The pairs an annotator said "can't tell" for (and has not judged since)."""
+    conn = connect_readonly(Path(db))
+    try:
+        rows = conn.execute(
+            "SELECT DISTINCT e.qid, e.doc_id, e.annotator FROM events e WHERE e.kind = 'skip' AND e.note = 'cant_tell' "
+            "AND e.undone = 0 AND NOT EXISTS (SELECT 1 FROM judgments j WHERE j.qid = e.qid AND j.doc_id = e.doc_id "
+            "AND j.annotator = e.annotator) ORDER BY e.qid, e.doc_id, e.annotator").fetchall()
+    finally:
+        conn.close()
+    return [{"query-id": q, "corpus-id": d, "annotator": a} for q, d, a in rows]
+
+
 def _coverage(db: str | os.PathLike[str], judged: dict[str, int]) -> tuple[dict[str, dict[str, int]], int]:
     """(partly judged queries ``{qid: {"judged", "pooled"}}``, pairs owed a second judgment)."""
     conn = connect_readonly(Path(db))
@@ -120,7 +134,7 @@ def export_judgments(db: str | os.PathLike[str], out: str | os.PathLike[str], *,
             raise InputError("exists and is not an earlier judgments export; choose another --out", path=target)
     target.parent.mkdir(parents=True, exist_ok=True)
     coverage = {"queries": len(human.qrels) + len(dropped), "partial": partial, "dropped": dropped,
-                "pairs_owed_second_judgment": owed}
+                "pairs_owed_second_judgment": owed, "cant_tell": _cant_tell(db)}
     guide = _guidelines(db)
     prov = {**dict(human.provenance), "coverage": coverage, "export": {"at": now(), "split": split,
                                                   "files": [f"qrels/{split}.tsv", "qrels.trec", "queries.jsonl",

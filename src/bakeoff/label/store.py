@@ -73,6 +73,9 @@ _VISIBLE = f"""{_USABLE} AND (
         UNION
         SELECT k.annotator FROM cursors k WHERE k.mode = 'label' AND k.qid = q.qid AND k.annotator <> :a
             AND k.at > :cutoff)) < q.required)"""
+#: ``a`` said "can't tell" for the pair: a skip whose event note is ``cant_tell`` (it does not come back).
+_CANT = ("EXISTS (SELECT 1 FROM events e WHERE e.annotator = :a AND e.kind = 'skip' AND e.note = 'cant_tell' "
+         "AND e.undone = 0 AND e.qid = p.qid AND e.doc_id = p.doc_id)")
 _HAS_WORK = f"EXISTS (SELECT 1 FROM pool p WHERE p.qid = q.qid AND NOT {_MINE} AND NOT {_SKIPPED})"
 
 
@@ -106,6 +109,7 @@ class ItemRow:
     position: int
     grade: int | None
     skipped: bool
+    cant_tell: bool = False
 
 
 @dataclass(frozen=True)
@@ -331,7 +335,7 @@ class Store:
             if d is not None:
                 return qid, d
             row = c.execute(f"SELECT p.doc_id FROM pool p WHERE p.qid = :q AND NOT {_MINE} AND {_SKIPPED} "
-                            "AND p.doc_id <> :d AND (SELECT count(*) FROM events e WHERE e.annotator = :a AND "
+                            f"AND NOT {_CANT} AND p.doc_id <> :d AND (SELECT count(*) FROM events e WHERE e.annotator = :a AND "
                             "e.kind = 'skip' AND e.undone = 0 AND e.qid = p.qid AND e.doc_id = p.doc_id) < 2 "
                             "ORDER BY (p.position <= :pos), p.position LIMIT 1",
                             {"a": a, "q": qid, "d": doc or "", "pos": self._ppos(c, qid, doc)}).fetchone()
@@ -343,7 +347,7 @@ class Store:
         if row is not None:
             return row[0], self._first_work(c, a, row[0])
         row = c.execute(f"SELECT p.qid, p.doc_id FROM pool p JOIN queries q ON q.qid = p.qid WHERE {_VISIBLE} "
-                        f"AND NOT {_MINE} ORDER BY (p.qid <> :q), q.position, p.position LIMIT 1",
+                        f"AND NOT {_MINE} AND NOT {_CANT} ORDER BY (p.qid <> :q), q.position, p.position LIMIT 1",
                         self._params(a, q=qid or "")).fetchone()
         return (row[0], row[1]) if row is not None else (None, None)
 
@@ -388,11 +392,11 @@ class Store:
         index = c.execute(f"SELECT count(*) FROM queries q WHERE {_VISIBLE} AND q.position <= :pos",
                           self._params(a, pos=qpos)).fetchone()[0]
         rows = c.execute(
-            "SELECT p.doc_id, p.position, j.grade, j.note, s.at IS NOT NULL FROM pool p "
+            f"SELECT p.doc_id, p.position, j.grade, j.note, s.at IS NOT NULL, {_CANT} FROM pool p "
             "LEFT JOIN judgments j ON j.qid = p.qid AND j.doc_id = p.doc_id AND j.annotator = :a "
             "LEFT JOIN skips s ON s.qid = p.qid AND s.doc_id = p.doc_id AND s.annotator = :a "
             "WHERE p.qid = :q ORDER BY p.position", {"a": a, "q": qid}).fetchall()
-        items = tuple(ItemRow(r[0], r[1], r[2], bool(r[4])) for r in rows)
+        items = tuple(ItemRow(r[0], r[1], r[2], bool(r[4]), bool(r[5]) and r[2] is None) for r in rows)
         current = next((i for i, r in enumerate(rows) if r[0] == doc), 0)
         others = tuple(r[0] for r in c.execute(
             "SELECT DISTINCT annotator FROM judgments WHERE qid = ? AND annotator <> ? ORDER BY annotator", (qid, a)))
@@ -441,8 +445,10 @@ class Store:
             c.execute("DELETE FROM skips WHERE qid = ? AND doc_id = ? AND annotator = ?", (qid, doc, a))
             self._set_cursor(c, a, "label", *self._next_work(c, a, qid, doc))
 
-    def skip(self, a: str, qid: str, doc: str) -> None:
-        """Leave (qid, doc) unjudged for now; it comes back when nothing else is left."""
+    def skip(self, a: str, qid: str, doc: str, *, cant_tell: bool = False) -> None:
+        """Leave (qid, doc) unjudged for now (it comes back at the end of its query, then at
+        the very end); with ``cant_tell``, for good: ``a`` cannot tell, and is not asked again
+        (undo takes it back)."""
         with self._tx() as c:
             self._check_item(c, a, qid, doc)
             if c.execute("SELECT 1 FROM judgments WHERE qid = ? AND doc_id = ? AND annotator = ?",
@@ -451,8 +457,8 @@ class Store:
                 c.execute("INSERT INTO skips VALUES (?, ?, ?, ?) ON CONFLICT (qid, doc_id, annotator) DO UPDATE "
                           "SET at = excluded.at",
                           (qid, doc, a, stamp))
-                c.execute("INSERT INTO events (at, annotator, kind, qid, doc_id) VALUES (?, ?, 'skip', ?, ?)",
-                          (stamp, a, qid, doc))
+                c.execute("INSERT INTO events (at, annotator, kind, qid, doc_id, note) VALUES (?, ?, 'skip', ?, ?, ?)",
+                          (stamp, a, qid, doc, "cant_tell" if cant_tell else None))
             self._set_cursor(c, a, "label", *self._next_work(c, a, qid, doc))
 
     def undo(self, a: str) -> str:

@@ -108,6 +108,7 @@
       case "k": case "ArrowLeft": move("prev_doc", t0); return true;
       case "u": send("undo", {}, t0); return true;
       case "s": send("skip", () => current(), t0); return true;
+      case "x": send("cant_tell", () => current(), t0); return true;
       case "m": showAll(); return true;
       case "o": window.location.href = `/overview/${encodeURIComponent(annotator)}`; return true;
       case "c": { // edit the note: the caret at its end, nothing selected (typing adds, never replaces)
@@ -200,6 +201,7 @@
     else if (el.dataset.decision === "edit") openEdit();
     else if (el.dataset.decision !== undefined) decide(el.dataset.decision, t0);
     else if (el.dataset.act === "skip") send("skip", () => current(), t0);
+    else if (el.dataset.act === "cant_tell") send("cant_tell", () => current(), t0);
     else if (el.dataset.act === "undo") send("undo", {}, t0);
     else if (el.dataset.act === "showall") showAll();
     else if (el.dataset.act === "last") move("prev_query", t0);
