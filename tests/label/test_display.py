@@ -52,7 +52,7 @@ def test_annotator_names_any_script():
 @pytest.fixture(scope="module")
 def browser():
     require_browser()
-    import playwright.sync_api as sync_api
+    from playwright import sync_api
 
     with sync_api.sync_playwright() as p:
         b = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=BROWSER_ARGS)

@@ -32,7 +32,7 @@ import os
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from itertools import combinations
+from itertools import combinations, pairwise
 from typing import Any
 
 import numpy as np
@@ -40,7 +40,7 @@ import numpy as np
 from ..data.judgments import GRADES, read_judgments
 from ..errors import MissingDependencyError
 
-__all__ = ["Agreement", "AnnotatorFigures", "PairAgreement", "annotator_figures", "agreement", "agreement_of_db", "cohen_kappa", "ordinal_alpha"]
+__all__ = ["Agreement", "AnnotatorFigures", "PairAgreement", "agreement", "agreement_of_db", "annotator_figures", "cohen_kappa", "ordinal_alpha"]
 
 _LABELS = [g for g, _ in GRADES]
 
@@ -188,7 +188,7 @@ def annotator_figures(raw: Sequence[tuple[str, str, str, int, str, str]]) -> tup
                         pairs += 1
                         same += g == gs[who]
         ts = sorted(times[who])
-        gaps = [(b - a).total_seconds() / 60 for a, b in zip(ts, ts[1:]) if (b - a).total_seconds() <= 1800]
+        gaps = [(b - a).total_seconds() / 60 for a, b in pairwise(ts) if (b - a).total_seconds() <= 1800]
         out.append(AnnotatorFigures(who, len(mine), {g: mine.count(g) for g in _LABELS},
                                     sum(mine) / len(mine) if mine else None, shared,
                                     same / pairs if pairs else None, float(np.median(gaps)) if gaps else None))

@@ -22,9 +22,9 @@ import json
 import re
 import time
 import unicodedata
-from urllib.parse import quote
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
+from urllib.parse import quote
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from starlette.applications import Starlette

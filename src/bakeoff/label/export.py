@@ -31,9 +31,9 @@ from __future__ import annotations
 
 import json
 import os
-from collections import Counter
 import shutil
 import tempfile
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
