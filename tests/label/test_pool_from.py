@@ -110,3 +110,36 @@ def test_dataset_folder_of_a_demo_results_file(tmp_path):
     demo = {"dataset": {"source": "bakeoff demo", "truth": "/elsewhere/truth"}}  # as bakeoff demo writes it
     assert _dataset_folder(demo, tmp_path / "results.json") == tmp_path / "truth"  # moved with its folder
     assert _dataset_folder({"dataset": {"source": {"beir": "/data/x"}}}, tmp_path / "r.json") == Path("/data/x")
+
+
+def test_known_answers_mixed_in_and_compared(tmp_path, tiny, capsys):
+    import json
+
+    from bakeoff.label.store import Store
+
+    db = tmp_path / "g.sqlite"
+    _open(dataset=tiny, db=db, pool=("bm25",), depth=2, gold=1)
+    conn = sqlite3.connect(db)
+    rows = [(q, d, json.loads(a)) for q, d, a in conn.execute("SELECT qid, doc_id, arms FROM pool")]
+    conn.close()
+    known = {(q, d): g for q, d, g in QRELS}
+    gold = {(q, d): r["gold"] for q, d, r in rows if "gold" in r}
+    assert gold == {k: v for k, v in known.items() if k[0] in {q for q, _, _ in rows}}  # every known pair pooled
+    for q, d, r in rows:
+        assert ("gold" in r) == ((q, d) in known) and (("bm25" in r) or "gold" in r)
+    s = Store(db)
+    for _ in range(40):
+        v = s.view("ann")
+        if v.done:
+            break
+        g = known.get((v.qid, v.doc_id))
+        s.judge("ann", v.qid, v.doc_id, 0 if g is None else (2 if v.qid != "q1" else 0))  # q1's known answer missed
+    s.close()
+    from bakeoff.label.agreement import agreement_of_db
+
+    [f] = agreement_of_db(db).per_annotator
+    n_gold = len(gold)
+    assert f.gold_items == n_gold and f.gold_relevance == pytest.approx((n_gold - 1) / n_gold)
+    assert f.gold_exact == 0.0  # known grades are 1; ann gave 2 or 0
+    assert main(["label", "agreement", "--db", str(db)]) == 0
+    assert f"known answers: {n_gold}, same relevance {(n_gold - 1) / n_gold:.3f}" in capsys.readouterr().out

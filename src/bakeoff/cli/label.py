@@ -53,6 +53,8 @@ def serve_cmd(
                                                      "(default 0.1).")] = None,
     guidelines: Annotated[Optional[Path], typer.Option(help="Judging guidelines (TOML: title, text, [grades] 0-3, "
                                                        "[queries] id = need); shown in the app, exported.")] = None,
+    gold: Annotated[Optional[int], typer.Option(help="Known-answer check items: up to N pairs per query that the "
+                                                "dataset's qrels judge, mixed in unmarked (default 0).")] = None,
     cache: Annotated[str, typer.Option(help="Run cache policy: use, refresh or off.")] = "use",
     cache_dir: Annotated[Optional[Path], typer.Option(help="Cache folder (default $BAKEOFF_CACHE_DIR).")] = None,
     progress: Annotated[bool, typer.Option(help="Show progress bars while pooling.")] = True,
@@ -65,7 +67,7 @@ def serve_cmd(
 
     opts = LabelOptions(dataset=dataset, db=db, pool=tuple(pool), from_results=from_results, depth=depth, split=split, annotator=annotator,
                         host=host, port=port, review=review, log=log, sample=sample, weighted=weighted, seed=seed,
-                        overlap=overlap, guidelines=guidelines, cache=cache, cache_dir=cache_dir, progress=progress)
+                        overlap=overlap, guidelines=guidelines, gold=gold, cache=cache, cache_dir=cache_dir, progress=progress)
     serve_labelling(opts, announce=lambda url: typer.echo(f"labelling at {url}  (Ctrl-C to stop)"))
 
 
@@ -103,8 +105,10 @@ def agreement_cmd(
             agr = "-" if f.agreement is None else f"{f.agreement:.3f} over {f.shared} items"
             mean = "-" if f.mean_grade is None else f"{f.mean_grade:.2f}"
             pace = "-" if f.pace is None else f"{f.pace:.2f}"
+            known = ("" if not f.gold_items else f"; known answers: {f.gold_items}, same relevance "
+                     f"{f.gold_relevance:.3f}, same grade {f.gold_exact:.3f}")
             typer.echo(f"  {f.annotator}: {f.judgments}, {'/'.join(str(f.grades[g]) for g in range(4))}, {mean}, "
-                       f"{agr}, {pace}")
+                       f"{agr}, {pace}{known}")
     for note in ag.notes:
         typer.echo(f"note: {note}", err=True)
 

@@ -20,24 +20,29 @@
 * **Per annotator** (:func:`annotator_figures`): judgments; how many of each grade; mean
   grade; on the items shared with others, the share given the same grade as each other
   annotator (pooled over the pairs); and the pace, the median time between consecutive
-  judgments in minutes, gaps over 30 minutes (a break) left out.
+  judgments in minutes, gaps over 30 minutes (a break) left out; and on the *known answers*
+  (pooled pairs the dataset's qrels judge, :func:`bakeoff.label.pool.with_gold`), the
+  share on the same side of relevance as the known grade (relevant = grade >= 1, the
+  qrels' convention) and the share with exactly the known grade.
 
 Counts go with every figure: items, judgments, annotators.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import combinations, pairwise
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..data.judgments import GRADES, read_judgments
+from ..data.judgments import GRADES, connect_readonly, read_judgments
 from ..errors import MissingDependencyError
 
 __all__ = ["Agreement", "AnnotatorFigures", "PairAgreement", "agreement", "agreement_of_db", "annotator_figures", "cohen_kappa", "ordinal_alpha"]
@@ -68,6 +73,9 @@ class AnnotatorFigures:
     shared: int
     agreement: float | None
     pace: float | None
+    gold_items: int = 0
+    gold_relevance: float | None = None
+    gold_exact: float | None = None
 
 
 @dataclass(frozen=True)
@@ -98,7 +106,9 @@ class Agreement:
                                            "judgments": self.alpha_judgments},
             "per_annotator": [
                 {"annotator": f.annotator, "judgments": f.judgments, "grades": dict(f.grades), "mean_grade": f.mean_grade,
-                 "shared_items": f.shared, "agreement_with_others": f.agreement, "median_minutes_per_judgment": f.pace}
+                 "shared_items": f.shared, "agreement_with_others": f.agreement, "median_minutes_per_judgment": f.pace,
+                 "known_answers": f.gold_items, "known_answers_same_relevance": f.gold_relevance,
+                 "known_answers_same_grade": f.gold_exact}
                 for f in self.per_annotator],
             "notes": list(self.notes),
         }
@@ -166,8 +176,11 @@ def agreement(judgments: Sequence[tuple[str, str, str, int]]) -> Agreement:
                      len(multi), tuple(notes))
 
 
-def annotator_figures(raw: Sequence[tuple[str, str, str, int, str, str]]) -> tuple[AnnotatorFigures, ...]:
-    """Per-annotator figures from ``(qid, doc, annotator, grade, note, judged_at)`` rows."""
+def annotator_figures(raw: Sequence[tuple[str, str, str, int, str, str]],
+                      gold: Mapping[tuple[str, str], int] | None = None) -> tuple[AnnotatorFigures, ...]:
+    """Per-annotator figures from ``(qid, doc, annotator, grade, note, judged_at)`` rows and
+    the known grades ``gold`` of (qid, doc) pairs."""
+    gold = gold or {}
     from datetime import datetime
 
     by_item: dict[tuple[str, str], dict[str, int]] = {}
@@ -189,9 +202,13 @@ def annotator_figures(raw: Sequence[tuple[str, str, str, int, str, str]]) -> tup
                         same += g == gs[who]
         ts = sorted(times[who])
         gaps = [(b - a).total_seconds() / 60 for a, b in pairwise(ts) if (b - a).total_seconds() <= 1800]
+        checks = [(gs[who], gold[item]) for item, gs in by_item.items() if who in gs and item in gold]
         out.append(AnnotatorFigures(who, len(mine), {g: mine.count(g) for g in _LABELS},
                                     sum(mine) / len(mine) if mine else None, shared,
-                                    same / pairs if pairs else None, float(np.median(gaps)) if gaps else None))
+                                    same / pairs if pairs else None, float(np.median(gaps)) if gaps else None,
+                                    len(checks),
+                                    sum((g >= 1) == (k >= 1) for g, k in checks) / len(checks) if checks else None,
+                                    sum(g == k for g, k in checks) / len(checks) if checks else None))
     return tuple(out)
 
 
@@ -200,4 +217,13 @@ def agreement_of_db(db: str | os.PathLike[str]) -> Agreement:
     the per-annotator figures."""
     human = read_judgments(db)
     ag = agreement([(q, d, who, g) for q, d, who, g, _n, _t in human.raw])
-    return replace(ag, per_annotator=annotator_figures(human.raw))
+    conn = connect_readonly(Path(db))
+    try:
+        gold = {}
+        for q, d, arms in conn.execute("SELECT qid, doc_id, arms FROM pool WHERE arms LIKE '%\"gold\"%'"):
+            g = json.loads(arms).get("gold")
+            if isinstance(g, int):
+                gold[(q, d)] = g
+    finally:
+        conn.close()
+    return replace(ag, per_annotator=annotator_figures(human.raw, gold))

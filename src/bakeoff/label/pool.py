@@ -16,6 +16,11 @@ folder gives the union of its arms' stored runs' top ``depth`` (no search at all
 ``holes.tsv`` written by ``bakeoff report`` gives exactly its (query, document) pairs. Either
 way, pairs the dataset's qrels already judge are left out (:func:`ranked_pool`'s ``known``),
 and queries left with no pair are not judged. The display order is the same seeded shuffle.
+
+**Known answers** (:func:`with_gold`): every pooled pair the dataset's qrels judge carries
+its known grade (``ranks["gold"]``, never shown); with ``gold=N``, up to N more such pairs
+per query (drawn with the query's seed from the qrels' documents not yet pooled) are mixed
+into the pool as check items. ``label agreement`` compares each annotator with them.
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ if TYPE_CHECKING:
     from ..runner.context import Context
 
 __all__ = ["PooledDoc", "ResultsPool", "pool_from_results", "pool_queries", "ranked_pool", "read_holes", "shuffle_seed",
-           "shuffled"]
+           "shuffled", "with_gold"]
 
 
 @dataclass(frozen=True)
@@ -75,6 +80,27 @@ def ranked_pool(runs: Sequence[tuple[str, Run]], query_ids: Sequence[str], *, de
                     union.setdefault(doc_id, {})[name] = rank
         if union or known is None:
             out[qid] = shuffled(qid, union, seed=seed)
+    return out
+
+
+def with_gold(pools: Mapping[str, Sequence[PooledDoc]], qrels: Qrels, *, per_query: int,
+              seed: int) -> dict[str, list[PooledDoc]]:
+    """``pools`` with known grades marked and up to ``per_query`` known-answer pairs added
+    per query (module docstring); a query's order is reshuffled only when something is added."""
+    out: dict[str, list[PooledDoc]] = {}
+    for qid, docs in pools.items():
+        known = qrels.get(qid)
+        marked = [PooledDoc(d.doc_id, {**d.ranks, "gold": int(known[d.doc_id])} if d.doc_id in known else d.ranks)
+                  for d in docs]
+        have = {d.doc_id for d in docs}
+        extra = sorted(d for d in known if d not in have)
+        if per_query and extra and docs:
+            rng = np.random.default_rng(shuffle_seed(seed, f"gold:{qid}"))
+            chosen = [extra[i] for i in sorted(rng.choice(len(extra), size=min(per_query, len(extra)), replace=False))]
+            union = {d.doc_id: d.ranks for d in marked} | {d: {"gold": int(known[d])} for d in chosen}
+            out[qid] = shuffled(qid, union, seed=seed)
+        else:
+            out[qid] = marked
     return out
 
 

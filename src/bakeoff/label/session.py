@@ -39,7 +39,7 @@ from ..runner.context import Context
 from .app import NAME_RULE, annotator_name, make_app, valid_annotator
 from .guard import allowed_hosts, new_key
 from .guidelines import read_guidelines
-from .pool import ResultsPool, pool_from_results, pool_queries
+from .pool import ResultsPool, pool_from_results, pool_queries, with_gold
 from .sources import (QuerySet, SourceQuery, dataset_queries, log_queries, routed_twice, sample_indices,
                       synthetic_queries)
 from .store import Store, now
@@ -62,6 +62,7 @@ class LabelOptions:
     pool: tuple[str, ...] = ()
     from_results: Path | None = None
     guidelines: Path | None = None
+    gold: int | None = None
     depth: int | None = None
     split: str = "test"
     annotator: str | None = None
@@ -94,6 +95,8 @@ def _check_options(o: LabelOptions) -> None:
         raise ConfigError(f"--annotator {o.annotator!r}: use {NAME_RULE}")
     if o.review and o.log is not None:
         raise ConfigError("--review (a synthetic set) and --log (a query log) are two query sources; give one")
+    if o.gold is not None and o.gold < 0:
+        raise ConfigError(f"--gold must be 0 or more, got {o.gold}")
     if o.sample is not None and o.sample < 1:
         raise ConfigError(f"--sample must be at least 1, got {o.sample}")
     if not 0 <= o.port <= 65535:
@@ -111,26 +114,29 @@ def _settle(o: LabelOptions, meta: dict[str, Any] | None) -> dict[str, Any]:
     want = {"pool": [s.strip() for s in o.pool] or None, "depth": o.depth, "seed": o.seed, "overlap": o.overlap,
             "kind": _source_kind(o), "log": str(o.log.resolve()) if o.log is not None else None,
             "sample": o.sample, "weighted": o.weighted or None, "split": o.split,
-            "from": str(o.from_results.resolve()) if o.from_results is not None else None}
+            "from": str(o.from_results.resolve()) if o.from_results is not None else None, "gold": o.gold}
     if meta is None:
         if o.dataset is None and o.from_results is None:
             raise ConfigError("a new judgments database needs a dataset folder (or --from RESULTS_DIR)")
         if o.from_results is not None:
             return {"pool": None, "from": want["from"], "depth": o.depth or DEFAULT_DEPTH, "seed": o.seed or 0,
                     "overlap": DEFAULT_OVERLAP if o.overlap is None else o.overlap, "kind": "dataset",
-                    "log": None, "sample": o.sample, "weighted": False, "split": o.split}
+                    "log": None, "sample": o.sample, "weighted": False, "split": o.split, "gold": o.gold or 0}
         if not want["pool"]:
             raise ConfigError("a new judgments database needs at least one --pool ARM (e.g. --pool bm25 --pool dense)")
-        return {"pool": want["pool"], "from": None, "depth": o.depth or DEFAULT_DEPTH, "seed": o.seed or 0,
+        return {"pool": want["pool"], "from": None, "gold": o.gold or 0, "depth": o.depth or DEFAULT_DEPTH,
+                "seed": o.seed or 0,
                 "overlap": DEFAULT_OVERLAP if o.overlap is None else o.overlap, "kind": want["kind"] or "dataset",
                 "log": want["log"], "sample": o.sample, "weighted": o.weighted, "split": o.split}
     pool, src, routing = meta.get("pool", {}), meta.get("source", {}), meta.get("routing", {})
     have = {"pool": pool.get("arms"), "depth": pool.get("depth"), "seed": pool.get("seed"),
             "overlap": routing.get("overlap"), "kind": src.get("kind"), "log": src.get("path"),
             "sample": src.get("sample"), "weighted": src.get("sampling") == "frequency-weighted" or None,
-            "split": (meta.get("dataset") or {}).get("split"), "from": (pool.get("from") or {}).get("source")}
+            "split": (meta.get("dataset") or {}).get("split"), "from": (pool.get("from") or {}).get("source"),
+            "gold": pool.get("gold", 0)}
     flags = {"pool": "--pool", "depth": "--depth", "seed": "--seed", "overlap": "--overlap", "kind": "query source",
-             "log": "--log", "sample": "--sample", "weighted": "--weighted", "split": "--split", "from": "--from"}
+             "log": "--log", "sample": "--sample", "weighted": "--weighted", "split": "--split", "from": "--from",
+             "gold": "--gold"}
     for key, given in want.items():
         if given is not None and key != "split" and given != have[key]:
             raise ConfigError(f"{o.db}: this database was made with {flags[key]} {have[key]!r}, not {given!r}; "
@@ -312,6 +318,8 @@ def open_session(o: LabelOptions) -> Iterator[Session]:
             if guide is not None:
                 new_meta["guidelines"] = guide
             pools = pool(ready) if rp is None else {q: rp.pools[q] for q, _ in ready}
+            pools = with_gold(pools, ds.qrels, per_query=int(settings["gold"]), seed=seed)
+            new_meta["pool"]["gold"] = int(settings["gold"])
             Store.create(o.db, meta=new_meta, queries=qset.queries, required=required, pools=pools)
             log.info("created %s: %d queries from %s", o.db, len(qset.queries), qset.info.get("kind"))
             if rp is not None:
