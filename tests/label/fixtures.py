@@ -99,12 +99,17 @@ class Server:
             line = self.proc.stdout.readline().decode()
             if not line:
                 break
-            m = re.search(r"(http://127\.0\.0\.1:\d+)(\S*)", line)
+            m = re.search(r"(http://[0-9.]+:\d+)(\S*)", line)
             if m:
                 self.base, self.url = m.group(1), m.group(1) + m.group(2)
+                self.key = re.search(r"[?&]key=([A-Za-z0-9_-]+)", self.url).group(1)
                 return
         self.proc.kill()
         raise RuntimeError(f"server did not start: {log.read_text()[-2000:]}")
+
+    def link(self, path: str) -> str:
+        """``path`` on this server with the launch key (a fresh browser context has no key cookie)."""
+        return f"{self.base}{path}{'&' if '?' in path else '?'}key={self.key}"
 
     def kill(self) -> None:
         """SIGKILL: no shutdown handler, no checkpoint, nothing flushed by the app."""

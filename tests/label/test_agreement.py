@@ -57,6 +57,36 @@ def test_kappa_matches_hand_computation_and_sklearn():
     assert cohen_kappa([], []) is None
 
 
+def hand_quadratic_kappa(a, b):
+    """1 - sum(w * O) / sum(w * E), w_ij = (i - j)^2 / 9, O observed and E chance proportions."""
+    n = len(a)
+    o = np.zeros((4, 4))
+    for x, y in zip(a, b):
+        o[x, y] += 1 / n
+    e = np.outer([a.count(g) / n for g in range(4)], [b.count(g) / n for g in range(4)])
+    w = np.array([[(i - j) ** 2 / 9 for j in range(4)] for i in range(4)])
+    return 1 - (w * o).sum() / (w * e).sum()
+
+
+def test_quadratic_weighted_kappa_beside_unweighted():
+    # A and B differ by one grade on 3 of 10 items: far better agreement than unweighted kappa says
+    kw = hand_quadratic_kappa(A, B)
+    # by hand: sum w*O = 3 * (1/9) / 10; sum w*E = 0.1155... (from the marginals)
+    assert (w_o := 3 / 9 / 10) == pytest.approx(1 / 30)
+    assert kw == pytest.approx(1 - w_o / ((np.outer([.2, .3, .3, .2], [.3, .2, .3, .2])
+                                          * np.array([[(i - j) ** 2 for j in range(4)] for i in range(4)]) / 9).sum()))
+    assert cohen_kappa(A, B, weights="quadratic") == pytest.approx(kw, abs=1e-12)
+    assert kw > cohen_kappa(A, B) + 0.2
+    # a 0-vs-3 disagreement costs more than a 0-vs-1 under weights, the same without
+    near, far = [0, 1, 2, 3, 0], [0, 1, 2, 3, 3]
+    base = [0, 1, 2, 3, 1]
+    assert cohen_kappa(near, base, weights="quadratic") != cohen_kappa(far, base, weights="quadratic")
+    rows = [("q", f"d{i}", who, g) for who, gs in (("ann", A), ("bob", B)) for i, g in enumerate(gs)]
+    pair = agreement(rows).pairs[0]
+    assert pair.kappa == pytest.approx(0.6) and pair.kappa_quadratic == pytest.approx(kw)
+    assert agreement(rows).as_dict()["cohen_kappa_quadratic"][0]["kappa"] == pytest.approx(kw)
+
+
 def test_independent_alpha_reproduces_krippendorff_2011_example():
     # 4 observers x 12 units, values 1-5 (missing = None): published ordinal alpha 0.815
     data = [[1, 2, 3, 3, 2, 1, 4, 1, 2, None, None, None],
@@ -116,3 +146,16 @@ def test_agreement_cli(tmp_path):
     got = json.loads(out.getvalue())
     assert got["cohen_kappa_unweighted"][0]["kappa"] == pytest.approx(0.6)
     assert got["krippendorff_alpha_ordinal"]["alpha"] == pytest.approx(alpha)
+
+
+def test_per_annotator_figures():
+    from bakeoff.label.agreement import annotator_figures
+
+    t = "2026-01-01T10:{:02d}:00.000+00:00"
+    raw = [("q", "d1", "ann", 3, "", t.format(0)), ("q", "d2", "ann", 1, "", t.format(1)),
+           ("q", "d3", "ann", 0, "", t.format(4)), ("q", "d4", "ann", 0, "", t.format(59)),  # 55 min: a break
+           ("q", "d1", "bob", 3, "", t.format(2)), ("q", "d2", "bob", 2, "", t.format(3))]
+    ann, bob = annotator_figures(raw)
+    assert (ann.annotator, ann.judgments, dict(ann.grades), ann.mean_grade) == ("ann", 4, {0: 2, 1: 1, 2: 0, 3: 1}, 1.0)
+    assert ann.shared == 2 and ann.agreement == 0.5 and ann.pace == 2.0  # median of 1 and 3 min; 55 min left out
+    assert bob.shared == 2 and bob.agreement == 0.5 and bob.pace == 1.0 and bob.mean_grade == 2.5

@@ -132,7 +132,7 @@ def test_export_files_and_provenance(tmp_path, make_db):
     assert raw[0]["note"] == "spot on" and raw[0]["annotator"] == "alice"
     prov = json.loads((exp / "provenance.json").read_text())
     assert prov["label_kind"] == "human" and prov["source"]["kind"] == "synthetic"
-    assert prov["conflict_rule"].startswith("majority")
+    assert prov["conflict_rule"].startswith("a reviewer's grade")
     # a second export replaces the first; an unrelated non-empty folder is refused
     assert main(["label", "export", "--db", str(db), "--out", str(exp)]) == 0
     other = tmp_path / "other"
@@ -168,3 +168,62 @@ def test_foreign_and_corrupt_sqlite_files(tmp_path):
     junk.write_bytes(b"SQLite format 3\x00" + b"\x01" * 3000)
     with pytest.raises(InputError, match="corrupt"):
         read_judgments(junk)
+
+
+def test_export_is_honest_about_coverage(tmp_path, make_db, capsys):
+    db = make_db(overlap=1.0)
+    s = Store(db)
+    v = s.view("alice")
+    q1, docs1 = v.qid, [it.doc_id for it in v.items]
+    for d in docs1:  # q1 whole by alice, half by bob
+        s.judge("alice", q1, d, 2)
+    for d, g in zip(docs1[: len(docs1) // 2 + 1], [0, 1, 3, 3]):
+        s.judge("bob", q1, d, g)
+    s.move("alice", "next_query")
+    v2 = s.view("alice")
+    q2, docs2 = v2.qid, [it.doc_id for it in v2.items]
+    assert q2 != q1 and len(docs2) >= 2
+    s.judge("alice", q2, docs2[0], 1)  # q2 partly judged
+    s.close()
+    out = tmp_path / "exp"
+    assert main(["label", "export", "--db", str(db), "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert f"warning: 1 of 2 exported queries are only partly judged ({q2} 1/{len(docs2)} pooled pairs judged)" in err
+    bob_n = len(docs1) // 2 + 1
+    assert f"note: {len(docs1) - bob_n + 1} pair(s) routed to two annotators have one judgment so far" in err
+    prov = json.loads((out / "provenance.json").read_text())
+    assert prov["coverage"]["partial"] == {q2: {"judged": 1, "pooled": len(docs2)}}
+    assert prov["coverage"]["pairs_owed_second_judgment"] == (len(docs1) - bob_n) + 1
+    assert set(read_qrels(out / "qrels" / "test.tsv")) == {q1, q2}
+    # --complete-only: q2 left out of every file, counts of what is kept
+    out2 = tmp_path / "exp2"
+    assert main(["label", "export", "--db", str(db), "--out", str(out2), "--complete-only"]) == 0
+    assert f"left out 1 partly judged query: {q2} 1/{len(docs2)}" in capsys.readouterr().err
+    assert set(read_qrels(out2 / "qrels" / "test.tsv")) == {q1}
+    assert {json.loads(x)["_id"] for x in (out2 / "queries.jsonl").read_text().splitlines()} == {q1}
+    assert {json.loads(x)["query-id"] for x in (out2 / "judgments.jsonl").read_text().splitlines()} == {q1}
+    prov2 = json.loads((out2 / "provenance.json").read_text())
+    assert prov2["coverage"]["dropped"] == [q2]
+    assert prov2["counts"]["queries"] == 1 and prov2["counts"]["judgments"] == len(docs1) + bob_n
+
+
+def test_report_after_more_judging_says_to_export_a_snapshot(tmp_path, tiny, make_db):
+    db = make_db()
+    s = Store(db)
+    v = s.view("alice")
+    s.judge("alice", v.qid, v.items[0].doc_id, 2)
+    out = tmp_path / "res"
+    assert main(["run", "--beir", str(tiny), "--qrels", str(db), "--arm", "bm25", "--out", str(out), "--cache", "off",
+                 "--no-progress", "--k", "3", "--depth", "5", "--latency-sample", "0"]) == 0
+    v = s.view("alice")
+    s.judge("alice", v.qid, v.doc_id, 1)  # more judging after the run
+    s.close()
+    import contextlib
+    import io
+
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        rc = main(["report", str(out), "--resamples", "10", "--no-html"])
+    assert rc == 2
+    msg = err.getvalue()
+    assert "changed since the run" in msg and f"bakeoff label export --db {db}" in msg and "--qrels" in msg

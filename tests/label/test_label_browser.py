@@ -167,7 +167,7 @@ def test_scifact_judge_undo_kill_restart_second_annotator(tmp_path, scifact_path
         bob_grades = [2, 1, 1, 3, 0]
         page = playwright_browser.new_page(viewport={"width": 1280, "height": 800})
         watch = Watch(page)
-        page.goto(f"{server.base}/label/bob", wait_until="load")
+        page.goto(server.link("/label/bob"), wait_until="load")
         settle(page)  # the page refreshes its work area once on load
         assert page.inner_text("#p-mine") == "0" and "also judged by alice" in page.inner_text(".query .meta")
         for i, g in enumerate(bob_grades):
@@ -346,7 +346,7 @@ def test_review_page_accept_edit_reject(tmp_path, playwright_browser):
         assert page.inner_text("#c-pending") == "1" and page.inner_text("#c-accepted") == "1"
         page.screenshot(path=str(ARTIFACTS / "review-page.png"))
         # accepted and edited queries were pooled at once: they are on the judging page
-        page.goto(f"{server.base}/label/rita", wait_until="load")
+        page.goto(server.link("/label/rita"), wait_until="load")
         settle(page)  # the page refreshes its work area once on load
         assert page.inner_text("#qtext") == "why are my bones weak without sunshine vitamin"
         press(page, "2")

@@ -29,8 +29,12 @@ label_app = typer.Typer(cls=_DefaultServe, no_args_is_help=True, add_completion=
 
 @label_app.command("serve")
 def serve_cmd(
-    dataset: Annotated[Path, typer.Argument(help="BEIR folder (a synthetic set with --review).")],
     db: Annotated[Path, typer.Option("--db", help="Judgments database (SQLite; created if absent).")],
+    dataset: Annotated[Optional[Path], typer.Argument(help="BEIR folder (a synthetic set with --review); with --from "
+                                                        "or an existing --db, the one they record.")] = None,
+    from_results: Annotated[Optional[Path], typer.Option(
+        "--from", help="Pool from a bake-off: a results folder (its arms' runs, top --depth) or the holes.tsv of "
+                       "bakeoff report; pairs the dataset's qrels already judge are left out.")] = None,
     pool: Annotated[list[str], typer.Option("--pool", help="Pool arm, [NAME=]TYPE[:key=value,...]; repeatable.")] = [],
     depth: Annotated[Optional[int], typer.Option(help="Top documents pooled per arm (default 20).")] = None,
     annotator: Annotated[Optional[str], typer.Option(help="Your name (else the page asks).")] = None,
@@ -47,6 +51,10 @@ def serve_cmd(
     seed: Annotated[Optional[int], typer.Option(help="Seed of sampling, pool order and routing (default 0).")] = None,
     overlap: Annotated[Optional[float], typer.Option(help="Share of queries routed to a second annotator "
                                                      "(default 0.1).")] = None,
+    guidelines: Annotated[Optional[Path], typer.Option(help="Judging guidelines (TOML: title, text, [grades] 0-3, "
+                                                       "[queries] id = need); shown in the app, exported.")] = None,
+    gold: Annotated[Optional[int], typer.Option(help="Known-answer check items: up to N pairs per query that the "
+                                                "dataset's qrels judge, mixed in unmarked (default 0).")] = None,
     cache: Annotated[str, typer.Option(help="Run cache policy: use, refresh or off.")] = "use",
     cache_dir: Annotated[Optional[Path], typer.Option(help="Cache folder (default $BAKEOFF_CACHE_DIR).")] = None,
     progress: Annotated[bool, typer.Option(help="Show progress bars while pooling.")] = True,
@@ -57,9 +65,9 @@ def serve_cmd(
     except ImportError as exc:
         raise MissingDependencyError(exc.name or "starlette", "label", "the labelling app") from None
 
-    opts = LabelOptions(dataset=dataset, db=db, pool=tuple(pool), depth=depth, split=split, annotator=annotator,
+    opts = LabelOptions(dataset=dataset, db=db, pool=tuple(pool), from_results=from_results, depth=depth, split=split, annotator=annotator,
                         host=host, port=port, review=review, log=log, sample=sample, weighted=weighted, seed=seed,
-                        overlap=overlap, cache=cache, cache_dir=cache_dir, progress=progress)
+                        overlap=overlap, guidelines=guidelines, gold=gold, cache=cache, cache_dir=cache_dir, progress=progress)
     serve_labelling(opts, announce=lambda url: typer.echo(f"labelling at {url}  (Ctrl-C to stop)"))
 
 
@@ -72,7 +80,7 @@ def agreement_cmd(
     db: Annotated[Path, typer.Option("--db", help="Judgments database.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print the figures as JSON.")] = False,
 ) -> None:
-    """Cohen's kappa (unweighted) per pair of annotators and Krippendorff's alpha (ordinal)."""
+    """Cohen's kappa (unweighted and quadratic-weighted) per pair of annotators, Krippendorff's alpha (ordinal)."""
     from ..label.agreement import agreement_of_db
 
     ag = agreement_of_db(db)
@@ -81,14 +89,26 @@ def agreement_cmd(
         return
     typer.echo("annotators: " + (", ".join(f"{a} ({n} judgments)" for a, n in ag.annotators.items()) or "none"))
     typer.echo(f"items: {ag.items} judged, {ag.items_multi} by two or more annotators")
-    typer.echo("Cohen's kappa (unweighted), each pair of annotators on the items both judged:")
+    typer.echo("Cohen's kappa, unweighted and quadratic-weighted, each pair of annotators on the items both judged:")
     for p in ag.pairs:
         obs = "-" if p.observed is None else f"{p.observed:.4f}"
-        typer.echo(f"  {p.a} / {p.b}: items {p.items}, observed agreement {obs}, kappa {_fmt(p.kappa)}")
+        typer.echo(f"  {p.a} / {p.b}: items {p.items}, observed agreement {obs}, kappa {_fmt(p.kappa)}, "
+                   f"quadratic-weighted kappa {_fmt(p.kappa_quadratic)}")
     if not ag.pairs:
         typer.echo("  (one annotator only)")
     typer.echo(f"Krippendorff's alpha (ordinal): {_fmt(ag.alpha)} over {ag.alpha_items} items, "
                f"{ag.alpha_judgments} judgments, {len(ag.annotators)} annotators")
+    if ag.per_annotator:
+        typer.echo("per annotator: judgments, grades 0/1/2/3, mean grade, agreement with the others on shared items, "
+                   "median minutes per judgment")
+        for f in ag.per_annotator:
+            agr = "-" if f.agreement is None else f"{f.agreement:.3f} over {f.shared} items"
+            mean = "-" if f.mean_grade is None else f"{f.mean_grade:.2f}"
+            pace = "-" if f.pace is None else f"{f.pace:.2f}"
+            known = ("" if not f.gold_items else f"; known answers: {f.gold_items}, same relevance "
+                     f"{f.gold_relevance:.3f}, same grade {f.gold_exact:.3f}")
+            typer.echo(f"  {f.annotator}: {f.judgments}, {'/'.join(str(f.grades[g]) for g in range(4))}, {mean}, "
+                       f"{agr}, {pace}{known}")
     for note in ag.notes:
         typer.echo(f"note: {note}", err=True)
 
@@ -98,15 +118,34 @@ def export_cmd(
     db: Annotated[Path, typer.Option("--db", help="Judgments database.")],
     out: Annotated[Path, typer.Option("--out", help="Folder to write (qrels, queries, provenance).")],
     split: Annotated[str, typer.Option(help="Name of the BEIR qrels split written.")] = "test",
+    complete_only: Annotated[bool, typer.Option("--complete-only", help="Leave out queries whose pool is only "
+                                                "partly judged.")] = False,
 ) -> None:
     """Write TREC and BEIR qrels, the reviewed queries and provenance (conflicts: majority, then the lower grade)."""
     from ..label.export import export_judgments
 
-    summary = export_judgments(db, out, split=split)
+    summary = export_judgments(db, out, split=split, complete_only=complete_only)
     c: dict[str, Any] = summary.provenance["counts"]
+    cov: dict[str, Any] = summary.provenance["coverage"]
     typer.echo(f"wrote {summary.out}: {c['queries']} queries, {c['pairs']} judged pairs, {c['judgments']} judgments "
                f"by {len(summary.provenance['annotators'])} annotator(s); {c['conflicts']} conflicts "
-               f"({c['resolved_by_majority']} by majority, {c['resolved_by_lower_grade']} by the lower grade)")
+               f"({c.get('resolved_by_review', 0)} by a reviewer, {c['resolved_by_majority']} by majority, "
+               f"{c['resolved_by_lower_grade']} by the lower grade)")
+    partial = ", ".join(f"{q} {v['judged']}/{v['pooled']}" for q, v in cov["partial"].items())
+    if cov["dropped"]:
+        typer.echo(f"left out {len(cov['dropped'])} partly judged quer{'y' if len(cov['dropped']) == 1 else 'ies'}: "
+                   f"{partial}", err=True)
+    elif cov["partial"]:
+        typer.echo(f"warning: {len(cov['partial'])} of {cov['queries']} exported queries are only partly judged "
+                   f"({partial} pooled pairs judged); their unjudged documents are missing from the qrels. "
+                   "--complete-only leaves them out", err=True)
+    if cov["pairs_owed_second_judgment"]:
+        typer.echo(f"note: {cov['pairs_owed_second_judgment']} pair(s) routed to two annotators have one judgment "
+                   "so far", err=True)
+    if c["resolved_by_lower_grade"]:
+        typer.echo(f"note: {c['resolved_by_lower_grade']} of {c['pairs_judged_twice_or_more']} pairs judged twice "
+                   "were settled by the lower grade (a tie), not by a reviewer: the app's Disagreements page "
+                   "(/disagreements/NAME) settles them", err=True)
 
 
 def register(app: typer.Typer) -> None:

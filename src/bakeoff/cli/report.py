@@ -18,7 +18,7 @@ def report_cmd(
     seed: SeedOpt = 0,
     alpha: AlphaOpt = 0.05,
     delta: DeltaOpt = [],
-    html: Annotated[bool, typer.Option(help="Write report.html (needs the [report] extra).")] = True,
+    html: Annotated[bool, typer.Option(help="Write report.html (needs the \\[report] extra).")] = True,
     progress: ProgressOpt = True,
 ) -> None:
     """Report a bake-off: table with CIs and significance, diagnostics, report.json/.html/.tex, per-query matrix."""

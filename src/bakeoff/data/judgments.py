@@ -233,7 +233,8 @@ def _annotator_summary(rows: Iterable[tuple[str, str, str, int, str, str]]) -> d
 
 
 def read_judgments(path: str | os.PathLike[str], *, corpus_fingerprint: str | None = None) -> HumanJudgments:
-    """Read a judgments database into resolved :class:`Qrels` (see :func:`resolve_grades`).
+    """Read a judgments database into resolved :class:`Qrels` (see :func:`resolve_grades`); a
+    disagreement a reviewer settled (``meta.settled``) takes the reviewer's grade instead.
 
     Only queries whose status is ``ready``, ``accepted`` or ``edited`` and that have at
     least one judgment are included. With ``corpus_fingerprint``, a database made for
@@ -271,8 +272,12 @@ def read_judgments(path: str | os.PathLike[str], *, corpus_fingerprint: str | No
         grades.setdefault((qid, doc), []).append(int(grade))
     judg: dict[str, dict[str, int]] = {}
     how_counts: Counter[str] = Counter()
+    settled = meta.get("settled") or {}  # a reviewer's grade for a disagreement: "qid\tdoc" -> {"grade", ...}
     for (qid, doc), gs in grades.items():
         g, how = resolve_grades(gs)
+        review = settled.get(f"{qid}\t{doc}")
+        if how in ("majority", "lower") and isinstance(review, dict) and review.get("grade") in (0, 1, 2, 3):
+            g, how = int(review["grade"]), "review"
         judg.setdefault(qid, {})[doc] = g
         how_counts[how] += 1
     queries = []
@@ -297,14 +302,16 @@ def read_judgments(path: str | os.PathLike[str], *, corpus_fingerprint: str | No
         "pool": meta.get("pool", {}),
         "source": meta.get("source", {}),
         "routing": meta.get("routing", {}),
-        "conflict_rule": "majority grade; a tie between the most frequent grades goes to the lower grade",
+        "conflict_rule": "a reviewer's grade (bakeoff label's disagreements page); else the majority grade; a tie "
+                         "between the most frequent grades goes to the lower grade",
         "counts": {
             "queries": len(judg),
             "pairs": len(grades),
             "pool_pairs": n_pool,
             "judgments": len(rows),
             "pairs_judged_twice_or_more": sum(1 for gs in grades.values() if len(gs) > 1),
-            "conflicts": how_counts["majority"] + how_counts["lower"],
+            "conflicts": how_counts["majority"] + how_counts["lower"] + how_counts["review"],
+            "resolved_by_review": how_counts["review"],
             "resolved_by_majority": how_counts["majority"],
             "resolved_by_lower_grade": how_counts["lower"],
         },

@@ -8,10 +8,12 @@ after the action committed to SQLite (:class:`~bakeoff.label.store.Store`).
 
 Safety: Jinja2 autoescapes every value (document and query text are shown as text); a
 Content-Security-Policy allows scripts, styles and requests from this origin only (no
-inline script or style, nothing from another host); ``TrustedHostMiddleware`` accepts only
-the address the server listens on (no DNS rebinding); actions need a JSON content type (a
-cross-site form cannot send one), and annotator names are restricted to
-``[A-Za-z0-9][A-Za-z0-9_.@-]{0,39}``.
+inline script or style, nothing from another host); :class:`~bakeoff.label.guard.Guard`
+requires the launch key on every page and action, checks Host and Origin, caps the body
+size and JSON depth and turns unexpected errors into a 500 with an id; actions need a JSON
+content type (a cross-site form cannot send one). Annotator names are NFC-normalised and
+restricted to a letter or digit of any script, then up to 39 letters, digits, ``_ . @ -``
+(so ``Jürgen`` typed composed or decomposed is one annotator).
 """
 
 from __future__ import annotations
@@ -19,14 +21,15 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Callable, Mapping
+import unicodedata
+from collections.abc import Callable
 from typing import Any
+from urllib.parse import quote
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
-from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
@@ -35,9 +38,12 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..data.judgments import GRADES
 from ..data.model import Corpus
+from .display import SHOWN_CHARS, DocumentView, document_view
+from .guard import Guard, check_json_depth
+from .guidelines import description_of
 from .store import Refused, Store
 
-__all__ = ["CSP", "make_app", "valid_annotator"]
+__all__ = ["CSP", "NAME_RULE", "annotator_name", "make_app", "valid_annotator"]
 
 _CSP_PAGE = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
              "form-action 'self'; base-uri 'none'")
@@ -47,12 +53,20 @@ CSP = _CSP_PAGE + "; frame-ancestors 'none'"
 _HEADERS = [(b"content-security-policy", CSP.encode()), (b"x-content-type-options", b"nosniff"),
             (b"referrer-policy", b"no-referrer"), (b"x-frame-options", b"DENY"),
             (b"cache-control", b"no-store")]
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@-]{0,39}")
+_NAME = re.compile(r"[^\W_][\w.@-]{0,39}")
+#: What the name rule says, for messages.
+NAME_RULE = "a letter or digit (any script), then letters, digits, _ . @ - (at most 40 characters)"
+
+
+def annotator_name(name: str) -> str | None:
+    """``name`` NFC-normalised and stripped when it is an acceptable annotator name, else None."""
+    n = unicodedata.normalize("NFC", name).strip()
+    return n if _NAME.fullmatch(n) else None
 
 
 def valid_annotator(name: str) -> bool:
-    """Whether ``name`` is an acceptable annotator name."""
-    return bool(_NAME.fullmatch(name))
+    """Whether ``name`` is an acceptable annotator name (:func:`annotator_name`)."""
+    return annotator_name(name) is not None
 
 
 class _SecurityHeaders:
@@ -78,69 +92,114 @@ class _SecurityHeaders:
         await self.app(scope, receive, send_with_headers)
 
 
-def make_app(*, store: Store, corpus: Corpus, title: str, allowed_hosts: list[str],
+def make_app(*, store: Store, corpus: Corpus, title: str, allowed_hosts: list[str], key: str, port: int,
              default_annotator: str | None = None,
              pool_one: Callable[[str, str], None] | None = None) -> Starlette:
-    """The ASGI app. ``pool_one(qid, text)`` pools a query accepted in review (None when
-    the database has no synthetic queries)."""
+    """The ASGI app. ``key`` is the launch key every page and action needs, ``port`` the
+    port it is served on (names the key cookie); ``allowed_hosts`` the Host names accepted
+    (:func:`~bakeoff.label.guard.allowed_hosts`). ``pool_one(qid, text)`` pools a query
+    accepted in review (None when the database has no synthetic queries)."""
     env = Environment(loader=PackageLoader("bakeoff.label", "templates"), autoescape=True,
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     review_mode = store.has_review()
-    base_ctx = {"title": title, "grades": GRADES, "csp": _CSP_PAGE, "review_mode": review_mode}
+    guide = store.meta().get("guidelines")
+    base_ctx = {"title": title, "grades": GRADES, "csp": _CSP_PAGE, "review_mode": review_mode, "key": key,
+                "shown_chars": SHOWN_CHARS, "guide": guide}
 
     def render(name: str, **ctx: Any) -> str:
         return env.get_template(name).render(**base_ctx, **ctx)
 
-    def doc_of(doc_id: str | None) -> Mapping[str, str]:
+    def doc_of(doc_id: str | None, query: str = "") -> DocumentView:
         if doc_id is None or doc_id not in corpus:
-            return {"id": doc_id or "", "title": "", "text": "(this document is not in the loaded corpus)"}
+            return document_view(doc_id or "", "", "(this document is not in the loaded corpus)", "")
         d = corpus[doc_id]
-        return {"id": d.id, "title": d.title, "text": d.text}
+        return document_view(d.id, d.title, d.text, query)
 
     def label_fragment(a: str, message: str = "") -> str:
         view = store.view(a, message=message)
-        return render("_work.html", view=view, doc=doc_of(view.doc_id))
+        need = description_of(view.qid, view.query_meta, guide) if view.qid else ""
+        return render("_work.html", view=view, doc=doc_of(view.doc_id, view.query_text), need=need)
 
     def review_fragment(a: str, message: str = "") -> str:
         view = store.review_view(a, message=message)
-        return render("_review.html", view=view, sources=[doc_of(d) for d in view.written_from])
+        return render("_review.html", view=view, sources=[doc_of(d, view.text) for d in view.written_from])
 
     def annotator_of(request: Request) -> str:
-        a = request.path_params["annotator"]
-        if not valid_annotator(a):
-            raise _BadRequest(f"bad annotator name {a!r}: letters, digits, _ . @ - (at most 40)")
+        a = annotator_name(request.path_params["annotator"])
+        if a is None:
+            raise _BadRequest(f"bad annotator name {request.path_params['annotator']!r}: {NAME_RULE}")
         return a
 
     async def index(request: Request) -> Response:
         if default_annotator:
             page = "review" if review_mode and store.review_view(default_annotator).pending else "label"
-            return RedirectResponse(f"/{page}/{default_annotator}", status_code=303)
+            return RedirectResponse(f"/{page}/{quote(default_annotator)}", status_code=303)
         return HTMLResponse(render("start.html", annotator="", page="start", error=""))
 
     async def start(request: Request) -> Response:
-        a = (request.query_params.get("annotator") or "").strip()
+        a = annotator_name(request.query_params.get("annotator") or "")
         page = "review" if request.query_params.get("page") == "review" and review_mode else "label"
-        if not valid_annotator(a):
+        if a is None:
             return HTMLResponse(render("start.html", annotator="", page="start",
-                                       error="Give a name: letters, digits, _ . @ - "
-                                       "(at most 40 characters)."), status_code=400)
-        return RedirectResponse(f"/{page}/{a}", status_code=303)
+                                       error=f"Give a name: {NAME_RULE}."), status_code=400)
+        return RedirectResponse(f"/{page}/{quote(a)}", status_code=303)
 
     async def label_page(request: Request) -> Response:
         a = annotator_of(request)
-        return HTMLResponse(render("label.html", annotator=a, page="label", work=label_fragment(a)))
+        message = ""
+        goto = request.query_params.get("q")
+        if goto is not None:  # a jump from the overview page
+            try:
+                store.move(a, "goto_query", qid=goto)
+            except Refused as exc:
+                message = f"Not done: {exc}"
+        return HTMLResponse(render("label.html", annotator=a, page="label", work=label_fragment(a, message)))
+
+    def settle_fragment(a: str, message: str = "") -> str:
+        items = store.disagreements()
+        for it in items:
+            it["doc_view"] = doc_of(it["doc"], it["query"])
+        return render("_settle.html", items=items, message=message, annotator=a)
+
+    async def settle_page(request: Request) -> Response:
+        a = annotator_of(request)
+        return HTMLResponse(render("settle.html", annotator=a, page="settle", work=settle_fragment(a)))
+
+    async def settle_api(request: Request) -> Response:
+        a = annotator_of(request)
+        data = await body_of(request)
+        if request.path_params["action"] == "view":
+            return HTMLResponse(settle_fragment(a))
+        if request.path_params["action"] != "decide":
+            raise _BadRequest(f"unknown action {request.path_params['action']!r}", status=404)
+        grade = data.get("grade")
+        try:
+            store.settle(a, str(data.get("qid")), str(data.get("doc")), None if grade is None else _int(grade))
+        except Refused as exc:
+            return HTMLResponse(settle_fragment(a, message=f"Not done: {exc}"), status_code=409)
+        return HTMLResponse(settle_fragment(a))
+
+    async def overview_page(request: Request) -> Response:
+        a = annotator_of(request)
+        rows = store.overview(a)
+        return HTMLResponse(render("overview.html", annotator=a, page="overview", rows=rows,
+                                   totals={"queries": len(rows), "open": sum(r.open for r in rows),
+                                           "done": sum(1 for r in rows if r.open and r.mine == r.pool_size),
+                                           "mine": sum(r.mine for r in rows)}))
 
     async def review_page(request: Request) -> Response:
         a = annotator_of(request)
         if not review_mode:
-            return RedirectResponse(f"/label/{a}", status_code=303)
+            return RedirectResponse(f"/label/{quote(a)}", status_code=303)
         return HTMLResponse(render("review.html", annotator=a, page="review", work=review_fragment(a)))
 
     async def body_of(request: Request) -> dict[str, Any]:
         if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
             raise _BadRequest("actions take a JSON body (Content-Type: application/json)", status=415)
+        raw = await request.body()
+        check_json_depth(raw)
         try:
-            data = json.loads(await request.body() or b"{}")
+            data = json.loads(raw or b"{}")
         except ValueError:
             raise _BadRequest("the body is not valid JSON") from None
         if not isinstance(data, dict):
@@ -154,14 +213,17 @@ def make_app(*, store: Store, corpus: Corpus, title: str, allowed_hosts: list[st
         message = ""
         try:
             if action == "judge":
+                if "replaces" not in data:
+                    raise _BadRequest("a grade carries the grade it replaces: \"replaces\": 0-3 or null")
+                replaces = data["replaces"]
                 store.judge(a, str(data.get("qid")), str(data.get("doc")), _int(data.get("grade")),
-                            str(data.get("note") or "")[:2000])
-            elif action == "skip":
-                store.skip(a, str(data.get("qid")), str(data.get("doc")))
+                            str(data.get("note") or "")[:2000], replaces=None if replaces is None else _int(replaces))
+            elif action in ("skip", "cant_tell"):
+                store.skip(a, str(data.get("qid")), str(data.get("doc")), cant_tell=action == "cant_tell")
             elif action == "undo":
                 message = store.undo(a)
             elif action == "move":
-                store.move(a, str(data.get("to")), qid=data.get("qid"), doc=data.get("doc"))
+                message = store.move(a, str(data.get("to")), qid=data.get("qid"), doc=data.get("doc"))
             elif action != "view":
                 raise _BadRequest(f"unknown action {action!r}", status=404)
         except Refused as exc:
@@ -202,13 +264,16 @@ def make_app(*, store: Store, corpus: Corpus, title: str, allowed_hosts: list[st
         Route("/favicon.ico", no_favicon),
         Route("/label/{annotator}", label_page),
         Route("/review/{annotator}", review_page),
+        Route("/overview/{annotator}", overview_page),
+        Route("/disagreements/{annotator}", settle_page),
+        Route("/api/{annotator}/settle/{action}", settle_api, methods=["POST"]),
         Route("/api/{annotator}/label/{action}", label_api, methods=["POST"]),
         Route("/api/{annotator}/review/{action}", review_api, methods=["POST"]),
         Mount("/static", StaticFiles(packages=[("bakeoff.label", "static")]), name="static"),
     ]
     return Starlette(routes=routes,
                      middleware=[Middleware(_SecurityHeaders),
-                                 Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts)],
+                                 Middleware(Guard, key=key, port=port, hosts=allowed_hosts)],
                      exception_handlers={_BadRequest: bad_request})
 
 

@@ -92,10 +92,16 @@ def sample_indices(n: int, *, sample: int | None, rng: np.random.Generator,
 def dataset_queries(ds: Dataset, *, sample: int | None, rng: np.random.Generator) -> QuerySet:
     """The dataset's queries (those of its split), optionally a uniform sample."""
     idx = sample_indices(len(ds.queries), sample=sample, rng=rng)
-    qs = tuple(SourceQuery(ds.queries.ids[i], ds.queries.texts[i], "dataset") for i in idx)
+    qs = tuple(SourceQuery(ds.queries.ids[i], ds.queries.texts[i], "dataset", metadata=_need(ds.queries.metadata[i]))
+               for i in idx)
     return QuerySet(qs, {"kind": "dataset", "name": ds.name, "split": ds.split,
                          "counts": {"available": len(ds.queries), "sampled": len(qs)},
                          "sample": sample})
+
+
+def _need(metadata: Mapping[str, Any]) -> dict[str, str]:
+    """The fields of a query's metadata that describe the need behind it (kept for the judge)."""
+    return {k: str(v) for k, v in metadata.items() if k in ("description", "narrative", "need") and v}
 
 
 def synthetic_queries(ds: Dataset, *, sample: int | None, rng: np.random.Generator) -> QuerySet:

@@ -31,10 +31,11 @@ from typing import Any
 
 from ..data.model import Dataset, Run
 from ..errors import MissingDependencyError
-from .terminal import _letters, leak_bucket_rows, pair_rows, report_rows, truth_quality_rows
+from .terminal import _letters, leak_bucket_rows, pair_rows, report_rows, truth_quality_rows, verdict_measure
 from .tuning import tuning_section
 
-__all__ = ["render_html", "write_html", "json_for_html", "pareto_front", "explorer_data", "plotly_js"]
+__all__ = ["render_html", "write_html", "json_for_html", "pareto_front", "explorer_data", "plotly_js", "label_offsets",
+           "natural_key"]
 
 SNIPPET_CHARS = 220
 TOP_N = 10
@@ -71,8 +72,60 @@ def pareto_front(points: Sequence[tuple[str, float, float]]) -> list[str]:
     return front
 
 
+def label_offsets(points: Sequence[tuple[str, float, float]], *, width: float = 420.0, height: float = 290.0,
+                  char_px: float = 7.5, line_px: float = 16.0) -> list[tuple[float, float]]:
+    """Pixel offsets ``(ax, ay)`` (plotly annotation convention: ``ay`` grows downwards) of the
+    label of each ``(name, x, y)`` point of a plot with a log x axis, so that labels overlap
+    neither each other nor the markers. The points are placed on a ``width`` x ``height`` px
+    plot area (each axis spanning its data range padded 8% a side); from the highest point
+    down, each label takes the first free spot on rings of 24, 44, 64 and 84 px around its
+    point (above, below, the four diagonals, right, left), its box ``char_px`` per character
+    wide and ``line_px`` high; a label with no free spot goes right above its point."""
+    if not points:
+        return []
+    xs = [math.log10(x) for _, x, _ in points]
+    ys = [y for _, _, y in points]
+
+    def scale(v: float, lo: float, hi: float, size: float) -> float:
+        span = (hi - lo) or 1.0
+        return (v - (lo - 0.08 * span)) / (span * 1.16) * size
+
+    px = [scale(x, min(xs), max(xs), width) for x in xs]
+    py = [scale(y, min(ys), max(ys), height) for y in ys]
+    spots = [(r * math.cos(math.radians(a)), r * math.sin(math.radians(a)))
+             for r in (24, 44, 64, 84) for a in (90, 270, 45, 135, 315, 225, 0, 180)]
+
+    def box(i: int, dx: float, dy: float) -> tuple[float, float, float, float]:
+        w = char_px * len(points[i][0]) + 4
+        cx = px[i] + dx + (w / 2 - 8 if dx > 1 else -(w / 2 - 8) if dx < -1 else 0)  # side labels lean outwards
+        cy = py[i] + dy
+        return cx - w / 2, cy - line_px / 2, cx + w / 2, cy + line_px / 2
+
+    def meets(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> bool:
+        return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+    markers = [(px[i] - 7, py[i] - 7, px[i] + 7, py[i] + 7) for i in range(len(points))]
+    placed: list[tuple[float, float, float, float]] = []
+    out: list[tuple[float, float]] = [(0.0, -24.0)] * len(points)
+    for i in sorted(range(len(points)), key=lambda j: (-py[j], px[j])):
+        free = next(((dx, dy) for dx, dy in spots
+                     if not any(meets(box(i, dx, dy), b) for b in [*placed, *markers])), (0.0, 24.0))
+        placed.append(box(i, *free))
+        w = char_px * len(points[i][0]) + 4
+        lean = (w / 2 - 8) if free[0] > 1 else -(w / 2 - 8) if free[0] < -1 else 0.0
+        out[i] = (round(free[0] + lean, 1), round(-free[1], 1))
+    return out
+
+
 def _num(v: Any) -> float:
     return math.nan if v is None else float(v)
+
+
+def natural_key(text: str) -> tuple[tuple[int, int | str], ...]:
+    """Sort key ordering digit runs by value: ``q2`` before ``q10``, ``doc-9`` before ``doc-10``."""
+    import re
+
+    return tuple((0, int(t)) if t.isdigit() else (1, t) for t in re.findall(r"\d+|\D+", text))
 
 
 def _figures(report: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -91,15 +144,21 @@ def _figures(report: Mapping[str, Any]) -> list[dict[str, Any]]:
     figs.append({
         "id": "plot-pareto",
         "data": [
-            {"type": "scatter", "mode": "markers+text", "name": "arms", "x": [p[1] for p in ok], "y": [p[2] for p in ok],
-             "text": [p[0] for p in ok], "textposition": "top center", "marker": {"size": 11}},
+            {"type": "scatter", "mode": "markers", "name": "arms", "x": [p[1] for p in ok], "y": [p[2] for p in ok],
+             "text": [p[0] for p in ok], "hovertemplate": "%{text}: %{y:.4f}, %{x:.3g} ms<extra></extra>",
+             "marker": {"size": 11}},
             {"type": "scatter", "mode": "lines", "name": "Pareto front", "x": [p[1] for p in fpts],
              "y": [p[2] for p in fpts], "line": {"dash": "dash", "shape": "hv"}},
         ],
         "layout": {"title": {"text": f"{primary} vs latency (Pareto front dashed)"},
                    "xaxis": {"title": {"text": f"ms / query, log scale ({'; '.join(kinds) or 'not measured'})"},
                              "type": "log"},
-                   "yaxis": {"title": {"text": primary}}, "showlegend": True, "margin": {"t": 50}},
+                   "yaxis": {"title": {"text": primary}}, "showlegend": True, "margin": {"t": 50},
+                   # labels as annotations placed apart (label_offsets), each with a thin line to its point
+                   "annotations": [{"x": math.log10(p[1]), "y": p[2], "xref": "x", "yref": "y", "text": html.escape(p[0]),
+                                    "showarrow": True, "arrowhead": 0, "arrowwidth": 0.6, "arrowcolor": "#999",
+                                    "ax": ax, "ay": ay, "font": {"size": 12}, "standoff": 5, "name": "pareto-label"}
+                                   for p, (ax, ay) in zip(ok, label_offsets(ok))]},
     })
 
     bar_measures = [m for m in (f"ndcg@{k}", f"recall@{k}", f"mrr@{k}") if m in report["measures"]] or report["measures"][:3]
@@ -114,7 +173,7 @@ def _figures(report: Mapping[str, Any]) -> list[dict[str, Any]]:
                  "layout": {"title": {"text": f"Means with {int(report['stats']['confidence'] * 100)}% bootstrap CIs"},
                             "barmode": "group", "yaxis": {"range": [0, 1]}, "margin": {"t": 50}}})
 
-    wtl_m = f"mrr@{k}" if f"mrr@{k}" in report["measures"] else primary
+    wtl_m = verdict_measure(report)
     wtl = {(w["a"], w["b"]): w for w in report["diagnostics"]["win_tie_loss"][wtl_m]}
     z, text = [], []
     for a in arms:
@@ -161,6 +220,7 @@ def explorer_data(report: Mapping[str, Any], *, dataset: Dataset | None, runs: M
     k = report["k"]
     ms = [m for m in dict.fromkeys([report["primary"], f"mrr@{k}", f"recall@{k}"]) if m in report["measures"]]
     queries = []
+    query_ids = sorted(query_ids, key=natural_key)
     for q in query_ids:
         text = dataset.queries[q].text if dataset is not None and q in dataset.queries else ""
         queries.append({"id": q, "text": text,

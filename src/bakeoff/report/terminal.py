@@ -14,7 +14,14 @@ from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
 __all__ = ["leak_bucket_rows", "print_agreement", "print_table", "print_truth_quality", "table_rows",
-           "truth_quality_rows"]
+           "truth_quality_rows", "verdict_measure"]
+
+
+def verdict_measure(report: Mapping[str, Any]) -> str:
+    """The measure the verdict decides on (the report's primary measure without a verdict),
+    which the win/tie/loss table and heat map use too."""
+    m = (report.get("verdict") or {}).get("measure") or report["primary"]
+    return m if m in report["diagnostics"]["win_tie_loss"] else report["primary"]
 
 
 def table_rows(results: Mapping[str, Any], *, measures: Sequence[str] | None = None) -> tuple[list[str], list[list[str]]]:
@@ -215,7 +222,7 @@ def print_report(report: Mapping[str, Any], *, file: IO[str] | None = None) -> N
         console.print(pt)
     dg = report["diagnostics"]
     k = report["k"]
-    wm = f"mrr@{k}" if f"mrr@{k}" in report["measures"] else m
+    wm = verdict_measure(report)
     arms = [a["name"] for a in report["arms"]]
     wtl = {(w["a"], w["b"]): w for w in dg["win_tie_loss"].get(wm, [])}
     if len(arms) > 1:

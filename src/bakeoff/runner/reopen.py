@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..data.datasets import DatasetSpec, open_dataset
+from ..data.judgments import is_sqlite
 from ..data.loaders import read_trec_run
 from ..data.model import Dataset, Run
 from ..errors import InputError
@@ -62,6 +63,13 @@ def load_dataset(results: Mapping[str, Any], *, path: Path, data: str | Path | N
                          unmasked=res.dataset.get("queries_variant") == "unmasked")
     have = {"corpus": ds.corpus.fingerprint(), "queries": ds.queries.fingerprint(), "qrels": ds.qrels.fingerprint()}
     for key, fp in res.fingerprints.items():
+        if key == "qrels" and fp != have[key] and src.get("qrels") and is_sqlite(Path(str(src["qrels"]))):
+            db = src["qrels"]
+            raise InputError(f"the judgments in {db} changed since the run (more judging since); a report needs the "
+                             "judgments the run was scored on. Export a snapshot before judging on "
+                             f"(bakeoff label export --db {db} --out SNAPSHOT) and run with --qrels "
+                             "SNAPSHOT/qrels/test.tsv; or re-run bakeoff run on the database as it is now",
+                             path=path, field="dataset.fingerprints.qrels")
         if key in have and fp != have[key]:
             raise InputError(f"the dataset's {key} changed since the run (fingerprint differs; or the run used "
                              "other field/cleaning options); report on the data the results were computed on",

@@ -10,7 +10,11 @@
   const work = document.getElementById("work");
   const status = document.getElementById("status");
   const help = document.getElementById("help");
-  if (!annotator || !work || (page !== "label" && page !== "review")) return;
+  // The launch key (also in an HttpOnly cookie): sent in a header with every action, which
+  // another origin's page can neither read nor send.
+  const keyMeta = document.querySelector('meta[name="bakeoff-key"]');
+  const key = keyMeta ? keyMeta.content : "";
+  if (!annotator || !work || (page !== "label" && page !== "review" && page !== "settle")) return;
 
   // Instrumentation read by the browser tests: pending actions, and per action the time from
   // the key event to the updated DOM (dom_ms) and to the next animation frame (frame_ms), and
@@ -34,12 +38,28 @@
       const data = typeof payload === "function" ? payload() : payload;
       if (data === null) return; // nothing to act on (e.g. no current item)
       const r = await fetch(`/api/${encodeURIComponent(annotator)}/${page}/${action}`, {
-        method: "POST", headers: { "Content-Type": "application/json" },
+        method: "POST", headers: { "Content-Type": "application/json", "X-Bakeoff-Key": key },
         body: JSON.stringify(data), credentials: "same-origin", cache: "no-store",
       });
       const html = await r.text();
-      if (!r.ok && r.status !== 409) throw new Error(`server answered ${r.status}`);
+      if (!r.ok && r.status !== 409) {
+        const why = new DOMParser().parseFromString(html, "text/html").body.textContent.trim();
+        throw new Error(`server answered ${r.status}${why ? ": " + why : ""}`);
+      }
+      const before = state();
+      const was = `${before.qid}\u0000${before.doc}`;
+      if (action === "view" && t0 === undefined && html.includes(`data-qid="${before.qid}" data-doc="${before.doc}"`)
+          && document.getElementById("message")) {
+        return; // the load-time refresh found the same item: keep the message the page was served with
+      }
       work.innerHTML = html;
+      const after = state();
+      if (page !== "settle" && (`${after.qid}\u0000${after.doc}` !== was || after.done === "1")) {
+        // a new document (or the end): its top in view and the focus on the work area, not left
+        // where the previous, possibly long, document was scrolled to
+        window.scrollTo(0, 0);
+        work.focus({ preventScroll: true });
+      }
       say(r.status === 409 ? "Not recorded (see message)" : "", r.status === 409);
       const dom = performance.now();
       if (t0 !== undefined) {
@@ -66,9 +86,18 @@
   };
   const grade = (g, t0) => send("judge", () => {
     const c = current();
-    return c ? { ...c, grade: g, note: noteValue() } : null;
+    // the grade this page shows: the server refuses the write when another tab changed it since
+    const shown = state().grade;
+    return c ? { ...c, grade: g, note: noteValue(), replaces: shown === undefined || shown === "" ? null : Number(shown) } : null;
   }, t0);
   const move = (to, t0, extra) => send("move", () => ({ to, ...(extra || {}) }), t0);
+
+  function showAll() { // the rest of a long document, cut for reading (see display.py)
+    const rest = document.getElementById("drest");
+    const cut = document.getElementById("cut");
+    if (rest) rest.hidden = false;
+    if (cut) cut.hidden = true;
+  }
 
   function labelKey(ev, t0) {
     switch (ev.key) {
@@ -79,7 +108,14 @@
       case "k": case "ArrowLeft": move("prev_doc", t0); return true;
       case "u": send("undo", {}, t0); return true;
       case "s": send("skip", () => current(), t0); return true;
-      case "c": { const n = document.getElementById("note"); if (n) { n.focus(); n.select(); } return true; }
+      case "x": send("cant_tell", () => current(), t0); return true;
+      case "m": showAll(); return true;
+      case "o": window.location.href = `/overview/${encodeURIComponent(annotator)}`; return true;
+      case "c": { // edit the note: the caret at its end, nothing selected (typing adds, never replaces)
+        const n = document.getElementById("note");
+        if (n) { n.focus(); n.setSelectionRange(n.value.length, n.value.length); }
+        return true;
+      }
       default: return false;
     }
   }
@@ -116,6 +152,8 @@
 
   // -- keys and clicks --------------------------------------------------------------------
   const toggleHelp = (show) => { help.hidden = show === undefined ? !help.hidden : !show; };
+  const guide = document.getElementById("guide");
+  const toggleGuide = (show) => { if (guide) guide.hidden = show === undefined ? !guide.hidden : !show; };
 
   document.addEventListener("keydown", (ev) => {
     if (ev.ctrlKey || ev.metaKey || ev.altKey || ev.isComposing) return;
@@ -138,9 +176,11 @@
       }
       return;
     }
-    if (ev.key === "?") { toggleHelp(); ev.preventDefault(); return; }
-    if (ev.key === "Escape") { toggleHelp(false); return; }
-    if (!help.hidden) return;
+    if (ev.key === "?") { toggleGuide(false); toggleHelp(); ev.preventDefault(); return; }
+    if (ev.key === "g" && guide) { toggleHelp(false); toggleGuide(); ev.preventDefault(); return; }
+    if (ev.key === "Escape") { toggleHelp(false); toggleGuide(false); return; }
+    if (!help.hidden || (guide && !guide.hidden)) return;
+    if (page === "settle") return;
     const handled = page === "label" ? labelKey(ev, t0) : reviewKey(ev, t0);
     if (handled) ev.preventDefault();
   });
@@ -149,12 +189,23 @@
     const el = ev.target.closest("button");
     if (!el) return;
     const t0 = ev.timeStamp;
-    if (el.id === "help-button") { toggleHelp(); return; }
+    if (el.id === "help-button") { toggleGuide(false); toggleHelp(); return; }
+    if (el.id === "guide-button") { toggleHelp(false); toggleGuide(); return; }
+    if (el.dataset.settle !== undefined) { // the disagreements page: a reviewer's grade (or none)
+      const item = el.closest("article");
+      const g = el.dataset.settle;
+      send("decide", { qid: item.dataset.qid, doc: item.dataset.doc, grade: g === "" ? null : Number(g) }, t0);
+      return;
+    }
     if (el.dataset.grade !== undefined) grade(Number(el.dataset.grade), t0);
     else if (el.dataset.decision === "edit") openEdit();
     else if (el.dataset.decision !== undefined) decide(el.dataset.decision, t0);
     else if (el.dataset.act === "skip") send("skip", () => current(), t0);
+    else if (el.dataset.act === "cant_tell") send("cant_tell", () => current(), t0);
     else if (el.dataset.act === "undo") send("undo", {}, t0);
+    else if (el.dataset.act === "showall") showAll();
+    else if (el.dataset.act === "last") move("prev_query", t0);
+    else if (el.dataset.act === "first") move("next_query", t0);
     else if (el.classList.contains("chip") && el.dataset.doc !== undefined) {
       const s = state();
       move("goto", t0, { qid: s.qid, doc: el.dataset.doc });
@@ -164,6 +215,8 @@
   // Refresh the work area once on load (untimed): it also warms the page's request path, so the
   // first key is answered as fast as the others.
   send("view", {});
+  // guidelines open by themselves before an annotator's first grade
+  if (guide && page === "label" && state().first === "1") toggleGuide(true);
 
   document.addEventListener("submit", (ev) => {
     if (ev.target.id === "editform") {
