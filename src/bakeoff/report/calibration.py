@@ -1,0 +1,308 @@
+"""Calibration figures: does a synthetic truth rank the arms the way human judgments do?
+
+The same arms are scored on two query sets of one corpus: the **human** set (queries and
+judgments a person made) and the **synthetic** set (queries an LLM wrote, each judged by the
+document it was written from). Both give a per-query matrix ``(queries, arms)`` on a measure;
+the arm means of each are compared. Every function here is pure (no I/O, no global state;
+resampling draws from a caller-supplied :class:`numpy.random.Generator`).
+
+* **Orderings**: arms sorted by mean, descending; an exact tie keeps the arms' listed order
+  (the verdict's tie rule, :func:`bakeoff.report.verdict.build_verdict`).
+* **Kendall's τ-a** (:func:`kendall_tau`, ``variant="a"``): ``(C - D) / (n (n - 1) / 2)`` over
+  the ``n (n - 1) / 2`` pairs of arms, ``C`` concordant (same strict order in both), ``D``
+  discordant (opposite strict order); a pair tied on either side counts in neither.
+  **τ-b** (``variant="b"``): ``(C - D) / sqrt((n0 - n1)(n0 - n2))`` with ``n0`` all pairs and
+  ``n1``, ``n2`` the pairs tied in the first and second vector (``scipy.stats.kendalltau``);
+  NaN when one side is all ties.
+* **τ_AP** (:func:`tau_ap`; Yilmaz, Aslam and Robertson, "A new rank correlation coefficient
+  for information retrieval", SIGIR 2008): with the *estimated* ordering (synthetic) read top
+  down, ``τ_AP = 2 / (n - 1) · Σ_{i=2..n} C(i) / (i - 1) - 1``, where ``C(i)`` is the number of
+  arms above position ``i`` in the estimated ordering that are also above that arm in the
+  *reference* ordering (human). Errors near the top cost more than errors near the bottom;
+  identical orderings give 1, reversed ones -1; not symmetric.
+* **Bootstrap over queries on both sides** (:func:`bootstrap_agreement`): ``R`` times, resample
+  the human queries with replacement and, independently, the synthetic queries (the two sets
+  share no queries), recompute both sets' arm means and every figure; the CI is the
+  percentile interval of the ``R`` values (NaN values, e.g. τ-b of an all-tied resample,
+  left out and counted).
+* **Top-1 agreement**: whether both orderings put the same arm first; its bootstrap value is
+  the share of resamples where they do.
+* **Per-arm bias** (:func:`bootstrap_agreement`, ``bias``): synthetic mean minus human mean of
+  each arm, with the percentile CI of the same resamples; positive = the synthetic queries
+  flatter the arm. :func:`bias_by_bucket` does the same on each leak bucket's synthetic
+  queries (against all human queries): lexical arms flattered mostly in the leak-heavy
+  buckets point at the leak, not the arm.
+* **Significant pairs** (:func:`significant_pairs`): of the pairs of arms that differ
+  significantly under the human truth (paired randomization test, Holm across the pairs of
+  the measure: :func:`bakeoff.stats.compare`), the share whose order the synthetic truth keeps
+  (same sign of the mean difference), keeps significantly, and reverses significantly. With
+  near-tied arms a τ over all pairs is mostly noise; these shares are what a decision rests on.
+* **Verdict agreement** (:func:`verdict_agreement`): the arm each side's verdict would deploy
+  (:func:`bakeoff.report.verdict.build_verdict`, with its tie and cost rules) and its best arm.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+import numpy as np
+
+from ..stats import PairStat
+
+__all__ = [
+    "bias_by_bucket",
+    "bootstrap_agreement",
+    "kendall_tau",
+    "ordering",
+    "significant_pairs",
+    "tau_ap",
+    "top1_agrees",
+    "verdict_agreement",
+]
+
+
+def ordering(means: Sequence[float] | np.ndarray, arms: Sequence[str]) -> list[str]:
+    """``arms`` sorted by mean descending; an exact tie keeps the listed order (NaN is an error)."""
+    m = [float(v) for v in means]
+    if len(m) != len(arms):
+        raise ValueError(f"{len(m)} means for {len(arms)} arms")
+    if any(math.isnan(v) for v in m):
+        raise ValueError("a mean is NaN: it has no place in an ordering")
+    return [arms[i] for i in sorted(range(len(m)), key=lambda i: -m[i])]
+
+
+def kendall_tau(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray, *,
+                variant: Literal["a", "b"] = "b") -> float:
+    """Kendall's τ-a or τ-b between two score vectors of the same items (module docstring)."""
+    a = np.asarray(x, dtype=float)
+    b = np.asarray(y, dtype=float)
+    if a.shape != b.shape or a.ndim != 1:
+        raise ValueError(f"score vectors differ in shape: {a.shape} vs {b.shape}")
+    n = a.size
+    if n < 2:
+        return math.nan
+    if variant == "b":
+        from scipy.stats import kendalltau
+
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return float(kendalltau(a, b, variant="b").statistic)
+    if variant != "a":
+        raise ValueError(f"variant must be 'a' or 'b', got {variant!r}")
+    iu = np.triu_indices(n, k=1)
+    s = np.sign(a[:, None] - a[None, :])[iu] * np.sign(b[:, None] - b[None, :])[iu]
+    return float(s.sum() / (n * (n - 1) / 2))
+
+
+def tau_ap(reference: Sequence[float] | np.ndarray, estimate: Sequence[float] | np.ndarray,
+           arms: Sequence[str]) -> float:
+    """τ_AP of the ``estimate`` ordering against the ``reference`` one (module docstring).
+
+    Both orderings come from :func:`ordering` (ties keep the listed order), so every pair is
+    strictly ordered on both sides.
+    """
+    ref = ordering(reference, arms)
+    est = ordering(estimate, arms)
+    n = len(arms)
+    if n < 2:
+        return math.nan
+    pos = {a: i for i, a in enumerate(ref)}
+    total = 0.0
+    for i in range(1, n):
+        here = est[i]
+        correct = sum(1 for above in est[:i] if pos[above] < pos[here])
+        total += correct / i
+    return 2.0 * total / (n - 1) - 1.0
+
+
+def top1_agrees(reference: Sequence[float] | np.ndarray, estimate: Sequence[float] | np.ndarray,
+                arms: Sequence[str]) -> bool:
+    """True when both orderings put the same arm first."""
+    return ordering(reference, arms)[0] == ordering(estimate, arms)[0]
+
+
+def _ci(values: np.ndarray, confidence: float) -> tuple[float, float, int]:
+    """Percentile interval of the finite values, and how many were left out."""
+    finite = values[np.isfinite(values)]
+    alpha = 1.0 - confidence
+    if finite.size == 0:
+        return math.nan, math.nan, int(values.size)
+    return (float(np.quantile(finite, alpha / 2)), float(np.quantile(finite, 1 - alpha / 2)),
+            int(values.size - finite.size))
+
+
+def _check(human: np.ndarray, synthetic: np.ndarray, arms: Sequence[str]) -> None:
+    for name, mat in (("human", human), ("synthetic", synthetic)):
+        if mat.ndim != 2 or mat.shape[1] != len(arms):
+            raise ValueError(f"{name} matrix must be (queries, {len(arms)} arms), got {mat.shape}")
+        if mat.shape[0] == 0:
+            raise ValueError(f"the {name} side has no queries")
+        if np.isnan(mat).any():
+            raise ValueError(f"the {name} matrix holds NaN")
+
+
+def _figures(h_means: np.ndarray, s_means: np.ndarray, arms: Sequence[str]) -> dict[str, float]:
+    return {
+        "tau_a": kendall_tau(h_means, s_means, variant="a"),
+        "tau_b": kendall_tau(h_means, s_means, variant="b"),
+        "tau_ap": tau_ap(h_means, s_means, arms),
+        "top1": 1.0 if top1_agrees(h_means, s_means, arms) else 0.0,
+    }
+
+
+def bootstrap_agreement(
+    human: np.ndarray,
+    synthetic: np.ndarray,
+    *,
+    arms: Sequence[str],
+    rng: np.random.Generator,
+    n_resamples: int = 2000,
+    confidence: float = 0.95,
+) -> dict[str, Any]:
+    """Point values and bootstrap CIs of τ-a, τ-b, τ_AP, top-1 agreement and per-arm bias.
+
+    ``human`` is ``(n_h, k)`` and ``synthetic`` ``(n_s, k)``, column ``j`` = ``arms[j]``, one
+    row per query. Returns ``{"arms", "n_human", "n_synthetic", "human_means",
+    "synthetic_means", "human_order", "synthetic_order", "figures": {name: {"value", "ci_low",
+    "ci_high", "undefined"}}, "bias": {arm: {"value", "ci_low", "ci_high"}}, "n_resamples",
+    "confidence"}``; ``figures["top1"]["ci_*"]`` is replaced by ``"share"``, the share of
+    resamples whose orderings share their first arm.
+    """
+    h = np.asarray(human, dtype=float)
+    s = np.asarray(synthetic, dtype=float)
+    arms = list(arms)
+    _check(h, s, arms)
+    if len(set(arms)) != len(arms):
+        raise ValueError("arm names repeat")
+    hm, sm = h.mean(axis=0), s.mean(axis=0)
+    point = _figures(hm, sm, arms)
+    boots: dict[str, list[float]] = {name: [] for name in point}
+    bias_boot = np.empty((n_resamples, len(arms)))
+    for r in range(n_resamples):
+        hr = h[rng.integers(0, h.shape[0], h.shape[0])].mean(axis=0)
+        sr = s[rng.integers(0, s.shape[0], s.shape[0])].mean(axis=0)
+        for name, v in _figures(hr, sr, arms).items():
+            boots[name].append(v)
+        bias_boot[r] = sr - hr
+    figures: dict[str, dict[str, Any]] = {}
+    for name, v in point.items():
+        vals = np.asarray(boots[name])
+        if name == "top1":
+            figures[name] = {"value": v, "share": float(vals.mean())}
+            continue
+        lo, hi, undefined = _ci(vals, confidence)
+        figures[name] = {"value": v, "ci_low": lo, "ci_high": hi, "undefined": undefined}
+    bias = {}
+    for j, arm in enumerate(arms):
+        lo, hi, _ = _ci(bias_boot[:, j], confidence)
+        bias[arm] = {"value": float(sm[j] - hm[j]), "ci_low": lo, "ci_high": hi}
+    return {
+        "arms": arms,
+        "n_human": int(h.shape[0]),
+        "n_synthetic": int(s.shape[0]),
+        "human_means": {a: float(v) for a, v in zip(arms, hm)},
+        "synthetic_means": {a: float(v) for a, v in zip(arms, sm)},
+        "human_order": ordering(hm, arms),
+        "synthetic_order": ordering(sm, arms),
+        "figures": figures,
+        "bias": bias,
+        "n_resamples": int(n_resamples),
+        "confidence": float(confidence),
+    }
+
+
+def bias_by_bucket(
+    human: np.ndarray,
+    synthetic: np.ndarray,
+    buckets: Sequence[str | None],
+    *,
+    arms: Sequence[str],
+    rng: np.random.Generator,
+    n_resamples: int = 2000,
+    confidence: float = 0.95,
+) -> dict[str, dict[str, Any]]:
+    """Per-arm bias of each bucket's synthetic queries against all human queries.
+
+    ``buckets[i]`` labels synthetic row ``i`` (e.g. its leak bin; ``None``: no bucket, left
+    out). Buckets come back in the order they first appear sorted by label, each
+    ``{"n", "bias": {arm: {"value", "ci_low", "ci_high"}}}`` (same resampling as
+    :func:`bootstrap_agreement`, within the bucket).
+    """
+    s = np.asarray(synthetic, dtype=float)
+    if len(buckets) != s.shape[0]:
+        raise ValueError(f"{len(buckets)} bucket labels for {s.shape[0]} synthetic queries")
+    out: dict[str, dict[str, Any]] = {}
+    for label in sorted({b for b in buckets if b is not None}):
+        rows = np.array([i for i, b in enumerate(buckets) if b == label])
+        res = bootstrap_agreement(human, s[rows], arms=arms, rng=rng, n_resamples=n_resamples,
+                                  confidence=confidence)
+        out[label] = {"n": int(rows.size), "bias": res["bias"]}
+    return out
+
+
+def significant_pairs(human: Sequence[PairStat], synthetic: Sequence[PairStat], *, measure: str) -> dict[str, Any]:
+    """How the synthetic truth treats the pairs the human truth separates (module docstring).
+
+    ``human`` and ``synthetic`` are the pairs of :func:`bakeoff.stats.compare` on each side
+    (same arms; a pair is matched by its two names in either order). Returns ``{"measure",
+    "pairs", "human_significant", "kept", "kept_significant", "reversed", "reversed_significant",
+    "share_kept", "share_kept_significant", "share_reversed", "share_reversed_significant",
+    "rows": [{"better", "worse", "human_diff", "synthetic_diff", "synthetic_significant",
+    "outcome"}]}``; a share is NaN when no pair is significant under the human truth.
+    ``outcome`` is ``kept significantly``, ``kept``, ``tied`` (synthetic difference exactly 0),
+    ``reversed`` or ``reversed significantly``.
+    """
+    syn = {frozenset((p.a, p.b)): p for p in synthetic if p.measure == measure}
+    rows = []
+    n_pairs = 0
+    for p in human:
+        if p.measure != measure:
+            continue
+        n_pairs += 1
+        if not p.significant or p.diff == 0:
+            continue
+        q = syn.get(frozenset((p.a, p.b)))
+        if q is None:
+            raise KeyError(f"the synthetic side has no pair {p.a} / {p.b} on {measure}")
+        better, worse = (p.a, p.b) if p.diff > 0 else (p.b, p.a)
+        h_diff = abs(p.diff)
+        s_diff = q.diff if q.a == better else -q.diff
+        if s_diff > 0:
+            outcome = "kept significantly" if q.significant else "kept"
+        elif s_diff < 0:
+            outcome = "reversed significantly" if q.significant else "reversed"
+        else:
+            outcome = "tied"
+        rows.append({"better": better, "worse": worse, "human_diff": h_diff, "synthetic_diff": float(s_diff),
+                     "synthetic_significant": bool(q.significant), "outcome": outcome})
+    n = len(rows)
+    kept_sig = sum(r["outcome"] == "kept significantly" for r in rows)
+    kept = kept_sig + sum(r["outcome"] == "kept" for r in rows)
+    rev_sig = sum(r["outcome"] == "reversed significantly" for r in rows)
+    rev = rev_sig + sum(r["outcome"] == "reversed" for r in rows)
+
+    def share(c: int) -> float:
+        return c / n if n else math.nan
+
+    return {"measure": measure, "pairs": n_pairs, "human_significant": n, "kept": kept,
+            "kept_significant": kept_sig, "reversed": rev, "reversed_significant": rev_sig,
+            "share_kept": share(kept), "share_kept_significant": share(kept_sig), "share_reversed": share(rev),
+            "share_reversed_significant": share(rev_sig), "rows": rows}
+
+
+def verdict_agreement(human: Mapping[str, Any], synthetic: Mapping[str, Any]) -> dict[str, Any]:
+    """Whether two verdicts (:func:`bakeoff.report.verdict.build_verdict`) deploy the same arm.
+
+    Returns ``{"human_pick", "synthetic_pick", "same_pick", "human_best", "synthetic_best",
+    "same_best", "synthetic_pick_human_candidate"}``; the last is True when the arm the
+    synthetic verdict deploys is among the human verdict's candidates (the best arm and those
+    statistically tied with it), i.e. the synthetic decision is one the human data cannot fault.
+    """
+    hp, sp = human.get("pick"), synthetic.get("pick")
+    return {
+        "human_pick": hp, "synthetic_pick": sp, "same_pick": hp is not None and hp == sp,
+        "human_best": human.get("best"), "synthetic_best": synthetic.get("best"),
+        "same_best": human.get("best") is not None and human.get("best") == synthetic.get("best"),
+        "synthetic_pick_human_candidate": sp is not None and sp in (human.get("candidates") or []),
+    }
