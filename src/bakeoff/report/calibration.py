@@ -221,11 +221,12 @@ def bias_by_bucket(
     rng: np.random.Generator,
     n_resamples: int = 2000,
     confidence: float = 0.95,
+    order: Sequence[str] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Per-arm bias of each bucket's synthetic queries against all human queries.
 
     ``buckets[i]`` labels synthetic row ``i`` (e.g. its leak bin; ``None``: no bucket, left
-    out). Buckets come back in the order they first appear sorted by label, each
+    out). Buckets come back in ``order`` (default: sorted by label; empty buckets left out), each
     ``{"n", "bias": {arm: {"value", "ci_low", "ci_high"}}}`` (same resampling as
     :func:`bootstrap_agreement`, within the bucket).
     """
@@ -233,7 +234,9 @@ def bias_by_bucket(
     if len(buckets) != s.shape[0]:
         raise ValueError(f"{len(buckets)} bucket labels for {s.shape[0]} synthetic queries")
     out: dict[str, dict[str, Any]] = {}
-    for label in sorted({b for b in buckets if b is not None}):
+    present = {b for b in buckets if b is not None}
+    labels = [b for b in order if b in present] if order is not None else sorted(present)
+    for label in labels:
         rows = np.array([i for i, b in enumerate(buckets) if b == label])
         res = bootstrap_agreement(human, s[rows], arms=arms, rng=rng, n_resamples=n_resamples,
                                   confidence=confidence)
@@ -241,41 +244,48 @@ def bias_by_bucket(
     return out
 
 
-def significant_pairs(human: Sequence[PairStat], synthetic: Sequence[PairStat], *, measure: str) -> dict[str, Any]:
+def _g(pair: PairStat | Mapping[str, Any], key: str) -> Any:
+    return pair[key] if isinstance(pair, Mapping) else getattr(pair, key)
+
+
+def significant_pairs(human: Sequence[PairStat | Mapping[str, Any]], synthetic: Sequence[PairStat | Mapping[str, Any]],
+                      *, measure: str) -> dict[str, Any]:
     """How the synthetic truth treats the pairs the human truth separates (module docstring).
 
-    ``human`` and ``synthetic`` are the pairs of :func:`bakeoff.stats.compare` on each side
-    (same arms; a pair is matched by its two names in either order). Returns ``{"measure",
-    "pairs", "human_significant", "kept", "kept_significant", "reversed", "reversed_significant",
-    "share_kept", "share_kept_significant", "share_reversed", "share_reversed_significant",
-    "rows": [{"better", "worse", "human_diff", "synthetic_diff", "synthetic_significant",
-    "outcome"}]}``; a share is NaN when no pair is significant under the human truth.
-    ``outcome`` is ``kept significantly``, ``kept``, ``tied`` (synthetic difference exactly 0),
-    ``reversed`` or ``reversed significantly``.
+    ``human`` and ``synthetic`` are the pairs of :func:`bakeoff.stats.compare` on each side (or
+    their dicts, as in a report's ``stats.pairs``; same arms; a pair is matched by its two names
+    in either order). Returns ``{"measure", "pairs", "human_significant", "kept",
+    "kept_significant", "reversed", "reversed_significant", "share_kept", "share_kept_significant",
+    "share_reversed", "share_reversed_significant", "rows": [{"better", "worse", "human_diff",
+    "synthetic_diff", "synthetic_significant", "outcome"}]}``; a share is NaN when no pair is
+    significant under the human truth. ``outcome`` is ``kept significantly``, ``kept``, ``tied``
+    (synthetic difference exactly 0), ``reversed`` or ``reversed significantly``.
     """
-    syn = {frozenset((p.a, p.b)): p for p in synthetic if p.measure == measure}
+    syn = {frozenset((_g(p, "a"), _g(p, "b"))): p for p in synthetic if _g(p, "measure") == measure}
     rows = []
     n_pairs = 0
     for p in human:
-        if p.measure != measure:
+        if _g(p, "measure") != measure:
             continue
         n_pairs += 1
-        if not p.significant or p.diff == 0:
+        diff = float(_g(p, "diff"))
+        if not _g(p, "significant") or diff == 0:
             continue
-        q = syn.get(frozenset((p.a, p.b)))
+        a, b = _g(p, "a"), _g(p, "b")
+        q = syn.get(frozenset((a, b)))
         if q is None:
-            raise KeyError(f"the synthetic side has no pair {p.a} / {p.b} on {measure}")
-        better, worse = (p.a, p.b) if p.diff > 0 else (p.b, p.a)
-        h_diff = abs(p.diff)
-        s_diff = q.diff if q.a == better else -q.diff
+            raise KeyError(f"the synthetic side has no pair {a} / {b} on {measure}")
+        better, worse = (a, b) if diff > 0 else (b, a)
+        s_diff = float(_g(q, "diff")) if _g(q, "a") == better else -float(_g(q, "diff"))
+        q_sig = bool(_g(q, "significant"))
         if s_diff > 0:
-            outcome = "kept significantly" if q.significant else "kept"
+            outcome = "kept significantly" if q_sig else "kept"
         elif s_diff < 0:
-            outcome = "reversed significantly" if q.significant else "reversed"
+            outcome = "reversed significantly" if q_sig else "reversed"
         else:
             outcome = "tied"
-        rows.append({"better": better, "worse": worse, "human_diff": h_diff, "synthetic_diff": float(s_diff),
-                     "synthetic_significant": bool(q.significant), "outcome": outcome})
+        rows.append({"better": better, "worse": worse, "human_diff": abs(diff), "synthetic_diff": s_diff,
+                     "synthetic_significant": q_sig, "outcome": outcome})
     n = len(rows)
     kept_sig = sum(r["outcome"] == "kept significantly" for r in rows)
     kept = kept_sig + sum(r["outcome"] == "kept" for r in rows)
@@ -306,3 +316,190 @@ def verdict_agreement(human: Mapping[str, Any], synthetic: Mapping[str, Any]) ->
         "same_best": human.get("best") is not None and human.get("best") == synthetic.get("best"),
         "synthetic_pick_human_candidate": sp is not None and sp in (human.get("candidates") or []),
     }
+
+
+# --- a calibration record: the generator's identity and the figures of one judged corpus ---------------
+
+#: Generation parameters that do not change how a query is written or filtered (how many, which sample,
+#: how the kept ones are split): left out of the generator identity.
+_NOT_IDENTITY = frozenset({"n", "seed", "test_fraction", "schema", "stratify_by", "bootstrapped"})
+
+
+def _strip(node: Any) -> Any:
+    if isinstance(node, Mapping):
+        return {k: _strip(v) for k, v in node.items() if k not in _NOT_IDENTITY}
+    if isinstance(node, (list, tuple)):
+        return [_strip(v) for v in node]
+    return node
+
+
+def generator_identity(provenance: Mapping[str, Any]) -> dict[str, Any]:
+    """What makes a generator's queries what they are, from a ``provenance.json`` of ``bakeoff generate``.
+
+    ``{"mode", "model", "prompt_style", "prompts", "filters", "key"}``: the model's cache identity
+    (for packaged local models it carries the weights' sha256 prefix, with the llama.cpp version),
+    the prompt (instruction, rendered template, controls, examples policy: ``none``, ``user`` or
+    ``bootstrapped``), and the filters (every generation parameter but the sample size, seeds and
+    split; the answerability and specificity scorers' identities). ``key`` is the first 16 hex
+    digits of the sha256 of the canonical JSON of the rest: two generations share it exactly
+    when they ask the same model the same way and keep queries by the same rules.
+    """
+    import hashlib
+    import json
+
+    mode = provenance.get("mode")
+    if mode not in ("describe", "clusters"):
+        raise ValueError(f"not the provenance of bakeoff generate (mode {mode!r})")
+    llm = provenance.get("llm") or {}
+    prompts = provenance.get("prompts") or {}
+    ident: dict[str, Any] = {
+        "mode": mode,
+        "model": llm.get("model_id") or llm.get("model"),
+        "prompt_style": llm.get("prompt_style"),
+        "prompts": _strip({k: prompts.get(k) for k in ("instruction", "example", "control", "style", "examples")}),
+        "filters": {"parameters": _strip(provenance.get("parameters") or {}),
+                    "answerability": _strip((provenance.get("answerability") or {}).get("scorer")),
+                    "specificity": _strip((provenance.get("specificity") or {}).get("scorer"))},
+    }
+    blob = json.dumps(ident, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+    ident["key"] = hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
+    return ident
+
+
+def _matrix(results: Mapping[str, Any], arms: Sequence[str], measure: str) -> tuple[list[str], np.ndarray]:
+    by = {a["name"]: a for a in results["arms"]}
+    qids = list(by[arms[0]]["per_query"][measure])
+    return qids, np.array([[by[a]["per_query"][measure][q] for a in arms] for q in qids], dtype=float)
+
+
+def calibration_figures(
+    human: Mapping[str, Any],
+    synthetic: Mapping[str, Any],
+    *,
+    measures: Sequence[str],
+    leak: Mapping[str, float] | None = None,
+    n_resamples: int = 2000,
+    seed: int = 0,
+    alpha: float = 0.05,
+) -> dict[str, Any]:
+    """Every figure of a calibration from two ``results.json`` dicts of the same arms (module docstring).
+
+    ``human`` was run on the judged queries, ``synthetic`` on the generated ones; ``leak`` maps
+    synthetic query ids to their leak. The verdicts are ``bakeoff report``'s (built from each side's
+    report, primary measure first in ``measures``); for them to differ only through the truth the
+    caller gives both sides the same costs. Returns ``{"primary", "measures": {m: {"agreement"
+    (:func:`bootstrap_agreement`), "pairs" (:func:`significant_pairs`), "bias_by_leak"
+    (:func:`bias_by_bucket`, or ``None``)}}, "verdict": {"human", "synthetic", "agreement"}, "alpha",
+    "seed"}``. Raises :class:`ValueError` when the two sides do not hold the same arms.
+    """
+    from ..diagnose import leak_bucket_labels, leak_buckets
+    from ..stats import derive_rng
+    from .model import build_report
+
+    arms = [a["name"] for a in human["arms"]]
+    if sorted(arms) != sorted(a["name"] for a in synthetic["arms"]):
+        raise ValueError("the human and synthetic results hold different arms")
+    rep_h = build_report(human, measures=measures, n_resamples=n_resamples, seed=seed, alpha=alpha)
+    rep_s = build_report(synthetic, measures=measures, n_resamples=n_resamples, seed=seed, alpha=alpha)
+    out: dict[str, Any] = {"primary": measures[0], "alpha": alpha, "seed": seed, "measures": {}}
+    for m in measures:
+        _, h = _matrix(human, arms, m)
+        s_ids, s = _matrix(synthetic, arms, m)
+        agr = bootstrap_agreement(h, s, arms=arms, rng=derive_rng(seed, "calibration", m), n_resamples=n_resamples)
+        pairs = significant_pairs(rep_h["stats"]["pairs"], rep_s["stats"]["pairs"], measure=m)
+        by_leak = None
+        if leak:
+            buckets = leak_buckets(leak, s_ids)
+            labels = [buckets[q] if buckets[q] != "(no leak value)" else None for q in s_ids]
+            by_leak = bias_by_bucket(h, s, labels, arms=arms, rng=derive_rng(seed, "calibration-leak", m),
+                                     n_resamples=n_resamples, order=leak_bucket_labels())
+        out["measures"][m] = {"agreement": agr, "pairs": pairs, "bias_by_leak": by_leak}
+    vh, vs = rep_h["verdict"], rep_s["verdict"]
+    keep = ("measure", "best", "pick", "candidates", "headline")
+    out["verdict"] = {"human": {k: vh.get(k) for k in keep}, "synthetic": {k: vs.get(k) for k in keep},
+                      "agreement": verdict_agreement(vh, vs)}
+    return out
+
+
+# --- text ----------------------------------------------------------------------------------------------
+
+def _f(v: Any, d: int = 2) -> str:
+    return "-" if not isinstance(v, (int, float)) or not math.isfinite(v) else f"{v:.{d}f}"
+
+
+def _ci_txt(fig: Mapping[str, Any], d: int = 2) -> str:
+    return f"{_f(fig.get('value'), d)} [{_f(fig.get('ci_low'), d)}, {_f(fig.get('ci_high'), d)}]"
+
+
+def summary_line(record: Mapping[str, Any]) -> str:
+    """One sentence: ``this generator's verdicts matched human ones on <corpus>: τ 0.xx [lo, hi], same verdict``."""
+    m = record.get("primary")
+    agr = ((record.get("measures") or {}).get(m) or {}).get("agreement") or {}
+    tau = (agr.get("figures") or {}).get("tau_b") or {}
+    v = (record.get("verdict") or {}).get("agreement") or {}
+    corpus = (record.get("corpus") or {}).get("name") or "a judged corpus"
+    lo = tau.get("ci_low")
+    matched = ("matched" if isinstance(lo, (int, float)) and lo > 0 and v.get("same_pick")
+               else "partly matched" if isinstance(tau.get("value"), (int, float)) and tau["value"] > 0
+               else "did not match")
+    if v.get("same_pick"):
+        verdict = f"same verdict ({v.get('human_pick')})"
+    elif v.get("synthetic_pick_human_candidate"):
+        verdict = (f"different pick ({v.get('synthetic_pick')} vs human {v.get('human_pick')}), but one the human "
+                   "judgments cannot tell from the best")
+    else:
+        verdict = f"different verdict ({v.get('synthetic_pick')} vs human {v.get('human_pick')})"
+    n = len(agr.get("arms") or [])
+    return (f"this generator's verdicts {matched} human ones on {corpus}: Kendall's τ {_ci_txt(tau)} over {n} arms "
+            f"on {m} ({agr.get('n_synthetic')} synthetic vs {agr.get('n_human')} human queries), {verdict}")
+
+
+def calibration_text(record: Mapping[str, Any]) -> str:
+    """The record as text: per measure a table of arm means and biases, then τ, τ_AP, the pair shares."""
+    lines: list[str] = []
+    gen = record.get("generator") or {}
+    lines.append(f"generator {gen.get('key')}: {gen.get('model')} ({gen.get('mode')}, examples "
+                 f"{(gen.get('prompts') or {}).get('examples')}); corpus {(record.get('corpus') or {}).get('name')}")
+    for m, block in (record.get("measures") or {}).items():
+        agr = block["agreement"]
+        arms = agr["arms"]
+        rank_h = {a: i for i, a in enumerate(agr["human_order"], 1)}
+        rank_s = {a: i for i, a in enumerate(agr["synthetic_order"], 1)}
+        w = max(len("arm"), *(len(a) for a in arms))
+        lines.append("")
+        lines.append(f"{m}: human ({agr['n_human']} queries) vs synthetic ({agr['n_synthetic']} queries)")
+        lines.append(f"{'arm':<{w}}  {'human':>7} {'rank':>4}  {'synth':>7} {'rank':>4}  {'bias (synth - human) [95% CI]':>30}")
+        for a in agr["human_order"]:
+            b = agr["bias"][a]
+            lines.append(f"{a:<{w}}  {_f(agr['human_means'][a], 4):>7} {rank_h[a]:>4}  "
+                         f"{_f(agr['synthetic_means'][a], 4):>7} {rank_s[a]:>4}  "
+                         f"{_f(b['value'], 4):>8} [{_f(b['ci_low'], 4)}, {_f(b['ci_high'], 4)}]")
+        f = agr["figures"]
+        lines.append(f"Kendall's τ-b {_ci_txt(f['tau_b'])}, τ-a {_ci_txt(f['tau_a'])}, τ_AP {_ci_txt(f['tau_ap'])}; "
+                     f"top-1 {'same' if f['top1']['value'] else 'different'} (same in {f['top1']['share']:.0%} of "
+                     "resamples)")
+        p = block["pairs"]
+        if p["human_significant"]:
+            lines.append(f"of {p['human_significant']} of {p['pairs']} arm pairs the human judgments separate "
+                         f"significantly, the synthetic truth keeps the order of {p['kept']} ({p['kept_significant']} "
+                         f"significantly) and reverses {p['reversed']} ({p['reversed_significant']} significantly)")
+            rev = [r for r in p["rows"] if r["outcome"].startswith("reversed")]
+            for r in rev:
+                lines.append(f"  reversed: {r['better']} > {r['worse']} for humans (+{r['human_diff']:.4f}), "
+                             f"{r['synthetic_diff']:+.4f} on synthetic queries"
+                             + (" (significant)" if r["synthetic_significant"] else ""))
+        else:
+            lines.append(f"no pair of the {p['pairs']} is significantly different under the human judgments")
+        if block.get("bias_by_leak"):
+            lines.append("bias by leak bucket of the synthetic queries (synth - human, mean):")
+            for label, cell in block["bias_by_leak"].items():
+                lines.append(f"  leak {label} (n={cell['n']}): " + ", ".join(
+                    f"{a} {_f(cell['bias'][a]['value'], 3)}" for a in agr["human_order"]))
+    v = record.get("verdict") or {}
+    if v:
+        lines.append("")
+        lines.append(f"verdict on human judgments: {v['human'].get('headline')}")
+        lines.append(f"verdict on synthetic queries: {v['synthetic'].get('headline')}")
+    lines.append("")
+    lines.append(summary_line(record))
+    return "\n".join(lines)
