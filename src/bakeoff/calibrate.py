@@ -16,7 +16,9 @@
 5. **record** — ``calibration.json`` (:data:`CALIBRATION_FILE`): the generator identity
    (:func:`~bakeoff.report.calibration.generator_identity`, plus the weights' sha256 of the bundled
    model), the corpus fingerprint, the arm set and the figures; beside it ``truth/`` (the
-   generated BEIR folder), ``human/results.json`` and ``synthetic/results.json``.
+   generated BEIR folder), ``human/results.json`` and ``synthetic/results.json``. A copy goes to the
+   cache folder (``calibrations/<generator key>/<corpus fingerprint>.json``), where ``bakeoff report``
+   finds it for any run of the same generator.
 
 Everything is staged in a temporary folder next to ``out`` and moved into ``out`` only when
 complete: a failed or interrupted calibration leaves ``out`` as it was. An ``out`` holding a
@@ -271,6 +273,13 @@ def run_calibration(
                 shutil.rmtree(out / name)
             os.replace(stage / name, out / name)
         os.replace(stage / CALIBRATION_FILE, out / CALIBRATION_FILE)
+        if cache is not None:  # where bakeoff report finds it for any run of this generator
+            from ._io import atomic_write_bytes
+            from .report.calibration import RECORDS_DIR
+
+            copy = Path(cache.root) / RECORDS_DIR / ident["key"] / f"{corpus_fp[:16]}.json"
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_bytes(copy, (out / CALIBRATION_FILE).read_bytes())
         echo(f"[4/4] wrote {out / CALIBRATION_FILE}")
         return record
     finally:

@@ -47,7 +47,7 @@ def _run(args: list[str], capsys) -> tuple[int, str, str]:
 
 
 @pytest.mark.slow
-def test_calibrate_writes_a_record_whose_figures_match_the_results(tmp_path: Path, capsys) -> None:
+def test_calibrate_writes_a_record_whose_figures_match_the_results(tmp_path: Path, capsys, monkeypatch) -> None:
     data = _judged(tmp_path / "judged")
     out = tmp_path / "cal"
     with FakeOpenAI(_reply) as srv:
@@ -90,6 +90,44 @@ def test_calibrate_writes_a_record_whose_figures_match_the_results(tmp_path: Pat
     assert len(lines) == 1 and "another generator" in lines[0] and "calibration.json" in lines[0], err
     assert (out / "calibration.json").read_bytes() == before
     assert not list(tmp_path.glob(".cal.calibrating-*"))
+
+    # bakeoff report on a run of the same generator finds the record in the cache and shows its line
+    key = rec["generator"]["key"]
+    assert (tmp_path / "cache" / "calibrations" / key / f"{rec['corpus']['fingerprint'][:16]}.json").is_file()
+    run = tmp_path / "run"
+    rc, _, err = _run(["run", "--beir", str(out / "truth"), *ARMS, "--out", str(run), "--no-progress",
+                       "--cache-dir", str(tmp_path / "cache")], capsys)
+    assert rc == 0, err
+    monkeypatch.setenv("BAKEOFF_CACHE_DIR", str(tmp_path / "cache"))
+    rc, stdout, err = _run(["report", str(run), "--resamples", "200", "--no-progress"], capsys)
+    assert rc == 0, err
+    flat = " ".join(stdout.split())
+    assert "Calibration: this generator's verdicts" in flat and "on judged: Kendall's τ" in flat
+    rep = json.loads((run / "report.json").read_text())
+    assert rep["calibration"]["found"] and rep["calibration"]["generator"]["key"] == key
+    assert rep["calibration"]["records"][0]["tau_b"]["value"] == rec["measures"]["ndcg@10"]["agreement"]["figures"][
+        "tau_b"]["value"]
+    page = (run / "report.html").read_text()
+    assert '<svg class="calibration-plot"' in page and "Calibration: this generator&#x27;s verdicts" in page
+    # no record anywhere: the report says so and which command makes one
+    monkeypatch.setenv("BAKEOFF_CACHE_DIR", str(tmp_path / "empty-cache"))
+    rc, stdout, err = _run(["report", str(run), "--resamples", "200", "--no-progress", "--no-html"], capsys)
+    assert rc == 0, err
+    flat = " ".join(stdout.split())
+    assert f"no calibration exists for this generator ({key}: fake)" in flat and "bakeoff calibrate --dataset" in flat
+    # --calibration FILE of another generator: one line, exit 2, report.json untouched
+    other = json.loads(before)
+    other["generator"]["key"] = "0123456789abcdef"
+    (tmp_path / "other.json").write_text(json.dumps(other))
+    kept = (run / "report.json").read_bytes()
+    rc, _, err = _run(["report", str(run), "--calibration", str(tmp_path / "other.json"), "--no-progress"], capsys)
+    lines = [x for x in err.splitlines() if x.startswith("error:")]
+    assert rc == 2 and len(lines) == 1 and "another generator" in lines[0] and "other.json" in lines[0], err
+    assert (run / "report.json").read_bytes() == kept
+    # a run on the human queries has no calibration section
+    rc, _, err = _run(["report", str(out / "human"), "--resamples", "200", "--no-progress", "--no-html"], capsys)
+    assert rc == 0, err
+    assert "calibration" not in json.loads((out / "human" / "report.json").read_text())
 
 
 def test_calibrate_refuses_bad_input_before_any_work(tmp_path: Path, capsys) -> None:

@@ -229,3 +229,23 @@ def test_verdict_agreement_through_the_real_verdict():
     assert not out["same_pick"] and not out["same_best"] and not out["synthetic_pick_human_candidate"]
     same = verdict_agreement(vh, vh)
     assert same["same_pick"] and same["same_best"] and same["synthetic_pick_human_candidate"]
+
+
+def test_scatter_svg_escapes_names_and_places_points_on_the_diagonal_scale():
+    from bakeoff.report.calibration import scatter_svg
+
+    plot = {"arms": ["<b>x</b>", "y"], "human_means": {"<b>x</b>": 0.5, "y": 0.7},
+            "synthetic_means": {"<b>x</b>": 0.5, "y": 0.6},
+            "human_ci": {"<b>x</b>": [0.45, 0.55], "y": [0.65, 0.75]},
+            "synthetic_ci": {"<b>x</b>": [0.4, 0.6], "y": [0.55, 0.65]}}
+    svg = scatter_svg(plot, measure="ndcg@10", size=300)
+    assert "<b>x</b>" not in svg and "&lt;b&gt;x&lt;/b&gt;" in svg
+    assert svg.startswith('<svg class="calibration-plot"') and "stroke-dasharray" in svg
+    import re
+
+    circles = [(float(a), float(b)) for a, b in re.findall(r'<circle cx="([\d.]+)" cy="([\d.]+)"', svg)]
+    # x on the diagonal: cx + cy == size (y = x maps to the anti-diagonal of pixel space)
+    assert circles[0][0] + circles[0][1] == pytest.approx(300, abs=0.2)
+    # y is below the diagonal (synthetic 0.6 < human 0.7): larger pixel y than the diagonal's
+    assert circles[1][0] + circles[1][1] > 300
+    assert scatter_svg({"arms": []}, measure="m") == ""

@@ -164,7 +164,8 @@ def bootstrap_agreement(
 
     ``human`` is ``(n_h, k)`` and ``synthetic`` ``(n_s, k)``, column ``j`` = ``arms[j]``, one
     row per query. Returns ``{"arms", "n_human", "n_synthetic", "human_means",
-    "synthetic_means", "human_order", "synthetic_order", "figures": {name: {"value", "ci_low",
+    "synthetic_means", "human_ci", "synthetic_ci" ({arm: [low, high]}, percentile), "human_order",
+    "synthetic_order", "figures": {name: {"value", "ci_low",
     "ci_high", "undefined"}}, "bias": {arm: {"value", "ci_low", "ci_high"}}, "n_resamples",
     "confidence"}``; ``figures["top1"]["ci_*"]`` is replaced by ``"share"``, the share of
     resamples whose orderings share their first arm.
@@ -178,13 +179,15 @@ def bootstrap_agreement(
     hm, sm = h.mean(axis=0), s.mean(axis=0)
     point = _figures(hm, sm, arms)
     boots: dict[str, list[float]] = {name: [] for name in point}
-    bias_boot = np.empty((n_resamples, len(arms)))
+    h_boot = np.empty((n_resamples, len(arms)))
+    s_boot = np.empty((n_resamples, len(arms)))
     for r in range(n_resamples):
         hr = h[rng.integers(0, h.shape[0], h.shape[0])].mean(axis=0)
         sr = s[rng.integers(0, s.shape[0], s.shape[0])].mean(axis=0)
         for name, v in _figures(hr, sr, arms).items():
             boots[name].append(v)
-        bias_boot[r] = sr - hr
+        h_boot[r], s_boot[r] = hr, sr
+    bias_boot = s_boot - h_boot
     figures: dict[str, dict[str, Any]] = {}
     for name, v in point.items():
         vals = np.asarray(boots[name])
@@ -203,6 +206,8 @@ def bootstrap_agreement(
         "n_synthetic": int(s.shape[0]),
         "human_means": {a: float(v) for a, v in zip(arms, hm)},
         "synthetic_means": {a: float(v) for a, v in zip(arms, sm)},
+        "human_ci": {a: list(_ci(h_boot[:, j], confidence)[:2]) for j, a in enumerate(arms)},
+        "synthetic_ci": {a: list(_ci(s_boot[:, j], confidence)[:2]) for j, a in enumerate(arms)},
         "human_order": ordering(hm, arms),
         "synthetic_order": ordering(sm, arms),
         "figures": figures,
@@ -503,3 +508,183 @@ def calibration_text(record: Mapping[str, Any]) -> str:
     lines.append("")
     lines.append(summary_line(record))
     return "\n".join(lines)
+
+
+# --- lookup: the calibration line of a synthetic-truth report -------------------------------------------
+
+#: Sub-folder of a cache folder holding calibration records, one ``<generator key>/<corpus fp>.json`` each.
+RECORDS_DIR = "calibrations"
+
+
+def run_provenance(results: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The ``provenance.json`` of ``bakeoff generate`` behind a results set's queries, or None (human
+    queries, or a truth folder that moved)."""
+    import json
+    from pathlib import Path
+
+    ds = results.get("dataset") or {}
+    src = ds.get("source")
+    folders = [Path(str(ds["truth"]))] if ds.get("truth") else []
+    if isinstance(src, Mapping):
+        for key in ("beir", "queries", "qrels"):
+            if src.get(key):
+                p = Path(str(src[key]))
+                folders += [p if p.is_dir() else p.parent, p.parent.parent]
+    for folder in folders:
+        try:
+            obj = json.loads((folder / "provenance.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(obj, Mapping) and obj.get("mode") in ("describe", "clusters"):
+            return dict(obj)
+    return None
+
+
+def read_record(path: Any) -> dict[str, Any]:
+    """A ``calibration.json`` (or a folder holding one); bad input is an :class:`~bakeoff.errors.InputError`."""
+    import json
+    from pathlib import Path
+
+    from ..errors import InputError
+
+    p = Path(path)
+    if p.is_dir():
+        p = p / "calibration.json"
+    try:
+        obj = json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError("no such calibration record", path=p) from None
+    except (OSError, ValueError) as exc:
+        raise InputError(f"not a readable JSON calibration record ({exc})", path=p) from None
+    if not isinstance(obj, dict) or obj.get("schema") != "bakeoff.calibration":
+        raise InputError("not a bakeoff calibration record", path=p, field="schema")
+    for key in ("generator", "corpus", "measures", "verdict"):
+        if not isinstance(obj.get(key), Mapping):
+            raise InputError("incomplete calibration record", path=p, field=key)
+    obj["_path"] = str(p)
+    return obj
+
+
+def _candidates(folders: Sequence[Any], key: str) -> list[Any]:
+    from pathlib import Path
+
+    out = []
+    for f in folders:
+        f = Path(f)
+        if (f / "calibration.json").is_file():
+            out.append(f / "calibration.json")
+        sub = f / RECORDS_DIR / key
+        if sub.is_dir():
+            out.extend(sorted(sub.glob("*.json")))
+    return out
+
+
+def lookup_calibration(results: Mapping[str, Any], *, explicit: Any = None,
+                       folders: Sequence[Any] = ()) -> dict[str, Any] | None:
+    """The calibration section of a report on ``results``: None when its queries are not synthetic
+    (no ``provenance.json`` of ``bakeoff generate`` found).
+
+    Records are looked up in this order: ``explicit`` (``--calibration FILE``: a record of another
+    generator is an :class:`~bakeoff.errors.InputError`), then ``calibration.json`` and
+    ``calibrations/<key>/*.json`` in each of ``folders`` (the run's folder, the cache folder); a
+    record matches when its generator key equals the run's
+    (:func:`generator_identity`). Returns ``{"generator": {"key", "model"}, "found": bool,
+    "lines": [str], "records": [{"path", "corpus", "primary", "tau_b", "tau_ap", "verdict",
+    "plot": {...}}]}``; without a record, ``lines`` says so and which command makes one.
+    """
+    from ..errors import InputError
+
+    prov = run_provenance(results)
+    if prov is None:
+        return None
+    try:
+        ident = generator_identity(prov)
+    except ValueError:
+        return None
+    found: list[dict[str, Any]] = []
+    if explicit is not None:
+        rec = read_record(explicit)
+        if rec["generator"].get("key") != ident["key"]:
+            raise InputError(f"a calibration of another generator ({rec['generator'].get('key')}: "
+                             f"{rec['generator'].get('model')}), not of this run's ({ident['key']}: {ident['model']})",
+                             path=rec["_path"], field="generator.key")
+        found.append(rec)
+    seen = {str(r["_path"]) for r in found}
+    for path in _candidates(folders, ident["key"]):
+        try:
+            rec = read_record(path)
+        except InputError:
+            continue
+        if rec["generator"].get("key") == ident["key"] and str(rec["_path"]) not in seen:
+            seen.add(str(rec["_path"]))
+            found.append(rec)
+    out: dict[str, Any] = {"generator": {"key": ident["key"], "model": ident["model"]}, "found": bool(found),
+                           "lines": [], "records": []}
+    for rec in found:
+        m = rec.get("primary")
+        agr = ((rec["measures"].get(m) or {}).get("agreement")) or {}
+        out["lines"].append(summary_line(rec) + f" (record {rec['_path']})")
+        out["records"].append({
+            "path": rec["_path"], "corpus": rec["corpus"].get("name"), "primary": m,
+            "tau_b": (agr.get("figures") or {}).get("tau_b"), "tau_ap": (agr.get("figures") or {}).get("tau_ap"),
+            "verdict": (rec.get("verdict") or {}).get("agreement"),
+            "plot": {k: agr.get(k) for k in ("arms", "human_means", "synthetic_means", "human_ci", "synthetic_ci",
+                                             "n_human", "n_synthetic")}})
+    if not found:
+        out["lines"].append(
+            f"no calibration exists for this generator ({ident['key']}: {ident['model']}): nothing says how far its "
+            "verdict matches human judgments. Measure it on a judged corpus like yours: `bakeoff calibrate "
+            "--dataset JUDGED_BEIR_FOLDER --llm <the --llm of bakeoff generate> --out DIR` (with the same generator "
+            "options), then `bakeoff report RUN --calibration DIR/calibration.json`.")
+    return out
+
+
+def scatter_svg(plot: Mapping[str, Any], *, measure: str, size: int = 360) -> str:
+    """An inline SVG: synthetic (y) against human (x) mean per arm with their CIs as whiskers, and the
+    diagonal ``y = x`` (an arm above it is flattered by the synthetic queries). Arm names are escaped."""
+    from html import escape
+
+    arms = list(plot.get("arms") or [])
+    hm, sm = plot.get("human_means") or {}, plot.get("synthetic_means") or {}
+    hci, sci = plot.get("human_ci") or {}, plot.get("synthetic_ci") or {}
+    vals = [v for a in arms for v in (hm.get(a), sm.get(a), *(hci.get(a) or []), *(sci.get(a) or []))
+            if isinstance(v, (int, float)) and math.isfinite(v)]
+    if not vals:
+        return ""
+    lo, hi = min(vals), max(vals)
+    pad = max((hi - lo) * 0.08, 0.01)
+    lo, hi = max(0.0, lo - pad), min(1.0, hi + pad) if hi <= 1.0 else hi + pad
+    m0, m1 = 48, size - 12  # plot area in pixels
+
+    def px(v: float) -> float:
+        return m0 + (v - lo) / (hi - lo) * (m1 - m0)
+
+    def py(v: float) -> float:
+        return size - px(v)
+
+    parts = [f'<svg class="calibration-plot" xmlns="http://www.w3.org/2000/svg" width="{size}" height="{size}" '
+             f'viewBox="0 0 {size} {size}" role="img" aria-label="synthetic vs human {escape(measure)} per arm">',
+             f'<rect x="{m0}" y="{size - m1}" width="{m1 - m0}" height="{m1 - m0}" fill="none" stroke="#999"/>',
+             f'<line x1="{px(lo):.1f}" y1="{py(lo):.1f}" x2="{px(hi):.1f}" y2="{py(hi):.1f}" stroke="#bbb" '
+             'stroke-dasharray="4 3"><title>y = x: same score on both truths</title></line>']
+    for t in np.linspace(lo, hi, 5):
+        parts.append(f'<text x="{px(t):.1f}" y="{size - m0 + 16}" font-size="10" text-anchor="middle">{t:.2f}</text>')
+        parts.append(f'<text x="{m0 - 4}" y="{py(t) + 3:.1f}" font-size="10" text-anchor="end">{t:.2f}</text>')
+    parts.append(f'<text x="{(m0 + m1) / 2:.0f}" y="{size - 4}" font-size="11" text-anchor="middle">human '
+                 f'{escape(measure)}</text>')
+    parts.append(f'<text x="12" y="{size / 2:.0f}" font-size="11" text-anchor="middle" '
+                 f'transform="rotate(-90 12 {size / 2:.0f})">synthetic {escape(measure)}</text>')
+    for a in arms:
+        x, y = hm.get(a), sm.get(a)
+        if not all(isinstance(v, (int, float)) and math.isfinite(v) for v in (x, y)):
+            continue
+        xl, xh = (hci.get(a) or [x, x])
+        yl, yh = (sci.get(a) or [y, y])
+        tip = escape(f"{a}: human {x:.4f} [{xl:.4f}, {xh:.4f}], synthetic {y:.4f} [{yl:.4f}, {yh:.4f}]")
+        parts.append(f'<g><title>{tip}</title>'
+                     f'<line x1="{px(xl):.1f}" y1="{py(y):.1f}" x2="{px(xh):.1f}" y2="{py(y):.1f}" stroke="#4a7"/>'
+                     f'<line x1="{px(x):.1f}" y1="{py(yl):.1f}" x2="{px(x):.1f}" y2="{py(yh):.1f}" stroke="#4a7"/>'
+                     f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="3.5" fill="#275"/>'
+                     f'<text x="{px(x) + 5:.1f}" y="{py(y) - 5:.1f}" font-size="10">{escape(a)}</text></g>')
+    parts.append("</svg>")
+    return "".join(parts)
