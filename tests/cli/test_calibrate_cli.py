@@ -85,6 +85,11 @@ def test_calibrate_writes_a_record_whose_figures_match_the_results(tmp_path: Pat
 
         # another generator (another prompt style) into the same --out: refused, nothing changed
         rc, _, err = _run([*base, "--out", str(out), *ARMS, "--style", "keywords"], capsys)
+        # the user's own generation with the same generator options (other -n and seed): the same generator key
+        rc2, _, err2 = _run(["generate", "describe", "--corpus", str(data), "--llm", f"{srv.base_url}|fake", "-n", "12",
+                             "--seed", "3", "--out", str(tmp_path / "mine"), "--cache-dir", str(tmp_path / "cache"),
+                             "--no-progress"], capsys)
+        assert rc2 == 0, err2
     assert rc == 2
     lines = [x for x in err.splitlines() if x.startswith("error:")]
     assert len(lines) == 1 and "another generator" in lines[0] and "calibration.json" in lines[0], err
@@ -95,7 +100,7 @@ def test_calibrate_writes_a_record_whose_figures_match_the_results(tmp_path: Pat
     key = rec["generator"]["key"]
     assert (tmp_path / "cache" / "calibrations" / key / f"{rec['corpus']['fingerprint'][:16]}.json").is_file()
     run = tmp_path / "run"
-    rc, _, err = _run(["run", "--beir", str(out / "truth"), *ARMS, "--out", str(run), "--no-progress",
+    rc, _, err = _run(["run", "--beir", str(tmp_path / "mine"), *ARMS, "--out", str(run), "--no-progress",
                        "--cache-dir", str(tmp_path / "cache")], capsys)
     assert rc == 0, err
     monkeypatch.setenv("BAKEOFF_CACHE_DIR", str(tmp_path / "cache"))

@@ -343,8 +343,8 @@ def generator_identity(provenance: Mapping[str, Any]) -> dict[str, Any]:
 
     ``{"mode", "model", "prompt_style", "prompts", "filters", "key"}``: the model's cache identity
     (for packaged local models it carries the weights' sha256 prefix, with the llama.cpp version),
-    the prompt (instruction, rendered template, controls, examples policy: ``none``, ``user`` or
-    ``bootstrapped``), and the filters (every generation parameter but the sample size, seeds and
+    the prompt (instruction, controls, examples policy: ``none``, ``user`` or ``bootstrapped``, and
+    the rendered template unless its examples are bootstrapped from the sampled documents), and the filters (every generation parameter but the sample size, seeds and
     split; the answerability and specificity scorers' identities). ``key`` is the first 16 hex
     digits of the sha256 of the canonical JSON of the rest: two generations share it exactly
     when they ask the same model the same way and keep queries by the same rules.
@@ -361,7 +361,9 @@ def generator_identity(provenance: Mapping[str, Any]) -> dict[str, Any]:
         "mode": mode,
         "model": llm.get("model_id") or llm.get("model"),
         "prompt_style": llm.get("prompt_style"),
-        "prompts": _strip({k: prompts.get(k) for k in ("instruction", "example", "control", "style", "examples")}),
+        # the rendered prompt shows the bootstrapped examples, which come from the sampled documents: left out then
+        "prompts": _strip({k: prompts.get(k) for k in ("instruction", "example", "control", "style", "examples")
+                           if not (k == "example" and prompts.get("examples") == "bootstrapped")}),
         "filters": {"parameters": _strip(provenance.get("parameters") or {}),
                     "answerability": _strip((provenance.get("answerability") or {}).get("scorer")),
                     "specificity": _strip((provenance.get("specificity") or {}).get("scorer"))},
