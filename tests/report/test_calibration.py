@@ -249,3 +249,24 @@ def test_scatter_svg_escapes_names_and_places_points_on_the_diagonal_scale():
     # y is below the diagonal (synthetic 0.6 < human 0.7): larger pixel y than the diagonal's
     assert circles[1][0] + circles[1][1] > 300
     assert scatter_svg({"arms": []}, measure="m") == ""
+
+
+def _record(tau, lo, hi, same_pick, candidate=True):
+    return {"primary": M, "corpus": {"name": "scifact"},
+            "measures": {M: {"agreement": {"arms": ARMS, "n_human": 300, "n_synthetic": 120,
+                                           "figures": {"tau_b": {"value": tau, "ci_low": lo, "ci_high": hi}}}}},
+            "verdict": {"agreement": {"same_pick": same_pick, "human_pick": "A", "synthetic_pick": "A" if same_pick
+                                      else "B", "synthetic_pick_human_candidate": candidate}}}
+
+
+def test_summary_line_wording():
+    from bakeoff.report.calibration import summary_line
+
+    s = summary_line(_record(0.86, 0.71, 0.95, True))
+    assert s == ("this generator's verdicts matched human ones on scifact: Kendall's τ 0.86 [0.71, 0.95] over 4 "
+                 "arms on ndcg@10 (120 synthetic vs 300 human queries), same verdict (A)")
+    assert "partly matched" in summary_line(_record(0.5, -0.1, 0.9, True))
+    s = summary_line(_record(-0.2, -0.6, 0.3, False, candidate=False))
+    assert "did not match" in s and "different verdict (B vs human A)" in s
+    assert "cannot tell from the best" in summary_line(_record(0.4, -0.2, 0.8, False))
+    assert "τ undefined (every arm tied on one side)" in summary_line(_record(None, None, None, True))

@@ -445,10 +445,13 @@ def summary_line(record: Mapping[str, Any]) -> str:
     tau = (agr.get("figures") or {}).get("tau_b") or {}
     v = (record.get("verdict") or {}).get("agreement") or {}
     corpus = (record.get("corpus") or {}).get("name") or "a judged corpus"
-    lo = tau.get("ci_low")
-    matched = ("matched" if isinstance(lo, (int, float)) and lo > 0 and v.get("same_pick")
-               else "partly matched" if isinstance(tau.get("value"), (int, float)) and tau["value"] > 0
-               else "did not match")
+    lo, val = tau.get("ci_low"), tau.get("value")
+    defined = isinstance(val, (int, float)) and math.isfinite(val)
+    if not defined:
+        matched = "matched" if v.get("same_pick") else "did not match"
+    else:
+        matched = ("matched" if isinstance(lo, (int, float)) and lo > 0 and v.get("same_pick")
+                   else "partly matched" if val > 0 or v.get("same_pick") else "did not match")
     if v.get("same_pick"):
         verdict = f"same verdict ({v.get('human_pick')})"
     elif v.get("synthetic_pick_human_candidate"):
@@ -457,7 +460,8 @@ def summary_line(record: Mapping[str, Any]) -> str:
     else:
         verdict = f"different verdict ({v.get('synthetic_pick')} vs human {v.get('human_pick')})"
     n = len(agr.get("arms") or [])
-    return (f"this generator's verdicts {matched} human ones on {corpus}: Kendall's τ {_ci_txt(tau)} over {n} arms "
+    tau_txt = _ci_txt(tau) if defined else "undefined (every arm tied on one side)"
+    return (f"this generator's verdicts {matched} human ones on {corpus}: Kendall's τ {tau_txt} over {n} arms "
             f"on {m} ({agr.get('n_synthetic')} synthetic vs {agr.get('n_human')} human queries), {verdict}")
 
 
