@@ -18,7 +18,7 @@ __all__ = ["COMMAND_MODULES", "build_app", "main"]
 
 #: Command modules under ``bakeoff.cli``; each defines ``register(app: typer.Typer)``.
 COMMAND_MODULES: tuple[str, ...] = ("run", "eval", "report", "compare", "mine", "generate", "demo", "finetune", "label",
-                                   "ingest", "assess", "tune")
+                                   "ingest", "assess", "tune", "calibrate")
 
 
 def build_app() -> typer.Typer:

@@ -20,11 +20,14 @@ def report_cmd(
     delta: DeltaOpt = [],
     html: Annotated[bool, typer.Option(help="Write report.html (needs the \\[report] extra).")] = True,
     progress: ProgressOpt = True,
+    calibration: Annotated[Optional[Path], typer.Option(help="A calibration.json of this run's generator (bakeoff calibrate) to show beside the verdict; by default looked up in the run's folder and the cache.")] = None,
 ) -> None:
     """Report a bake-off: table with CIs and significance, diagnostics, report.json/.html/.tex, per-query matrix."""
+    from ..cache import default_cache_dir
     from ..report.write import ReportOptions, report_results
 
-    options = ReportOptions(n_resamples=resamples, seed=seed, alpha=alpha, deltas=delta, html=html, progress=progress)
+    options = ReportOptions(n_resamples=resamples, seed=seed, alpha=alpha, deltas=delta, html=html, progress=progress,
+                            calibration=calibration, calibration_dirs=(default_cache_dir(),))
     show_report(report_results(results_dir, out=out, data=data, options=options))
 
 

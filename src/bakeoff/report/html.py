@@ -381,6 +381,7 @@ def _verdict_html(report: Mapping[str, Any]) -> str:
     if v.get("caveats"):
         out.append('<ul class="caveats">' + "".join(f'<li class="caveat">Caveat: {e(c)}</li>' for c in v["caveats"])
                    + "</ul>")
+    out.append(_calibration_html(report))
     header, rows = cost_rows(v)
     if len(rows) > 1:
         out.append(_table(header, rows, left=2, cls="costs"))
@@ -391,6 +392,27 @@ def _verdict_html(report: Mapping[str, Any]) -> str:
                    "resident memory the arm's index and search added (- when restored from an older cache entry)."
                    "</p>")
     out.append("</section>")
+    return "".join(out)
+
+
+def _calibration_html(report: Mapping[str, Any]) -> str:
+    """The calibration of a synthetic run's generator (:mod:`bakeoff.report.calibration`): one line per
+    record, with a synthetic-vs-human plot per arm, or the line saying none exists."""
+    from .calibration import scatter_svg
+
+    cal = report.get("calibration")
+    if not cal:
+        return ""
+    e = html.escape
+    out = ['<div id="calibration" class="calibration">']
+    out.extend(f'<p class="calibration-line">Calibration: {e(line)}</p>' for line in cal.get("lines") or [])
+    for rec in cal.get("records") or []:
+        svg = scatter_svg(rec.get("plot") or {}, measure=str(rec.get("primary")))
+        if svg:
+            out.append(f'<figure>{svg}<figcaption class="muted">Synthetic vs human {e(str(rec.get("primary")))} per '
+                       f'arm on {e(str(rec.get("corpus")))}, with 95% bootstrap CIs; dashed: the diagonal (an arm '
+                       "above it scores higher on the synthetic queries than on the human ones).</figcaption></figure>")
+    out.append("</div>")
     return "".join(out)
 
 

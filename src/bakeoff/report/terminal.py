@@ -284,6 +284,8 @@ def print_verdict(report: Mapping[str, Any], *, console: Any) -> None:
                   soft_wrap=True)
     for line in v["lines"][1:]:
         console.print("  " + escape(line), soft_wrap=True)
+    for line in (report.get("calibration") or {}).get("lines") or []:
+        console.print("  Calibration: " + escape(line), soft_wrap=True)
     header, rows = cost_rows(v)
     if len(rows) > 1:
         t = Table(title="What each arm costs (the pick is the cheapest arm statistically tied with the best)")

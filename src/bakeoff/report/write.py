@@ -22,8 +22,7 @@ from .._io import atomic_write_json
 from ..data.model import Dataset, Run
 from ..errors import ConfigError
 from ..stats import DEFAULT_RESAMPLES
-from .inputs import load_dataset, load_runs, merge_results, results_path
-from .inputs import read_results
+from .inputs import load_dataset, load_runs, merge_results, read_results, results_path
 
 __all__ = ["ReportOptions", "ReportOutput", "compare_results", "parse_deltas", "report_results", "write_report"]
 
@@ -45,6 +44,11 @@ class ReportOptions:
     deltas: Sequence[str] = ()
     html: bool = True
     progress: bool = True
+    #: A ``calibration.json`` to show beside the verdict of a synthetic-truth run (``--calibration``; a record
+    #: of another generator is refused), and folders where records are looked up besides the run's own
+    #: (the cache folder): :func:`bakeoff.report.calibration.lookup_calibration`.
+    calibration: Path | None = None
+    calibration_dirs: Sequence[Path] = ()
 
 
 @dataclass
@@ -85,11 +89,18 @@ def write_report(
     """Build the report of ``results`` and, with ``out``, write every file into it.
 
     With ``options.html`` and ``out``, a missing ``report`` extra fails before anything is written.
+    A run on synthetic queries gets a ``calibration`` section (the records of its generator, or a line
+    saying none exists), looked up before anything is computed.
     """
     from ..diagnose import write_matrix
+    from .calibration import lookup_calibration
     from .model import build_report
 
     o = options
+    calibration = lookup_calibration(results, explicit=o.calibration, folders=o.calibration_dirs)
+    if calibration is None and o.calibration is not None:
+        raise ConfigError("--calibration applies to a run on synthetic queries (bakeoff generate); this run's "
+                          "queries have no generator provenance")
     arms = [a["name"] for a in results["arms"]]
     if len(arms) < 1:
         raise ConfigError("the results have no arms")
@@ -99,6 +110,8 @@ def write_report(
         plotly_js()  # fail (MissingDependencyError) before anything is written
     rep = build_report(results, dataset=dataset, runs=runs, n_resamples=o.n_resamples, seed=o.seed, alpha=o.alpha,
                        deltas=parse_deltas(o.deltas, arms), sources=sources, progress=o.progress)
+    if calibration is not None:
+        rep["calibration"] = calibration
     if out is None:
         return ReportOutput(rep)
     out.mkdir(parents=True, exist_ok=True)
@@ -146,6 +159,9 @@ def report_results(results_dir: str | Path, *, out: Path | None = None, data: st
     results = read_results(path)
     dataset = load_dataset(results, path=path, data=data)
     runs = load_runs(results, folder=path.parent)
+    from dataclasses import replace
+
+    options = replace(options, calibration_dirs=(path.parent, *options.calibration_dirs))
     return write_report(results, out=out or path.parent, sources=[str(path)], dataset=dataset, runs=runs,
                         options=options)
 

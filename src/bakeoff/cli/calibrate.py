@@ -1,0 +1,78 @@
+"""``bakeoff calibrate``: does a generator's synthetic verdict match the human one on a judged corpus?"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from ._common import AlphaOpt, ProgressOpt, SeedOpt, folder_path, make_cache, measure_names
+
+
+def calibrate(
+    dataset: Annotated[str, typer.Option(help="Judged corpus: BEIR folder, ir_datasets name or bake-off TOML file.")],
+    out: Annotated[Path, typer.Option(callback=folder_path, help="Output folder (calibration.json, truth/, human/, synthetic/).")],
+    llm: Annotated[str, typer.Option(help="local | local:NAME|PATH.gguf | openai:<model> | ollama:<model> | <base_url>|<model>.")] = "local",
+    n: Annotated[int, typer.Option("-n", help="Synthetic queries wanted (documents sampled).")] = 150,
+    arm: Annotated[Optional[list[str]], typer.Option("--arm", help="An arm [NAME=]TYPE[:key=value,...] (repeatable; default: the calibration arm set, see the docs).")] = None,
+    measure: Annotated[Optional[list[str]], typer.Option("--measure", callback=measure_names, help="Measures compared (repeatable; the first decides the verdict; default ndcg@10, recall@100).")] = None,
+    gen_seed: Annotated[int, typer.Option("--gen-seed", help="Seed of the document sample and of generation.")] = 0,
+    leak_mode: Annotated[str, typer.Option(help="target, cut or record (as bakeoff generate).")] = "target",
+    leak_target: Annotated[str, typer.Option(help="--leak-mode target: uniform, five shares or a judged folder.")] = "uniform",
+    leak_threshold: Annotated[float, typer.Option(help="--leak-mode cut: reject queries whose leak is above this.")] = 0.35,
+    regenerations: Annotated[int, typer.Option(help="Regenerations of a rejected query.")] = 3,
+    candidates: Annotated[int, typer.Option(min=1, help="Queries per document and round (best of n).")] = 1,
+    max_doc_chars: Annotated[Optional[int], typer.Option(help="Characters of each document shown to the model.")] = None,
+    min_doc_chars: Annotated[int, typer.Option(help="Never sample documents shorter than this (characters).")] = 60,
+    answerability: Annotated[str, typer.Option(help="Answerability scorer (as bakeoff generate): use, minilm, cross-encoder:<model>, bi-encoder:<model> or off.")] = "use",
+    answerability_alpha: Annotated[float, typer.Option(help="Rank rule: share of reference documents the source may lose to.")] = 0.05,
+    answerability_references: Annotated[int, typer.Option(help="Rank rule: random reference documents.")] = 99,
+    style: Annotated[str, typer.Option(help="Query style: question, keywords or typos.")] = "question",
+    prompt_lang: Annotated[str, typer.Option(help="Language of the prompt: en or es.")] = "en",
+    persona: Annotated[Optional[str], typer.Option(help="Who searches.")] = None,
+    instruction: Annotated[Optional[str], typer.Option(help="Extra instruction added to the prompt.")] = None,
+    preset: Annotated[Optional[str], typer.Option(help="Named constraint set: need-not-document.")] = None,
+    examples: Annotated[Optional[Path], typer.Option(help="JSONL of {\"document\", \"query\"} examples (default: none).")] = None,
+    bootstrap: Annotated[int, typer.Option(min=0, help="Without --examples: bootstrapped examples from a pilot round (0: zero-shot).")] = 3,
+    concurrency: Annotated[Optional[int], typer.Option(min=1, help="Requests in flight (as bakeoff generate).")] = None,
+    price: Annotated[Optional[str], typer.Option(help="USD per 1M tokens 'prompt,completion'.")] = None,
+    reasoning_effort: Annotated[Optional[str], typer.Option(help="Reasoning models: minimal, low, medium or high.")] = None,
+    resamples: Annotated[int, typer.Option(min=1, help="Bootstrap resamples and permutations.")] = 2000,
+    seed: SeedOpt = 0,
+    alpha: AlphaOpt = 0.05,
+    cache: Annotated[str, typer.Option(help="Cache policy: use, refresh or off.")] = "use",
+    cache_dir: Annotated[Optional[Path], typer.Option(help="Cache folder.")] = None,
+    progress: ProgressOpt = True,
+) -> None:
+    """Generate synthetic queries over a judged corpus, run one arm set against both truths, and measure
+    how far the synthetic ordering and verdict match the human ones; writes OUT/calibration.json, which
+    `bakeoff report` shows beside the verdict of any run by the same generator."""
+    from ..calibrate import DEFAULT_ARMS, DEFAULT_MEASURES, run_calibration
+    from ..report.calibration import calibration_text
+    from ..truth.answerability import AnswerabilityOptions
+    from ..truth.prompts import PromptControl, read_examples
+    from ..truth.reference_rank import ReferenceRankOptions
+    from ..truth.synthetic import DescribeOptions, leak_target_shares
+
+    prompt = PromptControl(style=style, lang=prompt_lang, persona=persona, instruction=instruction,  # type: ignore[arg-type]
+                           preset=preset, examples=read_examples(examples) if examples else None)
+    extra: dict = {"max_doc_chars": max_doc_chars} if max_doc_chars else {}
+    opts = DescribeOptions(
+        n=n, seed=gen_seed, leak_threshold=leak_threshold, max_regenerations=regenerations, lang=prompt_lang,
+        min_doc_chars=min_doc_chars, candidates=candidates, leak_mode=leak_mode,
+        leak_target=leak_target_shares(leak_target, lang=prompt_lang), bootstrap=bootstrap, prompt=prompt,
+        answerability=None if answerability == "off" else AnswerabilityOptions(
+            reference=ReferenceRankOptions(references=answerability_references, alpha=answerability_alpha,
+                                           seed=gen_seed)), **extra)
+    record = run_calibration(
+        dataset=dataset, out=out, options=opts, llm=llm, arms=arm or DEFAULT_ARMS,
+        measures=measure or DEFAULT_MEASURES, cache=make_cache(cache, cache_dir), progress=progress,
+        n_resamples=resamples, seed=seed, alpha=alpha, echo=typer.echo,
+        generate={"answerability": answerability, "concurrency": concurrency, "price": price,
+                  "reasoning_effort": reasoning_effort})
+    typer.echo(calibration_text(record))
+
+
+def register(app: typer.Typer) -> None:
+    app.command("calibrate")(calibrate)

