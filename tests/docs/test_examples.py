@@ -17,7 +17,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
-FENCE = re.compile(r"^```(?P<lang>\w*)\n(?P<body>.*?)^```$", re.M | re.S)
+FENCE = re.compile(r"^```(?P<lang>\w*)\n(?P<body>.*?)^```$", re.MULTILINE | re.DOTALL)
 EXAMPLE_DATA = "../shared/data/scifact"
 
 
@@ -43,7 +43,7 @@ EXAMPLES = examples()
 def test_the_pages_have_examples() -> None:
     names = [e[0] for e in EXAMPLES]
     assert "README.md#1" in names and "docs/api.md#1" in names
-    assert dict((n, o) for n, _, o in EXAMPLES)["docs/api.md#1"] is not None  # its output is checked
+    assert {n: o for n, _, o in EXAMPLES}["docs/api.md#1"] is not None  # its output is checked
 
 
 @pytest.mark.parametrize(("where", "code", "expected"), EXAMPLES, ids=[e[0] for e in EXAMPLES])
