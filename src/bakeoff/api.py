@@ -242,7 +242,8 @@ def compare(
     paired t-test, Cohen's ``d_z``, and Holm's correction across the pairs of that measure; a
     difference is *significant* when its Holm-adjusted randomization p-value is below ``alpha``.
     Formulas in :mod:`bakeoff.stats`. ``seed`` fixes every resampling (keyed by measure and
-    pair, so adding a run does not change the others'); ``name`` labels the report.
+    pair, so adding a run does not change the others'); ``name`` labels the report, whose document count
+    is that of the documents retrieved or judged (the corpus is not known here).
     """
     from .report.model import build_report
 
@@ -257,7 +258,9 @@ def compare(
     first = next(iter(evaluations.values()))
     cutoffs = [m.k for m in _measures(ms) if m.k is not None]
     results = {
-        "dataset": {"name": name, "split": "", "n_queries": len(first.query_ids)},
+        "dataset": {"name": name, "split": f"{len(named)} runs", "n_queries": len(first.query_ids),
+                    "n_docs": len({d for r in named.values() for q in r for d, _ in r[q]} |
+                                  {d for qid in q for d in q[qid]})},
         "k": cutoffs[0] if cutoffs else 10,
         "measures": ms,
         "arms": [{"name": n, "type": "run", "per_query": ev.per_query} for n, ev in evaluations.items()],
