@@ -1,4 +1,4 @@
-"""Distil a working cross-encoder offline, as a reference model for precision checks (issue 19, target 4).
+"""Distil a working cross-encoder offline: the reference model of `rerank_speed.py --model` for precision checks.
 
 No trained cross-encoder ships on PyPI, and the bundled all-MiniLM-L6-v2 loaded as a cross-encoder has a
 seeded, untrained head: its scores are nearly tied, so any perturbation (bf16, int8) reorders them and

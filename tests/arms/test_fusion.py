@@ -66,7 +66,7 @@ def test_rrf_golden_ties_and_single_input_documents():
     # k_rrf = 1: q1 ranks A: d1=1 d2=2 d3=3; B: d3=1 d4=2 d1=3
     # d1 = 1/2 + 1/4 = .75, d3 = 1/4 + 1/2 = .75 (tie -> doc id desc: d3 first)
     # d2 = 1/3 (only in A), d4 = 1/3 (only in B)     (tie -> d4 first)
-    run = fuse(RRFArm(arms=[FixedArm(A, name="A"), FixedArm(B, name="B")], k=1, name="rrf"))
+    run = fuse(RRFArm(arms=[FixedArm(A, name="A"), FixedArm(B, name="B")], rank_constant=1, name="rrf"))
     assert run["q1"] == (("d3", 0.75), ("d1", 0.75), ("d4", 1 / 3), ("d2", 1 / 3))
     # q2: A ties a/b at 1.0 -> tie rule puts b at rank 1, a at rank 2; B is empty
     assert run["q2"] == (("b", 1 / 2), ("a", 1 / 3))
@@ -77,7 +77,7 @@ def test_rrf_default_constant_depth_and_cutoff():
     run = fuse(RRFArm(arms=arms), k=10)
     assert run["q1"][0] == ("d3", 1 / 63 + 1 / 61) and dict(run["q1"])["d2"] == 1 / 62
     # depth=2: only the top 2 of each input count (A loses d3, B loses d1)
-    run2 = fuse(RRFArm(arms=arms, k=60, depth=2), k=10)
+    run2 = fuse(RRFArm(arms=arms, rank_constant=60, depth=2), k=10)
     assert dict(run2["q1"]) == {"d1": 1 / 61, "d2": 1 / 62, "d3": 1 / 61, "d4": 1 / 62}
     assert [d for d, _ in run2["q1"]] == ["d3", "d1", "d4", "d2"]
     assert len(fuse(RRFArm(arms=arms), k=2)["q1"]) == 2
@@ -175,7 +175,7 @@ def test_masks_reach_real_bm25_inputs():
 
 def test_cli_specs_compose_by_name():
     arms = build_arms([parse_arm_spec(s) for s in [
-        "bm25", "s=bm25:stemmer=english", "h=rrf:arms=bm25+s,k=10,depth=50",
+        "bm25", "s=bm25:stemmer=english", "h=rrf:arms=bm25+s,rank_constant=10,depth=50",
         "c=convex:arms=bm25+s+h,weights=0.5+0.25+0.25,norm=zscore"]])
     h, c = arms[2], arms[3]
     assert isinstance(h, RRFArm) and h.k_rrf == 10.0 and h.depth == 50 and [x.name for x in h.arms] == ["bm25", "s"]
@@ -213,4 +213,4 @@ def test_an_infinite_input_score_is_named_with_the_arm_and_query(arm):
                               "scores, which needs finite ones; use rrf, or fuse with norm=rank): "
                               "document 'd2' has a NaN score")
     # rank-based fusion orders the same input without complaint (inf ranks first)
-    assert fuse(RRFArm(arms=[FixedArm(A, name="A"), FixedArm(bad, name="B")], k=1))["q2"][0] == ("d2", 0.5)
+    assert fuse(RRFArm(arms=[FixedArm(A, name="A"), FixedArm(bad, name="B")], rank_constant=1))["q2"][0] == ("d2", 0.5)

@@ -57,9 +57,9 @@ def test_fuse_arm_ranks_by_the_tie_rule_and_weighted_rrf():
     assert run["q1"] == (("d3", 2.0), ("d1", 2.0), ("d4", 0.5), ("d2", 0.5))
     assert run["q2"] == (("b", 0.0), ("a", 0.0))  # A constant -> 0, B empty
     # weighted RRF, k=1: d1 = 2/2 + 1/4, d3 = 2/4 + 1/2, d2 = 2/3, d4 = 1/3
-    w = fuse(RRFArm(arms=[a, b], k=1, weights="2+1"))
+    w = fuse(RRFArm(arms=[a, b], rank_constant=1, weights="2+1"))
     assert dict(w["q1"]) == {"d1": 1.25, "d3": 1.0, "d2": 2 / 3, "d4": 1 / 3}
-    same = fuse(FuseArm(arms=[a, b], method="rrf", k=1, weights=[2, 1]))
+    same = fuse(FuseArm(arms=[a, b], method="rrf", rank_constant=1, weights=[2, 1]))
     assert same.ranked == w.ranked
 
 
@@ -71,7 +71,7 @@ def test_plain_weights_keep_the_fingerprint_and_options_are_checked():
     assert FuseArm(arms=[a, b]).config() == {"method": "sum", "depth": 100, "norm": "minmax"}
     bad = [
         ({"method": "rrf", "norm": "zscore"}, "uses ranks only"),
-        ({"method": "sum", "k": 10}, "for method=rrf only"),
+        ({"method": "sum", "rank_constant": 10}, "for method=rrf only"),
         ({"method": "max", "weights": "1+2"}, "weights= is for methods"),
         ({"method": "isr", "weights": "1+2"}, "weights= is for methods"),
         ({"method": "combsum"}, "method must be one of"),
@@ -84,7 +84,7 @@ def test_plain_weights_keep_the_fingerprint_and_options_are_checked():
         with pytest.raises(ConfigError, match=msg):
             FuseArm(arms=[a, b], **opts)
     with pytest.raises(ConfigError, match="RRF constant"):
-        RRFArm(arms=[a, b], k=-1)
+        RRFArm(arms=[a, b], rank_constant=-1)
 
 
 def test_cli_spec():

@@ -64,7 +64,7 @@ def test_installed_plugin_arm_runs_like_a_builtin(site: Path, tmp_path: Path) ->
     data = beir_folder(tmp_path / "data", corpus=CORPUS, queries=QUERIES, qrels=QRELS)
     out = tmp_path / "out"
     proc = bakeoff(site, "run", "--beir", str(data), "--arm", "overlap", "--arm", "exact=overlap:lowercase=false",
-                   "--arm", "h=rrf:arms=overlap+exact,k=1", "--latency-sample", "0", "--no-progress",
+                   "--arm", "h=rrf:arms=overlap+exact,rank_constant=1", "--latency-sample", "0", "--no-progress",
                    "--out", str(out), cache=tmp_path / "c")
     assert proc.returncode == 0, proc.stderr
     res = json.loads((out / "results.json").read_text())

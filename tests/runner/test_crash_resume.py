@@ -1,4 +1,4 @@
-"""Fast version of benchmarks/crash_test.py: one SIGKILL of a real encode process, then resume.
+"""Fast version of tests/support/crash_driver.py (its ``--repeat 10`` kills at random moments): one SIGKILL of a real encode process, then resume.
 
 A driver process embeds a small SciFact slice with the dense MiniLM arm in
 checkpoints of 4 rows; it is killed with SIGKILL once at least one checkpoint
@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _crash_module():
-    spec = importlib.util.spec_from_file_location("crash_test", ROOT / "benchmarks" / "crash_test.py")
+    spec = importlib.util.spec_from_file_location("crash_driver", ROOT / "tests" / "support" / "crash_driver.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod

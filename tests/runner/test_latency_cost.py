@@ -149,7 +149,7 @@ def test_cli_rate_latency_flags_and_fused_arms(tmp_path):
     data = beir_folder(tmp_path / "data")
     out = tmp_path / "out"
     code, stdout, stderr = cli("run", "--beir", str(data), "--arm", "bm25", "--arm", "s=bm25:stemmer=english",
-                               "--arm", "h=rrf:arms=bm25+s,k=10", "--arm", "c=convex:arms=bm25+s,weight=0.3,norm=zscore",
+                               "--arm", "h=rrf:arms=bm25+s,rank_constant=10", "--arm", "c=convex:arms=bm25+s,weight=0.3,norm=zscore",
                                "--hourly-rate", "7.2", "--latency-sample", "2", "--out", str(out), "--no-progress",
                                cache_dir=tmp_path / "c")
     assert code == 0, stderr

@@ -113,7 +113,7 @@ def test_ties_go_to_the_first_setting_and_slices_hold_queries_apart(tmp_path, sc
 def test_kfold_each_query_gets_the_setting_chosen_without_its_fold(tmp_path, scifact_path):
     out = run_tune(tmp_path, Cache(tmp_path / "cache"), beir=scifact_path,
                    arms=["bm25", "tfidf", "h=rrf:arms=bm25+tfidf"],
-                   tune_arm="h", params=["k=1,60"], dev="kfold:3", seed=0)
+                   tune_arm="h", params=["rank_constant=1,60"], dev="kfold:3", seed=0)
     t = out.tune
     test = load_beir(scifact_path, split="test")
     ids = judged(test)
@@ -125,16 +125,16 @@ def test_kfold_each_query_gets_the_setting_chosen_without_its_fold(tmp_path, sci
 
     ctx = Context(corpus=test.corpus, progress=False)
     a, b = BM25Arm(name="bm25"), TfidfArm(name="tfidf")
-    runs = {k: ctx.search(RRFArm(arms=[a, b], k=k), test.queries, k=100) for k in (1, 60)}
+    runs = {c: ctx.search(RRFArm(arms=[a, b], rank_constant=c), test.queries, k=100) for c in (1, 60)}
     vals = {k: ndcg10(r, test, ids) for k, r in runs.items()}
     cv = next(x for x in out.results.arms if x.name == "h-tuned")
     for f, pick in enumerate(t["chosen"]["per_fold"]):
         others = [q for q in ids if folds[q] != f]
         means = {k: float(np.mean([vals[k][q] for q in others])) for k in (1, 60)}
         want = 1 if means[1] >= means[60] else 60  # ties -> first in grid order (k=1)
-        assert pick["params"] == {"k": want} and pick["dev"] == pytest.approx(means[want], abs=1e-12)
+        assert pick["params"] == {"rank_constant": want} and pick["dev"] == pytest.approx(means[want], abs=1e-12)
         for q in (q for q in ids if folds[q] == f):
             assert cv.run.get(q) == runs[want].get(q)
     assert t["result"]["tuned"]["mean"] == pytest.approx(
-        np.mean([vals[t["chosen"]["per_fold"][folds[q]]["params"]["k"]][q] for q in ids]), abs=1e-12)
+        np.mean([vals[t["chosen"]["per_fold"][folds[q]]["params"]["rank_constant"]][q] for q in ids]), abs=1e-12)
     assert not math.isnan(t["result"]["p_perm"])

@@ -26,7 +26,9 @@ Three arm types:
 
     score(d) = sum over inputs i with d in R_i of w_i / (k_rrf + r_i(d))
 
-``k_rrf`` is the RRF constant (default 60; option ``k``), ``w_i`` the input's weight
+``k_rrf`` is the RRF constant (default 60; option ``rank_constant``, Elasticsearch's and OpenSearch's
+name for it; its old name ``k`` still works for one release, with a deprecation warning, but reads like the
+cutoff ``k`` of every other option), ``w_i`` the input's weight
 (default 1 each: plain RRF). A document absent from an input's top ``depth`` gets
 nothing from that input.
 
@@ -78,8 +80,8 @@ is the input's mean -- unlike the ``convex`` arm, which gives it the input's min
 
 Weights (``weights=w1+w2+...``, one per input, >= 0, not all 0; default 1 each) apply to
 ``rrf``, ``sum``, ``mnz`` and ``borda``; ``max`` and ``isr`` take none. ``norm`` (default
-``minmax``, ranx's default) applies to ``sum``, ``mnz`` and ``max``; ``k`` (the RRF constant)
-only to ``rrf``. An option a method does not use is refused rather than ignored.
+``minmax``, ranx's default) applies to ``sum``, ``mnz`` and ``max``; ``rank_constant`` (the RRF
+constant) only to ``rrf``. An option a method does not use is refused rather than ignored.
 
 Ties: ranx orders its inputs by score with an unstable sort, so rank-based methods can
 differ from ranx where an input has tied scores; bakeoff ranks every input by the package
@@ -88,7 +90,9 @@ tie rule first, and computes exactly ranx's formulas on that order.
 
 from __future__ import annotations
 
+import logging
 import math
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -127,6 +131,7 @@ FUSE_NORMS = ("minmax", "zscore", "sum", "rank", "none")
 _WEIGHTED = ("sum", "mnz", "rrf", "borda")
 _SCORE_BASED = ("sum", "mnz", "max")
 _EPS = 1e-9
+log = logging.getLogger("bakeoff")
 
 Ranked = Sequence[tuple[str, float]]
 
@@ -311,13 +316,27 @@ def _positive_int(value: Any, key: str, type_name: str) -> int:
     return out
 
 
+def _rank_constant(rank_constant: Any, k: Any, type_name: str) -> Any:
+    """The RRF constant given as ``rank_constant``, or under its old name ``k`` (a deprecation warning,
+    logged for the command line and raised as :class:`DeprecationWarning` for Python callers)."""
+    if k is None:
+        return rank_constant
+    if rank_constant is not None:
+        raise ConfigError(f"{type_name}: give rank_constant= (the RRF constant); k= is its old name, not both")
+    msg = (f"{type_name}: k= for the RRF constant is deprecated and will be removed in the next release; "
+           f"write rank_constant={k} (k means a cutoff everywhere else)")
+    log.warning("%s", msg)
+    warnings.warn(msg, DeprecationWarning, stacklevel=4)
+    return k
+
+
 def _rrf_constant(k: Any, type_name: str) -> float:
     try:
         out = float(k)
     except (TypeError, ValueError):
-        raise ConfigError(f"{type_name}: k (the RRF constant) must be a number, got {k!r}") from None
+        raise ConfigError(f"{type_name}: rank_constant (the RRF constant) must be a number, got {k!r}") from None
     if not (out >= 0 and math.isfinite(out)):
-        raise ConfigError(f"{type_name}: k (the RRF constant) must be >= 0, got {k!r}")
+        raise ConfigError(f"{type_name}: rank_constant (the RRF constant) must be >= 0, got {k!r}")
     return out
 
 
@@ -392,16 +411,17 @@ def _not_finite(runs: Sequence[Run], rankings: Sequence[Ranked]) -> str:
 class RRFArm(_FusionArm):
     """(Weighted) reciprocal rank fusion of two or more arms (formula in the module docstring).
 
-    Options: ``arms`` (the inputs, ``a+b`` on the CLI), ``k`` (the RRF constant
-    ``k_rrf``, default 60 — not the cutoff), ``depth`` (candidates taken from
+    Options: ``arms`` (the inputs, ``a+b`` on the CLI), ``rank_constant`` (the RRF constant
+    ``k_rrf``, default 60; ``k`` is its deprecated old name), ``depth`` (candidates taken from
     each input, default 100), ``weights`` (one per input, ``2+1`` on the CLI, >= 0;
     default 1 each).
     """
 
-    def __init__(self, *, name: str | None = None, arms: Any = None, k: NonNegative = 60, depth: PositiveInt = 100,
-                 weights: Any = None) -> None:
+    def __init__(self, *, name: str | None = None, arms: Any = None, rank_constant: NonNegative | None = None,
+                 depth: PositiveInt = 100, weights: Any = None, k: NonNegative | None = None) -> None:
         super().__init__(name=name, arms=arms, depth=depth)
-        self.k_rrf = _rrf_constant(k, "rrf")
+        c = _rank_constant(rank_constant, k, "rrf")
+        self.k_rrf = _rrf_constant(60 if c is None else c, "rrf")
         self.weights = _free_weights(weights, len(self.arms), "rrf")
 
     def config(self) -> dict[str, Any]:
@@ -473,13 +493,14 @@ class FuseArm(_FusionArm):
 
     Options: ``arms``, ``method`` (``sum`` default, ``mnz``, ``max``, ``rrf``, ``isr``, ``borda``),
     ``norm`` (``minmax`` default, ``zscore``, ``sum``, ``rank``, ``none``; for sum/mnz/max only),
-    ``weights`` (one per input, >= 0; for sum/mnz/rrf/borda), ``k`` (the RRF constant, default 60;
-    for rrf only), ``depth`` (candidates per input, default 100). An option the method does not
-    use is refused.
+    ``weights`` (one per input, >= 0; for sum/mnz/rrf/borda), ``rank_constant`` (the RRF constant,
+    default 60; for rrf only; ``k`` is its deprecated old name), ``depth`` (candidates per input,
+    default 100). An option the method does not use is refused.
     """
 
     def __init__(self, *, name: str | None = None, arms: Any = None, method: str = "sum", norm: str | None = None,
-                 weights: Any = None, k: float | None = None, depth: int = 100) -> None:
+                 weights: Any = None, rank_constant: float | None = None, depth: int = 100,
+                 k: float | None = None) -> None:
         super().__init__(name=name, arms=arms, depth=depth)
         self.method = str(method).lower()
         if self.method not in FUSE_METHODS:
@@ -490,9 +511,10 @@ class FuseArm(_FusionArm):
         self.norm = None if self.method not in _SCORE_BASED else str(norm or "minmax").lower()
         if self.norm is not None and self.norm not in FUSE_NORMS:
             raise ConfigError(f"fuse: norm must be one of {', '.join(FUSE_NORMS)}, got {norm!r}")
-        if k is not None and self.method != "rrf":
-            raise ConfigError(f"fuse: k= is the RRF constant, for method=rrf only (method={self.method})")
-        self.k_rrf = _rrf_constant(60 if k is None else k, "fuse") if self.method == "rrf" else None
+        if (k is not None or rank_constant is not None) and self.method != "rrf":
+            raise ConfigError(f"fuse: rank_constant= is the RRF constant, for method=rrf only (method={self.method})")
+        c = _rank_constant(rank_constant, k, "fuse")
+        self.k_rrf = _rrf_constant(60 if c is None else c, "fuse") if self.method == "rrf" else None
         if weights is not None and self.method not in _WEIGHTED:
             raise ConfigError(f"fuse: weights= is for methods {', '.join(_WEIGHTED)}, not {self.method}")
         self.weights = _free_weights(weights, len(self.arms), "fuse")

@@ -38,7 +38,9 @@ def build_app() -> typer.Typer:
 def _command() -> typer.core.TyperGroup:
     """The app as a command object, built once per process (building it parses every command's
     signature; tests call :func:`main` hundreds of times)."""
-    return typer.main.get_command(build_app())  # type: ignore[return-value]
+    from ._common import plain_help
+
+    return plain_help(typer.main.get_command(build_app()))  # type: ignore[no-any-return]
 
 
 class _OneLine(logging.Formatter):

@@ -1,4 +1,5 @@
-"""Helpers shared by CLI commands: the cache option, and the options ``report`` and ``compare`` share.
+"""Helpers shared by CLI commands: the cache option, the options ``report`` and ``compare`` share, and the
+help formatter every command's ``--help`` goes through (:func:`plain_help`).
 
 Command modules import only typer and this module at top level (``bakeoff eval --help``
 stays fast); everything else is imported inside the command functions.
@@ -9,9 +10,10 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import textwrap
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -154,3 +156,57 @@ def write_staged(out: Path, write: Callable[[Path], Path]) -> Path:
             exc.filename = str(out)
         raise
     return out / rel_main
+
+
+#: Widest first column of an option list; a longer option name puts its help on the next line.
+HELP_TERM_COLUMNS = 28
+#: Indent of a help text under a long option name.
+HELP_HANGING_INDENT = 8
+
+
+class HelpFormatter(typer.Context.formatter_class):  # type: ignore[misc,name-defined]
+    """``--help`` as plain text that reads at 80 columns (wider terminals use up to 100).
+
+    Options are a two-column list: the option and its metavar, then its help, wrapped to the width.
+    An option whose name is longer than :data:`HELP_TERM_COLUMNS` gets a line of its own and its help
+    below, indented by :data:`HELP_HANGING_INDENT`, instead of being squeezed into a narrow column.
+    Long explanations belong in the docs' command pages, examples in a command's epilog (a paragraph
+    starting with click's ``\\b`` marker keeps its line breaks).
+    """
+
+    def __init__(self, indent_increment: int = 2, width: int | None = None, max_width: int | None = None) -> None:
+        super().__init__(indent_increment=indent_increment, width=width, max_width=max_width or 100)
+
+    def write_dl(self, rows: Any, col_max: int = HELP_TERM_COLUMNS, col_spacing: int = 2) -> None:
+        rows = [(str(term), str(text or "")) for term, text in rows]
+        indent = " " * self.current_indent
+        first = min(max((len(term) for term, _ in rows), default=0), col_max)
+        for term, text in rows:
+            if not text:
+                self.write(f"{indent}{term}\n")
+                continue
+            if len(term) <= first:
+                lead = f"{indent}{term:<{first}}{' ' * col_spacing}"
+                rest = " " * len(lead)
+                self.write(textwrap.fill(text, width=max(self.width, len(lead) + 20), initial_indent=lead,
+                                         subsequent_indent=rest, break_on_hyphens=False) + "\n")
+            else:
+                hang = " " * (self.current_indent + HELP_HANGING_INDENT)
+                self.write(f"{indent}{term}\n")
+                self.write(textwrap.fill(text, width=max(self.width, len(hang) + 20), initial_indent=hang,
+                                         subsequent_indent=hang, break_on_hyphens=False) + "\n")
+
+
+class _HelpContext(typer.Context):
+    formatter_class = HelpFormatter
+
+
+def plain_help(command: Any) -> Any:
+    """Route ``command``'s and every subcommand's ``--help`` through :class:`HelpFormatter`: plain
+    text (no Rich panels, which wrap each option over several lines at 80 columns). Returns ``command``."""
+    if hasattr(command, "rich_markup_mode"):
+        command.rich_markup_mode = None
+    command.context_class = _HelpContext
+    for sub in getattr(command, "commands", {}).values():
+        plain_help(sub)
+    return command

@@ -8,7 +8,7 @@ dynamic batch and sequence axes) and compiles it for the CPU with
 - ``PERFORMANCE_HINT=THROUGHPUT``: one single-threaded stream per core, so
   the cores work on different batches instead of splitting small products
   (stream threads pinned to cores, the plugin's default: 15-30 % faster than
-  unpinned here even on a loaded machine, ``benchmarks/openvino_infer.py``).
+  unpinned here even on a loaded machine).
 
 :func:`compile_module` with a ``cache_key`` keeps the converted model across
 processes: the OpenVINO IR (``model.xml`` + ``model.bin``, fp32 weights as

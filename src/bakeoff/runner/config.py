@@ -5,7 +5,7 @@ Arm specification grammar (CLI ``--arm`` and TOML ``[[arms]]`` tables)::
 
     [NAME=]TYPE[:key=value[,key=value...]]
 
-e.g. ``bm25``, ``bm25:stemmer=english``, ``hyb=rrf:arms=bm25+dense,k=60``.
+e.g. ``bm25``, ``bm25:stemmer=english``, ``hyb=rrf:arms=bm25+dense,rank_constant=60``.
 Values parse as int, float, ``true``/``false``, ``none``, else string. The
 default name is the specification text itself. Arms may name other arms
 (``arms=a+b``, ``base=a``); the factory resolves those names to arm objects.

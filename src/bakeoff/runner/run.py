@@ -31,6 +31,20 @@ __all__ = ["default_measures", "run_bakeoff", "run_config"]
 log = logging.getLogger("bakeoff")
 
 
+def _arms(arms: Sequence[Arm | str]) -> list[Arm]:
+    """Arms as given, in order; the spec strings among them built together
+    (:func:`~bakeoff.runner.config.build_arms`), so a spec may name a spec before it."""
+    from .config import build_arms, parse_arm_spec
+
+    if isinstance(arms, (str, Arm)):
+        arms = [arms]
+    bad = [a for a in arms if not isinstance(a, (str, Arm))]
+    if bad:
+        raise ConfigError(f"an arm is an Arm or a spec string such as 'bm25:stemmer=english', got {bad[0]!r}")
+    built = iter(build_arms([parse_arm_spec(a) for a in arms if isinstance(a, str)]))
+    return [a if isinstance(a, Arm) else next(built) for a in arms]
+
+
 def _order(arms: Sequence[Arm]) -> list[Arm]:
     """Children before parents (so a composite arm's own time excludes its inputs' search)."""
     seen: dict[int, Arm] = {}
@@ -47,7 +61,7 @@ def _order(arms: Sequence[Arm]) -> list[Arm]:
 
 def run_bakeoff(
     dataset: Dataset,
-    arms: Sequence[Arm],
+    arms: Sequence[Arm | str],
     *,
     k: int = 10,
     depth: int | None = None,
@@ -64,6 +78,10 @@ def run_bakeoff(
     ignore_identical_ids: bool = False,
 ) -> Results:
     """Index, search and evaluate every arm on ``dataset``.
+
+    ``arms`` are :class:`~bakeoff.arms.base.Arm` objects or specs as ``bakeoff run --arm`` takes
+    them (``"bm25"``, ``"stem=bm25:stemmer=english"``, ``"hyb=rrf:arms=bm25+dense"``; a spec may
+    name arms given before it).
 
     Each arm retrieves ``depth`` (default ``max(k, 100)``) documents per query;
     metrics use their own cutoffs. Runs are cached by content (see
@@ -97,6 +115,7 @@ def run_bakeoff(
     the peak memory of its subtree's index and search.
     """
     max_empty_share = check_share(max_empty_share)
+    arms = _arms(arms)
     depth = max(k, depth if depth is not None else 100)
     ms = measures_for(dataset.label_kind, k=k, depth=depth, requested=measures)
     # --- chunking (bakeoff.ingest.chunking): arms see passages; runs are aggregated to documents ---

@@ -100,7 +100,7 @@ def shared_buffers_mb() -> int:
     """``shared_buffers`` of the embedded server: a quarter of physical memory, between PostgreSQL's
     default 128 MB and 2 GB (``$BAKEOFF_PG_SHARED_BUFFERS_MB`` overrides). The default 128 MB holds
     less than a 100k x 384 pgvector HNSW index (~200 MB), and every page the search then reads from
-    the operating system's cache instead of shared memory costs time (``benchmarks/pgvector_hnsw.py``)."""
+    the operating system's cache instead of shared memory costs time (the docs' benchmarks page, retired experiments)."""
     env = os.environ.get("BAKEOFF_PG_SHARED_BUFFERS_MB")
     if env:
         return max(16, int(env))

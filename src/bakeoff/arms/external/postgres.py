@@ -36,7 +36,7 @@ the exact path's order (score desc, then id in byte order). Results differ from
 ``rerank`` are part of the cache identity (absent, i.e. unchanged, for ``vector``). On this
 machine the pgvector search is memory-latency bound (each visited graph element is a buffer
 look-up, pin and page read), and the small ``bit`` index visits cheaper elements:
-``benchmarks/pgvector_hnsw.py`` measures what each storage costs at equal recall. Queries go out
+The docs' benchmarks page records what each storage cost at equal recall. Queries go out
 ``pipeline`` at a time (default 256) in one psycopg pipeline — prepared statements, query
 vectors in pgvector's binary format (``pgvector.psycopg``) — so a batch costs one round trip,
 not one per query; the SQL and therefore the results are the same as one query at a time.

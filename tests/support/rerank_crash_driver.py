@@ -1,7 +1,7 @@
 """Crash test for the rerank stage: SIGKILL a cross-encoder rerank at a random moment,
 re-run, and check the result equals a clean run bit for bit.
 
-    .venv/bin/python benchmarks/rerank_crash_test.py --repeat 10 [--queries 3] [--top 16] [--seed 0]
+    .venv/bin/python tests/support/rerank_crash_driver.py --repeat 10 [--queries 3] [--top 16] [--seed 0]
 
 A driver process reranks BM25's top ``--top`` for the first ``--queries`` SciFact test
 queries with the default cross-encoder (bundled all-MiniLM-L6-v2, seeded head), checkpointing
@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def driver(args: argparse.Namespace) -> None:

@@ -2,7 +2,7 @@
 
 Usage::
 
-    .venv/bin/python benchmarks/crash_test.py --repeat 10 [--docs 512] [--seed 0]
+    .venv/bin/python tests/support/crash_driver.py --repeat 10 [--docs 512] [--seed 0]
 
 A driver process loads SciFact (the first ``--docs`` documents and
 ``--queries`` queries), embeds the
@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "scifact"
 
 

@@ -1,0 +1,359 @@
+"""The short verbs of the public API: :func:`evaluate`, :func:`compare` and :func:`fuse`.
+
+They take the argument order of ranx and ir_measures, judgments first::
+
+    evaluate(qrels, run, measures)  -> Evaluation   # per-query values and means
+    compare(qrels, runs, measures)  -> Report       # CIs, paired tests, Holm; renderers
+    fuse(runs, method=..., norm=...) -> Run         # run-level fusion
+
+Inputs are bakeoff's values (:class:`~bakeoff.data.model.Qrels`, :class:`~bakeoff.data.model.Run`) or
+the plain dicts of pytrec_eval and ranx: qrels ``{qid: {doc id: grade}}`` and a run
+``{qid: {doc id: score}}``. Measures are strings (``"ndcg@10"``, ``"P@5"``, ``"recip_rank"``; see
+:mod:`bakeoff.metrics`), one or a list. Every verb is pure: it never mutates its inputs.
+
+The measures, the averaging rule and the tie rule are those of :mod:`bakeoff.metrics` (equal to
+trec_eval); the statistics those of :mod:`bakeoff.stats`; the fusion formulas those of
+:mod:`bakeoff.arms.fusion` (equal to ranx's ``fuse``).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .arms.fusion import FUSE_METHODS, FUSE_NORMS, NORMS, convex_scores, fuse_scores
+from .data.model import Qrels, Run
+from .data.ranking import NaNScoreError, rank
+from .data.trec import RunTable
+from .errors import ConfigError
+from .metrics import DEFAULT_MEASURES, Evaluation, Measure, parse_measures
+from .metrics import evaluate as _evaluate
+from .stats import DEFAULT_RESAMPLES, Comparison, MeanStat, PairStat
+
+__all__ = ["FUSION_METHODS", "Report", "compare", "evaluate", "fuse"]
+
+#: Methods of :func:`fuse`: ranx's ``fuse`` methods plus the ``convex`` combination.
+FUSION_METHODS = (*FUSE_METHODS, "convex")
+_WEIGHTED = ("sum", "mnz", "rrf", "borda", "convex")
+_SCORE_BASED = ("sum", "mnz", "max", "convex")
+
+MeasuresArg = str | Measure | Iterable[str | Measure]
+
+
+def _measures(measures: MeasuresArg) -> tuple[Measure, ...]:
+    if isinstance(measures, (str, Measure)):
+        measures = [measures]
+    ms = parse_measures(measures)
+    if not ms:
+        raise ConfigError("no measure given")
+    return ms
+
+
+def _qrels(qrels: Qrels | Mapping[str, Mapping[str, int]]) -> Qrels:
+    return qrels if isinstance(qrels, Qrels) else Qrels(qrels)
+
+
+def _run(run: Run | RunTable | Mapping[str, Any], name: str = "run") -> Run | RunTable:
+    if isinstance(run, (Run, RunTable)):
+        return run
+    if isinstance(run, Mapping):
+        return Run.from_scores(name, run)
+    raise TypeError(f"a run is a bakeoff Run or a dict {{qid: {{doc id: score}}}}, got {type(run).__name__}")
+
+
+def evaluate(
+    qrels: Qrels | Mapping[str, Mapping[str, int]],
+    run: Run | RunTable | Mapping[str, Mapping[str, float]],
+    measures: MeasuresArg = DEFAULT_MEASURES,
+    *,
+    query_ids: Iterable[str] | None = None,
+    relevance_level: int = 1,
+    trec_eval: bool = False,
+    complete: bool = False,
+    max_docs: int | None = None,
+) -> Evaluation:
+    """Score ``run`` against ``qrels`` on ``measures`` (one string or several).
+
+    ``Evaluation.means[measure]`` is the mean over the averaged queries and
+    ``Evaluation.per_query[measure][qid]`` each query's value. Which queries are averaged is
+    bakeoff's rule (judged queries with a relevant document; a judged query missing from the run
+    scores 0), or trec_eval's with ``trec_eval=True`` (``complete`` = trec_eval ``-c``);
+    ``relevance_level`` is trec_eval's ``-l``, ``max_docs`` its ``-M``. See :mod:`bakeoff.metrics`.
+
+    The order ``evaluate(run, qrels, ...)`` of earlier releases still works, with a
+    :class:`DeprecationWarning`.
+    """
+    if isinstance(qrels, (Run, RunTable)) and isinstance(run, Qrels):
+        warnings.warn("evaluate(run, qrels, ...) is deprecated: the order is evaluate(qrels, run, measures), "
+                      "as in ranx and ir_measures", DeprecationWarning, stacklevel=2)
+        qrels, run = run, qrels
+    return _evaluate(_run(run), _qrels(qrels), _measures(measures), query_ids=query_ids,
+                     relevance_level=relevance_level, trec_eval=trec_eval, complete=complete, max_docs=max_docs)
+
+
+def _named_runs(runs: Sequence[Run] | Mapping[str, Run | Mapping[str, Any]]) -> dict[str, Run]:
+    """``{name: Run}``; a sequence is named by each run's own name (which must be unique)."""
+    out: dict[str, Run] = {}
+    if isinstance(runs, Mapping):
+        for name, r in runs.items():
+            run = _run(r, str(name))
+            out[str(name)] = (run.to_run() if isinstance(run, RunTable) else run).renamed(str(name))
+        return out
+    for r in runs:
+        if not isinstance(r, Run):
+            raise TypeError(f"runs given as a list must be bakeoff Runs (they carry their names); got "
+                            f"{type(r).__name__}: pass a dict {{name: run}} instead")
+        if r.name in out:
+            raise ConfigError(f"two runs are named {r.name!r}; pass a dict {{name: run}} or rename one "
+                              "(run.renamed(...))")
+        out[r.name] = r
+    return out
+
+
+@dataclass(frozen=True)
+class Report:
+    """What :func:`compare` found: per-run evaluations, the statistics, and the report built from them.
+
+    ``report`` is the same dict as ``bakeoff report``'s ``report.json`` (schema in
+    :mod:`bakeoff.report.model`): each run's mean with its bootstrap CI, every pair's paired tests
+    with Holm-adjusted p-values, win/tie/loss counts, the per-query oracle and a verdict. The
+    renderers are functions of that dict: :meth:`to_table` (text), :meth:`to_html` (the report
+    page), :meth:`to_latex`, :meth:`to_dict`; :meth:`save` picks one by the file's suffix.
+    """
+
+    evaluations: Mapping[str, Evaluation]
+    stats: Comparison
+    report: Mapping[str, Any]
+    runs: Mapping[str, Run]
+
+    @property
+    def measures(self) -> list[str]:
+        return list(self.report["measures"])
+
+    def mean(self, run: str, measure: str) -> float:
+        """``run``'s mean of ``measure`` over the compared queries."""
+        return self.stats.mean(run, str(_measures(measure)[0])).mean
+
+    def pair(self, a: str, b: str, measure: str) -> Any:
+        """The paired statistics of ``a`` and ``b`` on ``measure`` (:class:`bakeoff.stats.PairStat`;
+        ``diff`` is ``mean(a) - mean(b)`` for the pair's own order ``(pair.a, pair.b)``)."""
+        return self.stats.pair(a, b, str(_measures(measure)[0]))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report as JSON-ready data (non-finite numbers are ``None``)."""
+        return dict(self.report)
+
+    def to_table(self) -> str:
+        """Plain text: each run's means with CIs and significance letters, then per measure the pairs.
+
+        A cell ``0.6650 [0.6300, 0.7000] bc`` means the run is significantly better than runs b
+        and c on that measure (paired randomization test, Holm-adjusted, ``alpha``)."""
+        from .report.terminal import pair_rows, report_rows
+
+        rep = self.report
+        header, rows = report_rows(rep, measures=self.measures)
+        parts = [(f"{rep['n_queries']} queries; bootstrap {rep['stats']['confidence']:.0%} CIs; paired randomization "
+                  f"tests, Holm-adjusted per measure, alpha {rep['stats']['alpha']}"),
+                 _text_table(header[:-1], [r[:-1] for r in rows], left=len(header))]  # no latency column: runs have no timing
+        if len(rep["arms"]) > 1:
+            for m in self.measures:
+                parts.append(f"{m}:\n" + _text_table(*pair_rows(rep, m)))
+        if rep.get("note"):
+            parts.append(str(rep["note"]))
+        return "\n\n".join(parts)
+
+    def __str__(self) -> str:
+        return self.to_table()
+
+    def to_html(self) -> str:
+        """The report page of ``bakeoff report`` (one self-contained file), for these runs."""
+        from .report.html import explorer_data, render_html
+
+        per_query = {name: ev.per_query for name, ev in self.evaluations.items()}
+        qids = list(next(iter(self.evaluations.values())).query_ids)
+        explorer = explorer_data(self.report, dataset=None, runs=self.runs, per_query=per_query, query_ids=qids)
+        return render_html(self.report, explorer=explorer)
+
+    def to_latex(self) -> str:
+        """A LaTeX table (booktabs) of the means with CIs and significance marks."""
+        from .report.latex import render_latex
+
+        return render_latex(self.report, measures=self.measures)
+
+    def save(self, path: str | Path) -> Path:
+        """Write the report to ``path`` atomically, rendered by its suffix: ``.json``, ``.html``,
+        ``.tex`` or ``.txt``."""
+        from ._io import atomic_write_json, atomic_write_text
+
+        path = Path(path)
+        suffix = path.suffix.lower()
+        if suffix == ".json":
+            atomic_write_json(path, self.to_dict())
+        elif suffix in (".html", ".htm"):
+            atomic_write_text(path, self.to_html())
+        elif suffix == ".tex":
+            atomic_write_text(path, self.to_latex())
+        elif suffix == ".txt":
+            atomic_write_text(path, self.to_table() + "\n")
+        else:
+            raise ConfigError(f"{path}: cannot tell the format from the suffix {suffix!r}; "
+                              "use .json, .html, .tex or .txt")
+        return path
+
+
+def _text_table(header: Sequence[str], rows: Sequence[Sequence[str]], *, left: int = 2) -> str:
+    """Columns padded to their widest cell; the first ``left`` left-aligned, the rest right-aligned."""
+    cols = list(zip(*([list(header)] + [list(r) for r in rows]), strict=True))
+    widths = [max(len(str(c)) for c in col) for col in cols]
+
+    def line(cells: Sequence[str]) -> str:
+        return "  ".join(str(c).ljust(w) if i < left else str(c).rjust(w)
+                         for i, (c, w) in enumerate(zip(cells, widths, strict=True))).rstrip()
+
+    return "\n".join([line(header), "  ".join("-" * w for w in widths), *(line(r) for r in rows)])
+
+
+def compare(
+    qrels: Qrels | Mapping[str, Mapping[str, int]],
+    runs: Sequence[Run] | Mapping[str, Run | Mapping[str, Mapping[str, float]]],
+    measures: MeasuresArg = ("ndcg@10",),
+    *,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    confidence: float = 0.95,
+    alpha: float = 0.05,
+    seed: int = 0,
+    relevance_level: int = 1,
+    query_ids: Iterable[str] | None = None,
+    name: str = "runs",
+    progress: bool = False,
+) -> Report:
+    """Compare two or more runs on the same queries: :func:`evaluate` each, then the statistics.
+
+    ``runs`` is a list of :class:`~bakeoff.data.model.Run` (named by their ``name``) or a dict
+    ``{name: run}`` (a run may be a ``{qid: {doc id: score}}`` dict). Every run is scored on the
+    same queries (bakeoff's rule: the judged queries of ``query_ids``, by default all of the
+    qrels, that have a relevant document; a query missing from a run scores 0). For each measure:
+    each run's mean with its bootstrap BCa ``confidence`` CI, and for every pair the paired
+    randomization test (``n_resamples`` sign flips; exact below ``2**n <= n_resamples``), the
+    paired t-test, Cohen's ``d_z``, and Holm's correction across the pairs of that measure; a
+    difference is *significant* when its Holm-adjusted randomization p-value is below ``alpha``.
+    Formulas in :mod:`bakeoff.stats`. ``seed`` fixes every resampling (keyed by measure and
+    pair, so adding a run does not change the others'); ``name`` labels the report, whose document count
+    is that of the documents retrieved or judged (the corpus is not known here).
+    """
+    from .report.model import build_report
+
+    ms = [str(m) for m in _measures(measures)]
+    q = _qrels(qrels)
+    named = _named_runs(runs)
+    if not named:
+        raise ConfigError("compare needs at least one run")
+    qids = None if query_ids is None else list(query_ids)
+    evaluations = {n: _evaluate(r, q, ms, query_ids=qids, relevance_level=relevance_level)
+                   for n, r in named.items()}
+    first = next(iter(evaluations.values()))
+    cutoffs = [m.k for m in _measures(ms) if m.k is not None]
+    results = {
+        "dataset": {"name": name, "split": f"{len(named)} runs", "n_queries": len(first.query_ids),
+                    "n_docs": len({d for r in named.values() for q in r for d, _ in r[q]} |
+                                  {d for qid in q for d in q[qid]})},
+        "k": cutoffs[0] if cutoffs else 10,
+        "measures": ms,
+        "arms": [{"name": n, "type": "run", "per_query": ev.per_query} for n, ev in evaluations.items()],
+    }
+    report = build_report(results, runs=named, measures=ms, n_resamples=n_resamples, confidence=confidence,
+                          alpha=alpha, seed=seed, progress=progress)
+    return Report(evaluations=evaluations, stats=_comparison(report["stats"]), report=report, runs=named)
+
+
+def _comparison(d: Mapping[str, Any]) -> Comparison:
+    """The report's ``stats`` section back as a :class:`~bakeoff.stats.Comparison` (``None`` -> NaN)."""
+
+    def row(cls: type, item: Mapping[str, Any]) -> Any:
+        names = cls.__dataclass_fields__  # type: ignore[attr-defined]
+        return cls(**{k: (math.nan if v is None else v) for k, v in item.items() if k in names})
+
+    return Comparison(tuple(row(MeanStat, m) for m in d["means"]), tuple(row(PairStat, p) for p in d["pairs"]),
+                      d["n_queries"], d["n_resamples"], d["confidence"], d["alpha"], d["seed"], d.get("note"))
+
+
+def _weights(weights: Any, n: int, method: str) -> tuple[float, ...] | None:
+    if weights is None:
+        return None
+    if method not in _WEIGHTED:
+        raise ConfigError(f"fuse: weights are for methods {', '.join(_WEIGHTED)}, not {method}")
+    ws = tuple(float(w) for w in weights)
+    if len(ws) != n:
+        raise ConfigError(f"fuse: {len(ws)} weights for {n} runs")
+    if any(not (math.isfinite(w) and w >= 0) for w in ws) or not any(ws):
+        raise ConfigError(f"fuse: weights must be >= 0 and not all 0, got {list(ws)}")
+    if method == "convex" and abs(math.fsum(ws) - 1.0) > 1e-9:
+        raise ConfigError(f"fuse: convex weights must sum to 1, got {list(ws)}")
+    return ws
+
+
+def fuse(
+    runs: Sequence[Run] | Mapping[str, Run | Mapping[str, Mapping[str, float]]],
+    *,
+    method: str = "rrf",
+    norm: str | None = None,
+    weights: Sequence[float] | None = None,
+    rank_constant: float | None = None,
+    depth: int | None = None,
+    name: str | None = None,
+) -> Run:
+    """Fuse two or more runs into one, query by query (the run-level twin of the fusion arms).
+
+    Each run contributes its top ``depth`` documents per query (all of them when ``None``), in
+    the tie-rule order. ``method``: ``rrf`` (default; ``sum_i w_i / (rank_constant + r_i(d))``,
+    ``rank_constant`` 60 by default -- the RRF constant, not a cutoff), ``sum`` (CombSUM), ``mnz``
+    (CombMNZ), ``max`` (CombMAX), ``isr``, ``borda``, as ranx's ``fuse`` computes them; or
+    ``convex`` (``sum_i w_i * norm_i(s_i(d))``, weights summing to 1, default equal; a document
+    missing from a run gets that run's worst normalised score). ``norm`` (score-based methods
+    only): ``minmax`` (default), ``zscore``, ``sum``, ``rank`` or ``none`` (``convex``: ``minmax``
+    or ``zscore``). ``weights``: one per run, >= 0 (``sum``, ``mnz``, ``rrf``, ``borda``,
+    ``convex``). An option the method does not use is refused. Formulas in
+    :mod:`bakeoff.arms.fusion`.
+
+    The fused run covers every query of any input, holds every candidate document, and is named
+    ``name`` (default: the inputs' names joined by ``+``).
+    """
+    named = _named_runs(runs)
+    if len(named) < 2:
+        raise ConfigError(f"fuse needs at least two runs, got {len(named)}")
+    method = str(method).lower()
+    if method not in FUSION_METHODS:
+        raise ConfigError(f"fuse: method must be one of {', '.join(FUSION_METHODS)}, got {method!r}")
+    if norm is not None and method not in _SCORE_BASED:
+        raise ConfigError(f"fuse: norm is for methods {', '.join(_SCORE_BASED)}; method={method} uses ranks only")
+    norms = NORMS if method == "convex" else FUSE_NORMS
+    norm_ = str(norm or "minmax").lower()
+    if norm_ not in norms:
+        raise ConfigError(f"fuse: norm must be one of {', '.join(norms)} for method={method}, got {norm!r}")
+    if rank_constant is not None and method != "rrf":
+        raise ConfigError(f"fuse: rank_constant is the RRF constant, for method=rrf only (method={method})")
+    c = 60.0 if rank_constant is None else float(rank_constant)
+    if not (math.isfinite(c) and c >= 0):
+        raise ConfigError(f"fuse: rank_constant must be >= 0, got {rank_constant!r}")
+    if depth is not None and (int(depth) != depth or depth < 1):
+        raise ConfigError(f"fuse: depth must be a positive integer, got {depth!r}")
+    ws = _weights(weights, len(named), method)
+    inputs = list(named.values())
+    qids = list(dict.fromkeys(q for r in inputs for q in r))
+    fused: dict[str, tuple[tuple[str, float], ...]] = {}
+    for qid in qids:
+        rankings = [r.get(qid)[:depth] if depth else r.get(qid) for r in inputs]
+        if method == "convex":
+            scores = convex_scores(rankings, weights=ws or tuple(1.0 / len(inputs) for _ in inputs), norm=norm_)
+        else:
+            scores = fuse_scores(rankings, method=method, norm=norm_, k_rrf=c, weights=ws)
+        try:
+            fused[qid] = rank(scores)
+        except NaNScoreError as exc:  # a ±inf input score normalised to NaN
+            raise exc.within(f"fuse, query {qid!r} (score fusion needs finite scores; use rrf or norm=rank)") \
+                from None
+    return Run.from_ranked(name or "+".join(named), fused)
