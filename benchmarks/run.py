@@ -104,6 +104,9 @@ SUITE: dict[str, Bench] = {
     "run_hashes": Bench(
         "sha256 of every offline arm type's TREC run on SciFact (compare two commits: behaviour preserved?)",
         "run_hashes.py", (), needs=("scifact",)),
+    "filter_acceptance": Bench(
+        "The synthetic-truth filters on SciFact's human (query, document) pairs and on random pairs",
+        "filter_acceptance.py", (), needs=("scifact",)),
     "assessor_agreement": Bench(
         "`bakeoff assess` grades against SciFact's human labels (Cohen's kappa, ROC AUC)",
         "assessor_agreement.py", ("-n", "40"), needs=("scifact",)),
