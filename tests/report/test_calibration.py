@@ -270,3 +270,43 @@ def test_summary_line_wording():
     assert "did not match" in s and "different verdict (B vs human A)" in s
     assert "cannot tell from the best" in summary_line(_record(0.4, -0.2, 0.8, False))
     assert "τ undefined (every arm tied on one side)" in summary_line(_record(None, None, None, True))
+
+
+def _prov(**over):
+    prov = {"mode": "describe", "llm": {"model": "m", "model_id": "m:abc@llama", "prompt_style": "completion",
+                                        "base_url": "http://127.0.0.1:4242/v1"},
+            "prompts": {"instruction": "Write one question", "example": "rendered <document text>",
+                        "control": {"style": "question"}, "style": "completion", "examples": "none",
+                        "bootstrapped": []},
+            "parameters": {"n": 120, "seed": 0, "test_fraction": 0.5, "leak_mode": "target", "temperature": 0.8,
+                           "answerability": {"reference": {"references": 99, "alpha": 0.05, "seed": 0}}},
+            "answerability": {"scorer": {"kind": "bi-encoder", "model": "use"}}}
+    for path, value in over.items():
+        node = prov
+        *head, last = path.split("__")
+        for h in head:
+            node = node[h]
+        node[last] = value
+    return prov
+
+
+def test_generator_identity_ignores_sample_and_split_but_not_model_prompt_or_filters():
+    from bakeoff.report.calibration import generator_identity
+
+    key = generator_identity(_prov())["key"]
+    assert len(key) == 16
+    for same in ({"parameters__n": 40}, {"parameters__seed": 3}, {"parameters__test_fraction": 1.0},
+                 {"parameters__answerability__reference__seed": 7}, {"llm__base_url": "http://127.0.0.1:1/v1"},
+                 {"prompts__bootstrapped": [{"query": "x"}]}):
+        assert generator_identity(_prov(**same))["key"] == key, same
+    for other in ({"llm__model_id": "m:def@llama"}, {"prompts__instruction": "Write two"},
+                  {"prompts__control": {"style": "keywords"}}, {"prompts__examples": "user"},
+                  {"parameters__leak_mode": "cut"}, {"parameters__temperature": 0.2},
+                  {"parameters__answerability__reference__alpha": 0.1},
+                  {"answerability__scorer": {"kind": "bi-encoder", "model": "minilm"}}, {"mode": "clusters"}):
+        assert generator_identity(_prov(**other))["key"] != key, other
+    # bootstrapped examples show up in the rendered prompt: it is left out of the identity then
+    boot = generator_identity(_prov(prompts__examples="bootstrapped"))["key"]
+    assert generator_identity(_prov(prompts__examples="bootstrapped", prompts__example="other docs"))["key"] == boot
+    with pytest.raises(ValueError, match="not the provenance"):
+        generator_identity({"mode": "citations"})
