@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: install demo test docs bench clean llama-server
+.PHONY: install demo test test-fast docs bench clean llama-server
 
 install: $(STAMP)
 
@@ -38,6 +38,16 @@ docs: install
 test: install docs
 	$(VENV)/bin/lint-imports --no-cache --no-logo
 	BAKEOFF_REQUIRE_BROWSER=1 HF_HUB_OFFLINE=1 $(VENV)/bin/python -m pytest -q
+
+# The benchmark suite's quick subset (benchmarks/run.py; records in benchmarks/records/, rendered by the docs).
+bench: install
+	HF_HUB_OFFLINE=1 $(PY) benchmarks/run.py --quick
+
+# The developers' fast lane: the tests on fakes and small fixtures (-m "not slow": no SciFact, no PostgreSQL, no
+# model-heavy test; tests/conftest.py marks every test using a real dataset or server slow). `make test` stays the
+# whole suite, and what CI runs.
+test-fast: install
+	HF_HUB_OFFLINE=1 $(VENV)/bin/python -m pytest -q -m "not slow"
 
 clean:
 	rm -rf $(VENV) results .pytest_cache site

@@ -3,7 +3,9 @@ need it skip with a clear reason when it is absent."""
 
 from __future__ import annotations
 
+import inspect
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -20,9 +22,43 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ.setdefault("BAKEOFF_CACHE_DIR", str(ROOT / ".bakeoff-test-cache" / "default"))
 
 
+#: Fixtures of real datasets, servers and models: a test using one is marked ``slow``.
+HEAVY_FIXTURES = frozenset({"scifact", "scifact_path", "shared_cache", "pg_dsn", "ray_local", "minilm", "scorer",
+                            "fp32", "fast", "ce_fp32", "ce_fast", "ce_int8", "calibration", "prompted"})
+#: What in a test's own code loads a real model, a browser or Ray: such a test is marked ``slow``.
+HEAVY_CODE = re.compile(r"DenseArm\(|RerankArm\(|make_encoder\(|SentenceTransformer\(|CrossEncoder\(|"
+                        r"require_browser\(|ray_engine|--arm\", \"[^\"]*dense|\bdense:|=dense\b")
+
+
+#: Tests measured at seconds each on fakes (a model through a fixture, a real browser, every arm type, waits of
+#: a rate limit by design): ``slow`` too, by node id prefix.
+SLOW_TESTS = (
+    "tests/arms/test_dense.py::", "tests/arms/test_golden_runs.py::", "tests/label/test_label_browser.py::",
+    "tests/report/test_report_browser.py::", "tests/runner/test_guards_footprint.py::test_a_dense_arm",
+    "tests/truth/test_asof.py::test_as_of_mask_hides_other_versions[dense",
+    "tests/models/test_cpu.py::test_capability_is_torchs", "tests/ingest/test_api.py::test_oyez_every_unique_item",
+    "tests/ingest/test_api.py::test_default_rate_is_one_request_per_second",
+)
+
+
+def _heavy_code(item: pytest.Item) -> bool:
+    try:
+        return bool(HEAVY_CODE.search(inspect.getsource(item.obj)))  # type: ignore[attr-defined]
+    except (AttributeError, OSError, TypeError):
+        return False
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Tests marked ``qwen`` need the 1.6 GB of the optional ``bakeoff[qwen]`` extra and minutes of CPU:
+    """A test that uses a real dataset, server or model (:data:`HEAVY_FIXTURES`, :data:`HEAVY_CODE`,
+    :data:`SLOW_TESTS`) is marked ``slow``, so ``pytest -m "not slow"`` (``make test-fast``) keeps the tests on fakes and small
+    fixtures.
+
+    Tests marked ``qwen`` need the 1.6 GB of the optional ``bakeoff[qwen]`` extra and minutes of CPU:
     deselected (not skipped) unless ``BAKEOFF_TEST_QWEN=1``."""
+    for item in items:
+        if (HEAVY_FIXTURES & set(getattr(item, "fixturenames", ())) or _heavy_code(item)
+                or item.nodeid.startswith(SLOW_TESTS)):
+            item.add_marker(pytest.mark.slow)
     if os.environ.get("BAKEOFF_TEST_QWEN") == "1":
         return
     gated = [it for it in items if it.get_closest_marker("qwen")]

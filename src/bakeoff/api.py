@@ -156,8 +156,8 @@ class Report:
 
         rep = self.report
         header, rows = report_rows(rep, measures=self.measures)
-        parts = [(f"{rep['n_queries']} queries; bootstrap {rep['stats']['confidence']:.0%} CIs; paired randomization "
-                  f"tests, Holm-adjusted per measure, alpha {rep['stats']['alpha']}"),
+        parts = [(f"{rep['n_queries']} queries; bootstrap {rep['stats']['confidence']:.0%} CIs;\n"
+                  f"paired randomization tests, Holm-adjusted per measure, alpha {rep['stats']['alpha']}"),
                  _text_table(header[:-1], [r[:-1] for r in rows], left=len(header))]  # no latency column: runs have no timing
         if len(rep["arms"]) > 1:
             for m in self.measures:
