@@ -24,7 +24,7 @@ it was written from. Here the relevance model is one of:
   probability 0.5; default threshold 0.0). A model whose classification head is missing from
   its checkpoint is refused: its head would be freshly seeded, i.e. a random projection
   (the bundled all-MiniLM-L6-v2 loaded as a cross-encoder: ROC AUC 0.46 separating generated
-  queries' own documents from random ones, measured in ``benchmarks/answerability.py``).
+  queries' own documents from random ones, measured on the docs' benchmarks page, "Answerability").
 
 Higher = more answerable. A query is kept when ``score >= threshold`` (and, with
 ``keep_fraction``, when it is in the top fraction of the passing ones). The document is read as
@@ -77,7 +77,7 @@ __all__ = [
 CODE_VERSION = "1"
 
 #: Default keep threshold of the USE cosine. Chosen on 80 hand-judged Gemma 3 270M queries of a demo run
-#: (``benchmarks/answerability.py``; stdlib docstrings, 21 answerable by their document; ROC AUC 0.839):
+#: (the docs' benchmarks page, "Answerability"; stdlib docstrings, 21 answerable by their document; ROC AUC 0.839):
 #: cosine >= 0.45 kept 29 (59 % answerable), >= 0.5 21 (57 %), >= 0.55 11 (64 %), >= 0.6 6 (67 %).
 DEFAULT_THRESHOLD = 0.5
 #: Default keep threshold of the MiniLM cosine (same 80 queries, ROC AUC 0.875): >= 0.5 kept 30 (53 %),
@@ -169,7 +169,7 @@ class CrossEncoderAnswerability:
 class Preloading:
     """``scorer`` whose model loads in a background thread started now, so that it loads while the
     LLM servers start instead of between the first two rounds of generation (the USE model: ~1.4 s,
-    measured in ``benchmarks/truth_speed.py``'s timeline). The thread scores one throwaway pair (the
+    measured in the truth stage's timeline). The thread scores one throwaway pair (the
     model is loaded on first use), which changes no later score; :meth:`score` waits for it first, so
     the scorer is never used by two threads at once. A failure in the thread is not lost: the same
     error is raised again, in the caller's thread, by the first :meth:`score`. :meth:`identity` is
