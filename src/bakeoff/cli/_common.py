@@ -164,6 +164,11 @@ HELP_TERM_COLUMNS = 28
 HELP_HANGING_INDENT = 8
 
 
+def _unescape(text: str) -> str:
+    """Help texts escape ``[`` for Rich markup (``\\[report]``); plain text shows the bracket."""
+    return text.replace("\\[", "[")
+
+
 class HelpFormatter(typer.Context.formatter_class):  # type: ignore[misc,name-defined]
     """``--help`` as plain text that reads at 80 columns (wider terminals use up to 100).
 
@@ -177,8 +182,11 @@ class HelpFormatter(typer.Context.formatter_class):  # type: ignore[misc,name-de
     def __init__(self, indent_increment: int = 2, width: int | None = None, max_width: int | None = None) -> None:
         super().__init__(indent_increment=indent_increment, width=width, max_width=max_width or 100)
 
+    def write_text(self, text: str) -> None:
+        super().write_text(_unescape(text))
+
     def write_dl(self, rows: Any, col_max: int = HELP_TERM_COLUMNS, col_spacing: int = 2) -> None:
-        rows = [(str(term), str(text or "")) for term, text in rows]
+        rows = [(str(term), _unescape(str(text or ""))) for term, text in rows]
         indent = " " * self.current_indent
         first = min(max((len(term) for term, _ in rows), default=0), col_max)
         for term, text in rows:
