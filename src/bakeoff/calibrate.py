@@ -108,16 +108,16 @@ def dataset_spec(dataset: str) -> Any:
 
 
 def _weights_sha256(llm: str) -> str | None:
-    """sha256 of the bundled Gemma's GGUF file for ``--llm local`` (other local models carry theirs in
-    their identity; remote models have no weights here)."""
-    if llm != "local":
+    """sha256 of the GGUF file of a local model (``--llm local``, ``local:NAME|PATH``); remote models have no
+    weights here."""
+    if llm != "local" and not llm.startswith("local:"):
         return None
     import hashlib
 
-    from .truth.local_llm import gemma_model_path
+    from .models.gguf import resolve_local_model
 
     h = hashlib.sha256()
-    with open(gemma_model_path(), "rb") as f:
+    with open(resolve_local_model(llm.partition(":")[2]).path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
