@@ -95,10 +95,11 @@ _PAIRS = (("what causes earthquakes",
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("method", ["expected", "yesno"])
+@pytest.mark.parametrize("method", ["yesno"])
 def test_an_instruction_model_tells_answering_passages_from_unrelated_ones(method: str, cache) -> None:
     """Qwen2.5-Coder-0.5B-Instruct (``local:qwen-coder-0.5b``) behind llama-server: on obvious pairs, every
-    answering passage gets a higher P(relevant) than every unrelated one."""
+    answering passage gets a higher P(yes) than every unrelated one. (Its expected grade does not: its digit
+    distribution is nearly flat, see the docs' benchmarks page.)"""
     from bakeoff.truth.generate import open_llm
 
     with open_llm("local:qwen-coder-0.5b", cache=cache, concurrency=2) as client:
