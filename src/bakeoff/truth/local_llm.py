@@ -20,8 +20,8 @@ Conventions:
 * **One thread per server, one server per core** (defaults :func:`default_servers`, ``T = 1``): llama.cpp's
   worker threads meet at a barrier after every operation of the graph, so on a machine whose cores are
   busy with other work a multi-threaded server waits a scheduler slice at each of them and its speed
-  collapses (here, at load 12 on 2 cores: about one generated token per 5 s with 2 threads); independent
-  one-thread servers never wait for each other. ``--no-repack``: llama.cpp's CPU weight repacking
+  collapses (the docs' benchmarks page, "Local models"); independent one-thread servers never wait for
+  each other. ``--no-repack``: llama.cpp's CPU weight repacking
   (extra buffer types) is off, the numeric path of earlier bakeoff releases; ``BAKEOFF_LLAMA_REPACK=1``
   turns it on. Chat models get ``--jinja``: their chat template is the one in the GGUF metadata.
 * **Reproducibility** rests on the generation cache: cached answers are authoritative. A cold run
