@@ -303,10 +303,13 @@ def test_queries_pointing_at_their_document_are_rejected() -> None:
     from bakeoff.truth.self_reference import refers_to_document
 
     for q in ("What is the main finding of this study on ageing?", "what did the authors measure",
-              "How does the protocol in this document compare", "treatment used in this patient"):
+              "How does the protocol in this document compare", "treatment used in this patient",
+              "The document is about a trial of collaborative care", "A document about B cell guidance",
+              "what does the abstract conclude", "an article on sleep and memory"):
         assert refers_to_document(q), q
     for q in ("does this drug help", "studies of ageing in mice", "what authors wrote about cats",
-              "is the study of ageing useful"):
+              "is the study of ageing useful", "how to parse a pdf document in python", "document classification",
+              "what is an abstract class"):
         assert not refers_to_document(q), q
     assert refers_to_document("¿Qué concluye este estudio?", lang="es") and not refers_to_document("x", lang="fr")
     corpus = Corpus(("t",), (DOC,), ("",), ({},))

@@ -15,10 +15,16 @@ __all__ = ["PATTERNS", "refers_to_document"]
 
 _NOUNS_EN = r"(?:study|paper|article|document|text|abstract|review|trial|report|patient|case|work|research|analysis)"
 _NOUNS_ES = r"(?:estudio|art[ií]culo|documento|texto|resumen|revisi[oó]n|ensayo|informe|paciente|caso|trabajo|an[aá]lisis)"
-#: Per language: a demonstrative before a document noun, or the document's authors.
+_DOC_EN = r"(?:document|passage|abstract|paper|article)"
+_DOC_ES = r"(?:documento|pasaje|resumen|art[ií]culo)"
+#: Per language: a demonstrative before a document noun, "the document" (a searcher has none), a description
+#: of a document ("a document about", "the document is about") instead of a need, or the document's authors.
 PATTERNS: Mapping[str, re.Pattern[str]] = {
-    "en": re.compile(rf"\b(?:this|these|the present|the above)\s+{_NOUNS_EN}s?\b|\bthe authors?\b", re.IGNORECASE),
-    "es": re.compile(rf"\b(?:este|esta|estos|estas|el presente)\s+{_NOUNS_ES}s?\b|\blos autores\b", re.IGNORECASE),
+    "en": re.compile(rf"\b(?:this|these|the present|the above)\s+{_NOUNS_EN}s?\b|\bthe authors?\b"
+                     rf"|\bthe\s+{_DOC_EN}\b|\b(?:a|an)\s+{_DOC_EN}\s+(?:about|on|that|which|describing)\b",
+                     re.IGNORECASE),
+    "es": re.compile(rf"\b(?:este|esta|estos|estas|el presente)\s+{_NOUNS_ES}s?\b|\blos autores\b"
+                     rf"|\b(?:el|la)\s+{_DOC_ES}\b|\bun\s+{_DOC_ES}\s+(?:sobre|que|acerca)\b", re.IGNORECASE),
 }
 
 
