@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.label.fixtures import write_beir
+from tests.label.fixtures import BROWSER_ARGS, CHROMIUM, write_beir
+from tests.support.browser import require_browser
 
 
 @pytest.fixture()
@@ -27,3 +28,17 @@ def make_db(tmp_path: Path, tiny: Path):
         return db
 
     return make
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Headless Debian Chromium through Playwright, one per test module."""
+    require_browser()
+    from playwright import sync_api
+
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=BROWSER_ARGS)
+        try:
+            yield b
+        finally:
+            b.close()

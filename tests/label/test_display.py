@@ -11,8 +11,7 @@ import pytest
 
 from bakeoff.label.app import annotator_name
 from bakeoff.label.display import SHOWN_CHARS, document_view, marked, query_words
-from tests.label.fixtures import BROWSER_ARGS, CHROMIUM, DOCS, QRELS, QUERIES, Server, current_item, settle, write_beir
-from tests.support.browser import require_browser
+from tests.label.fixtures import DOCS, QRELS, QUERIES, Server, current_item, settle, write_beir
 
 SHOTS = Path("/tmp/label-shots")
 
@@ -47,19 +46,6 @@ def test_annotator_names_any_script():
         assert annotator_name(ok) == ok
     for bad in ("", " ", "_x", "a b", "a/b", "<x>", "x" * 41, "a\u0000"):
         assert annotator_name(bad) is None
-
-
-@pytest.fixture(scope="module")
-def browser():
-    require_browser()
-    from playwright import sync_api
-
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=BROWSER_ARGS)
-        try:
-            yield b
-        finally:
-            b.close()
 
 
 def test_long_arabic_and_unicode_name_in_the_browser(tmp_path, browser):

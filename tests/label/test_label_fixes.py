@@ -15,8 +15,6 @@ import httpx
 import pytest
 
 from tests.label.fixtures import (
-    BROWSER_ARGS,
-    CHROMIUM,
     DOCS,
     QRELS,
     QUERIES,
@@ -25,22 +23,8 @@ from tests.label.fixtures import (
     settle,
     write_beir,
 )
-from tests.support.browser import require_browser
 
 SHOTS = Path("/tmp/label-shots")
-
-
-@pytest.fixture(scope="module")
-def browser():
-    require_browser()
-    from playwright import sync_api
-
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=BROWSER_ARGS)
-        try:
-            yield b
-        finally:
-            b.close()
 
 
 def press(page, key: str) -> None:
