@@ -1,31 +1,111 @@
-"""Progress bars (tqdm) with counts, rate and ETA, written to stderr; off when disabled or when stderr
-is not a terminal (a log file or a pipe gets the messages, never the carriage-return redraws).
+"""Progress bars (tqdm) with counts, rate and ETA, written to stderr; off when disabled. When stderr is
+not a terminal (a log file, a pipe, a CI job), a long step writes the same meter as a plain line at most
+every ``$BAKEOFF_PROGRESS_INTERVAL`` seconds (default 30) instead of carriage-return redraws; a step
+that ends sooner writes nothing.
 
 Messages printed while bars are shown go through :func:`write_line` (a line of their own), and
 :func:`close_bars` clears every bar before the command line's final error line."""
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
+import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-__all__ = ["close_bars", "progress_bar", "ticking", "write_line"]
+__all__ = ["LineBar", "close_bars", "progress_bar", "ticking", "write_line"]
 
 T = TypeVar("T")
 
 
 def progress_bar(iterable: Iterable[T] | None = None, *, total: int | None = None, desc: str = "",
                  enabled: bool = True, unit: str = "it") -> Any:
-    """A tqdm bar (``iterable`` wrapped, or a manual bar when ``None``); a no-op bar when disabled
-    or when stderr is not a terminal."""
+    """A tqdm bar (``iterable`` wrapped, or a manual bar when ``None``) on a terminal; a
+    :class:`LineBar` when stderr is not one; a no-op bar when disabled."""
     from tqdm.auto import tqdm
 
     on_terminal = bool(getattr(sys.stderr, "isatty", lambda: False)())
-    return tqdm(iterable, total=total, desc=desc, disable=not (enabled and on_terminal), unit=unit,
+    if enabled and not on_terminal:
+        return LineBar(iterable, total=total, desc=desc, unit=unit)
+    return tqdm(iterable, total=total, desc=desc, disable=not enabled, unit=unit,
                 dynamic_ncols=True, mininterval=0.5, leave=False)
+
+
+def _interval() -> float:
+    try:
+        return max(0.0, float(os.environ.get("BAKEOFF_PROGRESS_INTERVAL", "30")))
+    except ValueError:
+        return 30.0
+
+
+class LineBar:
+    """The subset of tqdm's bar interface bakeoff uses, writing tqdm's meter (count, rate, ETA) as one
+    plain line on stderr at most every ``interval`` seconds, and a last line at :meth:`close` when any
+    was written."""
+
+    def __init__(self, iterable: Iterable[Any] | None = None, *, total: int | None = None, desc: str = "",
+                 unit: str = "it", interval: float | None = None) -> None:
+        if total is None and iterable is not None and hasattr(iterable, "__len__"):
+            total = len(iterable)  # type: ignore[arg-type]
+        self.iterable, self.total, self.desc, self.unit = iterable, total, desc, unit
+        self.n = 0
+        self.leave = False
+        self.disable = False
+        self.postfix = ""
+        self.interval = _interval() if interval is None else interval
+        self._start = self._last = time.monotonic()
+        self._written = 0
+        self._lock = threading.Lock()
+
+    def __iter__(self) -> Iterator[Any]:
+        for item in self.iterable or ():
+            yield item
+            self.update(1)
+        self.close()
+
+    def __enter__(self) -> LineBar:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def line(self) -> str:
+        from tqdm import tqdm
+
+        return str(tqdm.format_meter(self.n, self.total, time.monotonic() - self._start, prefix=self.desc,
+                                     unit=self.unit, postfix=self.postfix or None))
+
+    def _maybe_write(self, *, force: bool = False) -> None:
+        with self._lock:
+            now = time.monotonic()
+            if not force and now - self._last < self.interval:
+                return
+            self._last = now
+            self._written += 1
+        write_line(self.line())
+
+    def update(self, n: float = 1) -> None:
+        self.n += n  # type: ignore[assignment]
+        self._maybe_write()
+
+    def refresh(self) -> None:
+        self._maybe_write()
+
+    def set_postfix_str(self, s: str = "", refresh: bool = True) -> None:
+        self.postfix = s
+
+    def set_description(self, desc: str | None = None, refresh: bool = True) -> None:
+        self.desc = desc or ""
+
+    def close(self) -> None:
+        if self.disable:
+            return
+        self.disable = True
+        if self._written:
+            self._maybe_write(force=True)
 
 
 def _open_bars() -> list[Any]:
