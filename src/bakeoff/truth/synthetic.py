@@ -51,6 +51,7 @@ from .prompts import (CLUSTER_INSTRUCTION, CLUSTER_SHOT_QUESTIONS, STEER, Prompt
                       cluster_question_schema, cluster_schema, describe_completion, describe_messages, describe_schema,
                       shot_queries)
 from .self_reference import refers_to_document
+from .drift import MAX_BORROWED, borrowed_words, foreign_scripts
 from .repair import REPAIR_KINDS, GradeMap, repair_question
 from .sampling import eligible_rows, sample_rows, sampled_mix, split_of
 from .answerability import AnswerabilityOptions, AnswerabilityScorer, answerability_ranks, answerability_scores
@@ -308,6 +309,8 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
     Filters, in order, each counted under its reason: ``failed`` (no valid answer),
     ``copied_example`` (echoes an example of the prompt), ``too_short`` (< ``min_query_words``),
     ``refers_to_document`` ("this study", :mod:`bakeoff.truth.self_reference`),
+    ``foreign_script`` and ``borrowed_example`` (the query drifted into another writing system or into
+    an example's content, :mod:`bakeoff.truth.drift`),
     ``copies_title`` (``title_copy >= max_title_copy``),
     ``rejected`` (``leak_mode="cut"``: leak > ``leak_threshold``), ``not_answerable`` (with an
     ``answerer`` and ``options.answerability``: the source document ranks below the reference rule,
@@ -407,11 +410,20 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
                 counts["refers_to_document"] += 1
                 note(r, attempt, q, "refers_to_document")
                 continue
+            source = f"{corpus.titles[r]} {corpus.texts[r]}"
+            if foreign_scripts(q, source):
+                counts["foreign_script"] += 1
+                note(r, attempt, q, "foreign_script")
+                continue
+            borrowed = borrowed_words(q, source, examples, lang=o.lang)
+            if len(borrowed) > MAX_BORROWED:
+                counts["borrowed_example"] += 1
+                note(r, attempt, q, "borrowed_example", borrowed=borrowed)
+                continue
             if o.max_title_copy is not None and title_copy(q, corpus.titles[r]) >= o.max_title_copy:
                 counts["copies_title"] += 1
                 note(r, attempt, q, "copies_title")
                 continue
-            source = f"{corpus.titles[r]} {corpus.texts[r]}"
             lk = leak(q, source, lang=o.lang)
             all_leaks.append(lk)
             counts["scored"] += 1
@@ -551,6 +563,7 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
                       "too_short": len(corpus) - int(len(eligible)), "min_doc_chars": o.min_doc_chars},
         "rejections": {"failed": counts["failed"], "copied_example": counts["copied_example"],
                        "too_short": counts["too_short"], "refers_to_document": counts["refers_to_document"],
+                       "foreign_script": counts["foreign_script"], "borrowed_example": counts["borrowed_example"],
                        "copies_title": counts["copies_title"],
                        "leak": counts["rejected"], "leak_quota": counts["leak_quota"],
                        "low_specificity": counts["low_specificity"], "not_answerable": counts["not_answerable"],

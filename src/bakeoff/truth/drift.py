@@ -1,0 +1,80 @@
+"""Generated queries that drift away from their document: into an example's content, or into another script.
+
+A small model shown few-shot examples copies more than their form. Two drifts are caught, each a
+rejection reason of describe mode:
+
+* ``borrowed_example`` — :func:`borrowed_words`: the distinct content words of the query that are
+  absent from its source document but present in one example query of the prompt. With two or more
+  from the same example (:data:`MAX_BORROWED` + 1), the query carries that example's content, not its
+  document's: "What is the primary challenge with CRF in mice compared to conventional treatment?",
+  where "challenge", "conventional" and "treatment" came from an example about another document.
+  Content words are word runs (``[^\\W_]+``, lower-cased) not in :data:`FUNCTION_WORDS` of the
+  prompt language; a question stem ("what is the main …") borrows no content word, so the
+  examples' form may be copied freely.
+* ``foreign_script`` — :func:`foreign_scripts`: letters of a writing system (Latin, Greek, Cyrillic,
+  CJK, Arabic, …, the first word of the character's Unicode name) that the source document does not
+  use, as when a Qwen model slips into Chinese mid-query ("… metabolic控制").
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable, Mapping
+
+__all__ = ["FUNCTION_WORDS", "MAX_BORROWED", "borrowed_words", "foreign_scripts", "scripts"]
+
+#: At most this many borrowed content words from one example are tolerated.
+MAX_BORROWED = 1
+
+_WORD = re.compile(r"[^\W_]+")
+
+#: Words that carry a question's form, not its content, per prompt language.
+FUNCTION_WORDS: Mapping[str, frozenset[str]] = {
+    "en": frozenset(
+        "what which who whom whose when where why how is are was were be been being do does did can could "
+        "should would will may might must the a an of in on at to for from by with and or but not no nor as "
+        "that this these those it its their they there than then into about between during after before "
+        "over under through per via any some all each".split()),
+    "es": frozenset(
+        "qué que cuál cuáles cual quién quiénes cuándo cuando dónde donde por porqué cómo como es son era "
+        "eran fue ser está están hay puede pueden debe el la los las un una unos unas lo de del al a en con "
+        "sin para sobre entre y o u ni no se su sus este esta estos estas ese esa más menos muy todo todos "
+        "cada algún alguna".split()),
+}
+
+
+def _words(text: str) -> list[str]:
+    return _WORD.findall(text.lower())
+
+
+def borrowed_words(query: str, source: str, examples: Iterable[str], *, lang: str = "en") -> list[str]:
+    """The largest set (in query order) of the query's content words that are absent from ``source``
+    and present in one of ``examples`` (see the module docstring); ``[]`` without examples."""
+    function = FUNCTION_WORDS.get(lang, FUNCTION_WORDS["en"])
+    src = set(_words(source))
+    own = [w for w in dict.fromkeys(_words(query)) if w not in src and w not in function and not w.isdigit()]
+    best: list[str] = []
+    for example in examples:
+        ex = set(_words(example))
+        got = [w for w in own if w in ex]
+        if len(got) > len(best):
+            best = got
+    return best
+
+
+def scripts(text: str) -> set[str]:
+    """Writing systems of ``text``'s letters: the first word of each letter's Unicode name
+    (``LATIN``, ``GREEK``, ``CJK``, ``CYRILLIC``, ``HIRAGANA``, …)."""
+    out: set[str] = set()
+    for ch in set(text):
+        if ch.isalpha():
+            name = unicodedata.name(ch, "")
+            if name:
+                out.add(name.split(" ", 1)[0])
+    return out
+
+
+def foreign_scripts(query: str, source: str) -> set[str]:
+    """Writing systems of the query's letters that ``source`` does not use."""
+    return scripts(query) - scripts(source)

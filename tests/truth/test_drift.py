@@ -1,0 +1,46 @@
+"""Drift filters, on queries a 0.5B model wrote for SciFact abstracts (hand-checked word sets)."""
+
+from __future__ import annotations
+
+from bakeoff.truth.drift import borrowed_words, foreign_scripts, scripts
+
+_EXAMPLE = ("What is the primary challenge with allogeneic hematopoietic stem cell transplantation (HSCT) in "
+            "thalassemia compared to conventional treatment?")
+_CRF_DOC = ("Chronic renal failure accelerates atherogenesis in apolipoprotein E-deficient mice. Cardiovascular "
+            "mortality is 10 to 20 times increased in patients with chronic renal failure (CRF). The effect of CRF "
+            "on the development of atherosclerosis in apolipoprotein E-deficient male mice was examined.")
+
+
+def test_an_examples_content_pasted_onto_another_document_is_borrowed() -> None:
+    q = "What is the primary challenge with CRF in apolipoprotein E-deficient mice compared to conventional treatment?"
+    # every content word of the query that the example has and the document lacks
+    assert borrowed_words(q, _CRF_DOC, [_EXAMPLE]) == ["primary", "challenge", "compared", "conventional",
+                                                       "treatment"]
+
+
+def test_a_question_stem_borrows_nothing_and_own_words_are_not_borrowed() -> None:
+    q = "What is the effect of chronic renal failure on atherosclerosis in mice?"
+    assert borrowed_words(q, _CRF_DOC, [_EXAMPLE]) == []
+    # one content word from an example ("primary") is tolerated by the filter (MAX_BORROWED = 1)
+    assert borrowed_words("What is the primary effect of CRF on atherosclerosis?", _CRF_DOC, [_EXAMPLE]) == ["primary"]
+    assert borrowed_words("What is the primary effect of CRF?", _CRF_DOC, []) == []
+
+
+def test_the_largest_set_from_one_example_counts_not_the_union() -> None:
+    q = "How does uremia alter plaque vulnerability in knockout mice?"
+    examples = ["Does uremia change anything?", "Which plaque markers predict vulnerability?"]
+    assert borrowed_words(q, "Renal failure in mice.", examples) == ["plaque", "vulnerability"]
+
+
+def test_spanish_function_words_are_not_content() -> None:
+    q = "¿Cuál es la principal dificultad del trasplante?"
+    assert borrowed_words(q, "Trasplante renal en niños.", ["¿Cuál es la principal dificultad del tratamiento?"],
+                          lang="es") == ["principal", "dificultad"]
+
+
+def test_a_script_the_document_does_not_use_is_foreign() -> None:
+    doc = "Liraglutide and synaptic plasticity: hippocampal gene expression and metabolic control in mice."
+    assert foreign_scripts("What is the benefit of Liraglutide on metabolic控制", doc) == {"CJK"}
+    assert foreign_scripts("How does neuregulin 1β–ErbB4 signaling work?", "neuregulin 1β–ErbB4 signalling") == set()
+    assert foreign_scripts("Does IL-6 rise?", doc) == set()
+    assert scripts("Всё and ελα") == {"CYRILLIC", "LATIN", "GREEK"}
