@@ -45,18 +45,29 @@ import numpy as np
 from .._io import atomic_write_json
 from ..data.model import Corpus, Qrels, Queries
 from ..data.writers import write_beir
-from .leak import leak, leak_histogram, leak_stats, title_copy
-from .llm import ChatRequest, LLMClient
-from .prompts import (CLUSTER_INSTRUCTION, CLUSTER_SHOT_QUESTIONS, STEER, PromptControl, cluster_completion, cluster_messages,
-                      cluster_question_schema, cluster_schema, describe_completion, describe_messages, describe_schema,
-                      shot_queries)
-from .self_reference import refers_to_document
-from .drift import MAX_BORROWED, borrowed_words, foreign_scripts
-from .repair import REPAIR_KINDS, GradeMap, repair_question
-from .sampling import eligible_rows, sample_rows, sampled_mix, split_of
 from .answerability import AnswerabilityOptions, AnswerabilityScorer, answerability_ranks, answerability_scores
 from .answerability import keep_mask as answer_keep_mask
 from .answerability import score_stats as answer_stats
+from .drift import MAX_BORROWED, borrowed_words, foreign_scripts
+from .leak import leak, leak_histogram, leak_stats, title_copy
+from .llm import ChatRequest, LLMClient
+from .prompts import (
+    CLUSTER_INSTRUCTION,
+    CLUSTER_SHOT_QUESTIONS,
+    STEER,
+    PromptControl,
+    cluster_completion,
+    cluster_messages,
+    cluster_question_schema,
+    cluster_schema,
+    describe_completion,
+    describe_messages,
+    describe_schema,
+    shot_queries,
+)
+from .repair import REPAIR_KINDS, GradeMap, repair_question
+from .sampling import eligible_rows, sample_rows, sampled_mix, split_of
+from .self_reference import refers_to_document
 from .specificity import QueryLikelihood, SpecificityOptions, keep_mask, score_stats, specificity_scores
 
 __all__ = ["DescribeOptions", "ClusterOptions", "SyntheticTruth", "describe_truth", "cluster_truth",
