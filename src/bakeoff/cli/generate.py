@@ -30,7 +30,7 @@ def generate(
     grades: Annotated[str, typer.Option(help="clusters: grade by relevant rank, 'g1,g2,...;default'.")] = "3,2,2;1",
     encoder: Annotated[Optional[str], typer.Option(help="clusters: dense model for the embeddings (default MiniLM).")] = None,
     encoder_key_env: Annotated[str, typer.Option(help="clusters: NAME of the variable holding the key of an openai: encoder.")] = "OPENAI_API_KEY",
-    specificity: Annotated[str, typer.Option(help="Specificity scorer: off, local (bundled Gemma in-process) or a completions server spec.")] = "off",
+    specificity: Annotated[str, typer.Option(help="Specificity scorer: off, local (bundled Gemma in-process), local:NAME|PATH.gguf or a completions server spec.")] = "off",
     specificity_threshold: Annotated[Optional[float], typer.Option(help="Keep queries whose specificity (nats/token) is at least this (default 1.0).")] = None,
     specificity_top: Annotated[Optional[float], typer.Option(help="Keep only this top fraction of queries by specificity.")] = None,
     answerability: Annotated[str, typer.Option(help="Answerability scorer: use (multilingual USE bi-encoder cosine), minilm (the dense arm's default model: favours it), cross-encoder:<model> (a trained reranker's logit), bi-encoder:<model>, or off.")] = "use",

@@ -415,12 +415,17 @@ def score_stats(values: Sequence[float], *, threshold: float | None = None) -> d
 
 def open_likelihood(spec: str | None) -> QueryLikelihood | None:
     """The scorer for ``--specificity``: ``off`` / ``None`` -> ``None``; ``local`` -> the bundled Gemma
-    in-process; ``openai:<model>`` / ``ollama:<model>`` / ``<base_url>|<model>`` -> a completions
-    server that echoes prompt logprobs."""
+    in-process; ``local:NAME`` / ``local:PATH.gguf`` -> that local model in-process (the names of
+    ``--llm local:NAME``); ``openai:<model>`` / ``ollama:<model>`` / ``<base_url>|<model>`` -> a
+    completions server that echoes prompt logprobs."""
     if spec is None or spec == "off":
         return None
     if spec == "local":
         return LlamaLikelihood()
+    if spec.startswith("local:"):
+        from ..models.gguf import resolve_local_model
+
+        return LlamaLikelihood(model_path=resolve_local_model(spec.removeprefix("local:")).path, n_ctx=4096)
     from .llm import parse_llm_spec
 
     cfg = parse_llm_spec(spec)
