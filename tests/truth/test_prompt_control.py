@@ -305,13 +305,16 @@ def test_queries_pointing_at_their_document_are_rejected() -> None:
     for q in ("What is the main finding of this study on ageing?", "what did the authors measure",
               "How does the protocol in this document compare", "treatment used in this patient",
               "The document is about a trial of collaborative care", "A document about B cell guidance",
-              "what does the abstract conclude", "an article on sleep and memory"):
+              "what does the abstract conclude", "an article on sleep and memory", "What is the purpose of this experiment?",
+              "What are the findings of the study on BRCA1 polymorphisms?", "what did the trial comparing A and B show"):
         assert refers_to_document(q), q
     for q in ("does this drug help", "studies of ageing in mice", "what authors wrote about cats",
               "is the study of ageing useful", "how to parse a pdf document in python", "document classification",
-              "what is an abstract class"):
+              "what is an abstract class", "the study of archaeal defense genes", "a report on climate"):
         assert not refers_to_document(q), q
     assert refers_to_document("¿Qué concluye este estudio?", lang="es") and not refers_to_document("x", lang="fr")
+    assert refers_to_document("¿Qué concluye el estudio sobre la vitamina D?", lang="es")
+    assert not refers_to_document("el estudio de la genética", lang="es")
     corpus = Corpus(("t",), (DOC,), ("",), ({},))
     answers = [json.dumps({"query": "what is the main point of this document"}),
                json.dumps({"query": "how do I pause my program for a while"})]
@@ -319,6 +322,24 @@ def test_queries_pointing_at_their_document_are_rejected() -> None:
         client = LLMClient(LLMConfig(base_url=srv.base_url, model="fake"))
         truth = describe_truth(corpus, client, options=DescribeOptions(n=1, leak_mode="record"), progress=False)
     assert truth.provenance["rejections"]["refers_to_document"] == 1
+    assert truth.queries.texts == ("how do I pause my program for a while",)
+
+
+def test_queries_drifting_into_another_script_or_an_examples_content_are_rejected() -> None:
+    shots = (("numpy.argsort argsort(a) Returns the indices that would sort an array.",
+              "how do I get the indices that would sort an array"),)
+    corpus = Corpus(("t",), (DOC,), ("",), ({},))
+    answers = [json.dumps({"query": "how do I pause my program 一会儿"}),
+               json.dumps({"query": "how do I pause my program and get the indices that sort"}),
+               json.dumps({"query": "how do I pause my program for a while"})]
+    with FakeOpenAI([Reply(200, a) for a in answers]) as srv:
+        client = LLMClient(LLMConfig(base_url=srv.base_url, model="fake"))
+        truth = describe_truth(corpus, client, progress=False,
+                               options=DescribeOptions(n=1, prompt=PromptControl(examples=shots), leak_mode="record"))
+    rej = truth.provenance["rejections"]
+    assert (rej["foreign_script"], rej["borrowed_example"]) == (1, 1)
+    assert [g["borrowed"] for g in truth.provenance["generations"] if g["outcome"] == "borrowed_example"] == [
+        ["get", "indices", "sort"]]
     assert truth.queries.texts == ("how do I pause my program for a while",)
 
 

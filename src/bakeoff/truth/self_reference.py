@@ -13,18 +13,25 @@ from collections.abc import Mapping
 
 __all__ = ["PATTERNS", "refers_to_document"]
 
-_NOUNS_EN = r"(?:study|paper|article|document|text|abstract|review|trial|report|patient|case|work|research|analysis)"
-_NOUNS_ES = r"(?:estudio|art[ií]culo|documento|texto|resumen|revisi[oó]n|ensayo|informe|paciente|caso|trabajo|an[aá]lisis)"
+_NOUNS_EN = r"(?:study|paper|article|document|text|abstract|review|trial|report|patient|case|work|research|analysis|experiment|investigation|survey)"
+_NOUNS_ES = r"(?:estudio|art[ií]culo|documento|texto|resumen|revisi[oó]n|ensayo|informe|paciente|caso|trabajo|an[aá]lisis|experimento|investigaci[oó]n|encuesta)"
 _DOC_EN = r"(?:document|passage|abstract|paper|article)"
 _DOC_ES = r"(?:documento|pasaje|resumen|art[ií]culo)"
+_ONE_EN = r"(?:study|trial|review|experiment|survey|investigation|analysis|report)"
+_ONE_ES = r"(?:estudio|ensayo|revisi[oó]n|experimento|encuesta|investigaci[oó]n|an[aá]lisis|informe)"
+_ABOUT_EN = r"(?:on|about|comparing|evaluating|examining|investigating|describing|that|which)"
+_ABOUT_ES = r"(?:sobre|acerca|que|comparando)"
 #: Per language: a demonstrative before a document noun, "the document" (a searcher has none), a description
-#: of a document ("a document about", "the document is about") instead of a need, or the document's authors.
+#: of a document ("a document about", "the document is about") instead of a need, the document's authors, or
+#: one particular study ("the study on X", "the trial comparing …"; "the study of X" may name a field and passes).
 PATTERNS: Mapping[str, re.Pattern[str]] = {
     "en": re.compile(rf"\b(?:this|these|the present|the above)\s+{_NOUNS_EN}s?\b|\bthe authors?\b"
-                     rf"|\bthe\s+{_DOC_EN}\b|\b(?:a|an)\s+{_DOC_EN}\s+(?:about|on|that|which|describing)\b",
+                     rf"|\bthe\s+{_DOC_EN}\b|\b(?:a|an)\s+{_DOC_EN}\s+(?:about|on|that|which|describing)\b"
+                     rf"|\bthe\s+{_ONE_EN}\s+{_ABOUT_EN}\b",
                      re.IGNORECASE),
     "es": re.compile(rf"\b(?:este|esta|estos|estas|el presente)\s+{_NOUNS_ES}s?\b|\blos autores\b"
-                     rf"|\b(?:el|la)\s+{_DOC_ES}\b|\bun\s+{_DOC_ES}\s+(?:sobre|que|acerca)\b", re.IGNORECASE),
+                     rf"|\b(?:el|la)\s+{_DOC_ES}\b|\bun\s+{_DOC_ES}\s+(?:sobre|que|acerca)\b"
+                     rf"|\b(?:el|la)\s+{_ONE_ES}\s+{_ABOUT_ES}\b", re.IGNORECASE),
 }
 
 
