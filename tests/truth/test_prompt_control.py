@@ -306,7 +306,8 @@ def test_queries_pointing_at_their_document_are_rejected() -> None:
               "How does the protocol in this document compare", "treatment used in this patient",
               "The document is about a trial of collaborative care", "A document about B cell guidance",
               "what does the abstract conclude", "an article on sleep and memory", "What is the purpose of this experiment?",
-              "What are the findings of the study on BRCA1 polymorphisms?", "what did the trial comparing A and B show"):
+              "What are the findings of the study on BRCA1 polymorphisms?", "what did the trial comparing A and B show",
+              "What is the review's focus on pancreatic cells?"):
         assert refers_to_document(q), q
     for q in ("does this drug help", "studies of ageing in mice", "what authors wrote about cats",
               "is the study of ageing useful", "how to parse a pdf document in python", "document classification",

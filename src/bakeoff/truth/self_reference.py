@@ -23,11 +23,12 @@ _ABOUT_EN = r"(?:on|about|comparing|evaluating|examining|investigating|describin
 _ABOUT_ES = r"(?:sobre|acerca|que|comparando)"
 #: Per language: a demonstrative before a document noun, "the document" (a searcher has none), a description
 #: of a document ("a document about", "the document is about") instead of a need, the document's authors, or
-#: one particular study ("the study on X", "the trial comparing …"; "the study of X" may name a field and passes).
+#: one particular study ("the study on X", "the trial comparing …", "the review's focus"; "the study of X" may
+#: name a field and passes).
 PATTERNS: Mapping[str, re.Pattern[str]] = {
     "en": re.compile(rf"\b(?:this|these|the present|the above)\s+{_NOUNS_EN}s?\b|\bthe authors?\b"
                      rf"|\bthe\s+{_DOC_EN}\b|\b(?:a|an)\s+{_DOC_EN}\s+(?:about|on|that|which|describing)\b"
-                     rf"|\bthe\s+{_ONE_EN}\s+{_ABOUT_EN}\b",
+                     rf"|\bthe\s+{_ONE_EN}\s+{_ABOUT_EN}\b|\bthe\s+(?:{_ONE_EN}|{_DOC_EN})['’]s\b",
                      re.IGNORECASE),
     "es": re.compile(rf"\b(?:este|esta|estos|estas|el presente)\s+{_NOUNS_ES}s?\b|\blos autores\b"
                      rf"|\b(?:el|la)\s+{_DOC_ES}\b|\bun\s+{_DOC_ES}\s+(?:sobre|que|acerca)\b"
