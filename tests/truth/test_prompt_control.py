@@ -161,6 +161,24 @@ def test_leak_target_quota_regenerates_over_quota_queries_and_waives_it_in_the_l
     assert leak_quota(100, (0.2,) * 5, 1.25) == [25] * 5 and [leak_bin(x) for x in (0, 0.2, 0.59, 0.8, 1)] == [0, 1, 2, 4, 4]
 
 
+def test_leak_quota_is_waived_once_steered_regenerations_keep_landing_in_full_bins() -> None:
+    n = 25
+    corpus = Corpus(tuple(f"t{i}" for i in range(n)), (DOC,) * n, ("",) * n, ({},) * n)
+    copy = json.dumps({"query": "suspend execution of the calling thread for given seconds"})
+    with FakeOpenAI(lambda body, i: Reply(200, copy)) as srv:
+        client = LLMClient(LLMConfig(base_url=srv.base_url, model="fake", concurrency=1))
+        opts = DescribeOptions(n=n, leak_target=(1, 0, 0, 0, 0), leak_slack=1.0, max_regenerations=3, bootstrap=0)
+        truth = describe_truth(corpus, client, options=opts, progress=False)
+        n_requests = len(srv.requests)
+    lk = truth.provenance["leak"]
+    # round 0: 25 over quota (top bin's quota is 0); round 1: 25 steered regenerations, none reached a bin with
+    # room (0 < 0.1 * 25) -> waived after round 1; round 2 keeps all 25; round 3 (the last) is never needed
+    assert lk["steered"] == {"reached_room": 0, "judged": 25} and lk["quota_waived_after_round"] == 1
+    assert n_requests == 3 * n and truth.provenance["rejections"]["leak_quota"] == 2 * n
+    assert len(truth.queries.ids) == n and {g["round"] for g in truth.provenance["generations"]
+                                            if g["outcome"] == "kept"} == {2}
+
+
 # -- reasoning models --------------------------------------------------------------------------
 
 @pytest.mark.parametrize(("model", "reasoning"), [

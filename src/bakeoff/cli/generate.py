@@ -124,6 +124,11 @@ def generate(
         typer.echo(f"kept {prov['counts']['kept']} of {prov['counts']['sampled']} sampled documents; "
                    f"mean leak {lk['kept']['mean']:.3f} (leak mode {lk['mode']}; kept per leak bin {lk['kept_by_bin']}"
                    + (f", quota {lk['quota']}" if lk.get("quota") else "") + f"); examples: {prov['prompts']['examples']}")
+        if lk.get("quota_waived_after_round") is not None:
+            st = lk["steered"]
+            typer.echo(f"leak quota waived after round {lk['quota_waived_after_round']}: {st['reached_room']} of "
+                       f"{st['judged']} steered regenerations reached a bin with room (the model does not follow the "
+                       "steer; --leak-mode record skips the quota)")
         typer.echo("rejected generations: " + ", ".join(f"{k} {v}" for k, v in prov["rejections"].items())
                    + f"; documents too short to sample: {prov['documents']['too_short']}")
     if mode != "describe":

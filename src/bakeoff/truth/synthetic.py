@@ -88,6 +88,11 @@ def _doc_text(corpus: Corpus, row: int, max_chars: int) -> str:
 LEAK_MODES: tuple[str, ...] = ("target", "cut", "record")
 #: Upper edges of the leak bins of the target distribution: [0, .2), [.2, .4), [.4, .6), [.6, .8), [.8, 1].
 LEAK_BINS: tuple[float, ...] = (0.2, 0.4, 0.6, 0.8)
+#: The leak quota is waived after a round once at least ``STEER_MIN_TRIES`` steered regenerations were
+#: judged and fewer than ``STEER_MIN_SUCCESS`` of them reached a bin with room: a model that does not follow
+#: the steer would spend every later round on regenerations that land in the same full bins.
+STEER_MIN_TRIES = 20
+STEER_MIN_SUCCESS = 0.1
 
 
 def leak_bin(value: float) -> int:
@@ -330,7 +335,7 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
     :mod:`bakeoff.truth.specificity`; scored only for each document's best candidate),
     ``leak_quota`` (``leak_mode="target"``: the query's leak bin is full; not in the last round; the
     document's next request asks for fewer of its words when a lower bin has room, else for more,
-    :data:`~bakeoff.truth.prompts.STEER`).
+    :data:`~bakeoff.truth.prompts.STEER`; waived early when steering fails, :data:`STEER_MIN_TRIES`).
     Each rejection sends the document to the next regeneration round. The ``keep_fraction`` options
     are applied at the end (``below_top_fraction``, ``below_answerability_top``). Kept queries carry
     ``leak``, ``answerability``, ``answer_rank`` and ``specificity`` in metadata as measured.
@@ -369,6 +374,8 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
     steer: dict[int, str] = {}  # row -> "lower" / "higher": its last query's leak bin was full
     pilot = min(len(rows), o.bootstrap_pilot) if (o.bootstrap > 0 and not o.prompt.examples and len(rows) > 1) else 0
     open_rows = [int(r) for r in rows]
+    waived_after: int | None = None  # the round after which the leak quota is waived (steering failed)
+    steer_tries = [0, 0]  # steered regenerations that reached a bin with room, steered regenerations judged
     n_c = o.candidates
     n_rounds = o.max_regenerations + 1 + (1 if pilot else 0)
     for attempt in range(n_rounds):
@@ -392,6 +399,7 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
                 ctl = replace(ctl, instruction=f"{ctl.instruction} {extra}" if ctl.instruction else extra)
             return ctl
 
+        steered = set(steer)
         reqs = [describe_request(corpus, r, client, o, attempt=attempt * n_c + j,
                                  control=control_for(r, attempt * n_c + j))
                 for r in batch for j in range(n_c)]
@@ -497,15 +505,23 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
                 continue
             if quota is not None:
                 b_ = leak_bin(lk)
-                if in_bin[b_] >= quota[b_] and not last:
+                if in_bin[b_] >= quota[b_] and not last and waived_after is None:
                     below = any(in_bin[k] < quota[k] for k in range(b_))
+                    if r in steered:
+                        steer_tries[1] += 1
                     steer[r] = "lower" if below else "higher"
                     counts["leak_quota"] += 1
                     note(r, attempt, q, "leak_quota", **extra)
                     continue
+                if r in steered and waived_after is None and not last:
+                    steer_tries[0] += 1
+                    steer_tries[1] += 1
                 in_bin[b_] += 1
             note(r, attempt, q, "kept", **extra)
             accepted[r] = (q, lk, attempt, sc, an, rk)
+        if (quota is not None and waived_after is None and steer_tries[1] >= STEER_MIN_TRIES
+                and steer_tries[0] < STEER_MIN_SUCCESS * steer_tries[1]):
+            waived_after = attempt  # the model does not follow the steer: later rounds keep what passes
         if pilot and attempt == 0 and o.bootstrap > 0:
             best_kept = sorted((r for r in batch if r in accepted),
                                key=lambda r: (accepted[r][5] or 0, -(accepted[r][4] or 0.0), r))[: o.bootstrap_pool]
@@ -568,7 +584,9 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
                  "rejection_rate": (counts["rejected"] + counts["leak_quota"]) / scored if scored else 0.0,
                  "mode": o.leak_mode, "threshold": leak_thr, "lang": o.lang,
                  "bins": [0.0, *LEAK_BINS, 1.0], "kept_by_bin": kept_by_bin,
-                 "target": list(o.leak_target) if quota is not None else None, "quota": quota},
+                 "target": list(o.leak_target) if quota is not None else None, "quota": quota,
+                 "steered": {"reached_room": steer_tries[0], "judged": steer_tries[1]} if quota is not None else None,
+                 "quota_waived_after_round": waived_after},
         "counts": {"sampled": len(rows), "kept": len(qids), **dict(counts)},
         "documents": {"corpus": len(corpus), "eligible": int(len(eligible)),
                       "too_short": len(corpus) - int(len(eligible)), "min_doc_chars": o.min_doc_chars},
