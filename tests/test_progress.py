@@ -23,6 +23,15 @@ def test_off_terminal_a_long_step_writes_plain_meter_lines(capsys: pytest.Captur
     assert "4/4" in lines[-1]
 
 
+def test_the_closing_line_does_not_repeat_the_last_one(capsys: pytest.CaptureFixture[str],
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BAKEOFF_PROGRESS_INTERVAL", "0")
+    bar = progress_bar(total=87, desc="encode queries", unit="text")
+    bar.update(87)  # one batch, reported once
+    bar.close()
+    assert len(capsys.readouterr().err.splitlines()) == 1
+
+
 def test_off_terminal_a_quick_step_writes_nothing(capsys: pytest.CaptureFixture[str],
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("BAKEOFF_PROGRESS_INTERVAL", "3600")

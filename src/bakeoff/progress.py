@@ -58,6 +58,7 @@ class LineBar:
         self.interval = _interval() if interval is None else interval
         self._start = self._last = time.monotonic()
         self._written = 0
+        self._written_n: float = -1
         self._lock = threading.Lock()
 
     def __iter__(self) -> Iterator[Any]:
@@ -83,8 +84,11 @@ class LineBar:
             now = time.monotonic()
             if not force and now - self._last < self.interval:
                 return
+            if force and self._written_n == self.n:
+                return  # the closing line would repeat the last one
             self._last = now
             self._written += 1
+            self._written_n = self.n
         write_line(self.line())
 
     def update(self, n: float = 1) -> None:
