@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-__all__ = ["close_bars", "progress_bar", "ticking", "write_line"]
+__all__ = ["close_bars", "library_bars_off", "progress_bar", "ticking", "write_line"]
 
 T = TypeVar("T")
 
@@ -26,6 +26,37 @@ def progress_bar(iterable: Iterable[T] | None = None, *, total: int | None = Non
     on_terminal = bool(getattr(sys.stderr, "isatty", lambda: False)())
     return tqdm(iterable, total=total, desc=desc, disable=not (enabled and on_terminal), unit=unit,
                 dynamic_ncols=True, mininterval=0.5, leave=False)
+
+
+@contextmanager
+def library_bars_off() -> Iterator[None]:
+    """The libraries' own bars (huggingface_hub downloads, transformers' "Loading weights") off inside.
+
+    A library imported later reads ``HF_HUB_DISABLE_PROGRESS_BARS`` when it is first imported, so the
+    variable is set (unless the caller set it); one imported already (an in-process caller loaded a
+    model before) is switched off through its public switch and switched back on after.
+    """
+    import os
+
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    restore = []
+    if "huggingface_hub" in sys.modules:
+        from huggingface_hub import utils as hub
+
+        if not hub.are_progress_bars_disabled():
+            hub.disable_progress_bars()
+            restore.append(hub.enable_progress_bars)
+    if "transformers" in sys.modules:
+        from transformers.utils import logging as tf_logging
+
+        if tf_logging.is_progress_bar_enabled():
+            tf_logging.disable_progress_bar()
+            restore.append(tf_logging.enable_progress_bar)
+    try:
+        yield
+    finally:
+        for on in restore:
+            on()
 
 
 def _open_bars() -> list[Any]:

@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from .._io import atomic_write_json
+from .._io import atomic_write_json, staged_as
 from ..data.model import Corpus, Qrels, Queries
 from ..data.writers import write_beir
 from .leak import leak, leak_histogram, leak_stats, title_copy
@@ -236,21 +236,22 @@ class SyntheticTruth:
         out.parent.mkdir(parents=True, exist_ok=True)
         splits = self.splits()
         stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-        try:
-            write_beir(stage, corpus=corpus, queries=self.queries, qrels=splits)
-            prov = dict(self.provenance)
-            prov["split"] = {"test_fraction": self.test_fraction, "seed": self.split_seed,
-                             "n_train": len(splits["train"]), "n_test": len(splits["test"]),
-                             "rule": "test iff sha256(f'{seed}\\0{qid}')[:16] / 2**64 < test_fraction"}
-            prov["corpus"] = {**prov.get("corpus", {}), "fingerprint": corpus.fingerprint(), "n_docs": len(corpus),
-                              "copied": "corpus.jsonl"}
-            atomic_write_json(stage / "provenance.json", prov)
-            out.mkdir(parents=True, exist_ok=True)
-            (out / "qrels").mkdir(exist_ok=True)
-            for rel in ("corpus.jsonl", "queries.jsonl", "qrels/train.tsv", "qrels/test.tsv", "provenance.json"):
-                os.replace(stage / rel, out / rel)
-        finally:
-            shutil.rmtree(stage, ignore_errors=True)
+        with staged_as(stage, out):  # an error names the file as it will be called in out
+            try:
+                write_beir(stage, corpus=corpus, queries=self.queries, qrels=splits)
+                prov = dict(self.provenance)
+                prov["split"] = {"test_fraction": self.test_fraction, "seed": self.split_seed,
+                                 "n_train": len(splits["train"]), "n_test": len(splits["test"]),
+                                 "rule": "test iff sha256(f'{seed}\\0{qid}')[:16] / 2**64 < test_fraction"}
+                prov["corpus"] = {**prov.get("corpus", {}), "fingerprint": corpus.fingerprint(), "n_docs": len(corpus),
+                                  "copied": "corpus.jsonl"}
+                atomic_write_json(stage / "provenance.json", prov)
+                out.mkdir(parents=True, exist_ok=True)
+                (out / "qrels").mkdir(exist_ok=True)
+                for rel in ("corpus.jsonl", "queries.jsonl", "qrels/train.tsv", "qrels/test.tsv", "provenance.json"):
+                    os.replace(stage / rel, out / rel)
+            finally:
+                shutil.rmtree(stage, ignore_errors=True)
         return out
 
 
