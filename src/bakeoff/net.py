@@ -13,7 +13,7 @@ is not valid JSON. It is tried ``retries + 1`` times at most. Attempt ``n``
 try, unless the response carried ``Retry-After`` (seconds or an HTTP date),
 which is honoured, also capped at ``backoff_max``. Other 4xx statuses fail at
 once, and so does a retried status for which the caller's ``no_retry(status, body)``
-is true (e.g. a 500 whose body says the request itself is malformed: asking again
+(the body with secrets scrubbed) is true (e.g. a 500 whose body says the request itself is malformed: asking again
 cannot help). Every failure is an :class:`HttpError` with one line of text.
 
 **Deadline.** ``timeout`` bounds each attempt as a whole, from connecting to the last byte
@@ -326,11 +326,11 @@ class HttpClient:
             raise HttpError(url=self._where(url), reason=f"request failed: {cut(str(exc) or type(exc).__name__)}") from None
         status = resp.status_code
         if status >= 400:
-            body = _body_text(resp)
+            body = self.scrub(_body_text(resp), url=url, headers=extra)
             final = status not in self.retry_status or (self._no_retry is not None and self._no_retry(status, body))
             if final:
                 raise HttpError(url=self._where(url), status=status, reason=f"HTTP {status}: {cut(_error_text(resp))}",
-                                body=self.scrub(body, url=url, headers=extra)[:ERROR_BODY_CHARS])
+                                body=body[:ERROR_BODY_CHARS])
             raise _Retry(f"HTTP {status}: {cut(_error_text(resp))}", status=status,
                          wait=retry_after_seconds(resp.headers.get("retry-after")))
         if not parse_json:

@@ -9,7 +9,8 @@ Conventions
   425, 500, 502, 503, 504, timeouts, connection errors and bodies that are not
   JSON are retried up to ``max_retries`` times with exponential backoff
   ``min(backoff_max_s, backoff_s * 2**attempt)`` (a ``Retry-After`` header,
-  capped the same way, wins). Other 4xx answers fail at once.
+  capped the same way, wins). Other 4xx answers fail at once, and so does a 500 whose body
+  says the request itself is malformed (:func:`bakeoff.truth.structured.refusal`).
 * **Structured output**: every answer must parse as JSON and validate against a
   pydantic model. An invalid answer is re-asked ``schema_retries`` more times
   (with a different sampling seed), then the request counts as a *failure*;
