@@ -3,7 +3,8 @@
 Every ``OSError`` raised while writing names the file: a failed ``write()``, ``flush()`` or
 ``fsync()`` (a full disk, a quota) carries no file name of its own, so :func:`naming` gives it the
 target's, and the command line's one-line error says where (``<path>: No space left on device``);
-:func:`staged_as` names a file written into a staging folder by its final name.
+:func:`staged_as` names a file written into a staging folder by its final name, and
+:func:`written_by_library` covers files a library writes in its own words.
 SQLite databases opened with :func:`sqlite_connect` do the same: a storage failure of SQLite (disk
 full, I/O error, read-only, cannot open) becomes an ``OSError`` naming the database file.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import shutil
 import sqlite3
 import tempfile
 from collections.abc import Iterator
@@ -21,7 +23,10 @@ from pathlib import Path
 from typing import IO, Any
 
 __all__ = ["NamedConnection", "atomic_open", "atomic_write_bytes", "atomic_write_json", "atomic_write_text", "naming",
-           "sqlite_connect", "sqlite_os_error", "staged_as"]
+           "sqlite_connect", "sqlite_os_error", "staged_as", "written_by_library"]
+
+#: A file system with less free space than this (bytes) is full for :func:`written_by_library`.
+FULL_BELOW = 1 << 20
 
 
 @contextmanager
@@ -33,6 +38,39 @@ def naming(path: str | os.PathLike[str]) -> Iterator[None]:
         if exc.filename is None:
             exc.filename = str(path)
         raise
+
+
+#: How libraries written in C++ word a failed write (OpenVINO: ``basic_ios::clear: iostream error``).
+IO_WORDS = ("iostream error",)
+
+
+@contextmanager
+def written_by_library(path: str | os.PathLike[str]) -> Iterator[None]:
+    """Around a library writing ``path`` itself (OpenVINO's IR, an ONNX export): an ``OSError`` names
+    ``path`` (:func:`naming`); any other error raised while the file system holding ``path`` has less
+    than :data:`FULL_BELOW` bytes free becomes ``OSError(ENOSPC, ..., path)``, and one worded as a
+    failed write (:data:`IO_WORDS`) ``OSError(EIO, ..., path)`` saying how much space is free (a
+    library may delete its partial file before it raises). Other errors pass."""
+    try:
+        with naming(path):
+            yield
+    except Exception as exc:
+        if isinstance(exc, OSError):
+            raise
+        free = _free_bytes(Path(path))
+        if free < FULL_BELOW:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path)) from exc
+        if any(w in str(exc) for w in IO_WORDS):
+            raise OSError(errno.EIO, f"could not be written ({exc}; {free / 2**20:.1f} MiB free there)",
+                          str(path)) from exc
+        raise
+
+
+def _free_bytes(path: Path) -> int:
+    """Free bytes of the file system holding ``path`` (its nearest existing ancestor)."""
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return shutil.disk_usage(path).free
 
 
 @contextmanager

@@ -20,6 +20,7 @@ import pytest
 
 from bakeoff import cli
 from bakeoff._io import atomic_write_bytes, sqlite_connect, staged_as
+from bakeoff.errors import describe_os_error
 
 from tests.support.fake_openai_chat import FakeOpenAI, Reply
 from tests.support.oyez_api import OyezServer, make_cases
@@ -170,3 +171,47 @@ def test_a_database_opened_elsewhere_is_one_line_too(disk: Path, monkeypatch: py
     monkeypatch.setattr(cli, "_command", lambda: typer.main.get_command(app))
     assert cli.main(["boom"]) == 2
     assert capsys.readouterr().err.splitlines() == [f"error: {FULL}"]
+
+
+@pytest.mark.parametrize(("disk_size", "weights"), [("64k", 100_000), ("2m", 1_000_000)])
+def test_a_model_a_library_writes(disk: Path, disk_size: str, weights: int) -> None:
+    """OpenVINO writes its IR itself and words a failed write as ``basic_ios::clear: iostream error``; on the
+    2 MiB disk it leaves the space free (its one large write fails whole), so the line says how much is free."""
+    import numpy as np
+
+    ov = pytest.importorskip("openvino")
+    import openvino.opset13 as ops
+
+    from bakeoff.models._openvino import _save
+
+    subprocess.run(["mount", "-o", f"remount,size={disk_size}", str(disk)], check=True)
+    x = ops.parameter([1, weights], ov.Type.f32, name="x")
+    model = ov.Model([ops.add(x, ops.constant(np.ones((1, weights), np.float32)))], [x])   # 0.4 or 4 MB of weights
+    folder = disk / "openvino" / "m"
+    with pytest.raises(OSError) as err:
+        _save(ov, model, folder)
+    line = describe_os_error(err.value)
+    if disk_size == "64k":
+        assert line == f"{folder}: {FULL}"
+    else:
+        assert line == f"{folder}: could not be written (basic_ios::clear: iostream error; 2.0 MiB free there)"
+    assert [p for p in disk.rglob("*") if p.is_file()] == []   # the staging folder is gone
+
+
+@pytest.mark.slow
+def test_an_exported_onnx_model(disk: Path, tmp_path: Path) -> None:
+    """The int8 cross-encoder is exported to ONNX into the cache by torch and onnxruntime (a real model load)."""
+    pytest.importorskip("onnxruntime")
+    from tests.support.report_fixture import write_tiny_beir
+
+    subprocess.run(["mount", "-o", "remount,size=2m", str(disk)], check=True)
+    data = write_tiny_beir(tmp_path / "tiny")
+    proc = _bakeoff("run", "--beir", str(data), "--arm", "bm25", "--arm", "rerank:base=bm25,top=5,precision=int8",
+                    "--out", str(tmp_path / "out"), "--cache-dir", str(disk / "c"), "--k", "3", "--no-progress")
+    errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("error: ")]   # (transformers reports the
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr and len(errors) == 1, proc.stderr   # seeded head)
+    assert errors[0].endswith(FULL)
+    where = errors[0].removeprefix("error: ").removesuffix(": " + FULL)
+    assert where.startswith(str(disk / "c" / "onnx") + "/") and where.endswith("/model_int8.onnx")
+    _no_temporaries(disk)
+    assert not (tmp_path / "out").exists()
