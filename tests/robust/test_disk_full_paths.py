@@ -62,7 +62,8 @@ def _no_temporaries(root: Path) -> None:
 
 def _words(n: int, seed: int) -> str:
     rng = random.Random(seed)
-    vocab = "river sediment spring autumn mountain valley delta flood rain slope basin estuary channel erosion".split()
+    vocab = ["river", "sediment", "spring", "autumn", "mountain", "valley", "delta", "flood", "rain", "slope", "basin",
+             "estuary", "channel", "erosion"]
     return " ".join(rng.choice(vocab) for _ in range(n))
 
 

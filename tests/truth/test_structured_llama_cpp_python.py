@@ -103,9 +103,9 @@ def test_auto_settles_on_json_object_with_a_schema_after_one_refusal(server: Ser
     assert all(g.error is None or g.error.startswith("invalid JSON") for g in gens)   # answered (a 270M may ramble)
     assert all((g.raw or "").lstrip().startswith("{") for g in gens)                  # constrained to JSON
     notes = [r.getMessage() for r in caplog.records]
-    assert notes == [f"{server.base_url} refuses response_format json_schema (Input should be 'text' or "
-                     "'json_object' (got 'json_schema')); asking with response_format json_object with a schema "
-                     "from now on"]
+    assert notes == [(f"{server.base_url} refuses response_format json_schema (Input should be 'text' or "
+                      "'json_object' (got 'json_schema')); asking with response_format json_object with a schema "
+                      "from now on")]
 
 
 def test_a_fixed_json_schema_is_one_line_after_one_request(server: Server) -> None:
