@@ -29,16 +29,20 @@ def progress_bar(iterable: Iterable[T] | None = None, *, total: int | None = Non
 
 
 @contextmanager
-def library_bars_off() -> Iterator[None]:
+def library_bars_off(*, force: bool = False) -> Iterator[None]:
     """The libraries' own bars (huggingface_hub downloads, transformers' "Loading weights") off inside.
 
     A library imported later reads ``HF_HUB_DISABLE_PROGRESS_BARS`` when it is first imported, so the
-    variable is set (unless the caller set it); one imported already (an in-process caller loaded a
-    model before) is switched off through its public switch and switched back on after.
+    variable is set to ``1`` (kept when the caller set it, unless ``force``: ``--no-progress`` wins over
+    the environment); one imported already (an in-process caller loaded a model before) is switched off
+    through its public switch and switched back on after.
     """
     import os
 
-    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    if force:
+        os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
+    else:
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     restore = []
     if "huggingface_hub" in sys.modules:
         from huggingface_hub import utils as hub

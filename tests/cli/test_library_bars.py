@@ -16,11 +16,14 @@ pytest.importorskip("sentence_transformers")
 pytestmark = pytest.mark.slow
 
 
-@pytest.mark.parametrize("flag", [["--no-progress"], []], ids=["no-progress", "stderr-not-a-terminal"])
-def test_no_library_bar_reaches_a_log(tmp_path: Path, flag: list[str]) -> None:
+@pytest.mark.parametrize(("flag", "variable"), [(["--no-progress"], None), ([], None), (["--no-progress"], "0")],
+                         ids=["no-progress", "stderr-not-a-terminal", "no-progress-over-the-environment"])
+def test_no_library_bar_reaches_a_log(tmp_path: Path, flag: list[str], variable: str | None) -> None:
     data = write_tiny_beir(tmp_path / "tiny")
     env = {k: v for k, v in os.environ.items() if k != "HF_HUB_DISABLE_PROGRESS_BARS"}
     env["HF_HUB_OFFLINE"] = "1"
+    if variable is not None:
+        env["HF_HUB_DISABLE_PROGRESS_BARS"] = variable   # a user who wants bars elsewhere: the flag wins here
     proc = subprocess.run([sys.executable, "-m", "bakeoff", "run", "--beir", str(data), "--arm", "dense",
                            "--out", str(tmp_path / "r"), "--cache", "off", *flag, "--k", "3"],
                           capture_output=True, text=True, env=env, timeout=600, check=False)

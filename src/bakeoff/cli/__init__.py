@@ -111,10 +111,11 @@ def main(argv: list[str] | None = None) -> int:
     (:func:`bakeoff.progress.library_bars_off`).
     """
     args = sys.argv[1:] if argv is None else argv
-    bars_off = "--no-progress" in args or not bool(getattr(sys.stderr, "isatty", lambda: False)())
+    asked = "--no-progress" in args
+    bars_off = asked or not bool(getattr(sys.stderr, "isatty", lambda: False)())
     from ..progress import library_bars_off  # imported when used: building the app stays light
 
-    with library_bars_off() if bars_off else contextlib.nullcontext():
+    with library_bars_off(force=asked) if bars_off else contextlib.nullcontext():
         return _main(argv)
 
 
