@@ -118,6 +118,7 @@ def test_auto_falls_back_to_plain_text_once_and_keeps_it(caplog: pytest.LogCaptu
         gens = client.generate_many([_req(f"doc {i}") for i in range(6)], progress=False)
         forms = _forms(srv)
     assert all(g.ok for g in gens) and client.response_form == "none"
+    assert client.public()["response_form"] == "none" and client.public()["response_format"] == "auto"
     assert forms == ["json_schema", "json_object", "none", "none", "none", "none", "none", "none"]  # server-side
     assert sleeps == [] and client.usage.failures == 0
     notes = [r.getMessage() for r in caplog.records]

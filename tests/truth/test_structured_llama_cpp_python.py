@@ -146,7 +146,8 @@ def test_bakeoff_generate_against_it(server: Server, tmp_path: Path) -> None:
     assert posts[0] == 500 and set(posts[1:]) == {200}
     warnings = [ln for ln in proc.stderr.splitlines() if ln.startswith("warning:")]
     assert len(warnings) == 1 and "refuses response_format json_schema" in warnings[0]
-    assert (tmp_path / "out" / "provenance.json").exists()
+    prov = json.loads((tmp_path / "out" / "provenance.json").read_text())
+    assert prov["llm"]["response_format"] == "auto" and prov["llm"]["response_form"] == "json_object_schema"
     # a second run is answered from the cache: nothing reaches the server
     before = len(server.posts())
     again = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False, env=env)

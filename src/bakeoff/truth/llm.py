@@ -365,6 +365,11 @@ class LLMClient:
         """The structured-output form the server took (``None`` until the first chat request is answered)."""
         return self._form
 
+    def public(self) -> dict[str, Any]:
+        """What provenance records: :meth:`LLMConfig.public` and ``response_form``, the structured-output
+        form the server took (``None`` when no chat request was sent, e.g. all answers were cached)."""
+        return {**self.config.public(), "response_form": self._form}
+
     def request_key(self, req: ChatRequest) -> str:
         extra = {"reasoning_effort": self.config.reasoning_effort} if self.config.reasoning_effort else {}
         return cache_key({**extra,

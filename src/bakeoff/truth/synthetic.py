@@ -534,7 +534,7 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
     kept_by_bin = leak_bin_counts(kept)
     prov: dict[str, Any] = {
         "mode": "describe",
-        "llm": client.config.public(),
+        "llm": client.public(),
         "prompts": {"style": client.config.prompt_style,
                     "example": (describe_completion("<document text>", control) if completion
                                 else list(describe_messages("<document text>", control))),
@@ -785,7 +785,7 @@ def cluster_truth(corpus: Corpus, client: LLMClient, *, vectors: np.ndarray | No
     sizes = np.bincount(labels)
     prov: dict[str, Any] = {
         "mode": "clusters",
-        "llm": client.config.public(),
+        "llm": client.public(),
         "encoder": encoder_name,
         "prompts": {"instruction": CLUSTER_INSTRUCTION, "style": client.config.prompt_style,
                     "control": asdict(o.prompt),
