@@ -101,13 +101,25 @@ def test_an_ingested_corpus(disk: Path, tmp_path: Path) -> None:
 
 def test_an_ingests_resume_state(disk: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = disk / "cases.jsonl"
+    subprocess.run(["mount", "-o", "remount,size=2m", str(disk)], check=True)   # full in the middle of the crawl
     with OyezServer(make_cases(300)) as api:   # in process: the server is a thread of this test
-        rc = cli.main(["ingest", "api", api.base_url + "/cases", "--out", str(out), "--per-page", "10",
-                       "--start-page", "0", "--detail-field", "href", "--id", "ID", "--text", "facts_of_the_case",
-                       "--no-progress", "--timeout", "5", "--rate", "1000"])
-    err = capsys.readouterr().err.splitlines()
-    assert rc == 2 and err == [f"error: {out}.state.sqlite: {FULL}"]
-    assert not out.exists()
+        args = ["ingest", "api", api.base_url + "/cases", "--out", str(out), "--per-page", "10", "--start-page", "0",
+                "--detail-field", "href", "--id", "ID", "--text", "facts_of_the_case", "--no-progress",
+                "--timeout", "5", "--rate", "1000"]
+        rc = cli.main(args)
+        err = capsys.readouterr().err.splitlines()
+        assert rc == 2 and err == [f"error: {out}.state.sqlite: {FULL}"]
+        assert not out.exists()
+        fetched = len(api.requests())
+        # space freed: the ingest resumes from its state, asks only for what it did not commit, loses nothing
+        subprocess.run(["mount", "-o", "remount,size=16m", str(disk)], check=True)
+        assert cli.main(args) == 0
+        again = len(api.requests()) - fetched
+    ids = [json.loads(line)["id"] for line in out.read_text().splitlines()]
+    assert sorted(ids) == sorted(api.expected_ids()) and len(ids) == len(set(ids))
+    # resumed: a whole crawl is 360 requests (robots.txt, 60 listing pages, 299 details); the second run asks for
+    # what the first did not commit, the response the disk refused included (--concurrency 1: one in flight)
+    assert fetched > 20 and fetched + again <= 360 + 2, (fetched, again)
 
 
 def _corpus(path: Path, n: int) -> Path:
