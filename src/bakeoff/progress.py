@@ -32,17 +32,20 @@ def progress_bar(iterable: Iterable[T] | None = None, *, total: int | None = Non
 def library_bars_off(*, force: bool = False) -> Iterator[None]:
     """The libraries' own bars (huggingface_hub downloads, transformers' "Loading weights") off inside.
 
-    A library imported later reads ``HF_HUB_DISABLE_PROGRESS_BARS`` when it is first imported, so the
-    variable is set to ``1`` (kept when the caller set it, unless ``force``: ``--no-progress`` wins over
-    the environment); one imported already (an in-process caller loaded a model before) is switched off
-    through its public switch and switched back on after.
+    A library imported later reads ``HF_HUB_DISABLE_PROGRESS_BARS`` (and tqdm, for the bars libraries
+    draw with it directly, such as sentence-transformers' "Computing widget examples", ``TQDM_DISABLE``)
+    when it is first imported, so the variables are set to ``1`` (kept when the caller set them, unless
+    ``force``: ``--no-progress`` wins over the environment); a library imported already (an in-process
+    caller loaded a model before) is switched off through its public switch and switched back on after
+    (tqdm has none: its bars follow the variable only when it is imported after this point).
     """
     import os
 
-    if force:
-        os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
-    else:
-        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    for name in ("HF_HUB_DISABLE_PROGRESS_BARS", "TQDM_DISABLE"):
+        if force:
+            os.environ[name] = "1"
+        else:
+            os.environ.setdefault(name, "1")
     restore = []
     if "huggingface_hub" in sys.modules:
         from huggingface_hub import utils as hub

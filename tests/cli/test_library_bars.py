@@ -3,6 +3,7 @@ load prints no transformers "Loading weights" bar into a log. A real CLI process
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -53,3 +54,22 @@ print(rc, logging.is_progress_bar_enabled())
                           check=False)
     assert proc.stdout.splitlines()[-1] == "0 True", proc.stderr[-2000:]   # ran, and the switch is back on
     assert "Loading weights" not in proc.stderr and "it/s]" not in proc.stderr, proc.stderr[-2000:]
+
+
+@pytest.mark.parametrize("flag", [["--no-progress"], []], ids=["no-progress", "stderr-not-a-terminal"])
+def test_finetune_draws_no_bar_and_prints_only_its_record(tmp_path: Path, flag: list[str]) -> None:
+    """The HF trainer's bars, sentence-transformers' "Computing widget examples" and the trainer's per-step log
+    dicts (printed to stdout when its bars are off) stay out of a log; stdout holds the record and where it went."""
+    from tests.support.finetune_fixtures import make_tiny_beir
+
+    tiny = make_tiny_beir(tmp_path)
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_DISABLE_PROGRESS_BARS", "TQDM_DISABLE")}
+    env["HF_HUB_OFFLINE"] = "1"
+    out = tmp_path / "model"
+    proc = subprocess.run([sys.executable, "-m", "bakeoff", "finetune", "embedder", "--train", f"{tiny}:train",
+                           "--out", str(out), "--max-steps", "2", "--evals", "0", *flag],
+                          capture_output=True, text=True, env=env, timeout=900, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 2 and json.loads(lines[0])["steps"] == 2 and lines[1].startswith(f"wrote {out}"), lines
+    assert proc.stderr.splitlines() == [ln for ln in proc.stderr.splitlines() if ln.startswith("info: ")], proc.stderr
