@@ -1,4 +1,5 @@
-"""Atomic file writes: write to a temporary file in the same folder, fsync, rename.
+"""Writing files: atomically (a temporary file in the same folder, fsync, rename), and naming the file
+when a write fails.
 
 Every ``OSError`` raised while writing names the file: a failed ``write()``, ``flush()`` or
 ``fsync()`` (a full disk, a quota) carries no file name of its own, so :func:`naming` gives it the
