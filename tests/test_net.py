@@ -162,6 +162,25 @@ def test_hooks_see_every_attempt_and_retry() -> None:
 
 # -- politeness ----------------------------------------------------------------------------------
 
+def test_no_retry_makes_a_retried_status_final_with_its_body(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NET_KEY", KEY)
+    seen: list[tuple[int, str]] = []
+
+    def malformed(status: int, body: str) -> bool:
+        seen.append((status, body))
+        return "validation error" in body
+
+    bad = {"error": {"message": f"1 validation error: field 'x' (key {KEY})"}}
+    with Scripted(Reply(503, {"error": "loading"}), Reply(500, bad)) as srv:
+        client, slept = _client(no_retry=malformed, auth_env="NET_KEY")
+        with pytest.raises(HttpError) as err:
+            client.get_json(srv.url("/x"))
+    assert len(srv.requests) == 2 and slept == [0.01]   # the 503 retried, the malformed 500 not
+    assert [s for s, _ in seen] == [503, 500] and "validation error" in seen[1][1] and KEY not in seen[1][1]
+    assert err.value.status == 500 and err.value.attempts == 1
+    assert '"1 validation error' in err.value.body and KEY not in err.value.body and KEY not in str(err.value)
+
+
 def test_min_interval_spaces_request_starts_across_threads() -> None:
     interval = 0.3
     with Scripted() as srv:

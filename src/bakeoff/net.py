@@ -12,7 +12,9 @@ is not valid JSON. It is tried ``retries + 1`` times at most. Attempt ``n``
 (0-based) waits ``min(backoff_max, backoff * 2**n)`` seconds before the next
 try, unless the response carried ``Retry-After`` (seconds or an HTTP date),
 which is honoured, also capped at ``backoff_max``. Other 4xx statuses fail at
-once. Every failure is an :class:`HttpError` with one line of text.
+once, and so does a retried status for which the caller's ``no_retry(status, body)``
+(the body with secrets scrubbed) is true (e.g. a 500 whose body says the request itself is malformed: asking again
+cannot help). Every failure is an :class:`HttpError` with one line of text.
 
 **Deadline.** ``timeout`` bounds each attempt as a whole, from connecting to the last byte
 of the body (checked as each piece of the body arrives), and every single wait too; a server
@@ -27,7 +29,8 @@ once; a truncated body (the connection closed before ``Content-Length`` bytes) i
 not retried, or ``<url>: gave up after <n> attempts; last error: <reason>``;
 ``reason`` (``HTTP 503: <server message>``, ``timed out after 30 s``,
 ``connection failed: ...``, ``response is not JSON ...``), ``status`` and
-``attempts`` are attributes too, so callers can word their own line.
+``attempts`` are attributes too, so callers can word their own line; ``body`` holds the
+server's error body (secrets scrubbed, at most :data:`ERROR_BODY_CHARS` characters).
 
 **Secrets.** An API key is read from the environment variable named by
 ``auth_env`` at request time (never stored on the object) and sent as
@@ -67,6 +70,7 @@ from .versions import bakeoff_version
 
 __all__ = [
     "DEFAULT_USER_AGENT",
+    "ERROR_BODY_CHARS",
     "MIN_SECRET_PART",
     "RETRY_STATUS",
     "HttpClient",
@@ -78,6 +82,8 @@ __all__ = [
 ]
 
 RETRY_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
+#: Characters of a server's error body kept on :attr:`HttpError.body`.
+ERROR_BODY_CHARS = 4000
 DEFAULT_USER_AGENT = "bakeoff (+https://pypi.org/project/bakeoff/)"
 
 
@@ -92,12 +98,14 @@ class HttpError(BakeoffError):
 
     ``url`` is the redacted URL, ``reason`` the last failure without the URL,
     ``status`` the last HTTP status (``None`` for timeouts and transport
-    errors), ``attempts`` how many requests were made."""
+    errors), ``attempts`` how many requests were made, ``body`` the error body of the last
+    response (scrubbed, cut to :data:`ERROR_BODY_CHARS`; empty when there was none)."""
 
     def __init__(self, message: str | None = None, *, url: str = "", status: int | None = None, reason: str = "",
-                 attempts: int = 1) -> None:
+                 attempts: int = 1, body: str = "") -> None:
         self.url = url
         self.status = status
+        self.body = body
         self.reason = reason or message or ""
         self.attempts = attempts
         super().__init__(message if message is not None else f"{url}: {self.detail}")
@@ -156,7 +164,8 @@ class HttpClient:
     ``auth_env`` names the environment variable holding a bearer token; ``sleep``
     is injectable so tests can observe backoff without waiting; ``transport`` is
     passed to httpx (tests). ``n_requests`` and ``n_retries`` count attempts made
-    and retries taken; ``on_request`` / ``on_retry`` are the hooks of the module doc.
+    and retries taken; ``on_request`` / ``on_retry`` are the hooks of the module doc;
+    ``no_retry(status, body)`` marks a response with a retried status as final (module doc).
     """
 
     def __init__(
@@ -177,6 +186,7 @@ class HttpClient:
         transport: Any = None,
         on_request: Callable[[], None] | None = None,
         on_retry: Callable[[str, float], None] | None = None,
+        no_retry: Callable[[int, str], bool] | None = None,
     ) -> None:
         if retries < 0:
             raise ConfigError(f"retries must be >= 0, got {retries}")
@@ -194,6 +204,7 @@ class HttpClient:
         self._sleep = sleep
         self._transport = transport
         self._on_request, self._on_retry = on_request, on_retry
+        self._no_retry = no_retry
         self._client: Any = None
         self._lock = threading.Lock()
         self._next_start = 0.0
@@ -314,11 +325,14 @@ class HttpClient:
         except (httpx.RequestError, httpx.InvalidURL, httpx.StreamError) as exc:
             raise HttpError(url=self._where(url), reason=f"request failed: {cut(str(exc) or type(exc).__name__)}") from None
         status = resp.status_code
-        if status in self.retry_status:
+        if status >= 400:
+            body = self.scrub(_body_text(resp), url=url, headers=extra)
+            final = status not in self.retry_status or (self._no_retry is not None and self._no_retry(status, body))
+            if final:
+                raise HttpError(url=self._where(url), status=status, reason=f"HTTP {status}: {cut(_error_text(resp))}",
+                                body=body[:ERROR_BODY_CHARS])
             raise _Retry(f"HTTP {status}: {cut(_error_text(resp))}", status=status,
                          wait=retry_after_seconds(resp.headers.get("retry-after")))
-        if status >= 400:
-            raise HttpError(url=self._where(url), status=status, reason=f"HTTP {status}: {cut(_error_text(resp))}")
         if not parse_json:
             return resp
         try:
@@ -410,13 +424,18 @@ def _is_tls_error(exc: BaseException) -> bool:
     return False
 
 
+def _body_text(resp: Any) -> str:
+    """The response body as text ("" when it cannot be decoded)."""
+    try:
+        return str(resp.text)
+    except Exception:  # noqa: BLE001 - undecodable body
+        return ""
+
+
 def _error_text(resp: Any) -> str:
     """The server's error message (OpenAI style ``{"error": {"message"}}`` when present), else the body,
     else the status's reason phrase."""
-    try:
-        raw = resp.text
-    except Exception:  # noqa: BLE001 - undecodable body
-        raw = ""
+    raw = _body_text(resp)
     if not raw.strip():
         return str(getattr(resp, "reason_phrase", "") or "")
     try:

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-__all__ = ["LineBar", "close_bars", "progress_bar", "ticking", "write_line"]
+__all__ = ["LineBar", "close_bars", "library_bars_off", "progress_bar", "ticking", "write_line"]
 
 T = TypeVar("T")
 
@@ -110,6 +110,44 @@ class LineBar:
         self.disable = True
         if self._written:
             self._maybe_write(force=True)
+
+
+@contextmanager
+def library_bars_off(*, force: bool = False) -> Iterator[None]:
+    """The libraries' own bars (huggingface_hub downloads, transformers' "Loading weights") off inside.
+
+    A library imported later reads ``HF_HUB_DISABLE_PROGRESS_BARS`` (and tqdm, for the bars libraries
+    draw with it directly, such as sentence-transformers' "Computing widget examples", ``TQDM_DISABLE``)
+    when it is first imported, so the variables are set to ``1`` (kept when the caller set them, unless
+    ``force``: ``--no-progress`` wins over the environment); a library imported already (an in-process
+    caller loaded a model before) is switched off through its public switch and switched back on after
+    (tqdm has none: its bars follow the variable only when it is imported after this point).
+    """
+    import os
+
+    for name in ("HF_HUB_DISABLE_PROGRESS_BARS", "TQDM_DISABLE"):
+        if force:
+            os.environ[name] = "1"
+        else:
+            os.environ.setdefault(name, "1")
+    restore = []
+    if "huggingface_hub" in sys.modules:
+        from huggingface_hub import utils as hub
+
+        if not hub.are_progress_bars_disabled():
+            hub.disable_progress_bars()
+            restore.append(hub.enable_progress_bars)
+    if "transformers" in sys.modules:
+        from transformers.utils import logging as tf_logging
+
+        if tf_logging.is_progress_bar_enabled():
+            tf_logging.disable_progress_bar()
+            restore.append(tf_logging.enable_progress_bar)
+    try:
+        yield
+    finally:
+        for on in restore:
+            on()
 
 
 def _open_bars() -> list[Any]:

@@ -20,8 +20,16 @@ component that computed it and the sha256.
   model-package versions, CPU kernels: the first record, then ``also``); the run is compared
   with the record of this environment. Regenerating writes this environment's record first and
   keeps the others recorded with the same code versions (stale ones are dropped). An environment
-  with no record -> skipped with the difference named, since a changed run can then not be blamed
-  on bakeoff's code (the cache keys hold those versions too): record it with ``--update`` there.
+  with no record is compared with a record of the same code versions by the portable checks, so
+  no machine skips:
+
+* **ranking** (:func:`same_up_to_ties`): the top :data:`K` equal up to near-ties, scores within
+  :data:`SCORE_TOL` (relative);
+* **metrics** (:func:`metric_differences`): the run's :data:`MEASURES` against :data:`QRELS`, the
+  judgments of the fixed corpus, within :data:`METRIC_TOL` (absolute) of the record's. A change of
+  :mod:`bakeoff.metrics` that moves them fails here too (the measures are trec_eval-exact; they must
+  not drift). Metrics depend on the order only, so float noise leaves them equal; a near-tie that
+  swaps a relevant and a non-relevant document would move them (and says so).
 """
 
 from __future__ import annotations
@@ -42,9 +50,10 @@ import pytest
 from tests.support.fake_http import FakeServer, Reply
 
 from bakeoff.arms.base import Arm, subtree
-from bakeoff.data.model import Corpus, Document, Queries
+from bakeoff.data.model import Corpus, Document, Qrels, Queries, Run
 from bakeoff.data.writers import write_trec_run
 from bakeoff.errors import MissingDependencyError
+from bakeoff.metrics import evaluate
 from bakeoff.runner.config import build_arms, parse_arm_spec
 from bakeoff.runner.context import Context
 
@@ -81,6 +90,18 @@ QUERIES = {
     "q5": "virus and the immune system",
     "q6": "green tea",
 }
+#: Judgments of the fixed corpus for the metrics check: 2 answers the query, 1 is related.
+QRELS = {
+    "q1": {"d01": 2, "d18": 2, "d17": 1, "d02": 1},
+    "q2": {"d04": 2, "d19": 2, "d03": 1},
+    "q3": {"d05": 2, "d06": 2, "d20": 1},
+    "q4": {"d10": 2, "d09": 1},
+    "q5": {"d15": 2, "d16": 1},
+    "q6": {"d12": 2, "d20": 1},
+}
+MEASURES = ("ndcg@10", "recall@10", "mrr@10", "map@10", "precision@5")
+#: Metrics of two runs agree when they differ by at most this (absolute).
+METRIC_TOL = 1e-6
 
 #: name -> arm specification (``--arm`` grammar); ``{dsn}`` / ``{url}`` filled at run time; the command
 #: arm is built in code (its argv holds the corpus as JSON).
@@ -138,6 +159,20 @@ for line in sys.stdin:
         if s:
             print(q["id"], "Q0", d, i, float(s), "cmd")
 '''
+
+
+def metrics_of(run: Run) -> dict[str, float]:
+    """The run's :data:`MEASURES` (means over the six queries) against :data:`QRELS`."""
+    means = evaluate(run, Qrels(QRELS), MEASURES).means
+    return {m: float(means[m]) for m in sorted(means)}
+
+
+def metric_differences(golden: Mapping[str, float], now: Mapping[str, float], *,
+                       tol: float = METRIC_TOL) -> list[str]:
+    """Measures whose values differ by more than ``tol`` (or that only one side has); empty when they agree."""
+    if set(golden) != set(now):
+        return [f"measures {sorted(set(golden) ^ set(now))} on one side only"]
+    return [f"{m}: {golden[m]!r} -> {now[m]!r}" for m in sorted(golden) if not abs(golden[m] - now[m]) <= tol]
 
 
 def corpus() -> Corpus:
@@ -231,6 +266,7 @@ class GoldenRunner:
             self.done[name] = {"type": arm.type, "code": code_of(arm), "environment": environment_of(arm),
                                "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
                                "lines": len(path.read_text().splitlines()),
+                               "metrics": metrics_of(run),
                                "ranking": {q: [[d, float(f"{s:.9g}")] for d, s in hits]
                                            for q, hits in sorted(run.ranked.items())}}
         return self.done[name]
@@ -306,8 +342,9 @@ def runner(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GoldenRunner]:
 _OPTIONAL = {"dense-openvino": "openvino", "dense-int8": "onnxruntime", "ann-flat": "faiss", "ann-hnsw": "faiss"}
 
 
-@pytest.mark.parametrize("name", list(SPECS))
-def test_run_changes_only_with_code_version(name: str, runner: GoldenRunner, request: pytest.FixtureRequest) -> None:
+def _golden_and_now(name: str, runner: GoldenRunner, request: pytest.FixtureRequest) -> tuple[dict[str, Any],
+                                                                                                dict[str, Any]]:
+    """The arm's golden (all its records) and this run's record."""
     if name in _OPTIONAL:
         pytest.importorskip(_OPTIONAL[name], reason=f"{_OPTIONAL[name]} is not installed")
     if name in PG:
@@ -320,6 +357,12 @@ def test_run_changes_only_with_code_version(name: str, runner: GoldenRunner, req
         now = runner.record(name)
     except MissingDependencyError as exc:
         pytest.skip(str(exc))
+    return golden, now
+
+
+@pytest.mark.parametrize("name", list(SPECS))
+def test_run_changes_only_with_code_version(name: str, runner: GoldenRunner, request: pytest.FixtureRequest) -> None:
+    golden, now = _golden_and_now(name, runner, request)
     match = for_environment(golden, now["environment"])
     if match is None:
         # a fresh machine: no byte-exact record, so the portable check decides (rankings equal up to
@@ -343,6 +386,42 @@ def test_run_changes_only_with_code_version(name: str, runner: GoldenRunner, req
         f"bump the code version of what changed it (the arm's `@register_arm(TYPE, code_version=...)`, or an "
         f"encoder's / the cross-encoder's `code_version`), "
         f"then regenerate the goldens (`PYTHONPATH=src python -m tests.arms.test_golden_runs --update`)")
+
+
+@pytest.mark.parametrize("name", list(SPECS))
+def test_metrics_match_the_record(name: str, runner: GoldenRunner, request: pytest.FixtureRequest) -> None:
+    """On any machine: the metrics within METRIC_TOL of this environment's record, else of a record with the
+    same code versions."""
+    golden, now = _golden_and_now(name, runner, request)
+    match = for_environment(golden, now["environment"])
+    ref = next((r for r in [*([match] if match else []), *records(golden)]
+                if r["code"] == now["code"] and "metrics" in r), None)
+    assert ref is not None, (f"{name}: no golden with code versions {now['code']} holds metrics: regenerate the "
+                             "goldens (`PYTHONPATH=src python -m tests.arms.test_golden_runs --update`) and commit them")
+    problems = metric_differences(ref["metrics"], now["metrics"])
+    assert not problems, f"the metrics of arm {name!r} moved from its golden's: {problems}"
+
+
+def test_metrics_of_a_hand_scored_run() -> None:
+    """The metrics check measures something: a run computed by hand, and one that differs in one swap."""
+    ranked = {q: [(d, float(10 - i)) for i, d in enumerate(sorted(rel, key=lambda d: -rel[d]))] for q, rel in
+              QRELS.items()}
+    ideal = metrics_of(Run.from_ranked("ideal", ranked))
+    assert ideal == {"map@10": 1.0, "mrr@10": 1.0, "ndcg@10": 1.0, "precision@5": pytest.approx(16 / 30),
+                     "recall@10": 1.0}
+    swapped = {**ranked, "q4": [("d09", 10.0), ("d10", 9.0)]}   # q4: the related document above the answer
+    got = metrics_of(Run.from_ranked("swapped", swapped))
+    # q4 alone changes: RR and AP stay 1 (d09 is relevant too); nDCG with trec_eval's linear gains (the grade)
+    # is (1/log2(2) + 2/log2(3)) / (2/log2(2) + 1/log2(3))
+    assert got["mrr@10"] == 1.0 and got["map@10"] == 1.0
+    import math
+
+    q4 = (1 + 2 / math.log2(3)) / (2 + 1 / math.log2(3))
+    assert got["ndcg@10"] == pytest.approx((5 + q4) / 6, abs=1e-12)
+    assert metric_differences(ideal, got) == [f"ndcg@10: 1.0 -> {got['ndcg@10']!r}"]
+    assert metric_differences(ideal, {**ideal, "map@10": 1.0 - 5e-7}) == []   # within METRIC_TOL
+    assert metric_differences(ideal, {"ndcg@10": 1.0}) == [
+        "measures ['map@10', 'mrr@10', 'precision@5', 'recall@10'] on one side only"]
 
 
 def test_records_per_environment() -> None:

@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import logging
-import os
 import sys
 import traceback
 
@@ -106,12 +106,20 @@ def main(argv: list[str] | None = None) -> int:
       ``error: ...`` on stderr after clearing any progress bar, and exit 2;
     * an interrupt exits 130;
     * anything else is a bug: the traceback, then a line asking for a report, exit 1.
+
+    With ``--no-progress``, or when stderr is not a terminal, the libraries' bars are off too
+    (:func:`bakeoff.progress.library_bars_off`).
     """
     args = sys.argv[1:] if argv is None else argv
-    if "--no-progress" in args or not bool(getattr(sys.stderr, "isatty", lambda: False)()):
-        # the libraries' own bars (huggingface_hub downloads, transformers' "Loading weights") obey this
-        # variable, read when they are first imported, which is after this point
-        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    asked = "--no-progress" in args
+    bars_off = asked or not bool(getattr(sys.stderr, "isatty", lambda: False)())
+    from ..progress import library_bars_off  # imported when used: building the app stays light
+
+    with library_bars_off(force=asked) if bars_off else contextlib.nullcontext():
+        return _main(argv)
+
+
+def _main(argv: list[str] | None) -> int:
     handler = _BarSafeHandler(sys.stderr)
     handler.setFormatter(_OneLine())
     log = logging.getLogger("bakeoff")
@@ -144,7 +152,12 @@ def main(argv: list[str] | None = None) -> int:
         return _fail("an input is nested too deeply to read (e.g. JSON nested thousands of levels)")
     except SystemExit as exc:
         return int(exc.code or 0) if isinstance(exc.code, int) or exc.code is None else 1
-    except Exception:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001
+        from .._io import sqlite_os_error
+
+        storage = sqlite_os_error(exc)  # a database's full disk, wherever it was opened
+        if storage is not None:
+            return _fail(describe_os_error(storage))
         close_bars()
         traceback.print_exc()
         write_line(BUG_REPORT)

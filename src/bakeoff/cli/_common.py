@@ -130,6 +130,8 @@ def write_staged(out: Path, write: Callable[[Path], Path]) -> Path:
     removed, files already in ``out`` are untouched, and ``out`` itself (with any parent folders) is
     removed if this call created it. Moves are renames within one file system (atomic per file).
     """
+    from .._io import staged_as
+
     out = Path(out)
     created = None
     for p in (out, *out.parents):
@@ -140,7 +142,8 @@ def write_staged(out: Path, write: Callable[[Path], Path]) -> Path:
         out.mkdir(parents=True, exist_ok=True)
         stage = Path(tempfile.mkdtemp(prefix=".bakeoff-writing-", dir=out))
         try:
-            main_file = write(stage)
+            with staged_as(stage, out):  # an error names the file as it would be called in out
+                main_file = write(stage)
             rel_main = main_file.relative_to(stage)
             files = sorted((f for f in stage.rglob("*") if f.is_file()), key=lambda f: f.relative_to(stage) == rel_main)
             for f in files:

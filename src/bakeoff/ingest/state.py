@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .._io import sqlite_connect
 from ..errors import ConfigError
 
 __all__ = ["IngestState", "Stored"]
@@ -86,7 +87,7 @@ class IngestState:
         if restart:
             for suffix in ("", "-wal", "-shm"):
                 Path(str(self.path) + suffix).unlink(missing_ok=True)
-        self.db = sqlite3.connect(self.path, isolation_level=None)
+        self.db = sqlite_connect(self.path, isolation_level=None)  # a full disk names the state file
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.executescript(_SCHEMA)

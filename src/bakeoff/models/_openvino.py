@@ -43,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from .._io import written_by_library
 from ..errors import MissingDependencyError
 
 __all__ = ["OV_PRECISIONS", "cached_model", "compile_config", "compile_module", "conversions", "import_openvino",
@@ -172,7 +173,8 @@ def _save(ov: Any, model: Any, folder: Path) -> None:
     folder.parent.mkdir(parents=True, exist_ok=True)
     stage = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
     try:
-        ov.save_model(model, str(stage / "model.xml"), compress_to_fp16=False)
+        with written_by_library(folder):  # a full disk names the model folder
+            ov.save_model(model, str(stage / "model.xml"), compress_to_fp16=False)
         try:
             os.replace(stage, folder)
         except OSError:  # another process moved its copy in first

@@ -30,6 +30,7 @@ from importlib.metadata import PackageNotFoundError, distribution
 from pathlib import Path
 from typing import Literal
 
+from .._io import naming
 from ..errors import BakeoffError, ConfigError
 
 __all__ = ["BUNDLED", "BundledModel", "LocalModel", "assemble_parts", "gguf_has_chat_template", "resolve_local_model"]
@@ -109,7 +110,7 @@ def assemble_parts(model: BundledModel, folder: Path, *,
     size = 0
     fd, tmp = tempfile.mkstemp(prefix=f".{model.name}.", suffix=".part", dir=folder)
     try:
-        with os.fdopen(fd, "wb") as out:
+        with naming(target), os.fdopen(fd, "wb") as out:  # a full disk names the model file
             for f in files:
                 with f.open("rb") as fh:
                     while chunk := fh.read(8 << 20):

@@ -28,6 +28,7 @@ rows * epochs) / train seconds``.
 from __future__ import annotations
 
 import math
+import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
@@ -97,7 +98,7 @@ def training_arguments(
         load_best_model_at_end=bool(evaluator),
         metric_for_best_model=metric if evaluator else None,
         greater_is_better=True,
-        disable_tqdm=not progress,
+        disable_tqdm=not (progress and bool(getattr(sys.stderr, "isatty", lambda: False)())),
         dataloader_num_workers=0,
         save_only_model=True,
     )
@@ -200,6 +201,9 @@ def fit(
         )
         trainer = setup.trainer_cls(model=setup.model, args=args, train_dataset=HFDataset.from_dict(cols),
                                     loss=setup.loss, evaluator=setup.evaluator)
+        from transformers import PrinterCallback
+
+        trainer.remove_callback(PrinterCallback)  # without bars it prints each log to stdout; the record keeps them
         t_train = time.perf_counter()
         trainer.train()
         train_s = time.perf_counter() - t_train

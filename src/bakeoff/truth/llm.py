@@ -9,15 +9,20 @@ Conventions
   425, 500, 502, 503, 504, timeouts, connection errors and bodies that are not
   JSON are retried up to ``max_retries`` times with exponential backoff
   ``min(backoff_max_s, backoff_s * 2**attempt)`` (a ``Retry-After`` header,
-  capped the same way, wins). Other 4xx answers fail at once.
+  capped the same way, wins). Other 4xx answers fail at once, and so does a 500 whose body
+  says the request itself is malformed (:func:`bakeoff.truth.structured.refusal`).
 * **Structured output**: every answer must parse as JSON and validate against a
   pydantic model. An invalid answer is re-asked ``schema_retries`` more times
   (with a different sampling seed), then the request counts as a *failure*;
   failures are returned as :class:`Generation` with ``error`` set — a run never
-  crashes on a bad answer.
+  crashes on a bad answer. The ``response_format`` form is negotiated with the
+  server once (``auto``, the default) or fixed; a server that refuses the request
+  itself (a field it names) ends the run with one line, not a retry loop
+  (:mod:`bakeoff.truth.structured`).
 * **Caching**: a validated answer is cached under ``cache_key({model, messages,
-  schema, params, response_format})`` (kind ``llm``), so a re-run costs nothing
-  and a crashed run resumes where it stopped. Failures are not cached.
+  schema, params, response_format})`` (kind ``llm``; ``response_format`` is
+  :func:`~bakeoff.truth.structured.key_form` of the form that produced it), so a
+  re-run costs nothing and a crashed run resumes where it stopped. Failures are not cached.
 * **Reasoning models** (o-series, gpt-5 family; :func:`is_reasoning_model`): chat requests send
   ``max_completion_tokens`` instead of ``max_tokens``, no ``temperature``/``top_p``, and
   ``reasoning_effort`` when :attr:`LLMConfig.reasoning_effort` is set (see :meth:`LLMClient.body`).
@@ -47,6 +52,7 @@ from .._io import atomic_open
 from ..cache import Cache, cache_key
 from ..errors import ConfigError, InputError
 from ..net import HttpClient, HttpError
+from .structured import FORMS, Form, Refusal, RequestRefused, fallback_note, key_form, refusal, response_format_body
 
 if TYPE_CHECKING:  # pragma: no cover
     from pydantic import BaseModel
@@ -72,7 +78,8 @@ log = logging.getLogger("bakeoff")
 #: reasoning tokens too, and a 64-token budget ends before any visible answer.
 REASONING_MIN_TOKENS = 2048
 
-ResponseFormat = Literal["json_schema", "json_object_schema", "none"]
+#: ``auto`` negotiates a :data:`~bakeoff.truth.structured.FORMS` form with the server; the others fix it.
+ResponseFormat = Literal["auto", "json_schema", "json_object_schema", "none"]
 
 
 @dataclass(frozen=True)
@@ -131,7 +138,7 @@ class LLMConfig:
     backoff_max_s: float = 30.0
     concurrency: int = 4
     schema_retries: int = 2
-    response_format: ResponseFormat = "json_schema"
+    response_format: ResponseFormat = "auto"
     #: ``chat`` (instruction models) or ``completion`` (few-shot base models such as the local Gemma).
     prompt_style: Literal["chat", "completion"] = "chat"
     price: Price | None = None
@@ -336,8 +343,14 @@ class LLMClient:
         cfg = config
         self._servers = [HttpClient(base_url=u, auth_env=cfg.api_key_env, timeout=cfg.timeout_s,
                                     retries=cfg.max_retries, backoff=cfg.backoff_s, backoff_max=cfg.backoff_max_s,
-                                    sleep=sleep, on_request=self._on_request, on_retry=self._on_retry)
+                                    sleep=sleep, on_request=self._on_request, on_retry=self._on_retry,
+                                    no_retry=lambda status, body: refusal(status, body) is not None)
                          for u in (cfg.base_url, *cfg.replicas)]
+        #: The forms to try, in order, and the one the server took (``None`` until the first chat request).
+        self._forms: tuple[Form, ...] = FORMS if cfg.response_format == "auto" else (cfg.response_format,)
+        self._form: Form | None = None
+        self._negotiating = threading.Lock()
+        self._refused: RequestRefused | None = None  # once set, every request raises it without asking
         self._in_flight = [0] * len(self._servers)
         #: Requests sent to each server (``base_url`` first, then the ``replicas``).
         self.sent = [0] * len(self._servers)
@@ -347,6 +360,16 @@ class LLMClient:
         self.collect: list[ChatRequest] | None = None
 
     # -- identity ------------------------------------------------------------
+    @property
+    def response_form(self) -> Form | None:
+        """The structured-output form the server took (``None`` until the first chat request is answered)."""
+        return self._form
+
+    def public(self) -> dict[str, Any]:
+        """What provenance records: :meth:`LLMConfig.public` and ``response_form``, the structured-output
+        form the server took (``None`` when no chat request was sent, e.g. all answers were cached)."""
+        return {**self.config.public(), "response_form": self._form}
+
     def request_key(self, req: ChatRequest) -> str:
         extra = {"reasoning_effort": self.config.reasoning_effort} if self.config.reasoning_effort else {}
         return cache_key({**extra,
@@ -357,7 +380,7 @@ class LLMClient:
             "prefill": req.prefill,
             "schema": req.json_schema(),
             "params": dict(req.params),
-            "response_format": self.config.response_format,
+            "response_format": key_form(self._form or self._forms[0]),
             "code_version": self.code_version,
         })
 
@@ -365,8 +388,9 @@ class LLMClient:
     def endpoint(req: ChatRequest) -> str:
         return "completions" if req.prompt is not None else "chat/completions"
 
-    def body(self, req: ChatRequest, *, seed_offset: int = 0) -> dict[str, Any]:
-        """The JSON body of ``POST /chat/completions`` (or ``/completions``) for ``req``.
+    def body(self, req: ChatRequest, *, seed_offset: int = 0, form: Form | None = None) -> dict[str, Any]:
+        """The JSON body of ``POST /chat/completions`` (or ``/completions``) for ``req``, its
+        ``response_format`` in ``form`` (default: the form in use, else the first to try).
 
         For a reasoning model (:attr:`LLMConfig.is_reasoning`) on chat completions: ``max_tokens``
         becomes ``max_completion_tokens`` (which also bounds the hidden reasoning tokens, so it is
@@ -385,12 +409,9 @@ class LLMClient:
         if req.prompt is not None:
             return {"model": self.config.model, "prompt": req.prompt + req.prefill, **params}
         body: dict[str, Any] = {"model": self.config.model, "messages": [dict(m) for m in req.messages], **params}
-        schema = req.json_schema()
-        if self.config.response_format == "json_schema":
-            body["response_format"] = {"type": "json_schema",
-                                       "json_schema": {"name": req.schema.__name__, "schema": schema}}
-        elif self.config.response_format == "json_object_schema":
-            body["response_format"] = {"type": "json_object", "schema": schema}
+        fmt = response_format_body(form or self._form or self._forms[0], req.schema.__name__, req.json_schema())
+        if fmt is not None:
+            body["response_format"] = fmt
         return body
 
     # -- HTTP ------------------------------------------------------------------
@@ -425,6 +446,53 @@ class LLMClient:
             with self._pick:
                 self._in_flight[k] -= 1
 
+    def _post_or_refuse(self, body: Mapping[str, Any], endpoint: str) -> Any:
+        """:meth:`_post`, with a refusal of the request itself raised as :class:`RequestRefused`."""
+        try:
+            return self._post(body, endpoint)
+        except HttpError as exc:
+            refused = refusal(exc.status, exc.body)
+            if refused is None or exc.status is None:
+                raise
+            raise RequestRefused(exc.url, exc.status, refused) from None
+
+    def _ask(self, req: ChatRequest, seed_offset: int) -> Any:
+        """The server's answer to ``req`` in the form in use. The first chat request goes alone and
+        settles the form (:meth:`_negotiate`); a request that waited for it gets ``None`` (its cache
+        key may have changed: look again, then ask again). A server that refuses the request sees it
+        once: the refusal is remembered and later requests raise it unsent."""
+        if self._refused is not None:
+            raise self._refused
+        try:
+            if req.prompt is None and self._form is None:
+                with self._negotiating:
+                    if self._refused is not None:
+                        raise self._refused
+                    if self._form is None:
+                        return self._negotiate(req, seed_offset)
+                return None
+            return self._post_or_refuse(self.body(req, seed_offset=seed_offset), self.endpoint(req))
+        except RequestRefused as exc:
+            self._refused = exc
+            raise
+
+    def _negotiate(self, req: ChatRequest, seed_offset: int) -> Any:
+        """Send ``req`` in each form to try until the server takes one; keep that form."""
+        tried: list[tuple[Form, Refusal]] = []
+        for form in self._forms:
+            try:
+                resp = self._post_or_refuse(self.body(req, seed_offset=seed_offset, form=form), self.endpoint(req))
+            except RequestRefused as exc:
+                if not exc.refusal.about_format or form == self._forms[-1]:
+                    raise RequestRefused(exc.url, exc.status, exc.refusal, tried=tried) from None
+                tried.append((form, exc.refusal))
+                continue
+            self._form = form
+            if tried:
+                log.warning("%s", fallback_note(self.config.base_url, tried, form))
+            return resp
+        raise AssertionError("unreachable: the last form returns or raises")  # pragma: no cover
+
     # -- one request ---------------------------------------------------------
     def validate(self, req: ChatRequest, text: str) -> Any:
         """Parse and validate ``text`` against ``req.schema`` (raises ValueError on failure)."""
@@ -457,8 +525,19 @@ class LLMClient:
             self.cache.put_json("llm", key, {"raw": raw, "model": self.config.identity, "prompt_tokens": pt,
                                              "completion_tokens": ct, "source": source})
 
+    def _rekey(self, req: ChatRequest, key: str) -> tuple[str, Generation | None]:
+        """``req``'s key in the form in use, and its cached answer when that key is not ``key``."""
+        now = self.request_key(req)
+        if now == key:
+            return key, None
+        hit = self._cached(req, now)
+        if hit is not None:
+            self.usage.add(cache_hits=1)
+        return now, hit
+
     def generate(self, req: ChatRequest) -> Generation:
-        """Answer ``req`` (from the cache when possible). Never raises for server or answer errors."""
+        """Answer ``req`` (from the cache when possible). Never raises for server or answer errors, except
+        :class:`~bakeoff.truth.structured.RequestRefused` when the server refuses the request itself."""
         key = self.request_key(req)
         self.usage.add(requests=1)
         hit = self._cached(req, key)
@@ -476,18 +555,26 @@ class LLMClient:
             if attempt:
                 self.usage.add(schema_retries=1)
             try:
-                resp = self._post(self.body(req, seed_offset=attempt * 1_000_003), self.endpoint(req))
+                resp = self._ask(req, attempt * 1_000_003)
+                while resp is None:  # waited for the form: the answer may be cached under its key
+                    key, hit = self._rekey(req, key)
+                    if hit is not None:
+                        return hit
+                    resp = self._ask(req, attempt * 1_000_003)
             except HttpError as exc:
                 last_error = exc.detail
                 break  # transport retries already exhausted
-            if not isinstance(resp, dict):
-                last_error = "malformed completion (not a JSON object)"
-                continue
-            usage = resp.get("usage") or {}
+            usage = (resp.get("usage") or {}) if isinstance(resp, dict) else {}
             pt, ct = int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
             pt_total += pt
             ct_total += ct
             self.usage.add(prompt_tokens=pt, completion_tokens=ct, cost_usd=price.cost(pt, ct))
+            key, hit = self._rekey(req, key)  # this request settled a form with another key: a cached answer wins
+            if hit is not None:
+                return hit
+            if not isinstance(resp, dict):
+                last_error = "malformed completion (not a JSON object)"
+                continue
             try:
                 raw = _answer_text(req, resp)
             except (KeyError, IndexError, TypeError):

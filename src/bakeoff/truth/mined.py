@@ -34,7 +34,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._io import atomic_open, atomic_write_json
+from .._io import atomic_open, atomic_write_json, staged_as
 from ..data.datasets import is_citation
 from ..data.model import Corpus, Qrels, Queries, Query
 from ..data.versions import TargetVersion, Versions, read_targets
@@ -134,29 +134,30 @@ def write_mined(out: str | os.PathLike[str], mined: MinedSet, *, inputs: dict[st
             raise InputError("exists and is not a mined citation folder; choose another --out", path=out)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
-        write_beir(tmp, corpus=mined.corpus, queries=mined.queries, qrels={"test": mined.qrels})
-        with atomic_open(tmp / "queries.unmasked.jsonl", "w") as fh:
-            for q in mined.unmasked:
-                fh.write(json.dumps({"_id": q.id, "text": q.text, "metadata": dict(q.metadata)},
-                                    ensure_ascii=False) + "\n")
-        with atomic_open(tmp / "audit.jsonl", "w") as fh:
-            for a in mined.audits:
-                fh.write(json.dumps(a, ensure_ascii=False, sort_keys=True) + "\n")
-        prov = dict(mined.provenance)
-        if inputs:
-            prov["inputs"] = {k: {"path": v, "sha256": _sha(Path(v))} for k, v in inputs.items()}
-        atomic_write_json(tmp / "provenance.json", prov)
-        if out.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=out.parent))
-            os.replace(out, old / "x")
-            os.replace(tmp, out)
-            shutil.rmtree(old)
-        else:
-            os.replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    with staged_as(tmp, out):  # an error names the file as it will be called in out
+        try:
+            write_beir(tmp, corpus=mined.corpus, queries=mined.queries, qrels={"test": mined.qrels})
+            with atomic_open(tmp / "queries.unmasked.jsonl", "w") as fh:
+                for q in mined.unmasked:
+                    fh.write(json.dumps({"_id": q.id, "text": q.text, "metadata": dict(q.metadata)},
+                                        ensure_ascii=False) + "\n")
+            with atomic_open(tmp / "audit.jsonl", "w") as fh:
+                for a in mined.audits:
+                    fh.write(json.dumps(a, ensure_ascii=False, sort_keys=True) + "\n")
+            prov = dict(mined.provenance)
+            if inputs:
+                prov["inputs"] = {k: {"path": v, "sha256": _sha(Path(v))} for k, v in inputs.items()}
+            atomic_write_json(tmp / "provenance.json", prov)
+            if out.exists():
+                old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=out.parent))
+                os.replace(out, old / "x")
+                os.replace(tmp, out)
+                shutil.rmtree(old)
+            else:
+                os.replace(tmp, out)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
     return out
 
 

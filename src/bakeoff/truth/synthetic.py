@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from .._io import atomic_write_json
+from .._io import atomic_write_json, staged_as
 from ..data.model import Corpus, Qrels, Queries
 from ..data.writers import write_beir
 from .answerability import AnswerabilityOptions, AnswerabilityScorer, answerability_ranks, answerability_scores
@@ -253,21 +253,22 @@ class SyntheticTruth:
         out.parent.mkdir(parents=True, exist_ok=True)
         splits = self.splits()
         stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-        try:
-            write_beir(stage, corpus=corpus, queries=self.queries, qrels=splits)
-            prov = dict(self.provenance)
-            prov["split"] = {"test_fraction": self.test_fraction, "seed": self.split_seed,
-                             "n_train": len(splits["train"]), "n_test": len(splits["test"]),
-                             "rule": "test iff sha256(f'{seed}\\0{qid}')[:16] / 2**64 < test_fraction"}
-            prov["corpus"] = {**prov.get("corpus", {}), "fingerprint": corpus.fingerprint(), "n_docs": len(corpus),
-                              "copied": "corpus.jsonl"}
-            atomic_write_json(stage / "provenance.json", prov)
-            out.mkdir(parents=True, exist_ok=True)
-            (out / "qrels").mkdir(exist_ok=True)
-            for rel in ("corpus.jsonl", "queries.jsonl", "qrels/train.tsv", "qrels/test.tsv", "provenance.json"):
-                os.replace(stage / rel, out / rel)
-        finally:
-            shutil.rmtree(stage, ignore_errors=True)
+        with staged_as(stage, out):  # an error names the file as it will be called in out
+            try:
+                write_beir(stage, corpus=corpus, queries=self.queries, qrels=splits)
+                prov = dict(self.provenance)
+                prov["split"] = {"test_fraction": self.test_fraction, "seed": self.split_seed,
+                                 "n_train": len(splits["train"]), "n_test": len(splits["test"]),
+                                 "rule": "test iff sha256(f'{seed}\\0{qid}')[:16] / 2**64 < test_fraction"}
+                prov["corpus"] = {**prov.get("corpus", {}), "fingerprint": corpus.fingerprint(), "n_docs": len(corpus),
+                                  "copied": "corpus.jsonl"}
+                atomic_write_json(stage / "provenance.json", prov)
+                out.mkdir(parents=True, exist_ok=True)
+                (out / "qrels").mkdir(exist_ok=True)
+                for rel in ("corpus.jsonl", "queries.jsonl", "qrels/train.tsv", "qrels/test.tsv", "provenance.json"):
+                    os.replace(stage / rel, out / rel)
+            finally:
+                shutil.rmtree(stage, ignore_errors=True)
         return out
 
 
@@ -572,7 +573,7 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
     kept_by_bin = leak_bin_counts(kept)
     prov: dict[str, Any] = {
         "mode": "describe",
-        "llm": client.config.public(),
+        "llm": client.public(),
         "prompts": {"style": client.config.prompt_style,
                     "example": (describe_completion("<document text>", control) if completion
                                 else list(describe_messages("<document text>", control))),
@@ -826,7 +827,7 @@ def cluster_truth(corpus: Corpus, client: LLMClient, *, vectors: np.ndarray | No
     sizes = np.bincount(labels)
     prov: dict[str, Any] = {
         "mode": "clusters",
-        "llm": client.config.public(),
+        "llm": client.public(),
         "encoder": encoder_name,
         "prompts": {"instruction": CLUSTER_INSTRUCTION, "style": client.config.prompt_style,
                     "control": asdict(o.prompt),

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from ..._io import written_by_library
 from ...errors import MissingDependencyError
 
 __all__ = ["ONNX_OPSET", "OnnxInt8CrossEncoder"]
@@ -55,10 +56,11 @@ class OnnxInt8CrossEncoder:
             folder.mkdir(parents=True, exist_ok=True)
             work = Path(tempfile.mkdtemp(prefix=".export-", dir=folder))
             try:
-                fp32 = work / "model.onnx"
-                self._export(hf, fp32)
-                quantize_dynamic(str(fp32), str(work / "model_int8.onnx"), weight_type=QuantType.QInt8,
-                                 per_channel=True)
+                with written_by_library(target):  # a full disk names the model file
+                    fp32 = work / "model.onnx"
+                    self._export(hf, fp32)
+                    quantize_dynamic(str(fp32), str(work / "model_int8.onnx"), weight_type=QuantType.QInt8,
+                                     per_channel=True)
                 os.replace(work / "model_int8.onnx", target)  # atomic publish
             finally:
                 shutil.rmtree(work, ignore_errors=True)
