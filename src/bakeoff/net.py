@@ -13,8 +13,9 @@ is not valid JSON. It is tried ``retries + 1`` times at most. Attempt ``n``
 try, unless the response carried ``Retry-After`` (seconds or an HTTP date),
 which is honoured, also capped at ``backoff_max``. Other 4xx statuses fail at
 once, and so does a retried status for which the caller's ``no_retry(status, body)``
-(the body with secrets scrubbed) is true (e.g. a 500 whose body says the request itself is malformed: asking again
-cannot help). Every failure is an :class:`HttpError` with one line of text.
+(the body with secrets scrubbed) is true, e.g. a 500 whose body says the request itself
+is malformed: asking again cannot help. Every failure is an :class:`HttpError` with one
+line of text.
 
 **Deadline.** ``timeout`` bounds each attempt as a whole, from connecting to the last byte
 of the body (checked as each piece of the body arrives), and every single wait too; a server

@@ -228,3 +228,17 @@ def test_an_exported_onnx_model(disk: Path, tmp_path: Path) -> None:
     assert where.startswith(str(disk / "c" / "onnx") + "/") and where.endswith("/model_int8.onnx")
     _no_temporaries(disk)
     assert not (tmp_path / "out").exists()
+
+
+def test_a_full_stdout_is_named_too(tmp_path: Path) -> None:
+    """Output redirected to a full disk (``/dev/full`` answers every write with ENOSPC): the line names stdout."""
+    from tests.support.report_fixture import write_tiny_beir
+
+    data = write_tiny_beir(tmp_path / "tiny")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run([sys.executable, "-m", "bakeoff", "run", "--beir", str(data), "--arm", "bm25", "--out",
+                               str(tmp_path / "out"), "--cache", "off", "--k", "3", "--no-progress"],
+                              stdout=full, stderr=subprocess.PIPE, text=True, env=env, timeout=300, check=False)
+    errors = [ln for ln in proc.stderr.splitlines() if not ln.startswith("warning: ")]
+    assert proc.returncode == 2 and errors == [f"error: <stdout>: {FULL}"], proc.stderr

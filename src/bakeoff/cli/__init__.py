@@ -9,6 +9,7 @@ import importlib
 import logging
 import sys
 import traceback
+import typing
 
 import typer
 
@@ -82,6 +83,29 @@ def _fail(message: str) -> int:
     return 2
 
 
+class _NamedStdout:
+    """``sys.stdout`` whose failed writes name it ``<stdout>`` (a full disk behind a redirection), as
+    every file bakeoff writes is named (:mod:`bakeoff._io`); everything else is the stream's own."""
+
+    def __init__(self, stream: typing.TextIO) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        from .._io import naming
+
+        with naming("<stdout>"):
+            return self._stream.write(text)
+
+    def flush(self) -> None:
+        from .._io import naming
+
+        with naming("<stdout>"):
+            self._stream.flush()
+
+    def __getattr__(self, name: str) -> typing.Any:
+        return getattr(self._stream, name)
+
+
 def _usage_message(exc: typer.TyperException) -> str:
     """A usage error (typer's vendored click exceptions carry the command context) as one line."""
     ctx = getattr(exc, "ctx", None)
@@ -115,7 +139,8 @@ def main(argv: list[str] | None = None) -> int:
     bars_off = asked or not bool(getattr(sys.stderr, "isatty", lambda: False)())
     from ..progress import library_bars_off  # imported when used: building the app stays light
 
-    with library_bars_off(force=asked) if bars_off else contextlib.nullcontext():
+    with library_bars_off(force=asked) if bars_off else contextlib.nullcontext(), \
+            contextlib.redirect_stdout(_NamedStdout(sys.stdout)):  # type: ignore[type-var]
         return _main(argv)
 
 

@@ -52,7 +52,8 @@ from .._io import atomic_open
 from ..cache import Cache, cache_key
 from ..errors import ConfigError, InputError
 from ..net import HttpClient, HttpError
-from .structured import FORMS, Form, Refusal, RequestRefused, fallback_note, key_form, refusal, response_format_body
+from .structured import (FORMS, Form, Refusal, RequestRefused, fallback_note, is_refusal, key_form, refusal,
+                         response_format_body)
 
 if TYPE_CHECKING:  # pragma: no cover
     from pydantic import BaseModel
@@ -344,7 +345,7 @@ class LLMClient:
         self._servers = [HttpClient(base_url=u, auth_env=cfg.api_key_env, timeout=cfg.timeout_s,
                                     retries=cfg.max_retries, backoff=cfg.backoff_s, backoff_max=cfg.backoff_max_s,
                                     sleep=sleep, on_request=self._on_request, on_retry=self._on_retry,
-                                    no_retry=lambda status, body: refusal(status, body) is not None)
+                                    no_retry=is_refusal)
                          for u in (cfg.base_url, *cfg.replicas)]
         #: The forms to try, in order, and the one the server took (``None`` until the first chat request).
         self._forms: tuple[Form, ...] = FORMS if cfg.response_format == "auto" else (cfg.response_format,)

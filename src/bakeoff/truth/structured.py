@@ -43,8 +43,8 @@ from typing import Any, Literal
 
 from ..errors import ConfigError
 
-__all__ = ["FORMS", "Form", "Refusal", "RequestRefused", "describe_form", "fallback_note", "key_form", "refusal",
-           "response_format_body"]
+__all__ = ["FORMS", "Form", "Refusal", "RequestRefused", "describe_form", "fallback_note", "is_refusal", "key_form",
+           "refusal", "response_format_body"]
 
 Form = Literal["json_schema", "json_object_schema", "none"]
 
@@ -146,6 +146,11 @@ def _parse(body: str) -> tuple[str, str | None]:
     if msg:  # a pydantic error inside the message: its own words, without the traceback that follows
         message = _literal(msg.group(1)) + (f" (got {_literal(got.group(1))!r})" if got else "")
     return " ".join(message.split()), field
+
+
+def is_refusal(status: int, body: str) -> bool:
+    """Whether an error response is a :func:`refusal` (the ``no_retry`` test of :class:`~bakeoff.net.HttpClient`)."""
+    return refusal(status, body) is not None
 
 
 def refusal(status: int | None, body: str) -> Refusal | None:
