@@ -11,25 +11,27 @@ _CRF_DOC = ("Chronic renal failure accelerates atherogenesis in apolipoprotein E
             "on the development of atherosclerosis in apolipoprotein E-deficient male mice was examined.")
 
 
-def test_an_examples_content_pasted_onto_another_document_is_borrowed() -> None:
+def test_an_examples_clause_pasted_onto_another_document_is_borrowed() -> None:
     q = "What is the primary challenge with CRF in apolipoprotein E-deficient mice compared to conventional treatment?"
-    # every content word of the query that the example has and the document lacks
-    assert borrowed_words(q, _CRF_DOC, [_EXAMPLE]) == ["primary", "challenge", "compared", "conventional",
-                                                       "treatment"]
+    # shared phrases: "what is the primary challenge with" (primary, challenge absent from the document) and
+    # "compared to conventional treatment" (three absent content words): the latter wins
+    assert borrowed_words(q, _CRF_DOC, [_EXAMPLE]) == ["compared", "conventional", "treatment"]
 
 
-def test_a_question_stem_borrows_nothing_and_own_words_are_not_borrowed() -> None:
-    q = "What is the effect of chronic renal failure on atherosclerosis in mice?"
-    assert borrowed_words(q, _CRF_DOC, [_EXAMPLE]) == []
-    # one content word from an example ("primary") is tolerated by the filter (MAX_BORROWED = 1)
+def test_a_question_frame_borrows_at_most_one_word_per_phrase() -> None:
+    assert borrowed_words("What is the effect of chronic renal failure on atherosclerosis in mice?", _CRF_DOC,
+                          [_EXAMPLE]) == []
     assert borrowed_words("What is the primary effect of CRF on atherosclerosis?", _CRF_DOC, [_EXAMPLE]) == ["primary"]
+    # "what role does … play in": each shared phrase carries one word the document lacks
+    frame = "What role does PTH signaling play in B lymphopoiesis in the bone marrow?"
+    assert borrowed_words("What role does CRF play in atherosclerosis in mice?", _CRF_DOC, [frame]) == ["role"]
     assert borrowed_words("What is the primary effect of CRF?", _CRF_DOC, []) == []
 
 
-def test_the_largest_set_from_one_example_counts_not_the_union() -> None:
+def test_the_phrase_with_most_borrowed_words_wins_not_the_union() -> None:
     q = "How does uremia alter plaque vulnerability in knockout mice?"
-    examples = ["Does uremia change anything?", "Which plaque markers predict vulnerability?"]
-    assert borrowed_words(q, "Renal failure in mice.", examples) == ["plaque", "vulnerability"]
+    examples = ["How does uremia alter the kidney?", "Is plaque vulnerability in knockout rats higher?"]
+    assert borrowed_words(q, "Renal failure in mice.", examples) == ["plaque", "vulnerability", "knockout"]
 
 
 def test_spanish_function_words_are_not_content() -> None:

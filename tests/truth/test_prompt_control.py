@@ -358,7 +358,7 @@ def test_queries_drifting_into_another_script_or_an_examples_content_are_rejecte
     rej = truth.provenance["rejections"]
     assert (rej["foreign_script"], rej["borrowed_example"]) == (1, 1)
     assert [g["borrowed"] for g in truth.provenance["generations"] if g["outcome"] == "borrowed_example"] == [
-        ["get", "indices", "sort"]]
+        ["get", "indices"]]
     assert truth.queries.texts == ("how do I pause my program for a while",)
 
 

@@ -3,14 +3,14 @@
 A small model shown few-shot examples copies more than their form. Two drifts are caught, each a
 rejection reason of describe mode:
 
-* ``borrowed_example`` — :func:`borrowed_words`: the distinct content words of the query that are
-  absent from its source document but present in one example query of the prompt. With two or more
-  from the same example (:data:`MAX_BORROWED` + 1), the query carries that example's content, not its
-  document's: "What is the primary challenge with CRF in mice compared to conventional treatment?",
-  where "challenge", "conventional" and "treatment" came from an example about another document.
-  Content words are word runs (``[^\\W_]+``, lower-cased) not in :data:`FUNCTION_WORDS` of the
-  prompt language; a question stem ("what is the main …") borrows no content word, so the
-  examples' form may be copied freely.
+* ``borrowed_example`` — :func:`borrowed_words`: a phrase of the query (two or more consecutive words)
+  that one example query of the prompt also has, with two or more content words (:data:`MAX_BORROWED`
+  + 1) absent from the query's own document: the query carries that example's content, not its
+  document's — "What is the primary challenge with CRF in mice compared to conventional treatment?",
+  where "compared to conventional treatment" came from an example about another document. Content
+  words are word runs (``[^\\W_]+``, lower-cased) not in :data:`FUNCTION_WORDS` of the prompt language.
+  A question frame shared word by word ("what role does … play in") borrows one word per phrase, so
+  the examples' form may be copied freely.
 * ``foreign_script`` — :func:`foreign_scripts`: letters of a writing system (Latin, Greek, Cyrillic,
   CJK, Arabic, …, the first word of the character's Unicode name) that the source document does not
   use, as when a Qwen model slips into Chinese mid-query ("… metabolic控制").
@@ -50,17 +50,33 @@ def _words(text: str) -> list[str]:
 
 
 def borrowed_words(query: str, source: str, examples: Iterable[str], *, lang: str = "en") -> list[str]:
-    """The largest set (in query order) of the query's content words that are absent from ``source``
-    and present in one of ``examples`` (see the module docstring); ``[]`` without examples."""
+    """The content words absent from ``source`` in the longest-reaching phrase the query shares with one of
+    ``examples`` (see the module docstring), in query order; ``[]`` without examples.
+
+    A shared phrase is a run of at least two consecutive words (lower-cased) found in the same order in
+    the example; its borrowed words are its content words absent from ``source``. The phrase with the
+    most borrowed words wins. A frame shared word by word ("what role does … play in") borrows one word
+    per phrase; a pasted clause ("compared to conventional treatment") borrows several.
+    """
     function = FUNCTION_WORDS.get(lang, FUNCTION_WORDS["en"])
     src = set(_words(source))
-    own = [w for w in dict.fromkeys(_words(query)) if w not in src and w not in function and not w.isdigit()]
+    q = _words(query)
     best: list[str] = []
     for example in examples:
-        ex = set(_words(example))
-        got = [w for w in own if w in ex]
-        if len(got) > len(best):
-            best = got
+        e = _words(example)
+        for i in range(len(q) - 1):
+            for j in range(len(e) - 1):
+                if q[i] != e[j] or (i and j and q[i - 1] == e[j - 1]):
+                    continue  # not the start of a maximal shared run
+                k = 0
+                while i + k < len(q) and j + k < len(e) and q[i + k] == e[j + k]:
+                    k += 1
+                if k < 2:
+                    continue
+                got = list(dict.fromkeys(w for w in q[i:i + k]
+                                         if w not in src and w not in function and not w.isdigit()))
+                if len(got) > len(best):
+                    best = got
     return best
 
 
