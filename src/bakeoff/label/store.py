@@ -53,6 +53,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+from .._io import sqlite_connect
 from ..data.judgments import APPLICATION_ID, SCHEMA, SCHEMA_VERSION, USABLE_STATUSES
 from .pool import PooledDoc
 from .sources import SourceQuery
@@ -193,7 +194,7 @@ class Store:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         self._lock = threading.RLock()
-        self._conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=10.0)
+        self._conn = sqlite_connect(self.path, isolation_level=None, check_same_thread=False, timeout=10.0)
         self._conn.execute("PRAGMA busy_timeout = 10000")
         self._conn.execute("PRAGMA journal_mode = WAL")
         self._conn.execute("PRAGMA synchronous = FULL")
@@ -210,7 +211,8 @@ class Store:
         tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
         tmp.unlink(missing_ok=True)
         try:
-            conn = sqlite3.connect(tmp, isolation_level=None)
+            conn = sqlite_connect(tmp, isolation_level=None)
+            conn.path = str(target)  # a failure names the database being created, not its temporary sibling
             try:
                 conn.executescript(SCHEMA)
                 conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")

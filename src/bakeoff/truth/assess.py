@@ -425,7 +425,7 @@ def assess_results(
                  for h in todo]
         judged = judge_pairs(client, pairs, options=options, progress=progress)
         usage = client.usage.as_dict()
-        config = client.config.public()
+        config = client.public()
         style = client.config.prompt_style
     seconds = time.perf_counter() - t0
 
