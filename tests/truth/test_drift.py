@@ -46,3 +46,16 @@ def test_a_script_the_document_does_not_use_is_foreign() -> None:
     assert foreign_scripts("How does neuregulin 1β–ErbB4 signaling work?", "neuregulin 1β–ErbB4 signalling") == set()
     assert foreign_scripts("Does IL-6 rise?", doc) == set()
     assert scripts("Всё and ελα") == {"CYRILLIC", "LATIN", "GREEK"}
+
+
+def test_copied_run_counts_the_longest_verbatim_stretch() -> None:
+    from bakeoff.truth.leak import copied_run
+
+    title = "Clathrin is required for the function of the mitotic spindle"
+    text = "Clathrin has an established function in the generation of vesicles that transfer membrane."
+    pasted = ("Clathrin is required for the function of the mitotic spindle Clathrin has an established function "
+              "in the generation")
+    # the title (10 words) runs on into the text (8 more): 18 consecutive words of "title text"
+    assert copied_run(pasted, f"{title} {text}") == 18
+    assert copied_run("What is the role of clathrin in the mitotic spindle?", f"{title} {text}") == 3  # the mitotic spindle
+    assert copied_run("", text) == 0 and copied_run("vesicles", "") == 0

@@ -19,7 +19,7 @@ from importlib.resources import files
 
 import numpy as np
 
-__all__ = ["LANGUAGES", "common_words", "rare_terms", "leak", "leak_histogram", "leak_stats", "title_copy",
+__all__ = ["LANGUAGES", "common_words", "copied_run", "rare_terms", "leak", "leak_histogram", "leak_stats", "title_copy",
            "DEFAULT_BINS"]
 
 LANGUAGES: tuple[str, ...] = ("en", "es")
@@ -68,6 +68,29 @@ def title_copy(query: str, title: str) -> float:
     if len(wq) < 2 or len(wt) < 2:
         return 0.0
     return sum(w in wt for w in wq) / len(wq)
+
+
+def copied_run(query: str, source: str) -> int:
+    """The length, in words, of the longest run of consecutive words of ``query`` found in the same order in
+    ``source`` (words: lowercase letter/digit runs, ``[^\\W_]+``).
+
+    A real query may share many words with its document but rarely a long verbatim stretch (human
+    queries are checked against the default threshold on the benchmarks page); a generated "query" of ten
+    or more copied words is a pasted sentence, or the title running on into the text."""
+    q, d = _WORD.findall(query.lower()), _WORD.findall(source.lower())
+    where: dict[str, list[int]] = {}
+    for j, w in enumerate(d):
+        where.setdefault(w, []).append(j)
+    best = 0
+    for i, w in enumerate(q):
+        if len(q) - i <= best:
+            break
+        for j in where.get(w, ()):
+            k = 0
+            while i + k < len(q) and j + k < len(d) and q[i + k] == d[j + k]:
+                k += 1
+            best = max(best, k)
+    return best
 
 
 def leak_histogram(values: Iterable[float], *, bins: Sequence[float] = DEFAULT_BINS) -> dict[str, int]:

@@ -49,7 +49,7 @@ from .answerability import AnswerabilityOptions, AnswerabilityScorer, answerabil
 from .answerability import keep_mask as answer_keep_mask
 from .answerability import score_stats as answer_stats
 from .drift import MAX_BORROWED, borrowed_words, foreign_scripts
-from .leak import leak, leak_histogram, leak_stats, title_copy
+from .leak import copied_run, leak, leak_histogram, leak_stats, title_copy
 from .llm import ChatRequest, LLMClient
 from .prompts import (
     CLUSTER_INSTRUCTION,
@@ -192,6 +192,9 @@ class DescribeOptions:
     #: Reject a query when at least this share of its words is in its document's title
     #: (:func:`bakeoff.truth.leak.title_copy`; naming the title is not an answer); ``None``: off.
     max_title_copy: float | None = 0.8
+    #: Reject a query holding a run of at least this many consecutive words of its document (title and
+    #: text; :func:`bakeoff.truth.leak.copied_run`: a pasted sentence, not a query); ``None``: off.
+    max_copied_run: int | None = 10
 
     def __post_init__(self) -> None:
         from ..errors import ConfigError
@@ -328,7 +331,7 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
     ``refers_to_document`` ("this study", :mod:`bakeoff.truth.self_reference`),
     ``foreign_script`` and ``borrowed_example`` (the query drifted into another writing system or into
     an example's content, :mod:`bakeoff.truth.drift`),
-    ``copies_title`` (``title_copy >= max_title_copy``),
+    ``copies_title`` (``title_copy >= max_title_copy``), ``copies_passage`` (``copied_run >= max_copied_run``),
     ``rejected`` (``leak_mode="cut"``: leak > ``leak_threshold``), ``not_answerable`` (with an
     ``answerer`` and ``options.answerability``: the source document ranks below the reference rule,
     or scores below the absolute threshold, see :mod:`bakeoff.truth.answerability`),
@@ -443,6 +446,10 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
             if o.max_title_copy is not None and title_copy(q, corpus.titles[r]) >= o.max_title_copy:
                 counts["copies_title"] += 1
                 note(r, attempt, q, "copies_title")
+                continue
+            if o.max_copied_run is not None and copied_run(q, source) >= o.max_copied_run:
+                counts["copies_passage"] += 1
+                note(r, attempt, q, "copies_passage")
                 continue
             lk = leak(q, source, lang=o.lang)
             all_leaks.append(lk)
@@ -594,7 +601,7 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
         "rejections": {"failed": counts["failed"], "copied_example": counts["copied_example"],
                        "too_short": counts["too_short"], "refers_to_document": counts["refers_to_document"],
                        "foreign_script": counts["foreign_script"], "borrowed_example": counts["borrowed_example"],
-                       "copies_title": counts["copies_title"],
+                       "copies_title": counts["copies_title"], "copies_passage": counts["copies_passage"],
                        "leak": counts["rejected"], "leak_quota": counts["leak_quota"],
                        "low_specificity": counts["low_specificity"], "not_answerable": counts["not_answerable"],
                        "below_top_fraction": counts["below_top_fraction"],
