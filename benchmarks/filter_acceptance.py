@@ -5,7 +5,10 @@ For every (query, relevant document) pair of a judged BEIR dataset (default: Sci
 that passes each default filter of ``bakeoff generate describe`` and all of them together:
 
 * before: leak cut at 0.35 and the USE cosine >= 0.5 (the absolute rules);
-* after: the title-copy filter (< 80 % of the query's words in the title), the leak quota of the uniform target (``--leak-mode target``: each 0.2-wide leak bin may
+* after: the self-reference filter (``refers_to_document``), the drift filter for scripts
+  (``foreign_script``; ``borrowed_example`` needs the prompt's examples and does not apply), the
+  pasted-passage filter (longest verbatim run < 10 words), the title-copy filter (< 80 % of the query's
+  words in the title), the leak quota of the uniform target (``--leak-mode target``: each 0.2-wide leak bin may
   hold ``ceil(1.25 * 0.2 * n)`` of ``n`` pairs, taken in a seeded random order) and the rank rule
   (the document must rank <= 5 among itself and 99 random documents of the corpus under USE).
 
@@ -26,7 +29,9 @@ import numpy as np
 from bakeoff.data.loaders import load_beir
 from bakeoff.truth.answerability import (AnswerabilityOptions, answerability_ranks, answerability_scores,
                                          open_answerability)
-from bakeoff.truth.leak import leak, title_copy
+from bakeoff.truth.drift import foreign_scripts
+from bakeoff.truth.leak import copied_run, leak, title_copy
+from bakeoff.truth.self_reference import refers_to_document
 from bakeoff.truth.synthetic import leak_bin, leak_quota
 
 
@@ -70,13 +75,18 @@ def main() -> None:
                 quota_ok[i] = True
         cut = np.array([x <= 0.35 for x in leaks])
         title_ok = np.array([title_copy(q, ds.corpus.titles[r]) < 0.8 for q, r in ps])
+        self_ok = np.array([not refers_to_document(q) for q, _ in ps])
+        script_ok = np.array([not foreign_scripts(q, f"{ds.corpus.titles[r]} {ds.corpus.texts[r]}") for q, r in ps])
+        paste_ok = np.array([copied_run(q, f"{ds.corpus.titles[r]} {ds.corpus.texts[r]}") < 10 for q, r in ps])
         abs_ok = np.array([x >= 0.5 for x in own])
         rank_ok = np.array([x.kept(opts.reference) for x in ranks])
         quota_ok_a = np.array(quota_ok)
         out[name] = {"pairs": len(ps), "leak_cut_0.35": cut.mean(), "use_cosine_0.5": abs_ok.mean(),
                      "before_both": (cut & abs_ok).mean(), "leak_quota_uniform": quota_ok_a.mean(),
                      "rank_le_5_of_100": rank_ok.mean(), "title_copy_lt_0.8": title_ok.mean(),
-                     "after_all": (quota_ok_a & rank_ok & title_ok).mean(),
+                     "no_self_reference": self_ok.mean(), "no_foreign_script": script_ok.mean(),
+                     "copied_run_lt_10": paste_ok.mean(),
+                     "after_all": (quota_ok_a & rank_ok & title_ok & self_ok & script_ok & paste_ok).mean(),
                      "mean_leak": float(np.mean(leaks)), "median_rank": float(np.median([x.rank for x in ranks]))}
     print(f"{'filter':<22}{'human pairs':>14}{'random pairs':>14}")
     for key in out["human"]:

@@ -45,6 +45,9 @@ def test_a_script_the_document_does_not_use_is_foreign() -> None:
     assert foreign_scripts("What is the benefit of Liraglutide on metabolic控制", doc) == {"CJK"}
     assert foreign_scripts("How does neuregulin 1β–ErbB4 signaling work?", "neuregulin 1β–ErbB4 signalling") == set()
     assert foreign_scripts("Does IL-6 rise?", doc) == set()
+    # a human SciFact claim writes "IFN-γ" where its abstract writes "gamma": Greek letters are symbols
+    assert foreign_scripts("Mice without IFN-γ are resistant", "interferon gamma deficient mice") == set()
+    assert foreign_scripts("¿Qué es la сталь?", "Qué es el acero") == {"CYRILLIC"}
     assert scripts("Всё and ελα") == {"CYRILLIC", "LATIN", "GREEK"}
 
 

@@ -13,7 +13,8 @@ rejection reason of describe mode:
   the examples' form may be copied freely.
 * ``foreign_script`` — :func:`foreign_scripts`: letters of a writing system (Latin, Greek, Cyrillic,
   CJK, Arabic, …, the first word of the character's Unicode name) that the source document does not
-  use, as when a Qwen model slips into Chinese mid-query ("… metabolic控制").
+  use, as when a Qwen model slips into Chinese mid-query ("… metabolic控制"); Greek letters are symbols
+  ("IFN-γ") and never foreign.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import re
 import unicodedata
 from collections.abc import Iterable, Mapping
 
-__all__ = ["FUNCTION_WORDS", "MAX_BORROWED", "borrowed_words", "foreign_scripts", "scripts"]
+__all__ = ["FUNCTION_WORDS", "MAX_BORROWED", "SYMBOL_SCRIPTS", "borrowed_words", "foreign_scripts", "scripts"]
 
 #: At most this many borrowed content words from one example are tolerated.
 MAX_BORROWED = 1
@@ -92,6 +93,10 @@ def scripts(text: str) -> set[str]:
     return out
 
 
+#: Letters used as symbols in any script's scientific text ("IFN-γ", "α-tocopherol"): never foreign.
+SYMBOL_SCRIPTS = frozenset({"GREEK", "MICRO"})
+
+
 def foreign_scripts(query: str, source: str) -> set[str]:
-    """Writing systems of the query's letters that ``source`` does not use."""
-    return scripts(query) - scripts(source)
+    """Writing systems of the query's letters that ``source`` does not use, :data:`SYMBOL_SCRIPTS` aside."""
+    return scripts(query) - scripts(source) - SYMBOL_SCRIPTS
