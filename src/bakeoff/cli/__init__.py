@@ -7,9 +7,11 @@ import contextlib
 import functools
 import importlib
 import logging
+import os
 import sys
 import traceback
 import typing
+from collections.abc import Iterator
 
 import typer
 
@@ -128,13 +130,57 @@ def main(argv: list[str] | None = None) -> int:
       that fail or answer nonsense), usage errors, ``OSError`` (disk full, permissions, a folder
       where a file is due, symlink loops ...), inputs nested too deeply to parse — print ONE line
       ``error: ...`` on stderr after clearing any progress bar, and exit 2;
-    * an interrupt exits 130;
+    * an interrupt exits 130; SIGTERM exits 143 after the same clean-up as an error (``finally`` blocks
+      run: staging folders removed, local servers stopped);
     * anything else is a bug: the traceback, then a line asking for a report, exit 1.
 
     With ``--no-progress``, or when stderr is not a terminal, the libraries' bars are off too
     (:func:`bakeoff.progress.library_bars_off`).
     """
     args = sys.argv[1:] if argv is None else argv
+    with _terminate_as_exit():
+        rv = _main_bars(args, argv)
+    if rv == TERMINATED and argv is None:
+        # the program itself was terminated and has cleaned up; worker threads still blocked on a request
+        # in flight would hold the interpreter's exit until their timeout, so leave without joining them
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(TERMINATED)
+    return rv
+
+
+#: Exit status after SIGTERM (128 + 15, as a shell reports it).
+TERMINATED = 143
+
+
+class _Terminated(BaseException):
+    """SIGTERM, raised in the main thread so that ``finally`` blocks run (staging folders removed, local
+    servers stopped, databases closed) before the command exits with 143."""
+
+
+@contextlib.contextmanager
+def _terminate_as_exit() -> Iterator[None]:
+    """Within: SIGTERM raises :class:`_Terminated` (only where its handler is the default one and in the
+    main thread; a caller's own handler is left alone)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        yield
+        return
+
+    def terminated(signum: int, frame: object) -> None:
+        raise _Terminated
+
+    signal.signal(signal.SIGTERM, terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _main_bars(args: list[str], argv: list[str] | None) -> int:
     asked = "--no-progress" in args
     bars_off = asked or not bool(getattr(sys.stderr, "isatty", lambda: False)())
     from ..progress import library_bars_off  # imported when used: building the app stays light
@@ -171,6 +217,10 @@ def _main(argv: list[str] | None) -> int:
         close_bars()
         write_line("interrupted")
         return 130
+    except _Terminated:
+        close_bars()
+        write_line("terminated")
+        return TERMINATED
     except OSError as exc:
         return _fail(describe_os_error(exc))
     except RecursionError:

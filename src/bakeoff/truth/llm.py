@@ -661,8 +661,15 @@ class LLMClient:
             for i in range(len(reqs)):
                 one(i)
         else:
-            with ThreadPoolExecutor(max_workers=self.config.concurrency) as pool:
+            pool = ThreadPoolExecutor(max_workers=self.config.concurrency)
+            try:
                 list(pool.map(one, range(len(reqs))))
+            except BaseException:
+                # an error, an interrupt or SIGTERM: drop the queued requests and do not wait for those in
+                # flight, so the caller's clean-up (staging folders, local servers) runs now
+                pool.shutdown(wait=False, cancel_futures=True)
+                raise
+            pool.shutdown(wait=True)
         bar.close()
         return [g for g in out if g is not None]
 
