@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import IO, Any
 
 __all__ = ["NamedConnection", "atomic_open", "atomic_write_bytes", "atomic_write_json", "atomic_write_text", "naming",
-           "sqlite_connect", "sqlite_os_error", "staged_as", "written_by_library"]
+           "replace_folder", "sqlite_connect", "sqlite_os_error", "staged_as", "written_by_library"]
 
 #: A file system with less free space than this (bytes) is full for :func:`written_by_library`.
 FULL_BELOW = 1 << 20
@@ -150,6 +150,22 @@ def atomic_write_json(path: str | os.PathLike[str], obj: Any) -> None:
 #: SQLite's storage failures (``sqlite_errorname`` prefixes) and the errno each becomes.
 _SQLITE_ERRNO = {"SQLITE_FULL": errno.ENOSPC, "SQLITE_IOERR": errno.EIO, "SQLITE_READONLY": errno.EACCES,
                  "SQLITE_CANTOPEN": errno.ENOENT}
+
+
+def replace_folder(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
+    """Move the complete folder ``src`` to ``dst``, replacing a folder already there: the old one is
+    renamed aside first (``dst`` never holds a half-replaced tree), then removed."""
+    import shutil
+    import tempfile
+
+    src, dst = Path(src), Path(dst)
+    if dst.exists():
+        old = Path(tempfile.mkdtemp(prefix=f".{dst.name}.old.", dir=dst.parent))
+        os.replace(dst, old / "x")
+        os.replace(src, dst)
+        shutil.rmtree(old)
+    else:
+        os.replace(src, dst)
 
 
 def sqlite_os_error(exc: BaseException, path: str | os.PathLike[str] | None = None) -> OSError | None:

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.tmpfs import mounted_tmpfs
+
 RUN = ["run", "--arm", "bm25", "--cache", "off", "--latency-sample", "0", "--no-progress"]
 
 
@@ -27,16 +29,8 @@ def _bakeoff(*args: str) -> subprocess.CompletedProcess[str]:
 @pytest.fixture()
 def small_disk(tmp_path: Path):
     """A tmpfs of 600 KiB at ``tmp_path/disk`` (SciFact's BM25 run file alone is 1.2 MB); unmounted after."""
-    mnt = tmp_path / "disk"
-    mnt.mkdir()
-    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=600k", "tmpfs", str(mnt)], capture_output=True,
-                          text=True, check=False)
-    if proc.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here ({proc.stderr.strip() or 'mount refused'}); needs root")
-    try:
+    with mounted_tmpfs(tmp_path / "disk", "600k") as mnt:
         yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], check=False)
 
 
 def _remount(mnt: Path, size: str) -> None:

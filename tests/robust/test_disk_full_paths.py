@@ -21,9 +21,9 @@ import pytest
 from bakeoff import cli
 from bakeoff._io import atomic_write_bytes, sqlite_connect, staged_as
 from bakeoff.errors import describe_os_error
-
 from tests.support.fake_openai_chat import FakeOpenAI, Reply
 from tests.support.oyez_api import OyezServer, make_cases
+from tests.support.tmpfs import mounted_tmpfs
 
 FULL = "No space left on device (free some space, or write elsewhere, and run again)"
 
@@ -31,16 +31,8 @@ FULL = "No space left on device (free some space, or write elsewhere, and run ag
 @pytest.fixture()
 def disk(tmp_path: Path) -> Iterator[Path]:
     """A tmpfs of 64 KiB at ``tmp_path/disk``; unmounted after."""
-    mnt = tmp_path / "disk"
-    mnt.mkdir()
-    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)], capture_output=True,
-                          text=True, check=False)
-    if proc.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here ({proc.stderr.strip() or 'mount refused'}); needs root")
-    try:
+    with mounted_tmpfs(tmp_path / "disk", "64k") as mnt:
         yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], check=False)
 
 
 def _bakeoff(*args: str) -> subprocess.CompletedProcess[str]:

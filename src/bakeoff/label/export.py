@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._io import atomic_open, atomic_write_json
+from .._io import atomic_open, atomic_write_json, replace_folder
 from ..data.judgments import HumanJudgments, connect_readonly, read_judgments, read_meta, resolve_grades
 from ..data.model import Qrels
 from ..data.writers import write_beir, write_trec_qrels
@@ -152,13 +152,7 @@ def export_judgments(db: str | os.PathLike[str], out: str | os.PathLike[str], *,
             prov["guidelines"] = {"file": "guidelines.json", "sha256": guide.get("sha256"), "title": guide.get("title")}
             prov["export"]["files"].append("guidelines.json")
         atomic_write_json(tmp / "provenance.json", prov)
-        if target.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old.", dir=target.parent))
-            os.replace(target, old / "x")
-            os.replace(tmp, target)
-            shutil.rmtree(old)
-        else:
-            os.replace(tmp, target)
+        replace_folder(tmp, target)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

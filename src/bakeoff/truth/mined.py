@@ -34,7 +34,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._io import atomic_open, atomic_write_json, staged_as
+from .._io import atomic_open, atomic_write_json, replace_folder, staged_as
 from ..data.datasets import is_citation
 from ..data.model import Corpus, Qrels, Queries, Query
 from ..data.versions import TargetVersion, Versions, read_targets
@@ -148,13 +148,7 @@ def write_mined(out: str | os.PathLike[str], mined: MinedSet, *, inputs: dict[st
             if inputs:
                 prov["inputs"] = {k: {"path": v, "sha256": _sha(Path(v))} for k, v in inputs.items()}
             atomic_write_json(tmp / "provenance.json", prov)
-            if out.exists():
-                old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=out.parent))
-                os.replace(out, old / "x")
-                os.replace(tmp, out)
-                shutil.rmtree(old)
-            else:
-                os.replace(tmp, out)
+            replace_folder(tmp, out)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
