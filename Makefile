@@ -43,9 +43,9 @@ test: install docs
 bench: install
 	HF_HUB_OFFLINE=1 $(PY) benchmarks/run.py --quick
 
-# The developers' fast lane: the tests on fakes and small fixtures (-m "not slow": no SciFact, no PostgreSQL, no
-# model-heavy test; tests/conftest.py marks every test using a real dataset or server slow). `make test` stays the
-# whole suite, and what CI runs.
+# The developers' fast lane, within 3 minutes on 2 cores: the tests on fakes and small fixtures (-m "not slow": no
+# SciFact, PostgreSQL, real model, browser, command line in a subprocess, deliberate wait, nor any test that takes a
+# second or more; tests/conftest.py marks them slow). `make test` stays the whole suite, and what CI runs.
 test-fast: install
 	HF_HUB_OFFLINE=1 $(VENV)/bin/python -m pytest -q -m "not slow"
 

@@ -17,8 +17,7 @@ def assess_cmd(
     depth: Annotated[int, typer.Option(help="Pool each arm's top DEPTH documents.")] = 10,
     max_pairs: Annotated[Optional[int], typer.Option(help="Grade at most this many holes (disputed first).")] = None,
     relevant_from: Annotated[int, typer.Option(help="Lowest assessed grade (0-3) counted relevant when merged.")] = 2,
-    method: Annotated[str, typer.Option(help="umbrela (sampled JSON grade) | expected (expected grade from token "
-                                             "probabilities) | yesno (P(yes) from token probabilities).")] = "umbrela",
+    method: Annotated[str, typer.Option(help="Grading: umbrela, expected or yesno.")] = "umbrela",
     out: Annotated[Optional[Path], typer.Option(help="Output folder (default RESULTS_DIR/assessed).")] = None,
     data: Annotated[Optional[Path], typer.Option(help="BEIR folder, if the dataset moved since the run.")] = None,
     concurrency: Annotated[Optional[int], typer.Option(min=1, help="Requests in flight (default 4; with --llm local, the parallel slots of llama-server).")] = None,
@@ -70,5 +69,10 @@ def _print_side_by_side(done: object) -> None:
     Console(width=max(100, width)).print(table)
 
 
+#: ``--help`` epilog (``\b``: click keeps its line breaks).
+EXAMPLES = ("\b\nExamples:\n"
+    "  bakeoff assess results/syn --llm openai:gpt-4o-mini --depth 10")
+
+
 def register(app: typer.Typer) -> None:
-    app.command("assess")(assess_cmd)
+    app.command("assess", epilog=EXAMPLES)(assess_cmd)

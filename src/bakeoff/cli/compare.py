@@ -22,8 +22,8 @@ def compare_cmd(
     html: Annotated[bool, typer.Option(help="With --out, write report.html (needs the [report] extra).")] = True,
     progress: ProgressOpt = True,
     fail_if_worse: Annotated[list[str], typer.Option(
-        "--fail-if-worse", help="CI gate: exit 1 when SECOND (NEW) is significantly worse than FIRST (BASE) on this "
-        "measure, e.g. ndcg@10 (repeatable; paired test, Holm across arms, --alpha).")] = [],
+        "--fail-if-worse", help="CI gate: exit 1 when NEW is significantly worse than BASE on this measure "
+        "(repeatable).")] = [],
     margin: Annotated[float, typer.Option(help="With --fail-if-worse: drops up to this much never fail.")] = 0.0,
 ) -> None:
     """Compare two result sets (same corpus, queries and judgments: fingerprints are checked).
@@ -55,5 +55,11 @@ def compare_cmd(
     finish_gate(gate)
 
 
+#: ``--help`` epilog (``\b``: click keeps its line breaks).
+EXAMPLES = ("\b\nExamples:\n"
+    "  bakeoff compare results/a results/b\n"
+    "  bakeoff compare BASE NEW --fail-if-worse ndcg@10 --margin 0.01")
+
+
 def register(app: typer.Typer) -> None:
-    app.command("compare")(compare_cmd)
+    app.command("compare", epilog=EXAMPLES)(compare_cmd)

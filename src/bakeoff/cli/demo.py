@@ -12,8 +12,8 @@ from ._common import make_cache
 
 def demo(
     out: Annotated[Path, typer.Option(help="Output folder (truth/ BEIR folder and results.json).")] = Path("results/demo"),
-    corpus: Annotated[Optional[Path], typer.Option(help="Your corpus (BEIR folder, records file, folder of documents, ingest output); default: the standard library's docstrings.")] = None,
-    llm: Annotated[str, typer.Option(help="local | local:NAME|PATH.gguf | openai:<model> | ollama:<model> | <base_url>|<model>.")] = "local",
+    corpus: Annotated[Optional[Path], typer.Option(help="Your corpus (default: the standard library's docstrings).")] = None,
+    llm: Annotated[str, typer.Option(help="local[:NAME|PATH.gguf], openai:<model>, ollama:<model> or URL|<model>.")] = "local",
     id_field: Annotated[str, typer.Option("--id-field", help="Records: field of the document id.")] = "id",
     text_field: Annotated[str, typer.Option("--text-field", help="Records: field of the text.")] = "text",
     title_field: Annotated[Optional[str], typer.Option("--title-field", help="Records: field of the title.")] = "title",
@@ -33,5 +33,11 @@ def demo(
              min_doc_chars=min_doc_chars)
 
 
+#: ``--help`` epilog (``\b``: click keeps its line breaks).
+EXAMPLES = ("\b\nExamples:\n"
+    "  bakeoff demo --out results/demo\n"
+    "  bakeoff demo --corpus path/to/corpus --out results/mine")
+
+
 def register(app: typer.Typer) -> None:
-    app.command("demo")(demo)
+    app.command("demo", epilog=EXAMPLES)(demo)

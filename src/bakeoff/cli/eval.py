@@ -18,10 +18,10 @@ def eval_cmd(
                                               help="Measure, e.g. ndcg@10, P_5, map, Rprec, bpref (repeatable).")] = [],
     as_json: Annotated[bool, typer.Option("--json", help='Print {"measure": mean, ...} as JSON.')] = False,
     per_query: Annotated[bool, typer.Option("--per-query", "-q", help="Also print per-query values.")] = False,
-    trec: Annotated[bool, typer.Option("--trec-eval", help="trec_eval's query set (run ∩ qrels, queries judged only 0 "
-                                       "included) and output format, trec_eval's measure names.")] = False,
+    trec: Annotated[bool, typer.Option("--trec-eval", help="trec_eval's query set, measure names and "
+                                       "output format.")] = False,
     complete: Annotated[bool, typer.Option("--complete", "-c", help="With --trec-eval: average over every judged "
-                                           "query, a query missing from the run scoring 0 (trec_eval -c).")] = False,
+                                           "query (trec_eval -c).")] = False,
     level: Annotated[int, typer.Option("--relevance-level", "-l", help="Minimum grade that counts as relevant "
                                        "for binary measures (trec_eval -l).")] = 1,
     max_docs: Annotated[int | None, typer.Option("--max-docs", "-M", min=1, help="Only the first M documents of "
@@ -67,5 +67,11 @@ def eval_cmd(
     typer.echo(f"queries\tall\t{len(ev.query_ids)}")
 
 
+#: ``--help`` epilog (``\b``: click keeps its line breaks).
+EXAMPLES = ("\b\nExamples:\n"
+    "  bakeoff eval qrels.tsv run.trec -m ndcg@10 -m recall@100\n"
+    "  bakeoff eval qrels.tsv run.trec --trec-eval -c")
+
+
 def register(app: typer.Typer) -> None:
-    app.command("eval")(eval_cmd)
+    app.command("eval", epilog=EXAMPLES)(eval_cmd)

@@ -15,8 +15,8 @@ finetune_app = typer.Typer(help="Fine-tune an embedder or a reranker on a traini
 
 TrainOpt = Annotated[str, typer.Option("--train", help="Training data: BEIR folder[:split] (default split: train).")]
 OutOpt = Annotated[Path, typer.Option("--out", help="Output model folder (written atomically).")]
-TestOpt = Annotated[list[str], typer.Option("--test", help="Held-out FOLDER[:split] whose queries must not be trained on "
-                                            "(repeatable; default: the training folder's and --corpus folder's test split).")]
+TestOpt = Annotated[list[str], typer.Option("--test", help="Held-out FOLDER[:split], never trained on "
+                                            "(repeatable).")]
 CorpusOpt = Annotated[Optional[Path], typer.Option(help="Corpus for a training folder without corpus.jsonl (e.g. a synthetic set).")]
 EpochsOpt = Annotated[float, typer.Option()]
 LrOpt = Annotated[float, typer.Option("--lr", help="Peak learning rate.")]
@@ -115,7 +115,18 @@ def _summary(rec: Mapping[str, Any]) -> None:
                                                "train_time_s", "wall_time_s")}))
 
 
+#: ``--help`` epilog (``\b``: click keeps its line breaks).
+EMBEDDER_EXAMPLES = ("\b\nExamples:\n"
+    "  bakeoff finetune embedder --train data/scifact:train --out models/ft \\\n"
+    "      --drop-leaks")
+
+#: ``--help`` epilog (``\b``: click keeps its line breaks).
+RERANKER_EXAMPLES = ("\b\nExamples:\n"
+    "  bakeoff finetune reranker --train data/scifact:train --out models/ce \\\n"
+    "      --drop-leaks")
+
+
 def register(app: typer.Typer) -> None:
-    finetune_app.command("embedder")(embedder)
-    finetune_app.command("reranker")(reranker)
+    finetune_app.command("embedder", epilog=EMBEDDER_EXAMPLES)(embedder)
+    finetune_app.command("reranker", epilog=RERANKER_EXAMPLES)(reranker)
     app.add_typer(finetune_app, name="finetune")

@@ -17,11 +17,11 @@ def generate(
     llm: Annotated[str, typer.Option(help="local | openai:<model> | ollama:<model> | <base_url>|<model>.")] = "local",
     n: Annotated[int, typer.Option("-n", help="Number of queries wanted.")] = 200,
     seed: Annotated[int, typer.Option(help="Seed of sampling, clustering and generation.")] = 0,
-    leak_mode: Annotated[str, typer.Option(help="describe: target (match the kept queries' leak to --leak-target), cut (reject above --leak-threshold: for searchers who use other words than the documents) or record.")] = "target",
-    leak_target: Annotated[str, typer.Option(help="describe, --leak-mode target: uniform, five shares 'a,b,c,d,e' over leak bins of width 0.2, or a judged dataset folder whose real queries give them.")] = "uniform",
-    leak_threshold: Annotated[float, typer.Option(help="--leak-mode cut (describe) and clusters: reject queries whose leak (share of their words copied from the source documents) is above this.")] = 0.35,
+    leak_mode: Annotated[str, typer.Option(help="describe: leak control, target, cut or record.")] = "target",
+    leak_target: Annotated[str, typer.Option(help="--leak-mode target: uniform, 'a,b,c,d,e' or a judged folder.")] = "uniform",
+    leak_threshold: Annotated[float, typer.Option(help="Reject queries whose leak is above this (--leak-mode cut, clusters).")] = 0.35,
     regenerations: Annotated[int, typer.Option(help="describe: regenerations of a rejected query.")] = 3,
-    candidates: Annotated[int, typer.Option(min=1, help="describe: queries per document and round; the passing one with the best answerability is kept (best of n).")] = 1,
+    candidates: Annotated[int, typer.Option(min=1, help="describe: queries per document and round (best of n).")] = 1,
     stratify_by: Annotated[Optional[str], typer.Option(help="describe: metadata field to stratify sampling by.")] = None,
     lang: Annotated[str, typer.Option(help="Common-word list of the leak metric: en or es.")] = "en",
     max_doc_chars: Annotated[Optional[int], typer.Option(help="Characters of each document shown to the model.")] = None,
@@ -29,11 +29,11 @@ def generate(
     questions_per_cluster: Annotated[int, typer.Option(help="clusters: questions asked per cluster.")] = 2,
     grades: Annotated[str, typer.Option(help="clusters: grade by relevant rank, 'g1,g2,...;default'.")] = "3,2,2;1",
     encoder: Annotated[Optional[str], typer.Option(help="clusters: dense model for the embeddings (default MiniLM).")] = None,
-    encoder_key_env: Annotated[str, typer.Option(help="clusters: NAME of the variable holding the key of an openai: encoder.")] = "OPENAI_API_KEY",
-    specificity: Annotated[str, typer.Option(help="Specificity scorer: off, local (bundled Gemma in-process), local:NAME|PATH.gguf or a completions server spec.")] = "off",
+    encoder_key_env: Annotated[str, typer.Option(help="clusters: variable holding an openai: encoder's key.")] = "OPENAI_API_KEY",
+    specificity: Annotated[str, typer.Option(help="Specificity scorer: off, local[:NAME|PATH] or a server.")] = "off",
     specificity_threshold: Annotated[Optional[float], typer.Option(help="Keep queries whose specificity (nats/token) is at least this (default 1.0).")] = None,
     specificity_top: Annotated[Optional[float], typer.Option(help="Keep only this top fraction of queries by specificity.")] = None,
-    answerability: Annotated[str, typer.Option(help="Answerability scorer: use (multilingual USE bi-encoder cosine), minilm (the dense arm's default model: favours it), cross-encoder:<model> (a trained reranker's logit), bi-encoder:<model>, or off.")] = "use",
+    answerability: Annotated[str, typer.Option(help="Scorer: use, minilm, cross-encoder:<model>, bi-encoder:<model> or off.")] = "use",
     answerability_threshold: Annotated[float | None, typer.Option(help="An absolute rule instead of the rank rule: keep queries whose answerability score is at least this.")] = None,
     answerability_alpha: Annotated[float, typer.Option(help="Rank rule: keep a query when its document beats all but this share of the reference documents.")] = 0.05,
     answerability_references: Annotated[int, typer.Option(help="Rank rule: random documents of the corpus each query's document is ranked against.")] = 99,
@@ -45,10 +45,10 @@ def generate(
     instruction: Annotated[Optional[str], typer.Option(help="Extra instruction added to the prompt.")] = None,
     preset: Annotated[Optional[str], typer.Option(help="Named constraint set: need-not-document (alias seed000).")] = None,
     examples: Annotated[Optional[Path], typer.Option(help="describe: JSONL of {\"document\", \"query\"} examples shown to the model (default: none).")] = None,
-    bootstrap: Annotated[int, typer.Option(min=0, help="describe: without --examples, the best kept queries of a zero-shot pilot round become this many examples (0: zero-shot throughout).")] = 3,
+    bootstrap: Annotated[int, typer.Option(min=0, help="describe: examples bootstrapped from a pilot round (0: none).")] = 3,
     reasoning_effort: Annotated[Optional[str], typer.Option(help="Reasoning models: minimal, low, medium or high.")] = None,
     test_fraction: Annotated[float, typer.Option(help="Share of queries in qrels/test.tsv (rest: train).")] = 0.5,
-    concurrency: Annotated[Optional[int], typer.Option(min=1, help="Requests in flight (default 4; with --llm local, the parallel slots of llama-server).")] = None,
+    concurrency: Annotated[Optional[int], typer.Option(min=1, help="Requests in flight (default 4; local: server slots).")] = None,
     price: Annotated[Optional[str], typer.Option(help="USD per 1M tokens 'prompt,completion' (overrides the table).")] = None,
     id_field: Annotated[str, typer.Option("--id-field")] = "id",
     text_field: Annotated[str, typer.Option("--text-field")] = "text",
@@ -158,5 +158,12 @@ def generate(
                    "(more documents with -n, a bigger model with --llm, or a looser --answerability-alpha)")
 
 
+#: ``--help`` epilog (``\b``: click keeps its line breaks).
+EXAMPLES = ("\b\nExamples:\n"
+    "  bakeoff generate describe --corpus docs.jsonl -n 200 --out truth\n"
+    "  bakeoff generate clusters --corpus docs.jsonl --llm openai:gpt-4o-mini \\\n"
+    "      --out truth")
+
+
 def register(app: typer.Typer) -> None:
-    app.command("generate")(generate)
+    app.command("generate", epilog=EXAMPLES)(generate)

@@ -17,7 +17,17 @@ app = typer.Typer(help="Bring a corpus from where it lives: a paginated JSON web
                   no_args_is_help=True)
 
 
-@app.command("api")
+#: ``--help`` epilog (``\b``: click keeps its line breaks).
+API_EXAMPLES = ("\b\nExamples:\n"
+    "  bakeoff ingest api https://api.example.org/cases --out cases.jsonl \\\n"
+    "      --id ID --text facts --contact you@example.org")
+
+#: ``--help`` epilog (``\b``: click keeps its line breaks).
+FILES_EXAMPLES = ("\b\nExamples:\n"
+    "  bakeoff ingest files docs/ --out docs.jsonl")
+
+
+@app.command("api", epilog=API_EXAMPLES)
 def api(
     url: Annotated[str, typer.Argument(help="The listing URL, e.g. https://api.example.org/cases")],
     out: Annotated[Path, typer.Option(help="Corpus file to write: .jsonl or .parquet (records id, title, text, fields).")],
@@ -28,29 +38,29 @@ def api(
     per_page: Annotated[Optional[int], typer.Option(help="Items per page to ask for (page/offset styles).")] = None,
     start_page: Annotated[Optional[int], typer.Option(help="First page number (default 1) or offset (default 0).")] = None,
     next_: Annotated[Optional[str], typer.Option("--next", help="cursor style: JMESPath of the next cursor or next-page link in the body.")] = None,
-    stop_on: Annotated[str, typer.Option(help="page/offset styles: stop on a 'short' page (fewer than --per-page) or only an 'empty' one.")] = "short",
+    stop_on: Annotated[str, typer.Option(help="page/offset styles: stop on a 'short' or only an 'empty' page.")] = "short",
     max_pages: Annotated[Optional[int], typer.Option(help="Read at most this many listing pages.")] = None,
     detail_field: Annotated[Optional[str], typer.Option(help="JMESPath of each item's detail URL (e.g. href); fetched per item.")] = None,
-    detail_template: Annotated[Optional[str], typer.Option(help="RFC 6570 URI template of the detail URL over the item's fields, e.g. 'https://x/cases/{term}/{docket_number}'.")] = None,
+    detail_template: Annotated[Optional[str], typer.Option(help="RFC 6570 template of the detail URL over the item's fields.")] = None,
     id_: Annotated[str, typer.Option("--id", help="JMESPath of the document id.")] = "id",
     title: Annotated[Optional[str], typer.Option(help="JMESPath of the title.")] = None,
     text: Annotated[list[str], typer.Option("--text", help="JMESPath of a text part; repeat to join several (blank line between).")] = ["text"],
-    field: Annotated[list[str], typer.Option("--field", help="NAME=JMESPATH copied into the document metadata, e.g. 'winner=decisions[0].winning_party'; repeatable.")] = [],
+    field: Annotated[list[str], typer.Option("--field", help="NAME=JMESPATH copied into the metadata; repeatable.")] = [],
     strip_html: Annotated[bool, typer.Option(help="Reduce HTML markup in title and text to text.")] = False,
     normalize_space: Annotated[bool, typer.Option(help="Normalise Unicode spaces and newlines.")] = False,
     min_chars: Annotated[int, typer.Option(help="Drop documents whose cleaned text is shorter.")] = 0,
-    rate: Annotated[float, typer.Option(help="At most this many requests per second (0: no limit; robots.txt Crawl-delay may lower it).")] = 1.0,
+    rate: Annotated[float, typer.Option(help="Requests per second at most (0: no limit).")] = 1.0,
     concurrency: Annotated[int, typer.Option(help="Detail requests in flight at most.")] = 1,
     contact: Annotated[Optional[str], typer.Option(help="E-mail or URL for the site operator, added to the User-Agent.")] = None,
     ignore_robots: Annotated[bool, typer.Option("--ignore-robots", help="Do not read or obey robots.txt (only with the site's permission).")] = False,
-    timeout: Annotated[float, typer.Option(help="Seconds a request may take as a whole, connect to last byte, before it counts as failed (and is retried).")] = 30.0,
+    timeout: Annotated[float, typer.Option(help="Seconds a whole request may take before a retry.")] = 30.0,
     retries: Annotated[int, typer.Option(help="Retries of a failed request (timeouts, 429, 5xx, bodies that are not JSON).")] = 3,
     backoff_max: Annotated[float, typer.Option(help="Longest wait between retries, seconds (also caps Retry-After).")] = 30.0,
     header: Annotated[list[str], typer.Option("--header", help="Extra request header 'Name: value'; repeatable.")] = [],
     api_key_env: Annotated[Optional[str], typer.Option(help="NAME of the environment variable holding a bearer token.")] = None,
     state: Annotated[Optional[Path], typer.Option(help="Resume state file (default OUT.state.sqlite).")] = None,
     restart: Annotated[bool, typer.Option("--restart", help="Discard the resume state and start over.")] = False,
-    refresh: Annotated[bool, typer.Option("--refresh", help="After a finished ingest: walk again, revalidating every stored response (conditional requests).")] = False,
+    refresh: Annotated[bool, typer.Option("--refresh", help="Walk again, revalidating every stored response.")] = False,
     retry_failed: Annotated[bool, typer.Option("--retry-failed", help="Fetch again the items that failed.")] = False,
     progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
 ) -> None:
@@ -93,7 +103,7 @@ def api(
                f"provenance: {res.provenance})")
 
 
-@app.command("files")
+@app.command("files", epilog=FILES_EXAMPLES)
 def files(
     folder: Annotated[Path, typer.Argument(help="Folder of .pdf, .docx, .html, .md and .txt files (recursive).")],
     out: Annotated[Path, typer.Option(help="Corpus file to write: .jsonl or .parquet.")],

@@ -27,14 +27,20 @@ label_app = typer.Typer(cls=_DefaultServe, no_args_is_help=True, add_completion=
                              "bakeoff label agreement --db FILE; bakeoff label export --db FILE --out DIR.")
 
 
-@label_app.command("serve")
+#: ``--help`` epilog (``\b``: click keeps its line breaks).
+EXAMPLES = ("\b\nExamples:\n"
+    "  bakeoff label data/scifact --pool bm25 --pool dense --depth 20 \\\n"
+    "      --db judgments.sqlite --annotator ana")
+
+
+@label_app.command("serve", epilog=EXAMPLES)
 def serve_cmd(
     db: Annotated[Path, typer.Option("--db", help="Judgments database (SQLite; created if absent).")],
     dataset: Annotated[Optional[Path], typer.Argument(help="BEIR folder (a synthetic set with --review); with --from "
                                                         "or an existing --db, the one they record.")] = None,
     from_results: Annotated[Optional[Path], typer.Option(
-        "--from", help="Pool from a bake-off: a results folder (its arms' runs, top --depth) or the holes.tsv of "
-                       "bakeoff report; pairs the dataset's qrels already judge are left out.")] = None,
+        "--from", help="Pool from a results folder (top --depth) or a "
+                       "holes.tsv of bakeoff report.")] = None,
     pool: Annotated[list[str], typer.Option("--pool", help="Pool arm, [NAME=]TYPE[:key=value,...]; repeatable.")] = [],
     depth: Annotated[Optional[int], typer.Option(help="Top documents pooled per arm (default 20).")] = None,
     annotator: Annotated[Optional[str], typer.Option(help="Your name (else the page asks).")] = None,
@@ -51,10 +57,10 @@ def serve_cmd(
     seed: Annotated[Optional[int], typer.Option(help="Seed of sampling, pool order and routing (default 0).")] = None,
     overlap: Annotated[Optional[float], typer.Option(help="Share of queries routed to a second annotator "
                                                      "(default 0.1).")] = None,
-    guidelines: Annotated[Optional[Path], typer.Option(help="Judging guidelines (TOML: title, text, [grades] 0-3, "
-                                                       "[queries] id = need); shown in the app, exported.")] = None,
-    gold: Annotated[Optional[int], typer.Option(help="Known-answer check items: up to N pairs per query that the "
-                                                "dataset's qrels judge, mixed in unmarked (default 0).")] = None,
+    guidelines: Annotated[Optional[Path], typer.Option(help="Judging guidelines (a TOML file) shown in "
+                                                       "the app.")] = None,
+    gold: Annotated[Optional[int], typer.Option(help="Known-answer check items per query (default "
+                                                "0).")] = None,
     cache: Annotated[str, typer.Option(help="Run cache policy: use, refresh or off.")] = "use",
     cache_dir: Annotated[Optional[Path], typer.Option(help="Cache folder (default $BAKEOFF_CACHE_DIR).")] = None,
     progress: Annotated[bool, typer.Option(help="Show progress bars while pooling.")] = True,

@@ -13,7 +13,13 @@ log = logging.getLogger("bakeoff")
 mine_app = typer.Typer(help="Mine ground truth that experts already wrote (citations).", no_args_is_help=True)
 
 
-@mine_app.command("citations")
+#: ``--help`` epilog (``\b``: click keeps its line breaks).
+EXAMPLES = ("\b\nExamples:\n"
+    "  bakeoff mine citations --targets law.jsonl --sources rulings.jsonl \\\n"
+    "      --patterns patterns.toml --out mined")
+
+
+@mine_app.command("citations", epilog=EXAMPLES)
 def citations(
     targets: Annotated[Path, typer.Option(help="Target versions (JSONL/CSV: unit, text, valid_from[, valid_to, title]).")],
     sources: Annotated[Path, typer.Option(help="Sources: JSONL (id, date, url, text) or a folder of .txt files.")],

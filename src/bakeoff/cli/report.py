@@ -20,7 +20,7 @@ def report_cmd(
     delta: DeltaOpt = [],
     html: Annotated[bool, typer.Option(help="Write report.html (needs the \\[report] extra).")] = True,
     progress: ProgressOpt = True,
-    calibration: Annotated[Optional[Path], typer.Option(help="A calibration.json of this run's generator (bakeoff calibrate) to show beside the verdict; by default looked up in the run's folder and the cache.")] = None,
+    calibration: Annotated[Optional[Path], typer.Option(help="The generator's calibration.json to show beside the verdict (default: looked up).")] = None,
 ) -> None:
     """Report a bake-off: table with CIs and significance, diagnostics, report.json/.html/.tex, per-query matrix."""
     from ..cache import default_cache_dir
@@ -31,5 +31,10 @@ def report_cmd(
     show_report(report_results(results_dir, out=out, data=data, options=options))
 
 
+#: ``--help`` epilog (``\b``: click keeps its line breaks).
+EXAMPLES = ("\b\nExamples:\n"
+    "  bakeoff report results/sf")
+
+
 def register(app: typer.Typer) -> None:
-    app.command("report")(report_cmd)
+    app.command("report", epilog=EXAMPLES)(report_cmd)

@@ -41,20 +41,20 @@ def run(
     latency_sample: Annotated[Optional[int], typer.Option(
         "--latency-sample", min=0, help="Queries timed one by one per arm for p50/p95 latency (0: skip).")] = None,
     latency_seed: Annotated[Optional[int], typer.Option("--latency-seed", help="Seed of the latency sample.")] = None,
-    as_of: Annotated[Optional[bool], typer.Option("--as-of/--latest", help="Versioned corpora: search each query "
-                     "against the versions in force on its date (default) or each unit's latest text.")] = None,
+    as_of: Annotated[Optional[bool], typer.Option("--as-of/--latest", help="Versioned corpora: the versions in force on each "
+                     "query's date (default) or the latest.")] = None,
     only_single: Annotated[bool, typer.Option("--only-single", help="Citation-mined folders: only queries "
                            "citing exactly one target.")] = False,
     unmasked: Annotated[bool, typer.Option("--unmasked", help="Citation-mined folders: the unmasked control "
                         "queries (measures how much masking matters).")] = False,
     engine: Annotated[Optional[str], typer.Option(help="Corpus-encoding engine: local (default) or ray.")] = None,
     ray_address: Annotated[Optional[str], typer.Option(help="Ray cluster for --engine ray: auto, ADDRESS or local.")] = None,
-    chunk: Annotated[Optional[str], typer.Option(help="Split documents into passages, e.g. tokens=128,overlap=32 "
-                     "(MiniLM tokens), sentences=4,overlap=1 or paragraphs=1; arms index passages.")] = None,
-    aggregate: Annotated[Optional[str], typer.Option(help="With --chunk: document score from passages, maxp "
-                         "(best passage, default) or firstp (first passage).")] = None,
-    fail_under: Annotated[list[str], typer.Option("--fail-under", help="CI gate: exit 1 when an arm's mean is below "
-                          "the floor, [ARM:]MEASURE=VALUE, e.g. ndcg@10=0.60 (repeatable).")] = [],
+    chunk: Annotated[Optional[str], typer.Option(help="Split documents into passages, e.g. "
+                     "tokens=128,overlap=32.")] = None,
+    aggregate: Annotated[Optional[str], typer.Option(help="With --chunk: document score, maxp (default) or "
+                         "firstp.")] = None,
+    fail_under: Annotated[list[str], typer.Option("--fail-under", help="CI gate: exit 1 below a floor "
+                          "[ARM:]MEASURE=VALUE (repeatable).")] = [],
     ignore_identical_ids: Annotated[Optional[bool], typer.Option(
         "--ignore-identical-ids/--keep-identical-ids", help="Remove each query's own id from its ranking (datasets "
         "whose queries are also documents: ArguAna, Quora).")] = None,
@@ -112,5 +112,11 @@ def run(
     finish_gate(gate)
 
 
+#: ``--help`` epilog (``\b``: click keeps its line breaks).
+EXAMPLES = ("\b\nExamples:\n"
+    "  bakeoff run --beir data/scifact --arm bm25 --arm dense --out results/sf\n"
+    "  bakeoff run bakeoff.toml --fail-under ndcg@10=0.60")
+
+
 def register(app: typer.Typer) -> None:
-    app.command("run")(run)
+    app.command("run", epilog=EXAMPLES)(run)

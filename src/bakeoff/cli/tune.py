@@ -17,8 +17,8 @@ def tune(
     split: Annotated[str, typer.Option(help="Test split of the BEIR folder (never used for choosing).")] = "test",
     arm: Annotated[list[str], typer.Option("--arm", help="[NAME=]TYPE[:key=value,...]; repeatable.")] = [],
     tune_arm: Annotated[str | None, typer.Option("--tune", help="Name of the arm to tune (\\[tune] arm).")] = None,
-    param: Annotated[list[str], typer.Option("--param", help="NAME=v1,v2,... (or NAME=LOW:HIGH[:log] for random "
-                                             "search); repeatable; replaces \\[tune.params].")] = [],
+    param: Annotated[list[str], typer.Option("--param", help="NAME=v1,v2,... or NAME=LOW:HIGH[:log]; "
+                                             "repeatable.")] = [],
     dev: Annotated[str | None, typer.Option(help="Dev split: a split name (train), slice:F or kfold:N.")] = None,
     search: Annotated[str | None, typer.Option(help="grid (default) or random.")] = None,
     trials: Annotated[int | None, typer.Option(help="Random search: number of settings drawn.")] = None,
@@ -51,5 +51,11 @@ def tune(
         typer.echo(f"wrote {', '.join(done.written)} in {done.folder}")
 
 
+#: ``--help`` epilog (``\b``: click keeps its line breaks).
+EXAMPLES = ("\b\nExamples:\n"
+    "  bakeoff tune --beir data/scifact --arm bm25 --dev train \\\n"
+    "      --param k1=0.9,1.2,1.5 --param b=0.5,0.75 --out out/tune-bm25")
+
+
 def register(app: typer.Typer) -> None:
-    app.command("tune")(tune)
+    app.command("tune", epilog=EXAMPLES)(tune)
