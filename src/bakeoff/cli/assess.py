@@ -12,7 +12,7 @@ from ._common import make_cache
 
 def assess_cmd(
     results_dir: Annotated[Path, typer.Argument(help="Folder written by `bakeoff run --out` (or its results.json).")],
-    llm: Annotated[str, typer.Option(help="local | openai:<model> | ollama:<model> | <base_url>|<model>.")] = "local",
+    llm: Annotated[str, typer.Option(help="local[:NAME|PATH.gguf], openai:<model>, ollama:<model> or URL|<model>.")] = "local",
     arms: Annotated[Optional[str], typer.Option(help="Comma-separated arms to pool (default: all).")] = None,
     depth: Annotated[int, typer.Option(help="Pool each arm's top DEPTH documents.")] = 10,
     max_pairs: Annotated[Optional[int], typer.Option(help="Grade at most this many holes (disputed first).")] = None,

@@ -13,10 +13,10 @@ from ._common import AlphaOpt, ProgressOpt, SeedOpt, folder_path, make_cache, me
 def calibrate(
     dataset: Annotated[str, typer.Option(help="Judged corpus: BEIR folder, ir_datasets name or bake-off TOML file.")],
     out: Annotated[Path, typer.Option(callback=folder_path, help="Output folder (calibration.json, truth/, human/, synthetic/).")],
-    llm: Annotated[str, typer.Option(help="local | local:NAME|PATH.gguf | openai:<model> | ollama:<model> | <base_url>|<model>.")] = "local",
+    llm: Annotated[str, typer.Option(help="local[:NAME|PATH.gguf], openai:<model>, ollama:<model> or URL|<model>.")] = "local",
     n: Annotated[int, typer.Option("-n", help="Synthetic queries wanted (documents sampled).")] = 150,
-    arm: Annotated[Optional[list[str]], typer.Option("--arm", help="An arm [NAME=]TYPE[:key=value,...] (repeatable; default: the calibration arm set, see the docs).")] = None,
-    measure: Annotated[Optional[list[str]], typer.Option("--measure", callback=measure_names, help="Measures compared (repeatable; the first decides the verdict; default ndcg@10, recall@100).")] = None,
+    arm: Annotated[Optional[list[str]], typer.Option("--arm", help="An arm [NAME=]TYPE[:k=v,...] (repeatable; default: nine arms).")] = None,
+    measure: Annotated[Optional[list[str]], typer.Option("--measure", callback=measure_names, help="Measure compared (repeatable; the first decides the verdict).")] = None,
     gen_seed: Annotated[int, typer.Option("--gen-seed", help="Seed of the document sample and of generation.")] = 0,
     leak_mode: Annotated[str, typer.Option(help="target, cut or record (as bakeoff generate).")] = "target",
     leak_target: Annotated[str, typer.Option(help="--leak-mode target: uniform, five shares or a judged folder.")] = "uniform",
@@ -25,7 +25,7 @@ def calibrate(
     candidates: Annotated[int, typer.Option(min=1, help="Queries per document and round (best of n).")] = 1,
     max_doc_chars: Annotated[Optional[int], typer.Option(help="Characters of each document shown to the model.")] = None,
     min_doc_chars: Annotated[int, typer.Option(help="Never sample documents shorter than this (characters).")] = 60,
-    answerability: Annotated[str, typer.Option(help="Answerability scorer (as bakeoff generate): use, minilm, cross-encoder:<model>, bi-encoder:<model> or off.")] = "use",
+    answerability: Annotated[str, typer.Option(help="Answerability scorer (as generate): use, minilm, … or off.")] = "use",
     answerability_alpha: Annotated[float, typer.Option(help="Rank rule: share of reference documents the source may lose to.")] = 0.05,
     answerability_references: Annotated[int, typer.Option(help="Rank rule: random reference documents.")] = 99,
     style: Annotated[str, typer.Option(help="Query style: question, keywords or typos.")] = "question",
@@ -34,7 +34,7 @@ def calibrate(
     instruction: Annotated[Optional[str], typer.Option(help="Extra instruction added to the prompt.")] = None,
     preset: Annotated[Optional[str], typer.Option(help="Named constraint set: need-not-document.")] = None,
     examples: Annotated[Optional[Path], typer.Option(help="JSONL of {\"document\", \"query\"} examples (default: none).")] = None,
-    bootstrap: Annotated[int, typer.Option(min=0, help="Without --examples: bootstrapped examples from a pilot round (0: zero-shot).")] = 3,
+    bootstrap: Annotated[int, typer.Option(min=0, help="Examples bootstrapped from a pilot round (0: zero-shot).")] = 3,
     concurrency: Annotated[Optional[int], typer.Option(min=1, help="Requests in flight (as bakeoff generate).")] = None,
     price: Annotated[Optional[str], typer.Option(help="USD per 1M tokens 'prompt,completion'.")] = None,
     reasoning_effort: Annotated[Optional[str], typer.Option(help="Reasoning models: minimal, low, medium or high.")] = None,
@@ -74,5 +74,12 @@ def calibrate(
     typer.echo(calibration_text(record))
 
 
+#: ``--help`` epilog (``\b``: click keeps its line breaks).
+EXAMPLES = ("\b\nExamples:\n"
+    "  bakeoff calibrate --dataset ../shared/data/scifact --llm local -n 100 \\\n"
+    "      --out cal/scifact-local\n"
+    "  bakeoff report myrun --calibration cal/scifact-local/calibration.json")
+
+
 def register(app: typer.Typer) -> None:
-    app.command("calibrate")(calibrate)
+    app.command("calibrate", epilog=EXAMPLES)(calibrate)

@@ -14,7 +14,7 @@ def generate(
     mode: Annotated[str, typer.Argument(help="describe (one answer per query) or clusters (graded answers).")],
     corpus: Annotated[Path, typer.Option(help="BEIR folder, corpus.jsonl, records file or text folder.")],
     out: Annotated[Path, typer.Option(help="Output BEIR folder (queries.jsonl, qrels/, provenance.json).")],
-    llm: Annotated[str, typer.Option(help="local | openai:<model> | ollama:<model> | <base_url>|<model>.")] = "local",
+    llm: Annotated[str, typer.Option(help="local[:NAME|PATH.gguf], openai:<model>, ollama:<model> or URL|<model>.")] = "local",
     n: Annotated[int, typer.Option("-n", help="Number of queries wanted.")] = 200,
     seed: Annotated[int, typer.Option(help="Seed of sampling, clustering and generation.")] = 0,
     leak_mode: Annotated[str, typer.Option(help="describe: leak control, target, cut or record.")] = "target",
