@@ -211,8 +211,11 @@ def run_calibration(
     try:
         echo(f"[1/4] dataset: {ds.name}, {len(ds.corpus)} documents, {len(judged)} judged queries ({spec.split})")
         opts = replace(options, test_fraction=1.0)
-        done = generate_truth(ds.corpus, options=opts, out=stage / "truth", llm=llm, cache=cache, progress=progress,
-                              source=str(dataset), **dict(generate or {}))
+        from ._io import staged_as
+
+        with staged_as(stage, out):  # a failed write names the file as it will be called under OUT
+            done = generate_truth(ds.corpus, options=opts, out=stage / "truth", llm=llm, cache=cache,
+                                  progress=progress, source=str(dataset), **dict(generate or {}))
         truth = done.truth
         if truth is None:
             raise ConfigError("calibration cannot use batch files: generate the truth interactively")
@@ -261,12 +264,13 @@ def run_calibration(
             "n_resamples": n_resamples,
             **figures,
         }
-        res_h.write(stage / "human")
-        res_s.write(stage / "synthetic")
         from ._io import atomic_open
 
-        with atomic_open(stage / CALIBRATION_FILE) as f:
-            json.dump(_json_safe(record), f, indent=2, ensure_ascii=False)
+        with staged_as(stage, out):  # a failed write names the file as it will be called under OUT
+            res_h.write(stage / "human")
+            res_s.write(stage / "synthetic")
+            with atomic_open(stage / CALIBRATION_FILE) as f:
+                json.dump(_json_safe(record), f, indent=2, ensure_ascii=False)
         out.mkdir(parents=True, exist_ok=True)
         for name in ("truth", "human", "synthetic"):  # the record goes last: a folder with it is complete
             if (out / name).exists():
