@@ -84,14 +84,21 @@ def env(cache_dir: Path | None = None) -> dict[str, str]:
     return e
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 class Server:
     """``python -m bakeoff label ...`` as a real subprocess; ``url`` is read from its stdout."""
 
     def __init__(self, args: list[str], *, log: Path, cache_dir: Path | None = None, timeout: float = 900) -> None:
         self.log = log
         self._fh = log.open("ab")
+        # Ctrl-C reaches the server as it would from a terminal, also when the test session itself was
+        # started in the background of a script (which leaves SIGINT ignored for it and its children)
         self.proc = subprocess.Popen([sys.executable, "-m", "bakeoff", "label", *args, "--port", "0", "--no-progress"],
-                                     stdout=subprocess.PIPE, stderr=self._fh, env=env(cache_dir), cwd=ROOT)
+                                     stdout=subprocess.PIPE, stderr=self._fh, env=env(cache_dir), cwd=ROOT,
+                                     preexec_fn=_default_sigint)
         self.url = ""
         deadline = time.monotonic() + timeout
         assert self.proc.stdout is not None
