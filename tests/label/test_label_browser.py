@@ -26,21 +26,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.browser import require_browser
-from tests.label.fixtures import (ARTIFACTS, BROWSER_ARGS, CHROMIUM, ROOT, Server, current_item, env, settle,
-                                  write_beir, write_synthetic)
-
-@pytest.fixture(scope="module")
-def playwright_browser():
-    require_browser()
-    import playwright.sync_api as sync_api
-
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=BROWSER_ARGS)
-        try:
-            yield browser
-        finally:
-            browser.close()
+from tests.label.fixtures import (
+    ARTIFACTS,
+    ROOT,
+    Server,
+    current_item,
+    env,
+    settle,
+    write_beir,
+    write_synthetic,
+)
 
 
 class Watch:
@@ -107,7 +102,7 @@ def latency_summary(page) -> dict:
 
 
 @pytest.mark.slow
-def test_scifact_judge_undo_kill_restart_second_annotator(tmp_path, scifact_path, shared_cache, playwright_browser):
+def test_scifact_judge_undo_kill_restart_second_annotator(tmp_path, scifact_path, shared_cache, browser):
     ARTIFACTS.mkdir(exist_ok=True)
     db = tmp_path / "judgments.sqlite"
     args = [str(scifact_path), "--pool", "bm25", "--pool", "dense", "--depth", "20", "--db", str(db),
@@ -115,7 +110,7 @@ def test_scifact_judge_undo_kill_restart_second_annotator(tmp_path, scifact_path
     grades = [2, 0, 1, 3, 0, 1, 2, 0, 3, 1]
     server = Server(args, log=tmp_path / "server.log")
     try:
-        page = playwright_browser.new_page(viewport={"width": 1280, "height": 800})
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
         watch = Watch(page)
         page.goto(server.url, wait_until="load")
         settle(page)  # the page refreshes its work area once on load
@@ -151,7 +146,7 @@ def test_scifact_judge_undo_kill_restart_second_annotator(tmp_path, scifact_path
 
     server = Server(args, log=tmp_path / "server.log")
     try:
-        page = playwright_browser.new_page(viewport={"width": 1280, "height": 800})
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
         watch = Watch(page)
         page.goto(server.url, wait_until="load")
         settle(page)  # the page refreshes its work area once on load
@@ -165,7 +160,7 @@ def test_scifact_judge_undo_kill_restart_second_annotator(tmp_path, scifact_path
 
         # a second annotator on the same items (every query routed to two annotators)
         bob_grades = [2, 1, 1, 3, 0]
-        page = playwright_browser.new_page(viewport={"width": 1280, "height": 800})
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
         watch = Watch(page)
         page.goto(server.link("/label/bob"), wait_until="load")
         settle(page)  # the page refreshes its work area once on load
@@ -215,7 +210,7 @@ def test_scifact_judge_undo_kill_restart_second_annotator(tmp_path, scifact_path
           f"{lat_bob['dom_ms']['median']:.1f} ms; server app median {lat_alice['server_app_ms']['median']:.1f} ms")
 
 
-def test_two_browsers_two_annotators_one_database(tmp_path, scifact_path, shared_cache, playwright_browser):
+def test_two_browsers_two_annotators_one_database(tmp_path, scifact_path, shared_cache, browser):
     db = tmp_path / "two.sqlite"
     common = [str(scifact_path), "--pool", "bm25", "--depth", "10", "--db", str(db), "--sample", "12",
               "--overlap", "0.25", "--cache-dir", str(shared_cache.root)]
@@ -224,8 +219,8 @@ def test_two_browsers_two_annotators_one_database(tmp_path, scifact_path, shared
     typed = {"alice": [1, 2, 0, 3, 1, 2, 0, 3, 1, 2, 0, 3, 1, 2, 0],
              "bob": [3, 0, 2, 1, 3, 0, 2, 1, 3, 0, 2, 1, 3, 0, 2]}
     try:
-        pa = playwright_browser.new_context().new_page()
-        pb = playwright_browser.new_context().new_page()
+        pa = browser.new_context().new_page()
+        pb = browser.new_context().new_page()
         wa, wb = Watch(pa), Watch(pb)
         pa.goto(s1.url, wait_until="load")
         settle(pa)  # the page refreshes its work area once on load
@@ -273,13 +268,13 @@ def _contrast(page, selector: str) -> float:
     return (hi + 0.05) / (lo + 0.05)
 
 
-def test_injected_script_is_text_offline_contrast_narrow(tmp_path, playwright_browser):
+def test_injected_script_is_text_offline_contrast_narrow(tmp_path, browser):
     data = write_beir(tmp_path / "tiny")
     db = tmp_path / "x.sqlite"
     server = Server([str(data), "--pool", "bm25", "--pool", "tfidf", "--depth", "5", "--db", str(db), "--annotator",
                      "alice", "--cache", "off"], log=tmp_path / "s.log")
     try:
-        page = playwright_browser.new_page(viewport={"width": 1280, "height": 800})
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
         watch = Watch(page)
         response = page.goto(server.url, wait_until="load")
         settle(page)  # the page refreshes its work area once on load
@@ -318,13 +313,13 @@ def test_injected_script_is_text_offline_contrast_narrow(tmp_path, playwright_br
     assert read(db, "SELECT qid, doc_id, grade, note FROM judgments") == [("q2", "d3", 3, "has a <script> & an img")]
 
 
-def test_review_page_accept_edit_reject(tmp_path, playwright_browser):
+def test_review_page_accept_edit_reject(tmp_path, browser):
     synth = write_synthetic(tmp_path / "synth")
     db = tmp_path / "r.sqlite"
     server = Server([str(synth), "--review", "--pool", "bm25", "--pool", "tfidf", "--depth", "3", "--db", str(db),
                      "--annotator", "rita", "--cache", "off"], log=tmp_path / "s.log")
     try:
-        page = playwright_browser.new_page(viewport={"width": 1280, "height": 800})
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
         watch = Watch(page)
         page.goto(server.url, wait_until="load")
         settle(page)  # the page refreshes its work area once on load
