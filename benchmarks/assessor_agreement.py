@@ -9,10 +9,12 @@ document not judged relevant (SciFact judges only relevant documents, so "non-re
 here means "not labelled relevant", the usual reading for this check). Each pair is judged
 by each method of :func:`bakeoff.truth.assess.judge_pairs` (``umbrela``: the sampled JSON
 grade; ``expected``: the expected grade from the first token's probabilities; ``yesno``:
-P(yes)); a grade ``>= t`` counts as relevant, for ``t`` = 2 (the merge rule's default) and 1.
+P(yes)) or :func:`bakeoff.truth.assess.judge_likelihood` (``likelihood``: query-likelihood PMI
+against random documents, ``likelihood:none`` against the empty document; the model runs
+in-process); a grade ``>= t`` counts as relevant, for ``t`` = 2 (the merge rule's default) and 1.
 Printed per method: grade distribution per class, accuracy, Cohen's kappa
 (``sklearn.metrics.cohen_kappa_score``), ROC AUC of the score (P(relevant) where the method
-reads probabilities, else the grade), failures, wall time per pair.
+reads probabilities, the PMI for ``likelihood``, else the grade), failures, wall time per pair.
 Answers are cached, so a re-run prints the same figures in seconds.
 """
 
@@ -33,8 +35,9 @@ def main() -> None:
     from bakeoff.data import load_beir
     from bakeoff.runner.config import build_arms, parse_arm_spec
     from bakeoff.runner.run import run_bakeoff
-    from bakeoff.truth.assess import AssessOptions, _doc_text, judge_pairs
+    from bakeoff.truth.assess import AssessOptions, _doc_text, judge_likelihood, judge_pairs
     from bakeoff.truth.generate import open_llm
+    from bakeoff.truth.specificity import open_likelihood
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--scifact", default=str(Path(__file__).resolve().parents[2] / "shared" / "data" / "scifact"))
@@ -65,13 +68,37 @@ def main() -> None:
     pairs = [p for pair in zip(pos, neg) for p in pair]
     labels = [1, 0] * min(len(pos), len(neg))
     texts = [(ds.queries[q].text, _doc_text(ds.corpus, d, args.max_doc_chars)) for q, d in pairs]
+    methods = args.methods.split(",")
+    chat_methods = [m for m in methods if not m.startswith("likelihood")]
+    for method in (m for m in methods if m.startswith("likelihood")):
+        baseline = method.partition(":")[2] or "random"
+        t1 = time.perf_counter()
+        lm = open_likelihood("local:" if args.llm == "local" else args.llm)
+        rng_docs = np.random.default_rng(args.seed)
+        ids = list(ds.corpus.ids)
+        others = [_doc_text(ds.corpus, ids[int(i)], args.max_doc_chars)
+                  for i in sorted(rng_docs.choice(len(ids), size=11, replace=False))]
+        stats: dict[str, int] = {}
+        try:
+            judged = judge_likelihood(lm, texts, options=AssessOptions(max_doc_chars=args.max_doc_chars,
+                                                                       method="likelihood", baseline=baseline),
+                                      cache=cache, others=others, progress=True, stats=stats)
+            decoded = int(getattr(lm, "decoded_tokens", 0))
+            print(f"assessor {lm.identity()} in-process")
+        finally:
+            lm.close()
+        elapsed = time.perf_counter() - t1
+        usage = {"cache_hits": stats["cached"], "prompt_tokens": decoded, "completion_tokens": 0}
+        _print_method(method, judged, labels, elapsed, usage, cohen_kappa_score, roc_auc_score)
+    if not chat_methods:
+        return
     t0 = time.perf_counter()
     with open_llm(args.llm, cache=cache) as client:
         started = time.perf_counter() - t0
         model = client.config.identity
         print(f"SciFact test: {len(pos)} relevant + {len(neg)} BM25-top non-relevant pairs (seed {args.seed}); "
               f"assessor {model}; server start-up {started:.1f} s")
-        for method in args.methods.split(","):
+        for method in chat_methods:
             before = client.usage.as_dict()
             t1 = time.perf_counter()
             judged = judge_pairs(client, texts, options=AssessOptions(max_doc_chars=args.max_doc_chars, method=method),
@@ -84,7 +111,8 @@ def main() -> None:
 def _print_method(method, judged, labels, elapsed, usage, cohen_kappa_score, roc_auc_score) -> None:  # type: ignore[no-untyped-def]
     ok = [i for i, j in enumerate(judged) if j.ok]
     grades = np.array([judged[i].grade for i in ok])
-    scores = np.array([judged[i].p_relevant if judged[i].p_relevant is not None else judged[i].grade for i in ok])
+    scores = np.array([judged[i].score if judged[i].score is not None else
+                       judged[i].p_relevant if judged[i].p_relevant is not None else judged[i].grade for i in ok])
     y = np.array([labels[i] for i in ok])
     print(f"[{method}] {elapsed:.1f} s ({elapsed / max(1, len(judged)):.2f} s/pair); {usage['cache_hits']} cached; "
           f"{len(judged) - len(ok)} failures; {usage['prompt_tokens']} prompt + {usage['completion_tokens']} "

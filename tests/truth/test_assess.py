@@ -167,7 +167,7 @@ def test_merged_qrels_maps_grades_to_the_original_scale() -> None:
     assert dict(graded["q"]) == {"a": 3, "c": 2, "d": 0}
 
 
-@pytest.mark.parametrize("case", ["no_results", "unknown_arm", "bad_depth"])
+@pytest.mark.parametrize("case", ["no_results", "unknown_arm", "bad_depth", "bad_baseline"])
 def test_bad_input_one_line_exit_2_nothing_written(tmp_path: Path, case: str) -> None:
     if case == "no_results":
         folder = tmp_path / "empty"
@@ -175,8 +175,9 @@ def test_bad_input_one_line_exit_2_nothing_written(tmp_path: Path, case: str) ->
         argv = ["assess", str(folder)]
     else:
         folder = run_tiny(tmp_path)
-        argv = ["assess", str(folder), "--arms", "bm25,nosuch"] if case == "unknown_arm" else \
-            ["assess", str(folder), "--depth", "0"]
+        argv = {"unknown_arm": ["assess", str(folder), "--arms", "bm25,nosuch"],
+                "bad_depth": ["assess", str(folder), "--depth", "0"],
+                "bad_baseline": ["assess", str(folder), "--method", "likelihood", "--baseline", "corpus"]}[case]
     before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
     rc, _, err = _run([*argv, "--llm", "http://127.0.0.1:9|never", "--no-progress"])
     assert rc == 2
@@ -186,4 +187,6 @@ def test_bad_input_one_line_exit_2_nothing_written(tmp_path: Path, case: str) ->
         assert str(folder / "results.json") in lines[0]
     if case == "unknown_arm":
         assert "'nosuch'" in lines[0] and "bm25" in lines[0]
+    if case == "bad_baseline":
+        assert "--baseline must be random or none" in lines[0]
     assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -13,17 +13,19 @@ from ._common import make_cache
 def assess_cmd(
     results_dir: Annotated[Path, typer.Argument(help="Folder written by `bakeoff run --out` (or its results.json).")],
     llm: Annotated[str, typer.Option(help="local[:NAME|PATH.gguf], openai:<model>, ollama:<model> or URL|<model>.")] = "local",
-    arms: Annotated[Optional[str], typer.Option(help="Comma-separated arms to pool (default: all).")] = None,
+    arms: Annotated[str | None, typer.Option(help="Comma-separated arms to pool (default: all).")] = None,
     depth: Annotated[int, typer.Option(help="Pool each arm's top DEPTH documents.")] = 10,
-    max_pairs: Annotated[Optional[int], typer.Option(help="Grade at most this many holes (disputed first).")] = None,
+    max_pairs: Annotated[int | None, typer.Option(help="Grade at most this many holes (disputed first).")] = None,
     relevant_from: Annotated[int, typer.Option(help="Lowest assessed grade (0-3) counted relevant when merged.")] = 2,
-    method: Annotated[str, typer.Option(help="Grading: umbrela, expected or yesno.")] = "umbrela",
-    out: Annotated[Optional[Path], typer.Option(help="Output folder (default RESULTS_DIR/assessed).")] = None,
-    data: Annotated[Optional[Path], typer.Option(help="BEIR folder, if the dataset moved since the run.")] = None,
-    concurrency: Annotated[Optional[int], typer.Option(min=1, help="Requests in flight (default 4; with --llm local, the parallel slots of llama-server).")] = None,
-    price: Annotated[Optional[str], typer.Option(help="USD per 1M tokens 'prompt,completion' (overrides the table).")] = None,
+    method: Annotated[str, typer.Option(help="Grading: umbrela, expected, yesno or likelihood.")] = "umbrela",
+    threshold: Annotated[float, typer.Option(help="likelihood: relevant at this PMI (nats/token) or more.")] = 1.0,
+    baseline: Annotated[str, typer.Option(help="likelihood: baseline documents, random or none.")] = "random",
+    out: Annotated[Path | None, typer.Option(help="Output folder (default RESULTS_DIR/assessed).")] = None,
+    data: Annotated[Path | None, typer.Option(help="BEIR folder, if the dataset moved since the run.")] = None,
+    concurrency: Annotated[int | None, typer.Option(min=1, help="Requests in flight (default 4; with --llm local, the parallel slots of llama-server).")] = None,
+    price: Annotated[str | None, typer.Option(help="USD per 1M tokens 'prompt,completion' (overrides the table).")] = None,
     cache: Annotated[str, typer.Option(help="Cache policy: use, refresh or off.")] = "use",
-    cache_dir: Annotated[Optional[Path], typer.Option(help="Cache folder.")] = None,
+    cache_dir: Annotated[Path | None, typer.Option(help="Cache folder.")] = None,
     progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
 ) -> None:
     """Grade each unjudged document in the arms' pooled top DEPTH 0-3 with an LLM (UMBRELA-style rubric).
@@ -33,7 +35,8 @@ def assess_cmd(
     from ..truth.assess import AssessOptions, assess_results
 
     chosen = tuple(a.strip() for a in arms.split(",") if a.strip()) if arms else ()
-    options = AssessOptions(depth=depth, arms=chosen, max_pairs=max_pairs, relevant_from=relevant_from, method=method)
+    options = AssessOptions(depth=depth, arms=chosen, max_pairs=max_pairs, relevant_from=relevant_from, method=method,
+                            threshold=threshold, baseline=baseline)
     done = assess_results(results_dir, llm=llm, options=options, out=out, data=data, cache=make_cache(cache, cache_dir),
                           concurrency=concurrency, price=price, progress=progress)
     c, u = done.counts, done.usage
@@ -71,7 +74,8 @@ def _print_side_by_side(done: object) -> None:
 
 #: ``--help`` epilog (``\b``: click keeps its line breaks).
 EXAMPLES = ("\b\nExamples:\n"
-    "  bakeoff assess results/syn --llm openai:gpt-4o-mini --depth 10")
+    "  bakeoff assess results/syn --llm openai:gpt-4o-mini --depth 10\n"
+    "  bakeoff assess results/syn --llm local:qwen-coder-1.5b --method likelihood")
 
 
 def register(app: typer.Typer) -> None:

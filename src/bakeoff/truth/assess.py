@@ -56,9 +56,11 @@ from .llm import ChatRequest, Generation, LLMClient
 if TYPE_CHECKING:  # pragma: no cover
     from pydantic import BaseModel
 
+    from .specificity import QueryLikelihood
+
 __all__ = ["ASSESS_INSTRUCTION", "COMPLETION_GRAMMAR", "METHODS", "AssessOptions", "AssessOutcome", "Judgment",
            "assess_completion", "assess_messages", "assess_request", "assess_results", "assess_schema", "grade_pairs",
-           "judge_completion", "judge_messages", "judge_pairs", "merged_qrels", "prompt_hash", "read_judgment"]
+           "judge_completion", "judge_likelihood", "judge_messages", "judge_pairs", "merged_qrels", "prompt_hash", "read_judgment"]
 
 log = logging.getLogger("bakeoff")
 
@@ -148,7 +150,8 @@ class AssessOptions:
     ``max_pairs``: grade at most this many holes (disputed ones first, then by best rank,
     then query order; the rest are counted as ``skipped``); ``relevant_from``: the lowest
     assessed grade counted relevant in the merged evaluation; ``method``: one of :data:`METHODS`
-    (how a grade is read from the model, see :func:`judge_pairs`).
+    (how a grade is read from the model, see :func:`judge_pairs`); ``threshold`` and ``baseline``: the
+    ``likelihood`` method's cut (nats per query token) and baseline (see :func:`judge_likelihood`).
     """
 
     depth: int = 10
@@ -160,6 +163,8 @@ class AssessOptions:
     seed: int = 0
     relevant_from: int = 2
     method: str = "umbrela"
+    threshold: float = 1.0
+    baseline: str = "random"
 
 
 def _doc_text(corpus: Corpus, doc_id: str, max_chars: int) -> str:
@@ -197,7 +202,7 @@ def grade_pairs(client: LLMClient, pairs: Sequence[tuple[str, str]], *, options:
 
 
 #: How a grade is read from the model (:func:`judge_pairs`).
-METHODS = ("umbrela", "expected", "yesno")
+METHODS = ("umbrela", "expected", "yesno", "likelihood")
 
 _GRADE_TOKENS = {str(g): g for g in range(4)}
 _YES, _NO = ("yes",), ("no",)
@@ -211,12 +216,13 @@ _YESNO_SHOTS = tuple((q, p, "Yes" if o >= 2 else "No") for q, p, _m, _t, o in _S
 @dataclass(frozen=True)
 class Judgment:
     """One pair's verdict: ``grade`` (0-3) and ``p_relevant`` (the model's probability that the pair is
-    relevant, when read from token probabilities), or ``error``."""
+    relevant, when read from token probabilities) or ``score`` (the ``likelihood`` method's PMI), or ``error``."""
 
     grade: int | None
     p_relevant: float | None = None
     expected: float | None = None
     error: str | None = None
+    score: float | None = None
     cached: bool = False
     attempts: int = 1
 
@@ -295,7 +301,10 @@ def judge_pairs(client: LLMClient, pairs: Sequence[tuple[str, str]], *, options:
     * ``yesno`` — "does the passage answer the query?"; ``P(yes)`` from the first token's probabilities.
 
     The logprob methods need a server that returns ``top_logprobs`` (llama.cpp's server, OpenAI, vLLM).
+    ``likelihood`` reads no answer at all: see :func:`judge_likelihood`.
     """
+    if options.method == "likelihood":
+        raise ConfigError("the likelihood method scores with a language model, not a chat client: judge_likelihood")
     if options.method not in METHODS:
         raise ConfigError(f"--method must be one of {', '.join(METHODS)}, got {options.method!r}")
     if options.method == "umbrela":
@@ -317,6 +326,33 @@ def judge_pairs(client: LLMClient, pairs: Sequence[tuple[str, str]], *, options:
         j = read_judgment(g.value, options.method, relevant_from=options.relevant_from)
         out.append(Judgment(j.grade, j.p_relevant, j.expected, j.error, cached=g.cached))
     return out
+
+
+def judge_likelihood(lm: QueryLikelihood, pairs: Sequence[tuple[str, str]], *,
+                     options: AssessOptions = AssessOptions(), cache: Cache | None = None,
+                     others: Sequence[str] = (), progress: bool = True,
+                     stats: dict[str, int] | None = None) -> list[Judgment]:
+    """Judge ``(query text, passage text)`` pairs by query likelihood (the ``likelihood`` method).
+
+    The score is the query's pointwise mutual information with the passage, per token, as the
+    specificity filter computes it (:mod:`bakeoff.truth.specificity`)::
+
+        s(q, d) = lp(q | d) - lp(q | b)
+
+    with ``lp`` the mean natural-log probability of the query's tokens after the prompt
+    ``"Document: <d>\n\nA question this document answers:"`` and ``b`` the baseline: the mean over
+    ``n_random`` seeded documents of ``others`` (``baseline="random"``) or the empty document
+    (``"none"``). Grade: ``relevant_from`` when ``s >= threshold``, 1 when ``0 <= s < threshold``
+    (the passage makes the query likelier than the baseline does, but not by the margin), 0 when
+    ``s < 0``. No answer is sampled, so there is nothing to fail validation; ``score`` holds ``s``.
+    """
+    from .specificity import SpecificityOptions, specificity_scores
+
+    so = SpecificityOptions(threshold=None, max_doc_chars=options.max_doc_chars, baseline=options.baseline,
+                            seed=options.seed)
+    scored = specificity_scores(pairs, lm, options=so, cache=cache, others=others, progress=progress, stats=stats)
+    grades = [options.relevant_from if s.score >= options.threshold else (1 if s.score >= 0 else 0) for s in scored]
+    return [Judgment(g, score=s.score) for g, s in zip(grades, scored, strict=True)]
 
 
 def merged_qrels(original: Qrels, assessed: Mapping[str, Mapping[str, int]], *, relevant_from: int = 2) -> Qrels:
@@ -398,6 +434,8 @@ def assess_results(
         raise ConfigError("--depth must be >= 1")
     if options.method not in METHODS:
         raise ConfigError(f"--method must be one of {', '.join(METHODS)}, got {options.method!r}")
+    if options.baseline not in ("random", "none"):
+        raise ConfigError(f"--baseline must be random or none, got {options.baseline!r}")
     if options.max_pairs is not None and options.max_pairs < 0:
         raise ConfigError("--max-pairs must be >= 0")
     path = results_path(results_dir)
@@ -419,14 +457,19 @@ def assess_results(
     folder = Path(out) if out is not None else path.parent / "assessed"
 
     t0 = time.perf_counter()
-    with (open_client or open_llm)(llm, cache=cache, concurrency=concurrency, price=price) as client:
-        started = time.perf_counter() - t0
-        pairs = [(dataset.queries[h.query_id].text, _doc_text(dataset.corpus, h.doc_id, options.max_doc_chars))
-                 for h in todo]
-        judged = judge_pairs(client, pairs, options=options, progress=progress)
-        usage = client.usage.as_dict()
-        config = client.public()
-        style = client.config.prompt_style
+    pairs = [(dataset.queries[h.query_id].text, _doc_text(dataset.corpus, h.doc_id, options.max_doc_chars))
+             for h in todo]
+    if options.method == "likelihood":
+        judged, usage, config, started = _by_likelihood(llm, pairs, dataset.corpus, options=options, cache=cache,
+                                                         progress=progress)
+        style = "likelihood"
+    else:
+        with (open_client or open_llm)(llm, cache=cache, concurrency=concurrency, price=price) as client:
+            started = time.perf_counter() - t0
+            judged = judge_pairs(client, pairs, options=options, progress=progress)
+            usage = client.usage.as_dict()
+            config = client.public()
+            style = client.config.prompt_style
     seconds = time.perf_counter() - t0
 
     assessed: dict[str, dict[str, int]] = {}
@@ -445,6 +488,8 @@ def assess_results(
                 rec["p_relevant"] = round(j.p_relevant, 6)
             if j.expected is not None:
                 rec["expected_grade"] = round(j.expected, 6)
+            if j.score is not None:
+                rec["score"] = round(j.score, 6)
         else:
             rec.update(grade=None, error=j.error)
         records.append(rec)
@@ -455,9 +500,16 @@ def assess_results(
               "cache_hits": int(usage.get("cache_hits", 0))}
     merged = merged_qrels(dataset.qrels, assessed, relevant_from=options.relevant_from)
     measures, rows = _side_by_side(results, runs, dataset.qrels, merged, query_ids=qids, depth=options.depth)
-    if options.method != "umbrela":
-        example: list[Any] = ([judge_completion("{query}", "{passage}", options.method)] if style == "completion"
-                              else list(judge_messages("{query}", "{passage}", options.method)))
+    if options.method == "likelihood":
+        from .specificity import PROMPT
+
+        example: list[Any] = [PROMPT.format(document="{passage}") + " {query}"]
+        method = {"likelihood": (f"query likelihood: mean log p(query token | passage) minus the same under the "
+                                 f"{'empty document' if options.baseline == 'none' else 'random documents'}; grade "
+                                 f"{options.relevant_from} at >= {options.threshold} nats/token, 1 at >= 0, else 0")}
+    elif options.method != "umbrela":
+        example = ([judge_completion("{query}", "{passage}", options.method)] if style == "completion"
+                   else list(judge_messages("{query}", "{passage}", options.method)))
         method = {"expected": "expected grade over 0-3 from the first token's probabilities",
                   "yesno": "P(yes) of 'does the passage answer the query?' from the first token's probabilities"}
     else:
@@ -488,3 +540,38 @@ def assess_results(
     atomic_write_json(folder / "assessment.json", prov)
     return AssessOutcome(counts, rows, measures, dict(grades), usage, seconds, started, folder,
                          ["assessed.qrels", "assessment.json"])
+
+
+def _by_likelihood(llm: str, pairs: Sequence[tuple[str, str]], corpus: Corpus, *, options: AssessOptions,
+                   cache: Cache | None, progress: bool) -> tuple[list[Judgment], dict[str, Any], dict[str, Any], float]:
+    """The ``likelihood`` method of :func:`assess_results`: the model of ``llm`` opened in-process
+    (``local``, ``local:NAME|PATH.gguf``) or as an echoing completions server; ``n_random + 1`` baseline
+    documents drawn (seeded) from the corpus. Returns judgments, usage, the public model config and the
+    start-up time."""
+    import numpy as np
+
+    from .specificity import SpecificityOptions, open_likelihood
+
+    t0 = time.perf_counter()
+    lm = open_likelihood("local:" if llm == "local" else llm)
+    assert lm is not None
+    started = time.perf_counter() - t0
+    try:
+        others: list[str] = []
+        if options.baseline == "random":
+            rng = np.random.default_rng(options.seed)
+            n = min(len(corpus), SpecificityOptions().n_random + 8)
+            others = [_doc_text(corpus, corpus.ids[int(i)], options.max_doc_chars)
+                      for i in sorted(rng.choice(len(corpus), size=n, replace=False))]
+        stats: dict[str, int] = {}
+        judged = judge_likelihood(lm, pairs, options=options, cache=cache, others=others, progress=progress,
+                                  stats=stats)
+        decoded = int(getattr(lm, "decoded_tokens", 0))
+        config = {"model": llm, "identity": lm.identity(), "prompt_style": "likelihood"}
+    finally:
+        close = getattr(lm, "close", None)
+        if close is not None:
+            close()
+    usage = {"requests": stats["evaluated"] + stats["cached"], "cache_hits": stats["cached"],
+             "prompt_tokens": decoded, "completion_tokens": 0, "cost_usd": 0.0, "schema_retries": 0}
+    return judged, usage, config, started
