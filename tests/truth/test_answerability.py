@@ -367,6 +367,27 @@ def test_best_of_n_keeps_the_highest_scoring_passing_candidate(minilm) -> None:
     assert outcomes[("gz", ANSWERED)] == "kept"
 
 
+def test_best_of_n_prefers_a_candidate_whose_leak_bin_has_room(minilm) -> None:
+    """Under a leak target with no room for leak >= 0.8, best of three keeps gz's lower-scoring candidate
+    (leak 0: "gzip.decompress" is one token of the document) over the answering one (leak 1.0), which the
+    quota would reject; without a target the answering one wins (test above)."""
+    from bakeoff.truth.leak import leak
+
+    corpus = Corpus(("gz", "heap"), (GZIP, HEAP), ("", ""), ({}, {}))
+    assert leak("how to compress files with gzip", GZIP) == 0.0 and leak(ANSWERED, GZIP) == 1.0
+    opts = DescribeOptions(n=2, seed=0, leak_mode="target", leak_target=(1.0, 1.0, 1.0, 1.0, 0.0), bootstrap=0,
+                           max_regenerations=1, specificity=None, candidates=3,
+                           answerability=AnswerabilityOptions(threshold=0.3))
+    with FakeOpenAI(_best_of_three) as srv:
+        client = LLMClient(LLMConfig(base_url=srv.base_url, model="fake"))
+        truth = describe_truth(corpus, client, options=opts, progress=False, answerer=minilm)
+    assert truth.queries.texts == ("how to compress files with gzip",)
+    prov = truth.provenance
+    assert prov["counts"].get("leak_quota", 0) == 0 and prov["counts"]["below_best_of_n"] == 1
+    outcomes = {(g["doc"], g["query"]): g["outcome"] for g in prov["generations"]}
+    assert outcomes[("gz", ANSWERED)] == "below_best_of_n"
+
+
 def test_generate_cli_best_of_n(minilm, tmp_path: Path, capsys) -> None:
     src = tmp_path / "corpus.jsonl"
     src.write_text("".join(json.dumps({"_id": k, "text": v}) + "\n" for k, v in (("gz", GZIP), ("heap", HEAP))))

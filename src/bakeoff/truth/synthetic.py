@@ -10,7 +10,9 @@ document with no accepted query is dropped. **Best of n** (``candidates``): each
 ``candidates`` queries per open document (request ``j`` of round ``a`` uses sampling seed
 ``seed * 100003 + a * candidates + j``, so ``candidates=1`` is the one-query-per-round scheme) and
 keeps the passing one with the highest answerability score (the first passing one without an
-answerability scorer) — the per-document version of InPars' "keep the top-scored queries". Reported: mean leak and histogram
+answerability scorer) — the per-document version of InPars' "keep the top-scored queries" — preferring,
+under a leak target, a candidate whose leak bin still has room (sampling several queries is how a small
+model that ignores a "use other words" instruction still yields low-leak queries). Reported: mean leak and histogram
 of the *kept* queries, the histogram of every scored generation, and
 ``rejection_rate = rejected generations / scored generations``.
 
@@ -477,10 +479,23 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
             else:
                 passes = [a >= ans_thr for a in answers]  # type: ignore[operator]
         best: dict[int, int] = {}  # row -> index of its best candidate passing answerability
+
+        def room(i: int) -> bool:
+            """Candidate ``i``'s leak bin still has room under the quota (always, without one)."""
+            if quota is None or waived_after is not None:
+                return True
+            b_ = leak_bin(candidates[i][2])
+            return in_bin[b_] < quota[b_]
+
         for i, (r, _, _) in enumerate(candidates):
             if not passes[i]:
                 continue
-            if r not in best or _better(ranks[i], answers[i], ranks[best[r]], answers[best[r]]):
+            if r not in best:
+                best[r] = i
+            elif room(i) != room(best[r]):
+                if room(i):
+                    best[r] = i
+            elif _better(ranks[i], answers[i], ranks[best[r]], answers[best[r]]):
                 best[r] = i
         chosen = sorted(best.values())
         scores: list[float | None] = [None] * len(candidates)
