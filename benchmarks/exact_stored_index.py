@@ -3,27 +3,28 @@
 The dense arm builds its int8 exact index (:class:`~bakeoff.arms.exact_index.ExactIndex`) only for a search of at
 least 1,000 queries, and stores it in the cache; a later search with fewer queries over at least 2^19 documents
 loads that stored index (memory-mapped) instead of screening in float32. This script measures that choice:
-``benchmarks/scaling.py``'s generated vectors (``<workdir>/<n>/doc_vecs.npy``, ``query_vecs.npy``; make them with
-``benchmarks/exact_search.py --sizes N``), the index built once and stored in a temporary cache, loaded back, then
-for each query count both paths searched for the top ``--k`` in ``--repeat`` interleaved rounds (best kept), their
-outputs asserted identical (documents, order and scores).
+``benchmarks/scaling.py``'s generated vectors (``<workdir>/<n>/doc_vecs.npy``, ``query_vecs.npy``; made here when
+missing, by the same generator and seed as ``benchmarks/exact_search.py --sizes N``, so the two share them), the index
+built once and stored in a temporary cache, loaded back, then for each query count both paths searched for the top
+``--k`` in ``--repeat`` interleaved rounds (best kept), their outputs asserted identical (documents, order and
+scores). The ratio is the screen's time over the stored index's (> 1: the stored index is faster).
 
     flock /tmp/bakeoff-bench.lock python benchmarks/exact_stored_index.py --n 1000000
     flock /tmp/bakeoff-bench.lock python benchmarks/exact_stored_index.py --n 100000
-
-2026-12-02 (Intel AVX-512 + AMX, 2 cores), k = 100, ms per query, screen / stored index: 1M: 1 query 249.6 /
-105.9 (2.36x), 10: 33.5 / 12.6 (2.65x), 100: 6.59 / 3.67 (1.80x); 100k: 1: 21.8 / 13.9 (1.57x), 10: 4.27 / 2.64
-(1.62x), 100: 0.90 / 1.39 (0.65x) -- hence the 2^19-document threshold.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
+
+#: Generated queries, as ``exact_search.py`` makes them at its default 100 queries (``max(200, queries)``).
+N_QUERIES = 200
 
 
 def main() -> None:
@@ -36,8 +37,16 @@ def main() -> None:
     args = ap.parse_args()
     counts = [int(x) for x in args.queries.split(",")]
     folder = Path(args.workdir) / str(args.n)
-    if not (folder / "doc_vecs.npy").exists():
-        ap.error(f"{folder / 'doc_vecs.npy'}: no such file (make it: python benchmarks/exact_search.py --sizes {args.n})")
+    if max(counts) > N_QUERIES:
+        ap.error(f"--queries: at most {N_QUERIES} (the generated queries)")
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from scaling import generate
+
+    t0 = time.perf_counter()
+    made = not (folder / "done").exists()
+    generate(folder, args.n, n_queries=N_QUERIES, dim=384, seed=0)  # a no-op when exact_search.py made them
+    if made:
+        print(f"n={args.n}: vectors generated in {time.perf_counter() - t0:.1f} s (untimed below)", flush=True)
 
     from bakeoff.arms.exact import exact_search
     from bakeoff.arms.exact_index import ExactIndex
@@ -45,8 +54,6 @@ def main() -> None:
 
     docs = np.ascontiguousarray(np.load(folder / "doc_vecs.npy", mmap_mode="r"))
     qv = np.load(folder / "query_vecs.npy")
-    if max(counts) > len(qv):
-        ap.error(f"--queries: at most {len(qv)} (the generated queries)")
     ids = [f"d{i}" for i in range(args.n)]
     with tempfile.TemporaryDirectory() as tmp:
         cache = Cache(Path(tmp) / "cache")

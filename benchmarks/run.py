@@ -3,7 +3,8 @@
     python benchmarks/run.py --list
     python benchmarks/run.py --quick                      # the fast subset, small sizes (minutes)
     python benchmarks/run.py eval_speed bm25_scifact      # named benchmarks at their full sizes
-    flock /tmp/bakeoff-bench.lock python benchmarks/run.py side_by_side
+    flock /tmp/bakeoff-bench.lock python benchmarks/run.py rerank_speed finetune
+    python benchmarks/run.py side_by_side                 # takes the lock itself, stage by stage: no flock around it
 
 Each benchmark is a script of this folder run in its own process (so its timings and peak memory are its own)
 with the arguments listed in :data:`SUITE` (``quick`` arguments with ``--quick``). Its record,
@@ -62,6 +63,9 @@ class Bench:
     needs: tuple[str, ...] = field(default_factory=tuple)
 
 
+#: The cross-encoder modes the rerank arm offers (``rerank_speed.py`` also knows earlier graphs, for before/after runs).
+SHIPPED_RERANK_MODES = "bf16,int8,openvino-bf16,openvino-int8"
+
 SUITE: dict[str, Bench] = {
     "side_by_side": Bench(
         "SciFact side by side: a plain script without bakeoff vs `bakeoff run` (fp32 cold, fast cold, warm)",
@@ -82,19 +86,24 @@ SUITE: dict[str, Bench] = {
         "exact_search.py", ("--sizes", "100000,1000000"), quick=("--sizes", "20000", "--queries", "20")),
     "exact_stored_index": Bench(
         "Small searches over a large corpus: the float32 screen vs the stored exact index",
-        "exact_stored_index.py", ("--n", "1000000")),
+        "exact_stored_index.py", ("--n", "1000000"), quick=("--n", "100000", "--queries", "1,10")),
     "encoder_speed": Bench(
         "Corpus encoding: raw sentence-transformers fp32 vs the OpenVINO fast mode, on SciFact",
-        "encoder_speed.py", ("--rounds", "2"), needs=("scifact",)),
+        "encoder_speed.py", ("--rounds", "2", "--skip", "cross"),
+        quick=("--docs", "1000", "--rounds", "2", "--skip", "cross"), needs=("scifact",)),
     "rerank_speed": Bench(
-        "Cross-encoder throughput and fidelity: fp32 vs bf16, int8 ONNX, OpenVINO bf16/int8",
-        "rerank_speed.py", ("--queries", "20", "--top", "20", "--rounds", "3"), json=True, needs=("scifact",)),
+        "Cross-encoder throughput and fidelity: fp32 vs bf16, int8 ONNX, OpenVINO bf16/int8 (NDCG@10 on 100 queries)",
+        "rerank_speed.py", ("--queries", "20", "--top", "20", "--rounds", "3", "--modes", SHIPPED_RERANK_MODES,
+                            "--ndcg-queries", "100"),
+        quick=("--queries", "5", "--top", "20", "--rounds", "2", "--modes", "openvino-bf16", "--ndcg-queries", "20"),
+        json=True, needs=("scifact",)),
     "scifact_scale": Bench(
         "The scale arms on SciFact: PostgreSQL FTS, pgvector, FAISS HNSW/IVF-PQ beside BM25 and exact dense",
         "scifact_scale.py", (), needs=("scifact",)),
     "finetune": Bench(
         "`bakeoff finetune` training throughput and peak memory (SciFact train)",
-        "finetune.py", (), needs=("scifact",)),
+        "finetune.py", (), quick=("--queries", "16", "--which", "embedder", "--precision", "fp32"),
+        needs=("scifact",)),
     "label_latency": Bench(
         "`bakeoff label`: keypress-to-update latency in headless Chromium",
         "label_latency.py", (), needs=("scifact",)),

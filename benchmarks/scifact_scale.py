@@ -1,7 +1,9 @@
 """SciFact: PostgreSQL FTS beside BM25, pgvector exact/HNSW and FAISS HNSW/IVF-PQ beside exact dense.
 
 Prints one table (quality, ANN recall of the exact top-k, latency) and checks that pgvector exact
-returns exactly the built-in dense arm's top-10 (same embeddings). Run under the bench lock::
+returns exactly the built-in dense arm's top-10 (same embeddings). The cache (and with it the embedded
+PostgreSQL server's data folder) is a fresh temporary folder unless ``--cache`` names one, so every index is
+built and timed. Run under the bench lock::
 
     flock /tmp/bakeoff-bench.lock .venv/bin/python benchmarks/scifact_scale.py [--beir PATH] [--cache DIR]
 """
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import tempfile
 import time
 from pathlib import Path
 
@@ -26,7 +29,7 @@ def main() -> None:
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--beir", default=str(Path(__file__).resolve().parents[2] / "shared" / "data" / "scifact"))
-    ap.add_argument("--cache", default=os.environ.get("BAKEOFF_CACHE_DIR", "/tmp/bakeoff-scale-cache"))
+    ap.add_argument("--cache", default=None, help="cache folder (default: a fresh temporary one)")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     ds = load_beir(args.beir, split="test")
@@ -39,9 +42,10 @@ def main() -> None:
         "faiss-flat=ann:base=dense,index=flat",
     ]
     arms = build_arms([parse_arm_spec(s) for s in specs])
-    t0 = time.perf_counter()
-    res = run_bakeoff(ds, arms, k=10, cache=Cache(Path(args.cache)), progress=False)
-    wall = time.perf_counter() - t0
+    with tempfile.TemporaryDirectory(prefix="bakeoff-scale-") as tmp:
+        t0 = time.perf_counter()
+        res = run_bakeoff(ds, arms, k=10, cache=Cache(Path(args.cache or tmp)), progress=False)
+        wall = time.perf_counter() - t0
     d = res.to_dict()
     print_table(d)
     runs = {a.name: a.run for a in res.arms}

@@ -41,7 +41,8 @@ SLOW_TESTS = (
     "tests/ingest/test_api.py::test_default_rate_is_one_request_per_second",
     # A second or more each on a loaded 2-core machine, which keeps `make test-fast` within its 3 minutes:
     # the command line in a subprocess (a Python start and bakeoff's imports per call), a served app, a full disk
-    "tests/cli/test_eval_cli.py::", "tests/cli/test_gate.py::", "tests/robust/test_disk_full_paths.py::",
+    "tests/cli/test_eval_cli.py::", "tests/cli/test_gate.py::", "tests/cli/test_broken_pipe.py::",
+    "tests/models/test_cross_encoder_load.py::", "tests/robust/test_disk_full_paths.py::",
     "tests/cli/test_cli.py::test_bad_input_one_line_exit_2_no_output", "tests/cli/test_cli.py::test_config_errors_exit_2",
     "tests/cli/test_cli.py::test_run_flags_writes_results_and_runs", "tests/cli/test_cli.py::test_run_toml_config",
     "tests/cli/test_tune_cli.py::test_toml_tune_table_end_to_end", "tests/arms/test_plugins.py::test_broken_plugin",

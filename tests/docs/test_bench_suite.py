@@ -69,3 +69,20 @@ def test_hook_renders_a_record_and_a_missing_one(tmp_path: Path, monkeypatch) ->
     assert "Some &lt;CPU&gt;, 2 logical cores, load 1.0 → 1.5; bakeoff 0.1.0 at `aaaaaaaaaa`" in page
     assert "````text\nx ``` y\nratio 2.5x\n````" in page  # a longer fence than any run of backticks inside
     assert "Record it with `python benchmarks/run.py never`" in page
+
+
+def test_exact_stored_index_makes_the_vectors_it_needs(tmp_path: Path) -> None:
+    """The suite runs ``exact_stored_index`` on a fresh machine: it generates the corpus vectors itself (as
+    ``exact_search.py`` would) instead of failing on a missing ``doc_vecs.npy``, and reuses them after."""
+    import os
+    import subprocess
+
+    cmd = [sys.executable, str(ROOT / "benchmarks" / "exact_stored_index.py"), "--n", "3000", "--queries", "1,10",
+           "--repeat", "1", "--workdir", str(tmp_path)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
+    first = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env, timeout=300)
+    assert first.returncode == 0, first.stderr
+    assert (tmp_path / "3000" / "doc_vecs.npy").exists() and "vectors generated" in first.stdout
+    assert first.stdout.count(", identical") == 2
+    again = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env, timeout=300)
+    assert again.returncode == 0 and "vectors generated" not in again.stdout

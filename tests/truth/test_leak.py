@@ -51,3 +51,11 @@ def test_title_copy_is_the_share_of_query_words_in_the_title() -> None:
     assert title_copy("gzip seek", "gzip.GzipFile.seek") == 1.0            # dotted names split
     assert title_copy("seek", "gzip.GzipFile.seek") == 0.0                # one word: no verdict
     assert title_copy("how to seek a file", "os") == 0.0                  # one-word title: no verdict
+
+
+def test_words_split_on_punctuation_space_and_underscore_and_are_the_drift_filters_words() -> None:
+    from bakeoff.truth import drift, leak
+
+    assert leak.words("IFN-γ levels_2 in T-cells, 2024!") == ["ifn", "γ", "levels", "2", "in", "t", "cells", "2024"]
+    assert drift.words is leak.words  # one definition of a word for title copy, copied runs and borrowed phrases
+    assert leak.copied_run("the T-cells rose", "so the t cells rose sharply") == 4

@@ -132,6 +132,10 @@ def main(argv: list[str] | None = None) -> int:
       ``error: ...`` on stderr after clearing any progress bar, and exit 2;
     * an interrupt exits 130; SIGTERM exits 143 after the same clean-up as an error (``finally`` blocks
       run: staging folders removed, local servers stopped);
+    * stdout closed by its reader (``bakeoff run ... | head``) exits 141 quietly: the status of a program
+      killed by SIGPIPE (128 + 13), as the shell reports it for ``cat``, ``yes`` or ``grep`` cut short by
+      ``head``, so ``set -o pipefail`` sees a cut output the same way; stdout is pointed at ``/dev/null``
+      first (the Python documentation's "Note on SIGPIPE"), so the interpreter's final flush cannot fail;
     * anything else is a bug: the traceback, then a line asking for a report, exit 1.
 
     With ``--no-progress``, or when stderr is not a terminal, the libraries' bars are off too
@@ -151,6 +155,22 @@ def main(argv: list[str] | None = None) -> int:
 
 #: Exit status after SIGTERM (128 + 15, as a shell reports it).
 TERMINATED = 143
+#: Exit status when the reader of stdout went away (128 + SIGPIPE's 13, as a shell reports it).
+STDOUT_CLOSED = 141
+
+
+def _stdout_closed(argv: list[str] | None) -> int:
+    """The reader of stdout is gone: no message (there is no one to read it), stdout pointed at
+    ``/dev/null`` in a program of its own (``argv`` is ``None``) so that no later flush fails, exit 141."""
+    close_bars()
+    if argv is None:
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.__stdout__.fileno() if sys.__stdout__ is not None else 1)
+            os.close(devnull)
+        except (OSError, ValueError):
+            pass
+    return STDOUT_CLOSED
 
 
 class _Terminated(BaseException):
@@ -221,11 +241,17 @@ def _main(argv: list[str] | None) -> int:
         close_bars()
         write_line("terminated")
         return TERMINATED
+    except BrokenPipeError as exc:
+        if exc.filename not in (None, "<stdout>"):  # a pipe of our own (a subprocess arm): an error like any other
+            return _fail(describe_os_error(exc))
+        return _stdout_closed(argv)
     except OSError as exc:
         return _fail(describe_os_error(exc))
     except RecursionError:
         return _fail("an input is nested too deeply to read (e.g. JSON nested thousands of levels)")
     except SystemExit as exc:
+        if isinstance(exc.__context__, BrokenPipeError):  # rich's Console exits 1 when stdout is closed under it
+            return _stdout_closed(argv)
         return int(exc.code or 0) if isinstance(exc.code, int) or exc.code is None else 1
     except Exception as exc:  # noqa: BLE001
         from .._io import sqlite_os_error

@@ -106,9 +106,10 @@ def run(
                          ignore_identical_ids=ignore_identical_ids, max_empty_share=max_empty_share)
     table = results.to_dict()
     gate = check_floors(table, floors) if floors else None  # a bad floor exits 2 before anything is written
+    written = write_staged(out_dir, results.write) if out_dir is not None else None  # before stdout: `| head` may end it
     print_table(table)
-    if out_dir is not None:
-        typer.echo(f"wrote {write_staged(out_dir, results.write)}")
+    if written is not None:
+        typer.echo(f"wrote {written}")
     finish_gate(gate)
 
 

@@ -8,7 +8,8 @@ rejection reason of describe mode:
   + 1) absent from the query's own document: the query carries that example's content, not its
   document's — "What is the primary challenge with CRF in mice compared to conventional treatment?",
   where "compared to conventional treatment" came from an example about another document. Content
-  words are word runs (``[^\\W_]+``, lower-cased) not in :data:`FUNCTION_WORDS` of the prompt language.
+  words are :func:`bakeoff.truth.leak.words` (``[^\\W_]+`` runs, lower-cased) not in
+  :data:`FUNCTION_WORDS` of the prompt language.
   A question frame shared word by word ("what role does … play in") borrows one word per phrase, so
   the examples' form may be copied freely.
 * ``foreign_script`` — :func:`foreign_scripts`: letters of a writing system (Latin, Greek, Cyrillic,
@@ -19,16 +20,15 @@ rejection reason of describe mode:
 
 from __future__ import annotations
 
-import re
 import unicodedata
 from collections.abc import Iterable, Mapping
+
+from .leak import words
 
 __all__ = ["FUNCTION_WORDS", "MAX_BORROWED", "SYMBOL_SCRIPTS", "borrowed_words", "foreign_scripts", "scripts"]
 
 #: At most this many borrowed content words from one example are tolerated.
 MAX_BORROWED = 1
-
-_WORD = re.compile(r"[^\W_]+")
 
 #: Words that carry a question's form, not its content, per prompt language.
 FUNCTION_WORDS: Mapping[str, frozenset[str]] = {
@@ -46,10 +46,6 @@ FUNCTION_WORDS: Mapping[str, frozenset[str]] = {
 }
 
 
-def _words(text: str) -> list[str]:
-    return _WORD.findall(text.lower())
-
-
 def borrowed_words(query: str, source: str, examples: Iterable[str], *, lang: str = "en") -> list[str]:
     """The content words absent from ``source`` in the longest-reaching phrase the query shares with one of
     ``examples`` (see the module docstring), in query order; ``[]`` without examples.
@@ -60,11 +56,11 @@ def borrowed_words(query: str, source: str, examples: Iterable[str], *, lang: st
     per phrase; a pasted clause ("compared to conventional treatment") borrows several.
     """
     function = FUNCTION_WORDS.get(lang, FUNCTION_WORDS["en"])
-    src = set(_words(source))
-    q = _words(query)
+    src = set(words(source))
+    q = words(query)
     best: list[str] = []
     for example in examples:
-        e = _words(example)
+        e = words(example)
         for i in range(len(q) - 1):
             for j in range(len(e) - 1):
                 if q[i] != e[j] or (i and j and q[i - 1] == e[j - 1]):

@@ -20,7 +20,7 @@ from importlib.resources import files
 import numpy as np
 
 __all__ = ["LANGUAGES", "common_words", "copied_run", "rare_terms", "leak", "leak_histogram", "leak_stats", "title_copy",
-           "DEFAULT_BINS"]
+           "words", "DEFAULT_BINS"]
 
 LANGUAGES: tuple[str, ...] = ("en", "es")
 _TOKEN = re.compile(r"[^\W\d_]+")
@@ -54,6 +54,13 @@ def leak(query: str, source: str, *, lang: str = "en") -> float:
 _WORD = re.compile(r"[^\W_]+")
 
 
+def words(text: str) -> list[str]:
+    """The words of ``text`` in order, lower-cased: maximal runs of Unicode letters and digits (``[^\\W_]+``),
+    so punctuation, spaces and underscores split them. The word unit of :func:`title_copy`, :func:`copied_run`
+    and :func:`bakeoff.truth.drift.borrowed_words`."""
+    return _WORD.findall(text.lower())
+
+
 def title_copy(query: str, title: str) -> float:
     """The share of the query's words (lowercase letter/digit runs of >= 3 characters) found in the
     title's words; 0.0 when the query has fewer than two such words or the title fewer than two.
@@ -63,8 +70,8 @@ def title_copy(query: str, title: str) -> float:
     A query that restates its document's title ("PTH signaling in osteoprogenitors" for *PTH Signaling
     in Osteoprogenitors Is Essential for ...*) names the document instead of asking what its content
     answers."""
-    wq = [w for w in _WORD.findall(query.lower()) if len(w) >= 3]
-    wt = {w for w in _WORD.findall(title.lower()) if len(w) >= 3}
+    wq = [w for w in words(query) if len(w) >= 3]
+    wt = {w for w in words(title) if len(w) >= 3}
     if len(wq) < 2 or len(wt) < 2:
         return 0.0
     return sum(w in wt for w in wq) / len(wq)
@@ -77,7 +84,7 @@ def copied_run(query: str, source: str) -> int:
     A real query may share many words with its document but rarely a long verbatim stretch (human
     queries are checked against the default threshold on the benchmarks page); a generated "query" of ten
     or more copied words is a pasted sentence, or the title running on into the text."""
-    q, d = _WORD.findall(query.lower()), _WORD.findall(source.lower())
+    q, d = words(query), words(source)
     where: dict[str, list[int]] = {}
     for j, w in enumerate(d):
         where.setdefault(w, []).append(j)

@@ -5,9 +5,10 @@ See :mod:`bakeoff.models.cross_encoders` for the backends and the seeding rule.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -36,6 +37,29 @@ def _is_sequence_classifier(folder: Path | None) -> bool:
     except (OSError, json.JSONDecodeError):
         return False
     return any(str(a).endswith("ForSequenceClassification") for a in cfg.get("architectures") or [])
+
+
+@contextlib.contextmanager
+def _quiet_conversion(quiet: bool) -> Iterator[None]:
+    """Within, when ``quiet``: transformers' warnings off (its public verbosity switch, restored after) and
+    sentence-transformers' logger at ERROR, so that loading a bi-encoder checkpoint as a cross-encoder prints
+    neither sentence-transformers' "Converting ... to CrossEncoder" nor transformers' "LOAD REPORT" table of
+    the missing head: :class:`CrossEncoderScorer` seeds that head and says so in one line of its own. Errors
+    still print."""
+    if not quiet:
+        yield
+        return
+    from transformers.utils import logging as tf_logging
+
+    st_logger = logging.getLogger("sentence_transformers")
+    verbosity, st_level = tf_logging.get_verbosity(), st_logger.level
+    tf_logging.set_verbosity_error()
+    st_logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        tf_logging.set_verbosity(verbosity)
+        st_logger.setLevel(st_level)
 
 
 def _checkpoint_keys(folder: Path | None) -> set[str] | None:
@@ -135,8 +159,11 @@ class CrossEncoderScorer:
             kwargs["num_labels"] = 1
         if self.revision and self.local is None:
             kwargs["revision"] = self.revision
+        # a local bi-encoder checkpoint (the bundled MiniLM): its head is missing by design, reported below
+        converting = self.local is not None and not _is_sequence_classifier(self.local)
         try:
-            ce = CrossEncoder(str(self.local or self.name), **kwargs)
+            with _quiet_conversion(converting):
+                ce = CrossEncoder(str(self.local or self.name), **kwargs)
         except OSError as exc:
             raise ConfigError(f"rerank: cannot load cross-encoder {self.name!r} ({exc.__class__.__name__}: {exc})") from None
         hf = _hf_model(ce)
