@@ -4,19 +4,33 @@
    file's ``[dataset]`` (:func:`bakeoff.data.datasets.open_dataset`); a dataset without judged
    queries is refused.
 2. **truth** — synthetic queries over the same corpus's documents, written by the generator the
-   user would use (:func:`bakeoff.truth.generate.generate_truth` with the caller's options; every
-   kept query is evaluated: the test fraction is 1).
-3. **arms** — one arm set (default :data:`DEFAULT_ARMS`) run against both truths through one
+   user would use (:func:`bakeoff.truth.generate.generate_truth` with the caller's options), then
+   split by source document (:func:`split_by_document`): a seeded ``train_fraction`` of the
+   documents' queries is the synthetic **train** split, the rest the **test** split, and no
+   document's queries sit on both sides. ``train_fraction=0`` evaluates every kept query and
+   trains nothing.
+3. **fine-tuning** — on the synthetic train split (:func:`fine_tuned_arms`), through
+   :func:`bakeoff.train.cached.finetune_cached` (so a re-run with the same training data, base,
+   options and code trains nothing): ``ft-dense``, the bundled MiniLM fine-tuned with MNRL and one
+   hard negative mined from the ``rerank_base`` arm; ``ft-rerank``, a cross-encoder on the bundled
+   MiniLM body trained with BCE on each query's positive and four mined negatives, reranking the
+   top :data:`RERANK_TOP` of ``rerank_base`` (default ``bm25-stem``). Both train in the staging
+   folder; with a cache the finished model moves to the cache's ``finetuned/`` folder, without one
+   to ``out/models/``.
+4. **arms** — one arm set (default :data:`DEFAULT_ARMS`, plus the fine-tuned arms) run against the
+   human test queries and the synthetic **test** split through one
    :class:`~bakeoff.runner.context.Context`, so indexes and document embeddings are built once
    and shared (every run is cached as usual). Costs (latency, $/1k queries, footprint) are
    measured on the human side and copied to the synthetic side, so the two verdicts can differ
-   only through the truth.
-4. **figures** — :func:`bakeoff.report.calibration.calibration_figures` (τ, τ_AP, CIs, top-1 and
+   only through the truth. A fine-tuned arm's bias (synthetic minus human) is then how much the
+   generator's truth flatters a model trained on the same generator's queries.
+5. **figures** — :func:`bakeoff.report.calibration.calibration_figures` (τ, τ_AP, CIs, top-1 and
    verdict agreement, per-arm bias by leak bucket, human-significant pairs kept or reversed).
-5. **record** — ``calibration.json`` (:data:`CALIBRATION_FILE`): the generator identity
+6. **record** — ``calibration.json`` (:data:`CALIBRATION_FILE`): the generator identity
    (:func:`~bakeoff.report.calibration.generator_identity`, plus the weights' sha256 of the bundled
-   model), the corpus fingerprint, the arm set and the figures; beside it ``truth/`` (the
-   generated BEIR folder), ``human/results.json`` and ``synthetic/results.json``. A copy goes to the
+   model), the corpus fingerprint, the split sizes, the fine-tunes, the arm set and the figures;
+   beside it ``truth/`` (the generated BEIR folder, ``qrels/train.tsv`` and ``qrels/test.tsv`` the
+   split above), ``human/results.json`` and ``synthetic/results.json``. A copy goes to the
    cache folder (``calibrations/<generator key>/<corpus fingerprint>.json``), where ``bakeoff report``
    finds it for any run of the same generator.
 
@@ -43,9 +57,14 @@ __all__ = [
     "CALIBRATION_FILE",
     "DEFAULT_ARMS",
     "DEFAULT_MEASURES",
+    "DEFAULT_TRAIN_FRACTION",
+    "FINE_TUNED_ARMS",
     "MIN_ARMS",
+    "RERANK_TOP",
     "dataset_spec",
+    "fine_tuned_arms",
     "run_calibration",
+    "split_by_document",
 ]
 
 #: The record's file name, in ``--out`` and in a synthetic run's folder.
@@ -74,8 +93,17 @@ DEFAULT_MEASURES = ("ndcg@10", "recall@100")
 #: * ``convex`` — a z-score convex combination of the same two: a score-based fusion next to the
 #:   rank-based one.
 #:
-#: Not in: a reranker (the bundled cross-encoder has an untrained head, not a quality anchor) and a
-#: fine-tuned embedder (it would need a training run per calibration).
+#: With a train split (``train_fraction`` > 0, the default) two fine-tuned arms join these
+#: (:data:`FINE_TUNED_ARMS`, :func:`fine_tuned_arms`):
+#:
+#: * ``ft-dense`` — the bundled MiniLM fine-tuned on the synthetic train split: the model whose
+#:   synthetic score is most suspect, since it learnt the generator's queries; its bias minus
+#:   ``dense``'s is the flattery of training on synthetic truth;
+#: * ``ft-rerank`` — a cross-encoder trained on the same split, reranking ``bm25-stem``'s top
+#:   :data:`RERANK_TOP`: the only arm whose score reads query and document together.
+#:
+#: The bundled cross-encoder as shipped is not in: its head is untrained (scores are near ties), so
+#: it would rank documents by chance on both truths.
 DEFAULT_ARMS: tuple[str, ...] = (
     "tfidf",
     "bm25",
@@ -87,6 +115,137 @@ DEFAULT_ARMS: tuple[str, ...] = (
     "rrf=rrf:arms=bm25-stem+dense",
     "convex=convex:arms=bm25-stem+dense,norm=zscore",
 )
+
+
+#: Names of the arms trained on the synthetic train split.
+FINE_TUNED_ARMS = ("ft-dense", "ft-rerank")
+
+#: Default share of the synthetic source documents whose queries form the train split.
+DEFAULT_TRAIN_FRACTION = 0.5
+
+#: Documents of the first stage that ``ft-rerank`` reorders (documents below are dropped).
+RERANK_TOP = 20
+
+#: Hard negatives per training query, mined from the first stage's top ``MINE_DEPTH`` minus the
+#: query's judged documents: one for the embedder (a third column of MNRL), four for the reranker.
+EMBEDDER_NEGATIVES, RERANKER_NEGATIVES, MINE_DEPTH = 1, 4, 30
+
+
+def _embedder_params(seed: int) -> Any:
+    """MNRL over a few dozen queries: three epochs of batches of 16 (a batch of 32 would leave one step).
+    No validation slice: a few held-out queries would pick the checkpoint by noise (and a tie keeps the
+    first, untrained one) and cost training queries; the last step's model is kept."""
+    from .train.embedder import EmbedderParams
+
+    return EmbedderParams(batch_size=16, epochs=3.0, learning_rate=2e-5, seed=seed, val_fraction=0.0)
+
+
+def _reranker_params(seed: int) -> Any:
+    """BCE on (query, positive) and (query, mined negative) rows: a fresh head needs more steps and a
+    higher rate than the embedder's body. No validation slice (as :func:`_embedder_params`)."""
+    from .train.reranker import RerankerParams
+
+    return RerankerParams(batch_size=16, epochs=4.0, learning_rate=5e-5, seed=seed, val_fraction=0.0)
+
+
+def split_by_document(
+    qids: Sequence[str],
+    documents: Mapping[str, Sequence[str]],
+    *,
+    train_fraction: float,
+    seed: int,
+) -> tuple[list[str], list[str]]:
+    """``(train ids, test ids)``, each in the order of ``qids``: queries are grouped so that two
+    queries sharing any document of ``documents[qid]`` (source and judged documents) are in one group
+    (connected components); groups, sorted by their smallest document id, are permuted with
+    ``numpy.random.default_rng(seed)`` and the first ``round(train_fraction * groups)`` of them are
+    the train side, at most all but one group. So no document's queries sit on both sides."""
+    parent: dict[str, str] = {}
+
+    def find(x: str) -> str:
+        while parent.setdefault(x, x) != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for q in qids:
+        docs = sorted(documents.get(q) or ()) or [f"\0query:{q}"]
+        for d in docs[1:]:
+            a, b = find(docs[0]), find(d)
+            if a != b:
+                parent[max(a, b)] = min(a, b)
+    group = {q: find(min(documents.get(q) or [f"\0query:{q}"])) for q in qids}
+    labels = sorted(set(group.values()))
+    if train_fraction <= 0 or len(labels) < 2:
+        return [], list(qids)
+    n_train = min(len(labels) - 1, round(train_fraction * len(labels)))
+    import numpy as np
+
+    perm = np.random.default_rng(seed).permutation(len(labels))
+    train_labels = {labels[i] for i in perm[:n_train]}
+    return [q for q in qids if group[q] in train_labels], [q for q in qids if group[q] not in train_labels]
+
+
+def fine_tuned_arms(
+    *,
+    corpus: Any,
+    queries: Mapping[str, str],
+    positives: Mapping[str, Sequence[str]],
+    first_stage: Any,
+    ctx: Any,
+    stage: Path,
+    cache: Cache | None,
+    seed: int = 0,
+    progress: bool = True,
+    echo: Callable[[str], Any] = print,
+) -> tuple[list[Any], dict[str, Any]]:
+    """``([ft-dense arm, ft-rerank arm], {arm name: how it was trained})``: both trained on ``queries``
+    with their ``positives`` (the synthetic train split) through
+    :func:`bakeoff.train.cached.finetune_cached`, hard negatives mined from ``first_stage`` (an arm
+    of the set, indexed through ``ctx``), which ``ft-rerank`` also reranks (module docstring)."""
+    import time
+
+    from .arms.registry import arm_type
+    from .data.model import Queries
+    from .train.cached import finetune_cached
+    from .train.data import TrainingData, mine_negatives
+
+    qs = Queries.from_dict(dict(sorted(queries.items())))
+    pos = {q: tuple(sorted(positives[q])) for q in qs.ids}
+    source = {"split": "synthetic train", "queries_fingerprint": qs.fingerprint(),
+              "corpus_fingerprint": corpus.fingerprint()}
+    negs = mine_negatives(corpus, dict(queries), pos, depth=MINE_DEPTH, n=RERANKER_NEGATIVES, arm=first_stage,
+                          ctx=ctx)
+    arms: list[Any] = []
+    trained: dict[str, Any] = {}
+    for name, kind, n_neg, params in (("ft-dense", "embedder", EMBEDDER_NEGATIVES, _embedder_params(seed)),
+                                      ("ft-rerank", "reranker", RERANKER_NEGATIVES, _reranker_params(seed))):
+        neg = {q: n[:n_neg] for q, n in negs.items()}
+        if kind == "embedder" and len(neg) < len(pos):  # MNRL takes a negative column only when every row has one
+            neg = {}
+        data = TrainingData(label="synthetic:train", queries=dict(queries), positives=pos, corpus=corpus,
+                            negatives=neg, negatives_source={f"mined:{first_stage.name}": len(neg)}, source=source)
+        miner = {"arm": first_stage.name, "arm_fingerprint": first_stage.fingerprint(), "depth": MINE_DEPTH,
+                 "n_negatives": n_neg, "source": "mined"}
+        echo(f"      fine-tuning {name} ({kind}) on {len(pos)} synthetic train queries ...")
+        t0 = time.perf_counter()
+        path, rec, hit = finetune_cached(kind, data, stage=stage, cache=cache, params=params, extra=miner,  # type: ignore[arg-type]
+                                         progress=progress)
+        wall = time.perf_counter() - t0
+        echo(f"      {name}: " + ("cached model, nothing trained" if hit else
+                                   f"trained in {wall:.0f} s ({rec.get('steps')} steps, final loss "
+                                   f"{(rec.get('loss_curve') or [{}])[-1].get('loss', float('nan')):.4f})"))
+        trained[name] = {"kind": kind, "model": str(path), "cache_hit": hit, "wall_s": round(wall, 3),
+                         "train_time_s": rec.get("train_time_s"), "n_queries": rec.get("n_queries"),
+                         "n_pairs": rec.get("n_pairs"), "steps": rec.get("steps"), "loss": rec.get("loss"),
+                         "final_loss": (rec.get("loss_curve") or [{}])[-1].get("loss"),
+                         "data_fingerprint": rec.get("data_fingerprint"), "negatives": miner,
+                         "params": rec.get("params")}
+        if kind == "embedder":
+            arms.append(arm_type("dense")(name=name, model=str(path)))
+        else:
+            arms.append(arm_type("rerank")(name=name, base=first_stage, model=str(path), top=RERANK_TOP))
+    return arms, trained
 
 
 def dataset_spec(dataset: str) -> Any:
@@ -167,23 +326,30 @@ def run_calibration(
     seed: int = 0,
     alpha: float = 0.05,
     generate: Mapping[str, Any] | None = None,
+    train_fraction: float = DEFAULT_TRAIN_FRACTION,
+    rerank_base: str = "bm25-stem",
     echo: Callable[[str], Any] = print,
 ) -> dict[str, Any]:
     """Calibrate the generator of ``options`` (describe or cluster options of
     :mod:`bakeoff.truth.synthetic`) and ``llm`` on ``dataset`` (module docstring); ``generate`` holds
     more keyword arguments of :func:`~bakeoff.truth.generate.generate_truth` (``answerability``,
-    ``specificity``, ``concurrency``, ``price``, ``reasoning_effort`` ...). Returns the record written to
-    ``out/calibration.json``.
+    ``specificity``, ``concurrency``, ``price``, ``reasoning_effort`` ...). ``train_fraction`` (in [0, 1))
+    is the share of synthetic source documents whose queries train ``ft-dense`` and ``ft-rerank``
+    (:func:`fine_tuned_arms`; hard negatives from, and reranking, the arm named ``rerank_base``, which
+    must be in ``arms``); 0 trains nothing and evaluates every kept query. Returns the record written
+    to ``out/calibration.json``.
     """
     from .data.datasets import open_dataset
-    from .data.model import Dataset
+    from .data.model import Dataset, Qrels
     from .report.calibration import calibration_figures, generator_identity
-    from .runner.config import build_arms, parse_arm_spec
+    from .runner.config import ArmSpec, build_arms, parse_arm_spec
     from .runner.context import Context
     from .runner.run import run_bakeoff
     from .truth.generate import generate_truth
 
     # --- everything that can be refused is checked before any work ---
+    if not 0.0 <= train_fraction < 1.0:
+        raise ConfigError(f"--train-fraction must be in [0, 1) (0: no fine-tuned arms), got {train_fraction:g}")
     specs = [parse_arm_spec(a) for a in arms]
     names = [s.name for s in specs]
     if len(set(names)) != len(names):
@@ -191,6 +357,15 @@ def run_calibration(
     if len(specs) < MIN_ARMS:
         raise ConfigError(f"calibration needs at least {MIN_ARMS} arms (an ordering of {len(specs)} has "
                           f"{len(specs) * (len(specs) - 1) // 2} pair(s)); got {', '.join(names) or 'none'}")
+    if train_fraction > 0:
+        clash = sorted(set(names) & set(FINE_TUNED_ARMS))
+        if clash:
+            raise ConfigError(f"arm name(s) {', '.join(clash)} are taken by the fine-tuned arms; rename them or "
+                              "pass --train-fraction 0")
+        if rerank_base not in names:
+            raise ConfigError(f"the fine-tuned arms mine negatives from and rerank the arm {rerank_base!r}, which "
+                              f"is not in the arm set ({', '.join(names)}); add it, choose --rerank-base or pass "
+                              "--train-fraction 0")
     built = build_arms(specs)
     spec = dataset_spec(dataset)
     ds, mask = open_dataset(spec)
@@ -209,7 +384,7 @@ def run_calibration(
     out.parent.mkdir(parents=True, exist_ok=True)
     stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.calibrating-", dir=out.parent))
     try:
-        echo(f"[1/4] dataset: {ds.name}, {len(ds.corpus)} documents, {len(judged)} judged queries ({spec.split})")
+        echo(f"[1/5] dataset: {ds.name}, {len(ds.corpus)} documents, {len(judged)} judged queries ({spec.split})")
         opts = replace(options, test_fraction=1.0)
         from ._io import staged_as
 
@@ -225,25 +400,59 @@ def run_calibration(
             raise InputError("holds a calibration of another generator (identity "
                              f"{(existing.get('generator') or {}).get('key')}, this one {ident['key']}); choose "
                              "another --out", path=out / CALIBRATION_FILE, field="generator.key")
-        n_syn = len(truth.queries.ids)
-        echo(f"[2/4] truth: {n_syn} synthetic queries kept of {prov['counts'].get('sampled')} sampled documents "
-             f"(generator {ident['key']}: {ident['model']})")
+        kept = [q for q in truth.queries.ids if truth.qrels.relevant(q)]
+        docs_of = {q: sorted(set(truth.qrels.relevant(q)) | ({str(m["source_doc"])} if isinstance(m, Mapping) and
+                                                              m.get("source_doc") is not None else set()))
+                   for q, m in zip(truth.queries.ids, truth.queries.metadata) if q in set(kept)}
+        train_ids, test_ids = split_by_document(kept, docs_of, train_fraction=train_fraction, seed=getattr(options, "seed", 0))
+        n_syn = len(test_ids)
+        split = {"train_fraction": train_fraction, "seed": getattr(options, "seed", 0), "by": "source document",
+                 "n_train_queries": len(train_ids), "n_test_queries": n_syn,
+                 "n_train_documents": len({d for q in train_ids for d in docs_of[q]}),
+                 "n_test_documents": len({d for q in test_ids for d in docs_of[q]})}
+        echo(f"[2/5] truth: {len(kept)} synthetic queries kept of {prov['counts'].get('sampled')} sampled documents "
+             f"(generator {ident['key']}: {ident['model']}); split by source document: {len(train_ids)} train, "
+             f"{n_syn} test")
         if n_syn < 2:
-            raise ConfigError(f"only {n_syn} synthetic queries were kept: nothing to calibrate; see "
-                              "the rejections of the generation (more documents with -n, another --llm)")
-        syn_ds = Dataset(ds.corpus, truth.queries, truth.qrels, name=f"{ds.name} (synthetic)", split="test")
+            raise ConfigError(f"only {n_syn} synthetic test queries: nothing to calibrate; see the rejections of "
+                              "the generation (more documents with -n, another --llm) or lower --train-fraction")
+        if train_fraction > 0 and not train_ids:
+            raise ConfigError(f"no synthetic train query of {len(kept)} kept: nothing to fine-tune on; raise -n or "
+                              "pass --train-fraction 0")
+        _write_split(stage / "truth", truth.qrels, train_ids, test_ids, split)
+        syn_ds = Dataset(ds.corpus, truth.queries.subset(test_ids), Qrels({q: dict(truth.qrels[q]) for q in test_ids}),
+                         name=f"{ds.name} (synthetic)", split="test")
         ctx = Context(corpus=ds.corpus, cache=cache, progress=progress)
+        trained: dict[str, Any] = {}
+        if train_ids:
+            by_name = {a.name: a for a in built}
+            echo(f"[3/5] fine-tuning on the synthetic train split ({len(train_ids)} queries)")
+            ft_arms, trained = fine_tuned_arms(
+                corpus=ds.corpus, queries={q: truth.queries[q].text for q in train_ids},
+                positives={q: sorted(truth.qrels.relevant(q)) for q in train_ids}, first_stage=by_name[rerank_base],
+                ctx=ctx, stage=stage / "models", cache=cache, seed=getattr(options, "seed", 0), progress=progress, echo=echo)
+            built = [*built, *ft_arms]
+            for t in trained.values():  # models kept in the stage (no cache) move to OUT/models with the rest
+                if Path(t["model"]).parent == stage / "models":
+                    t["model"] = str(out / "models" / Path(t["model"]).name)
+            specs = [*specs, ArmSpec("ft-dense", "dense", {"model": trained["ft-dense"]["model"]}),
+                     ArmSpec("ft-rerank", "rerank", {"base": rerank_base, "model": trained["ft-rerank"]["model"],
+                                                     "top": RERANK_TOP})]
+            names = [s.name for s in specs]
+        else:
+            echo("[3/5] fine-tuning: none (--train-fraction 0)")
         res_h = run_bakeoff(ds, built, k=k, depth=depth, measures=measures, cache=cache, progress=progress, ctx=ctx)
         res_s = run_bakeoff(syn_ds, built, k=k, depth=depth, measures=measures, cache=cache, progress=progress,
                             ctx=ctx, latency_sample=0)
         res_h.dataset = {**res_h.dataset, "source": spec.as_dict()}
         res_s.dataset = {**res_s.dataset, "source": {"beir": str(out / "truth")}}
-        echo(f"[3/4] arms: {', '.join(names)} on {len(judged)} human and {n_syn} synthetic queries")
+        echo(f"[4/5] arms: {', '.join(names)} on {len(judged)} human and {n_syn} synthetic queries")
         human, synthetic = res_h.to_dict(), res_s.to_dict()
         _same_costs(human, synthetic)
         used = [m for m in measures if m in human["measures"]] or list(human["measures"])
+        test_set = set(test_ids)
         leak = {q: float(meta["leak"]) for q, meta in zip(truth.queries.ids, truth.queries.metadata)
-                if isinstance(meta, Mapping) and isinstance(meta.get("leak"), (int, float))}
+                if q in test_set and isinstance(meta, Mapping) and isinstance(meta.get("leak"), (int, float))}
         figures = calibration_figures(human, synthetic, measures=used, leak=leak, n_resamples=n_resamples, seed=seed,
                                       alpha=alpha)
         from .versions import bakeoff_version
@@ -256,8 +465,9 @@ def run_calibration(
             "corpus": {"name": ds.name, "fingerprint": corpus_fp, "n_docs": len(ds.corpus),
                        "source": spec.as_dict()},
             "human": {"split": ds.split, "n_queries": len(judged), "fingerprints": human["dataset"]["fingerprints"]},
-            "synthetic": {"n_queries": n_syn, "sampled": prov["counts"].get("sampled"),
-                          "fingerprints": synthetic["dataset"]["fingerprints"]},
+            "synthetic": {"n_queries": n_syn, "sampled": prov["counts"].get("sampled"), "kept": len(kept),
+                          "split": split, "fingerprints": synthetic["dataset"]["fingerprints"]},
+            "fine_tuned": trained,
             "arms": [{"name": s.name, "type": s.type, "options": dict(s.options)} for s in specs],
             "k": k,
             "depth": depth,
@@ -272,7 +482,9 @@ def run_calibration(
             with atomic_open(stage / CALIBRATION_FILE) as f:
                 json.dump(_json_safe(record), f, indent=2, ensure_ascii=False)
         out.mkdir(parents=True, exist_ok=True)
-        for name in ("truth", "human", "synthetic"):  # the record goes last: a folder with it is complete
+        for name in ("truth", "human", "synthetic", "models"):  # the record goes last: a folder with it is complete
+            if name == "models" and not (stage / name).exists():
+                continue
             if (out / name).exists():
                 shutil.rmtree(out / name)
             os.replace(stage / name, out / name)
@@ -284,10 +496,26 @@ def run_calibration(
             copy = Path(cache.root) / RECORDS_DIR / ident["key"] / f"{corpus_fp[:16]}.json"
             copy.parent.mkdir(parents=True, exist_ok=True)
             atomic_write_bytes(copy, (out / CALIBRATION_FILE).read_bytes())
-        echo(f"[4/4] wrote {out / CALIBRATION_FILE}")
+        echo(f"[5/5] wrote {out / CALIBRATION_FILE}")
         return record
     finally:
         shutil.rmtree(stage, ignore_errors=True)
+
+
+def _write_split(folder: Path, qrels: Any, train_ids: Sequence[str], test_ids: Sequence[str],
+                 split: Mapping[str, Any]) -> None:
+    """Rewrite the generated BEIR folder's ``qrels/train.tsv`` and ``qrels/test.tsv`` with the split by
+    source document, and record the split in its ``provenance.json``."""
+    from ._io import atomic_write_bytes, atomic_write_json
+
+    for name, ids in (("train", train_ids), ("test", test_ids)):
+        rows = ["query-id\tcorpus-id\tscore"] + [f"{q}\t{d}\t{g}" for q in ids for d, g in sorted(qrels[q].items())]
+        atomic_write_bytes(folder / "qrels" / f"{name}.tsv", ("\n".join(rows) + "\n").encode("utf-8"))
+    prov_path = folder / "provenance.json"
+    prov = json.loads(prov_path.read_text(encoding="utf-8"))
+    prov["split"] = {**split, "rule": "source documents grouped (queries sharing a document), groups permuted "
+                                      "with numpy default_rng(seed), the first round(train_fraction * groups) train"}
+    atomic_write_json(prov_path, prov)
 
 
 def _json_safe(node: Any) -> Any:

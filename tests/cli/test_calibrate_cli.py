@@ -20,7 +20,7 @@ from bakeoff.cli import main
 from tests.cli.test_demo_corpus import TOPICS, _doc, _reply
 from tests.support.fake_openai_chat import FakeOpenAI
 
-ARMS = ["--arm", "tfidf", "--arm", "bm25", "--arm", "stem=bm25:stemmer=english", "--arm", "l=bm25:method=bm25l"]
+ARMS = ["--arm", "tfidf", "--arm", "bm25", "--arm", "bm25-stem=bm25:stemmer=english", "--arm", "l=bm25:method=bm25l"]
 
 #: Human queries: other words than the documents use, one judged document each.
 HUMAN = ["where does a {t} come from", "creatures that live by a {t}", "how does a {t} change with time"]
@@ -52,11 +52,12 @@ def test_calibrate_writes_a_record_whose_figures_match_the_results(tmp_path: Pat
     out = tmp_path / "cal"
     with FakeOpenAI(_reply) as srv:
         base = ["calibrate", "--dataset", str(data), "--llm", f"{srv.base_url}|fake", "-n", "20",
-                "--cache-dir", str(tmp_path / "cache"), "--no-progress", "--resamples", "300"]
+                "--cache-dir", str(tmp_path / "cache"), "--no-progress", "--resamples", "300", "--train-fraction", "0"]
         rc, stdout, err = _run([*base, "--out", str(out), *ARMS], capsys)
         assert rc == 0, err
         rec = json.loads((out / "calibration.json").read_text())
-        assert "[1/4] dataset: judged, 30 documents, 30 judged queries (test)" in stdout
+        assert "[1/5] dataset: judged, 30 documents, 30 judged queries (test)" in stdout
+        assert "[3/5] fine-tuning: none (--train-fraction 0)" in stdout
         assert "this generator's verdicts" in stdout and "on judged: Kendall's τ" in stdout
         assert sorted(p.name for p in out.iterdir()) == ["calibration.json", "human", "synthetic", "truth"]
         assert not list(tmp_path.glob(".cal.calibrating-*"))  # the staging folder is gone
@@ -64,7 +65,7 @@ def test_calibrate_writes_a_record_whose_figures_match_the_results(tmp_path: Pat
         hum = json.loads((out / "human" / "results.json").read_text())
         syn = json.loads((out / "synthetic" / "results.json").read_text())
         names = [a["name"] for a in hum["arms"]]
-        assert names == ["tfidf", "bm25", "stem", "l"] == [a["name"] for a in rec["arms"]]
+        assert names == ["tfidf", "bm25", "bm25-stem", "l"] == [a["name"] for a in rec["arms"]]
         for m in ("ndcg@10", "recall@100"):
             hm = np.array([np.mean(list(a["per_query"][m].values())) for a in hum["arms"]])
             sm = np.array([np.mean(list(a["per_query"][m].values())) for a in syn["arms"]])
@@ -153,6 +154,10 @@ def test_calibrate_refuses_bad_input_before_any_work(tmp_path: Path, capsys) -> 
         ([str(nojudg), "--out", str(tmp_path / "o2"), *ARMS], "no human judgments"),
         ([str(data), "--out", str(other), *ARMS], "another corpus"),
         ([str(tmp_path / "missing.toml"), "--out", str(tmp_path / "o3"), *ARMS], "no such file"),
+        ([str(data), "--out", str(tmp_path / "o4"), *ARMS, "--train-fraction", "1"], "--train-fraction must be in [0, 1)"),
+        ([str(data), "--out", str(tmp_path / "o5"), *ARMS, "--train-fraction", "-0.1"], "--train-fraction must be in [0, 1)"),
+        ([str(data), "--out", str(tmp_path / "o6"), *ARMS[:4], *ARMS[6:]], "rerank the arm 'bm25-stem'"),
+        ([str(data), "--out", str(tmp_path / "o7"), *ARMS, "--arm", "ft-dense=dense"], "taken by the fine-tuned arms"),
     ]
     for args, expected in cases:
         rc, _, err = _run(["calibrate", "--dataset", *args, "--llm", llm, "--no-progress",
@@ -160,6 +165,81 @@ def test_calibrate_refuses_bad_input_before_any_work(tmp_path: Path, capsys) -> 
         lines = [x for x in err.splitlines() if x.startswith("error:")]
         assert rc == 2 and len(lines) == 1 and expected in lines[0], (args, err)
         assert "Traceback" not in err
-    assert not (tmp_path / "o1").exists() and not (tmp_path / "o2").exists() and not (tmp_path / "o3").exists()
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith("o") and p.name != "other"]
     assert sorted(p.name for p in other.iterdir()) == ["calibration.json"]
     assert not list(tmp_path.glob(".*calibrating-*"))
+
+
+def _qrels(path: Path) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for line in path.read_text().splitlines()[1:]:
+        q, d, _ = line.split("\t")
+        out.setdefault(q, set()).add(d)
+    return out
+
+
+def _ranked(path: Path) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for line in path.read_text().splitlines():
+        q, _, d, *_ = line.split()
+        out.setdefault(q, []).append(d)
+    return out
+
+
+@pytest.mark.slow
+def test_calibrate_fine_tunes_on_a_train_split_by_document_and_evaluates_the_test_split(tmp_path: Path, capsys) -> None:
+    """Real fine-tunes of the bundled MiniLM (embedder and cross-encoder) on the synthetic train split; a re-run
+    trains nothing."""
+    pytest.importorskip("sentence_transformers")
+    data = _judged(tmp_path / "judged")
+    out, again = tmp_path / "cal", tmp_path / "again"
+    arms = [*ARMS, "--arm", "dense"]
+    with FakeOpenAI(_reply) as srv:
+        base = ["calibrate", "--dataset", str(data), "--llm", f"{srv.base_url}|fake", "-n", "24",
+                "--cache-dir", str(tmp_path / "cache"), "--no-progress", "--resamples", "200", *arms]
+        rc, stdout, err = _run([*base, "--out", str(out)], capsys)
+        assert rc == 0, err
+        rc2, stdout2, err2 = _run([*base, "--out", str(again)], capsys)
+        assert rc2 == 0, err2
+    rec = json.loads((out / "calibration.json").read_text())
+    split = rec["synthetic"]["split"]
+    train, test = _qrels(out / "truth" / "qrels" / "train.tsv"), _qrels(out / "truth" / "qrels" / "test.tsv")
+    assert split["n_train_queries"] == len(train) >= 2 and split["n_test_queries"] == len(test) >= 2
+    assert len(train) + len(test) == rec["synthetic"]["kept"] and not set(train) & set(test)
+    # no document's queries on both sides: judged documents and source documents
+    source = {json.loads(x)["_id"]: json.loads(x)["metadata"]["source_doc"]
+              for x in (out / "truth" / "queries.jsonl").read_text().splitlines()}
+    docs_train = {d for q, ds in train.items() for d in ds | {source[q]}}
+    docs_test = {d for q, ds in test.items() for d in ds | {source[q]}}
+    assert docs_train and docs_test and not docs_train & docs_test
+    assert json.loads((out / "truth" / "provenance.json").read_text())["split"]["n_test_queries"] == len(test)
+    # the arms: the given five plus the two fine-tuned ones, evaluated on the human queries and the synthetic test split
+    hum = json.loads((out / "human" / "results.json").read_text())
+    syn = json.loads((out / "synthetic" / "results.json").read_text())
+    assert [a["name"] for a in syn["arms"]] == ["tfidf", "bm25", "bm25-stem", "l", "dense", "ft-dense", "ft-rerank"]
+    for a in syn["arms"]:
+        assert set(a["per_query"]["ndcg@10"]) == set(test)
+    assert all(len(a["per_query"]["ndcg@10"]) == 30 for a in hum["arms"])
+    assert rec["measures"]["ndcg@10"]["agreement"]["n_synthetic"] == len(test)
+    # real models trained on the train split's queries, recorded by the arms' results
+    ft = rec["fine_tuned"]
+    assert ft["ft-dense"]["n_queries"] == ft["ft-rerank"]["n_queries"] == len(train)
+    for name in ("ft-dense", "ft-rerank"):
+        assert not ft[name]["cache_hit"] and ft[name]["steps"] >= 1
+        model = Path(ft[name]["model"])
+        assert (model / "bakeoff_training.json").is_file() and model.is_relative_to(tmp_path / "cache" / "finetuned")
+        mark = next(a for a in hum["arms"] if a["name"] == name)["config"]
+        assert str(model) in json.dumps(mark)
+    # the fine-tuned embedder ranks differently from the base model it started from
+    runs_dense, runs_ft = _ranked(out / "human" / "runs" / "dense.trec"), _ranked(out / "human" / "runs" / "ft-dense.trec")
+    assert runs_dense.keys() == runs_ft.keys() and runs_dense != runs_ft
+    # the reranker reorders the top 20 of bm25-stem: the same documents, another order
+    stem, rr = _ranked(out / "human" / "runs" / "bm25-stem.trec"), _ranked(out / "human" / "runs" / "ft-rerank.trec")
+    assert all(sorted(rr[q]) == sorted(stem[q][:20]) for q in rr) and rr != {q: v[:20] for q, v in stem.items()}
+    # progress and a re-run: the same models from the cache, nothing trained
+    assert "fine-tuning ft-dense (embedder)" in stdout and "ft-rerank: trained in" in stdout
+    assert stdout2.count("cached model, nothing trained") == 2
+    rec2 = json.loads((again / "calibration.json").read_text())
+    assert all(rec2["fine_tuned"][n]["cache_hit"] for n in ("ft-dense", "ft-rerank"))
+    assert [rec2["fine_tuned"][n]["model"] for n in ft] == [ft[n]["model"] for n in ft]
+    assert not list(tmp_path.glob(".*calibrating-*")) and not list((tmp_path / "cache" / "finetuned").rglob(".*partial*"))

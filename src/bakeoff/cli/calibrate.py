@@ -15,7 +15,9 @@ def calibrate(
     out: Annotated[Path, typer.Option(callback=folder_path, help="Output folder (calibration.json, truth/, human/, synthetic/).")],
     llm: Annotated[str, typer.Option(help="local[:NAME|PATH.gguf], openai:<model>, ollama:<model> or URL|<model>.")] = "local",
     n: Annotated[int, typer.Option("-n", help="Synthetic queries wanted (documents sampled).")] = 150,
-    arm: Annotated[Optional[list[str]], typer.Option("--arm", help="An arm [NAME=]TYPE[:k=v,...] (repeatable; default: nine arms).")] = None,
+    arm: Annotated[Optional[list[str]], typer.Option("--arm", help="An arm [NAME=]TYPE[:k=v,...] (repeatable; default: nine arms; ft-dense and ft-rerank are added).")] = None,
+    train_fraction: Annotated[float, typer.Option(help="Share of synthetic source documents whose queries fine-tune ft-dense and ft-rerank, in [0, 1) (0: no fine-tuned arms).")] = 0.5,
+    rerank_base: Annotated[str, typer.Option(help="Arm whose top 20 ft-rerank reranks and whose results give the hard negatives.")] = "bm25-stem",
     measure: Annotated[Optional[list[str]], typer.Option("--measure", callback=measure_names, help="Measure compared (repeatable; the first decides the verdict).")] = None,
     gen_seed: Annotated[int, typer.Option("--gen-seed", help="Seed of the document sample and of generation.")] = 0,
     leak_mode: Annotated[str, typer.Option(help="target, cut or record (as bakeoff generate).")] = "target",
@@ -45,8 +47,9 @@ def calibrate(
     cache_dir: Annotated[Optional[Path], typer.Option(help="Cache folder.")] = None,
     progress: ProgressOpt = True,
 ) -> None:
-    """Generate synthetic queries over a judged corpus, run one arm set against both truths, and measure
-    how far the synthetic ordering and verdict match the human ones; writes OUT/calibration.json, which
+    """Generate synthetic queries over a judged corpus, split them by source document, fine-tune an
+    embedder and a reranker on the train split, run one arm set against the human queries and the
+    synthetic test split, and measure how far the synthetic ordering and verdict match the human ones; writes OUT/calibration.json, which
     `bakeoff report` shows beside the verdict of any run by the same generator."""
     from ..calibrate import DEFAULT_ARMS, DEFAULT_MEASURES, run_calibration
     from ..report.calibration import calibration_text
@@ -68,7 +71,8 @@ def calibrate(
     record = run_calibration(
         dataset=dataset, out=out, options=opts, llm=llm, arms=arm or DEFAULT_ARMS,
         measures=measure or DEFAULT_MEASURES, cache=make_cache(cache, cache_dir), progress=progress,
-        n_resamples=resamples, seed=seed, alpha=alpha, echo=typer.echo,
+        n_resamples=resamples, seed=seed, alpha=alpha, echo=typer.echo, train_fraction=train_fraction,
+        rerank_base=rerank_base,
         generate={"answerability": answerability, "concurrency": concurrency, "price": price,
                   "reasoning_effort": reasoning_effort})
     typer.echo(calibration_text(record))
