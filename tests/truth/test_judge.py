@@ -56,11 +56,11 @@ def test_prompts_end_where_the_answer_goes() -> None:
     msgs = judge_messages("q?", "passage.", "yesno")
     assert msgs[-1]["content"].endswith("Answer Yes or No.") and "Query: q?" in msgs[-1]["content"]
     assert "one digit, 0, 1, 2 or 3" in judge_messages("q?", "p.", "expected")[-1]["content"]
-    assert METHODS == ("umbrela", "expected", "yesno")
+    assert METHODS == ("umbrela", "expected", "yesno", "likelihood")
 
 
 def test_an_unknown_method_is_refused() -> None:
-    with pytest.raises(ConfigError, match="--method must be one of umbrela, expected, yesno, got 'vote'"):
+    with pytest.raises(ConfigError, match="--method must be one of umbrela, expected, yesno, likelihood, got 'vote'"):
         judge_pairs(None, [("q", "p")], options=AssessOptions(method="vote"))  # type: ignore[arg-type]
 
 
