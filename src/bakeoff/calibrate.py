@@ -93,14 +93,17 @@ DEFAULT_MEASURES = ("ndcg@10", "recall@100")
 #: * ``convex`` — a z-score convex combination of the same two: a score-based fusion next to the
 #:   rank-based one.
 #:
-#: With a train split (``train_fraction`` > 0, the default) two fine-tuned arms join these
-#: (:data:`FINE_TUNED_ARMS`, :func:`fine_tuned_arms`):
+#: With a train split (``train_fraction`` > 0, the default) fine-tuned arms join these
+#: (:data:`FINE_TUNED_ARMS`, :func:`fine_tuned_arms`); they cost a training run per new split (then
+#: cached) and one more corpus encoding or ``RERANK_TOP`` scored pairs per query:
 #:
 #: * ``ft-dense`` — the bundled MiniLM fine-tuned on the synthetic train split: the model whose
 #:   synthetic score is most suspect, since it learnt the generator's queries; its bias minus
 #:   ``dense``'s is the flattery of training on synthetic truth;
-#: * ``ft-rerank`` — a cross-encoder trained on the same split, reranking ``bm25-stem``'s top
-#:   :data:`RERANK_TOP`: the only arm whose score reads query and document together.
+#: * ``ft-rerank`` (opt-in, ``rerank=True``) — a cross-encoder trained on the same split, reranking
+#:   ``bm25-stem``'s top :data:`RERANK_TOP`: the only arm whose score reads query and document
+#:   together. Opt-in because a fresh head trained on a few dozen queries ranks below its own first
+#:   stage (figures in docs/commands/calibrate.md): a bottom arm both truths agree on would inflate τ.
 #:
 #: The bundled cross-encoder as shipped is not in: its head is untrained (scores are near ties), so
 #: it would rank documents by chance on both truths.
