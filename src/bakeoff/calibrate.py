@@ -93,14 +93,17 @@ DEFAULT_MEASURES = ("ndcg@10", "recall@100")
 #: * ``convex`` — a z-score convex combination of the same two: a score-based fusion next to the
 #:   rank-based one.
 #:
-#: With a train split (``train_fraction`` > 0, the default) two fine-tuned arms join these
-#: (:data:`FINE_TUNED_ARMS`, :func:`fine_tuned_arms`):
+#: With a train split (``train_fraction`` > 0, the default) fine-tuned arms join these
+#: (:data:`FINE_TUNED_ARMS`, :func:`fine_tuned_arms`); they cost a training run per new split (then
+#: cached) and one more corpus encoding or ``RERANK_TOP`` scored pairs per query:
 #:
 #: * ``ft-dense`` — the bundled MiniLM fine-tuned on the synthetic train split: the model whose
 #:   synthetic score is most suspect, since it learnt the generator's queries; its bias minus
 #:   ``dense``'s is the flattery of training on synthetic truth;
-#: * ``ft-rerank`` — a cross-encoder trained on the same split, reranking ``bm25-stem``'s top
-#:   :data:`RERANK_TOP`: the only arm whose score reads query and document together.
+#: * ``ft-rerank`` (opt-in, ``rerank=True``) — a cross-encoder trained on the same split, reranking
+#:   ``bm25-stem``'s top :data:`RERANK_TOP`: the only arm whose score reads query and document
+#:   together. Opt-in because a fresh head trained on a few dozen queries ranks below its own first
+#:   stage (figures in docs/commands/calibrate.md): a bottom arm both truths agree on would inflate τ.
 #:
 #: The bundled cross-encoder as shipped is not in: its head is untrained (scores are near ties), so
 #: it would rank documents by chance on both truths.
@@ -196,10 +199,11 @@ def fine_tuned_arms(
     stage: Path,
     cache: Cache | None,
     seed: int = 0,
+    rerank: bool = False,
     progress: bool = True,
     echo: Callable[[str], Any] = print,
 ) -> tuple[list[Any], dict[str, Any]]:
-    """``([ft-dense arm, ft-rerank arm], {arm name: how it was trained})``: both trained on ``queries``
+    """``([ft-dense arm, ft-rerank arm if rerank], {arm name: how it was trained})``: trained on ``queries``
     with their ``positives`` (the synthetic train split) through
     :func:`bakeoff.train.cached.finetune_cached`, hard negatives mined from ``first_stage`` (an arm
     of the set, indexed through ``ctx``), which ``ft-rerank`` also reranks (module docstring)."""
@@ -218,8 +222,10 @@ def fine_tuned_arms(
                           ctx=ctx)
     arms: list[Any] = []
     trained: dict[str, Any] = {}
-    for name, kind, n_neg, params in (("ft-dense", "embedder", EMBEDDER_NEGATIVES, _embedder_params(seed)),
-                                      ("ft-rerank", "reranker", RERANKER_NEGATIVES, _reranker_params(seed))):
+    recipes = [("ft-dense", "embedder", EMBEDDER_NEGATIVES, _embedder_params(seed))]
+    if rerank:
+        recipes.append(("ft-rerank", "reranker", RERANKER_NEGATIVES, _reranker_params(seed)))
+    for name, kind, n_neg, params in recipes:
         neg = {q: n[:n_neg] for q, n in negs.items()}
         if kind == "embedder" and len(neg) < len(pos):  # MNRL takes a negative column only when every row has one
             neg = {}
@@ -328,15 +334,16 @@ def run_calibration(
     generate: Mapping[str, Any] | None = None,
     train_fraction: float = DEFAULT_TRAIN_FRACTION,
     rerank_base: str = "bm25-stem",
+    rerank: bool = False,
     echo: Callable[[str], Any] = print,
 ) -> dict[str, Any]:
     """Calibrate the generator of ``options`` (describe or cluster options of
     :mod:`bakeoff.truth.synthetic`) and ``llm`` on ``dataset`` (module docstring); ``generate`` holds
     more keyword arguments of :func:`~bakeoff.truth.generate.generate_truth` (``answerability``,
     ``specificity``, ``concurrency``, ``price``, ``reasoning_effort`` ...). ``train_fraction`` (in [0, 1))
-    is the share of synthetic source documents whose queries train ``ft-dense`` and ``ft-rerank``
-    (:func:`fine_tuned_arms`; hard negatives from, and reranking, the arm named ``rerank_base``, which
-    must be in ``arms``); 0 trains nothing and evaluates every kept query. Returns the record written
+    is the share of synthetic source documents whose queries train ``ft-dense`` and, with ``rerank``,
+    ``ft-rerank`` (:func:`fine_tuned_arms`; hard negatives from, and reranking, the arm named
+    ``rerank_base``, which must be in ``arms``); 0 trains nothing and evaluates every kept query. Returns the record written
     to ``out/calibration.json``.
     """
     from .data.datasets import open_dataset
@@ -430,14 +437,16 @@ def run_calibration(
             ft_arms, trained = fine_tuned_arms(
                 corpus=ds.corpus, queries={q: truth.queries[q].text for q in train_ids},
                 positives={q: sorted(truth.qrels.relevant(q)) for q in train_ids}, first_stage=by_name[rerank_base],
-                ctx=ctx, stage=stage / "models", cache=cache, seed=getattr(options, "seed", 0), progress=progress, echo=echo)
+                ctx=ctx, stage=stage / "models", cache=cache, seed=getattr(options, "seed", 0), rerank=rerank,
+                progress=progress, echo=echo)
             built = [*built, *ft_arms]
             for t in trained.values():  # models kept in the stage (no cache) move to OUT/models with the rest
                 if Path(t["model"]).parent == stage / "models":
                     t["model"] = str(out / "models" / Path(t["model"]).name)
-            specs = [*specs, ArmSpec("ft-dense", "dense", {"model": trained["ft-dense"]["model"]}),
-                     ArmSpec("ft-rerank", "rerank", {"base": rerank_base, "model": trained["ft-rerank"]["model"],
-                                                     "top": RERANK_TOP})]
+            specs = [*specs, ArmSpec("ft-dense", "dense", {"model": trained["ft-dense"]["model"]})]
+            if "ft-rerank" in trained:
+                specs.append(ArmSpec("ft-rerank", "rerank", {"base": rerank_base, "model": trained["ft-rerank"]["model"],
+                                                             "top": RERANK_TOP}))
             names = [s.name for s in specs]
         else:
             echo("[3/5] fine-tuning: none (--train-fraction 0)")

@@ -195,7 +195,7 @@ def test_calibrate_fine_tunes_on_a_train_split_by_document_and_evaluates_the_tes
     out, again = tmp_path / "cal", tmp_path / "again"
     arms = [*ARMS, "--arm", "dense"]
     with FakeOpenAI(_reply) as srv:
-        base = ["calibrate", "--dataset", str(data), "--llm", f"{srv.base_url}|fake", "-n", "24",
+        base = ["calibrate", "--dataset", str(data), "--llm", f"{srv.base_url}|fake", "-n", "24", "--ft-rerank",
                 "--cache-dir", str(tmp_path / "cache"), "--no-progress", "--resamples", "200", *arms]
         rc, stdout, err = _run([*base, "--out", str(out)], capsys)
         assert rc == 0, err

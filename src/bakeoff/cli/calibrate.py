@@ -15,9 +15,10 @@ def calibrate(
     out: Annotated[Path, typer.Option(callback=folder_path, help="Output folder (calibration.json, truth/, human/, synthetic/).")],
     llm: Annotated[str, typer.Option(help="local[:NAME|PATH.gguf], openai:<model>, ollama:<model> or URL|<model>.")] = "local",
     n: Annotated[int, typer.Option("-n", help="Synthetic queries wanted (documents sampled).")] = 150,
-    arm: Annotated[Optional[list[str]], typer.Option("--arm", help="An arm [NAME=]TYPE[:k=v,...] (repeatable; default: nine arms; ft-dense and ft-rerank are added).")] = None,
+    arm: Annotated[Optional[list[str]], typer.Option("--arm", help="An arm [NAME=]TYPE[:k=v,...] (repeatable; default: nine arms; ft-dense, and with --ft-rerank ft-rerank, are added).")] = None,
     train_fraction: Annotated[float, typer.Option(help="Share of synthetic source documents whose queries fine-tune ft-dense and ft-rerank, in [0, 1) (0: no fine-tuned arms).")] = 0.5,
-    rerank_base: Annotated[str, typer.Option(help="Arm whose top 20 ft-rerank reranks and whose results give the hard negatives.")] = "bm25-stem",
+    ft_rerank: Annotated[bool, typer.Option("--ft-rerank", help="Also train ft-rerank, a cross-encoder on the train split (opt-in: with ~50 train queries it ranks below its first stage).")] = False,
+    rerank_base: Annotated[str, typer.Option(help="Arm whose results give the hard negatives (and whose top 20 ft-rerank reranks).")] = "bm25-stem",
     measure: Annotated[Optional[list[str]], typer.Option("--measure", callback=measure_names, help="Measure compared (repeatable; the first decides the verdict).")] = None,
     gen_seed: Annotated[int, typer.Option("--gen-seed", help="Seed of the document sample and of generation.")] = 0,
     leak_mode: Annotated[str, typer.Option(help="target, cut or record (as bakeoff generate).")] = "target",
@@ -40,7 +41,7 @@ def calibrate(
     concurrency: Annotated[Optional[int], typer.Option(min=1, help="Requests in flight (as bakeoff generate).")] = None,
     price: Annotated[Optional[str], typer.Option(help="USD per 1M tokens 'prompt,completion'.")] = None,
     reasoning_effort: Annotated[Optional[str], typer.Option(help="Reasoning models: minimal, low, medium or high.")] = None,
-    resamples: Annotated[int, typer.Option(min=1, help="Bootstrap resamples and permutations.")] = 2000,
+    resamples: Annotated[int, typer.Option(min=1, help="Bootstrap resamples and permutations (the smallest p-value is 1/(resamples+1): Holm over ~50 arm pairs needs several thousand).")] = 10000,
     seed: SeedOpt = 0,
     alpha: AlphaOpt = 0.05,
     cache: Annotated[str, typer.Option(help="Cache policy: use, refresh or off.")] = "use",
@@ -48,7 +49,7 @@ def calibrate(
     progress: ProgressOpt = True,
 ) -> None:
     """Generate synthetic queries over a judged corpus, split them by source document, fine-tune an
-    embedder and a reranker on the train split, run one arm set against the human queries and the
+    embedder (and with --ft-rerank a reranker) on the train split, run one arm set against the human queries and the
     synthetic test split, and measure how far the synthetic ordering and verdict match the human ones; writes OUT/calibration.json, which
     `bakeoff report` shows beside the verdict of any run by the same generator."""
     from ..calibrate import DEFAULT_ARMS, DEFAULT_MEASURES, run_calibration
@@ -72,7 +73,7 @@ def calibrate(
         dataset=dataset, out=out, options=opts, llm=llm, arms=arm or DEFAULT_ARMS,
         measures=measure or DEFAULT_MEASURES, cache=make_cache(cache, cache_dir), progress=progress,
         n_resamples=resamples, seed=seed, alpha=alpha, echo=typer.echo, train_fraction=train_fraction,
-        rerank_base=rerank_base,
+        rerank_base=rerank_base, rerank=ft_rerank,
         generate={"answerability": answerability, "concurrency": concurrency, "price": price,
                   "reasoning_effort": reasoning_effort})
     typer.echo(calibration_text(record))
