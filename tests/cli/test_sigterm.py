@@ -54,7 +54,7 @@ def test_sigterm_during_calibrate_removes_its_staging_folder_and_exits_143(tmp_p
     proc = subprocess.Popen(
         [sys.executable, "-m", "bakeoff", "calibrate", "--dataset", str(data), "--out", str(out), "-n", "4",
          "--llm", f"http://127.0.0.1:{port}/v1|fake", "--answerability", "off", "--no-progress",
-         "--arm", "tfidf", "--arm", "bm25", "--arm", "l=bm25:method=bm25l"],
+         "--arm", "tfidf", "--arm", "bm25", "--arm", "l=bm25:method=bm25l", "--train-fraction", "0"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
         deadline = time.monotonic() + 120
