@@ -8,6 +8,8 @@ process, and prints one line per run:
     embedder  fp32  pairs=N  batch=B  steps=S  train_s=T  pairs_per_s=P  peak_rss_mib=M
     reranker  bf16  ...
 
+then, per trainer, each precision's pairs/s over fp32's in the same run (``embedder  bf16 vs fp32: 1.15x``).
+
 ``pairs`` = training rows (embedder: (query, positive) rows with in-batch negatives;
 reranker: positive and mined-negative (query, document) rows); ``pairs_per_s`` = rows
 consumed / wall time of ``trainer.train()``. ``peak_rss_mib`` is the child's peak
@@ -47,13 +49,22 @@ def main(argv: list[str] | None = None) -> int:
         import subprocess
 
         whichs = ["embedder", "reranker"] if args.which == "both" else [args.which]
+        rates: dict[tuple[str, str], float] = {}
         for which in whichs:
             for prec in args.precision.split(","):
                 cmd = [sys.executable, __file__, "--data", args.data, "--queries", str(args.queries),
                        "--batch-size", str(args.batch_size), "--max-seq-length", str(args.max_seq_length),
                        "--which", which, "--child", prec]
-                if subprocess.run(cmd, check=False).returncode != 0:
+                proc = subprocess.run(cmd, check=False, stdout=subprocess.PIPE, text=True)
+                print(proc.stdout, end="", flush=True)
+                if proc.returncode != 0:
                     return 1
+                rate = [f for f in proc.stdout.split() if f.startswith("pairs_per_s=")]
+                rates[which, prec] = float(rate[-1].split("=")[1])
+        for which in whichs:  # the speed-up against fp32 measured in this run (> 1: faster than fp32)
+            for prec in args.precision.split(","):
+                if prec != "fp32" and (which, "fp32") in rates:
+                    print(f"{which}  {prec} vs fp32: {rates[which, prec] / rates[which, 'fp32']:.2f}x pairs/s")
         return 0
     bf16 = args.child == "bf16"
 
