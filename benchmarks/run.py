@@ -118,7 +118,8 @@ SUITE: dict[str, Bench] = {
         "filter_acceptance.py", (), needs=("scifact",)),
     "assessor_agreement": Bench(
         "`bakeoff assess` grades against SciFact's human labels (Cohen's kappa, ROC AUC)",
-        "assessor_agreement.py", ("-n", "40"), needs=("scifact",)),
+        "assessor_agreement.py", ("-n", "40", "--methods", "likelihood,yesno", "--max-doc-chars", "4000"),
+        needs=("scifact",)),
 }
 
 
