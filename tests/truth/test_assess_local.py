@@ -64,12 +64,14 @@ def test_assess_by_query_likelihood_matches_a_recomputation(tmp_path: Path) -> N
 
     results = run_tiny(tmp_path)
     argv = ["assess", str(results), "--llm", "local:gemma-270m", "--method", "likelihood", "--baseline", "none",
-            "--threshold", "0.5", "--depth", "3", "--max-pairs", "4", "--cache-dir", str(tmp_path / "cache"),
+            "--threshold", "0.5", "--depth", "3", "--max-pairs", "4", "--max-doc-chars", "4000",
+            "--cache-dir", str(tmp_path / "cache"),
             "--no-progress"]
     with contextlib.redirect_stdout(io.StringIO()):
         assert main(argv) == 0
     prov = json.loads((results / "assessed" / "assessment.json").read_text())
     assert prov["parameters"]["method"] == "likelihood" and prov["llm"]["prompt_style"] == "likelihood"
+    assert prov["parameters"]["max_doc_chars"] == 4000
     assert prov["counts"]["assessed"] == 4 and prov["usage"]["cost_usd"] == 0.0
     corpus = {json.loads(x)["_id"]: json.loads(x) for x in (results.parent / "tiny" / "corpus.jsonl").read_text().splitlines()}
     queries = {json.loads(x)["_id"]: json.loads(x)["text"] for x in (results.parent / "tiny" / "queries.jsonl").read_text().splitlines()}

@@ -20,6 +20,7 @@ def assess_cmd(
     method: Annotated[str, typer.Option(help="Grading: umbrela, expected, yesno or likelihood.")] = "umbrela",
     threshold: Annotated[float, typer.Option(help="likelihood: relevant at this PMI (nats/token) or more.")] = 1.0,
     baseline: Annotated[str, typer.Option(help="likelihood: baseline documents, random or none.")] = "random",
+    max_doc_chars: Annotated[int, typer.Option(min=1, help="Characters of each document shown to the judge.")] = 1000,
     out: Annotated[Path | None, typer.Option(help="Output folder (default RESULTS_DIR/assessed).")] = None,
     data: Annotated[Path | None, typer.Option(help="BEIR folder, if the dataset moved since the run.")] = None,
     concurrency: Annotated[int | None, typer.Option(min=1, help="Requests in flight (default 4; with --llm local, the parallel slots of llama-server).")] = None,
@@ -36,7 +37,7 @@ def assess_cmd(
 
     chosen = tuple(a.strip() for a in arms.split(",") if a.strip()) if arms else ()
     options = AssessOptions(depth=depth, arms=chosen, max_pairs=max_pairs, relevant_from=relevant_from, method=method,
-                            threshold=threshold, baseline=baseline)
+                            threshold=threshold, baseline=baseline, max_doc_chars=max_doc_chars)
     done = assess_results(results_dir, llm=llm, options=options, out=out, data=data, cache=make_cache(cache, cache_dir),
                           concurrency=concurrency, price=price, progress=progress)
     c, u = done.counts, done.usage
