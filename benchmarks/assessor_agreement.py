@@ -35,9 +35,8 @@ def main() -> None:
     from bakeoff.data import load_beir
     from bakeoff.runner.config import build_arms, parse_arm_spec
     from bakeoff.runner.run import run_bakeoff
-    from bakeoff.truth.assess import AssessOptions, _doc_text, judge_likelihood, judge_pairs
+    from bakeoff.truth.assess import AssessOptions, _by_likelihood, _doc_text, judge_pairs
     from bakeoff.truth.generate import open_llm
-    from bakeoff.truth.specificity import open_likelihood
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--scifact", default=str(Path(__file__).resolve().parents[2] / "shared" / "data" / "scifact"))
@@ -73,23 +72,12 @@ def main() -> None:
     for method in (m for m in methods if m.startswith("likelihood")):
         baseline = method.partition(":")[2] or "random"
         t1 = time.perf_counter()
-        lm = open_likelihood("local:" if args.llm == "local" else args.llm)
-        rng_docs = np.random.default_rng(args.seed)
-        ids = list(ds.corpus.ids)
-        others = [_doc_text(ds.corpus, ids[int(i)], args.max_doc_chars)
-                  for i in sorted(rng_docs.choice(len(ids), size=11, replace=False))]
-        stats: dict[str, int] = {}
-        try:
-            judged = judge_likelihood(lm, texts, options=AssessOptions(max_doc_chars=args.max_doc_chars,
-                                                                       method="likelihood", baseline=baseline),
-                                      cache=cache, others=others, progress=True, stats=stats)
-            decoded = int(getattr(lm, "decoded_tokens", 0))
-            print(f"assessor {lm.identity()} in-process")
-        finally:
-            lm.close()
-        elapsed = time.perf_counter() - t1
-        usage = {"cache_hits": stats["cached"], "prompt_tokens": decoded, "completion_tokens": 0}
-        _print_method(method, judged, labels, elapsed, usage, cohen_kappa_score, roc_auc_score)
+        judged, usage, config, _ = _by_likelihood(
+            args.llm, texts, ds.corpus, cache=cache, progress=True,
+            options=AssessOptions(max_doc_chars=args.max_doc_chars, method="likelihood", baseline=baseline,
+                                  seed=args.seed))
+        print(f"assessor {config['identity']} in-process")
+        _print_method(method, judged, labels, time.perf_counter() - t1, usage, cohen_kappa_score, roc_auc_score)
     if not chat_methods:
         return
     t0 = time.perf_counter()
