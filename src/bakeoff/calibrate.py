@@ -462,8 +462,10 @@ def run_calibration(
         test_set = set(test_ids)
         leak = {q: float(meta["leak"]) for q, meta in zip(truth.queries.ids, truth.queries.metadata)
                 if q in test_set and isinstance(meta, Mapping) and isinstance(meta.get("leak"), (int, float))}
+        lk = truth.provenance.get("leak") or {}
         figures = calibration_figures(human, synthetic, measures=used, leak=leak, n_resamples=n_resamples, seed=seed,
-                                      alpha=alpha)
+                                      alpha=alpha, leak_target=lk.get("target"),
+                                      target_source=str(lk.get("target_source") or "default"))
         from .versions import bakeoff_version
 
         record = {

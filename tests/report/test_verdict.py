@@ -115,7 +115,7 @@ def test_tied_within_tolerance_higher_mean_decides() -> None:
     rep = _report(_arm("a", base, p50=10.0, index_s=5.0), _arm("b", other, p50=10.0 / (1 + TOLERANCE / 2), index_s=5.0))
     v = rep["verdict"]
     assert v["pick"] == "a"
-    assert "none of them is cheaper to run by more than 10%, so the higher mean decides → deploy a." in v["headline"]
+    assert "no cost tells them apart beyond its measurement noise (more than 10% and above its noise floor), and none is simpler, so the higher mean decides → deploy a." in v["headline"]
 
 
 def test_later_cost_decides_when_latency_ties() -> None:

@@ -159,8 +159,13 @@ def bootstrap_agreement(
     rng: np.random.Generator,
     n_resamples: int = 2000,
     confidence: float = 0.95,
+    weights: np.ndarray | None = None,
 ) -> dict[str, Any]:
     """Point values and bootstrap CIs of τ-a, τ-b, τ_AP, top-1 agreement and per-arm bias.
+
+    ``weights`` (one per synthetic query, e.g. the leak-matching weights of
+    :func:`bakeoff.report.leak_match.leak_weights`) make every synthetic mean a weighted mean
+    ``Σ w_i x_i / Σ w_i``, in the point values and in each resample (queries drawn with their weights).
 
     ``human`` is ``(n_h, k)`` and ``synthetic`` ``(n_s, k)``, column ``j`` = ``arms[j]``, one
     row per query. Returns ``{"arms", "n_human", "n_synthetic", "human_means",
@@ -176,14 +181,18 @@ def bootstrap_agreement(
     _check(h, s, arms)
     if len(set(arms)) != len(arms):
         raise ValueError("arm names repeat")
-    hm, sm = h.mean(axis=0), s.mean(axis=0)
+    w = np.ones(s.shape[0]) if weights is None else np.asarray(weights, dtype=float)
+    if w.shape != (s.shape[0],) or not np.all(w >= 0) or w.sum() <= 0:
+        raise ValueError(f"need {s.shape[0]} non-negative weights with a positive sum")
+    hm, sm = h.mean(axis=0), (w[:, None] * s).sum(axis=0) / w.sum()
     point = _figures(hm, sm, arms)
     boots: dict[str, list[float]] = {name: [] for name in point}
     h_boot = np.empty((n_resamples, len(arms)))
     s_boot = np.empty((n_resamples, len(arms)))
     for r in range(n_resamples):
         hr = h[rng.integers(0, h.shape[0], h.shape[0])].mean(axis=0)
-        sr = s[rng.integers(0, s.shape[0], s.shape[0])].mean(axis=0)
+        idx = rng.integers(0, s.shape[0], s.shape[0])
+        sr = (w[idx, None] * s[idx]).sum(axis=0) / max(w[idx].sum(), 1e-300)
         for name, v in _figures(hr, sr, arms).items():
             boots[name].append(v)
         h_boot[r], s_boot[r] = hr, sr
@@ -385,11 +394,18 @@ def calibration_figures(
     *,
     measures: Sequence[str],
     leak: Mapping[str, float] | None = None,
+    leak_target: Sequence[float] | None = None,
+    target_source: str = "default",
     n_resamples: int = 2000,
     seed: int = 0,
     alpha: float = 0.05,
 ) -> dict[str, Any]:
     """Every figure of a calibration from two ``results.json`` dicts of the same arms (module docstring).
+
+    With ``leak``, the synthetic side is also read **leak-matched** (:mod:`bakeoff.report.leak_match`,
+    target ``leak_target``, default :data:`~bakeoff.data.leak_bins.DEFAULT_LEAK_TARGET`): each measure gets
+    ``"agreement_leak_matched"`` (the same figures on weighted synthetic means) and the verdict
+    ``"synthetic"`` is the leak-matched one, ``"synthetic_unweighted"`` the plain one (with its agreement).
 
     ``human`` was run on the judged queries, ``synthetic`` on the generated ones; ``leak`` maps
     synthetic query ids to their leak. The verdicts are ``bakeoff report``'s (built from each side's
@@ -406,13 +422,27 @@ def calibration_figures(
     arms = [a["name"] for a in human["arms"]]
     if sorted(arms) != sorted(a["name"] for a in synthetic["arms"]):
         raise ValueError("the human and synthetic results hold different arms")
+    from ..data.leak_bins import DEFAULT_LEAK_TARGET
+    from .leak_match import leak_weights
+    from .verdict import build_verdict
+
+    target = list(leak_target) if leak_target is not None else list(DEFAULT_LEAK_TARGET)
+    summary = {"per_query": dict(leak), "target": target, "target_source": target_source} if leak else None
     rep_h = build_report(human, measures=measures, n_resamples=n_resamples, seed=seed, alpha=alpha)
-    rep_s = build_report(synthetic, measures=measures, n_resamples=n_resamples, seed=seed, alpha=alpha)
+    rep_s = build_report(synthetic, measures=measures, n_resamples=n_resamples, seed=seed, alpha=alpha, leak=summary)
     out: dict[str, Any] = {"primary": measures[0], "alpha": alpha, "seed": seed, "measures": {}}
     for m in measures:
         _, h = _matrix(human, arms, m)
         s_ids, s = _matrix(synthetic, arms, m)
         agr = bootstrap_agreement(h, s, arms=arms, rng=derive_rng(seed, "calibration", m), n_resamples=n_resamples)
+        agr_lm = None
+        if leak:
+            lw = leak_weights(leak, s_ids, target=target)
+            w = np.asarray([lw["weights"].get(q, 0.0) for q in s_ids])
+            if w.sum() > 0:
+                agr_lm = bootstrap_agreement(h, s, arms=arms, rng=derive_rng(seed, "calibration-leak-matched", m),
+                                             n_resamples=n_resamples, weights=w)
+                agr_lm["ess"], agr_lm["target"], agr_lm["target_source"] = lw["ess"], lw["target"], target_source
         pairs = significant_pairs(rep_h["stats"]["pairs"], rep_s["stats"]["pairs"], measure=m)
         by_leak = None
         if leak:
@@ -420,11 +450,15 @@ def calibration_figures(
             labels = [buckets[q] if buckets[q] != "(no leak value)" else None for q in s_ids]
             by_leak = bias_by_bucket(h, s, labels, arms=arms, rng=derive_rng(seed, "calibration-leak", m),
                                      n_resamples=n_resamples, order=leak_bucket_labels())
-        out["measures"][m] = {"agreement": agr, "pairs": pairs, "bias_by_leak": by_leak}
+        out["measures"][m] = {"agreement": agr, "agreement_leak_matched": agr_lm, "pairs": pairs,
+                              "bias_by_leak": by_leak}
     vh, vs = rep_h["verdict"], rep_s["verdict"]
+    plain = build_verdict({**rep_s, "truth_quality": {**(rep_s.get("truth_quality") or {}), "leak_matched": None}})
     keep = ("measure", "best", "pick", "candidates", "headline")
     out["verdict"] = {"human": {k: vh.get(k) for k in keep}, "synthetic": {k: vs.get(k) for k in keep},
-                      "agreement": verdict_agreement(vh, vs)}
+                      "agreement": verdict_agreement(vh, vs),
+                      "synthetic_unweighted": {k: plain.get(k) for k in keep},
+                      "agreement_unweighted": verdict_agreement(vh, plain)}
     return out
 
 

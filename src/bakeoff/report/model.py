@@ -145,6 +145,7 @@ def find_leak(dataset_source: Mapping[str, Any] | None, dataset: Dataset | None,
     (``per_query`` as {qid: value} or a list, ``values``, or ``ratios``), or a
     pre-binned ``histogram`` ``{"edges": [...], "counts": [...]}``.
     """
+    found = _provenance_leak(dataset_source, query_ids)
     if dataset is not None:
         vals: dict[str, float] = {}
         for q in query_ids:
@@ -153,7 +154,17 @@ def find_leak(dataset_source: Mapping[str, Any] | None, dataset: Dataset | None,
                 if isinstance(v, (int, float)) and not isinstance(v, bool):
                     vals[q] = float(v)
         if vals:
-            return _leak_summary({"per_query": vals}, source="queries metadata field 'leak'", query_ids=query_ids)
+            out = _leak_summary({"per_query": vals}, source="queries metadata field 'leak'", query_ids=query_ids)
+            if out is not None and found is not None:
+                out.update({k: found[1][k] for k in ("target", "target_source") if k in found[1]})
+            return out
+    return None if found is None else found[1]
+
+
+def _provenance_leak(dataset_source: Mapping[str, Any] | None,
+                     query_ids: Sequence[str]) -> tuple[Path, dict[str, Any]] | None:
+    """The first provenance file beside the data with a usable ``leak`` section, and its summary (with the
+    generation's leak ``target`` shares and ``target_source`` when recorded)."""
     folders = _source_folders(dataset_source)
     seen: set[Path] = set()
     for folder in folders:
@@ -174,7 +185,12 @@ def find_leak(dataset_source: Mapping[str, Any] | None, dataset: Dataset | None,
             if leak is not None:
                 out = _leak_summary(leak, source=str(path), query_ids=query_ids)
                 if out is not None:
-                    return out
+                    target = leak.get("target") if isinstance(leak, Mapping) else None
+                    if (isinstance(target, list) and len(target) == 5
+                            and all(isinstance(x, (int, float)) and x >= 0 for x in target) and sum(target) > 0):
+                        out["target"] = [float(x) for x in target]
+                        out["target_source"] = str(leak.get("target_source") or path)
+                    return path, out
     return None
 
 
@@ -308,8 +324,12 @@ def build_report(
     n_disagree: int = 10,
     sources: Sequence[str] = (),
     progress: bool = False,
+    leak: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Statistics and diagnostics of a ``results.json`` dict (see module docstring).
+
+    ``leak`` (``{"per_query": {qid: leak}, "target": [5 shares], "target_source": str}``) replaces the leak
+    :func:`find_leak` would find beside the data.
 
     ``dataset`` and ``runs`` (arm name -> Run) enable the diagnostics that need
     text, judgments or rankings (disagreement text, churn, buckets, coverage).
@@ -408,7 +428,10 @@ def build_report(
                     f = dg.failures(runs[a], dataset.qrels, k=k, query_ids=qids, exclude=cov["uncoverable"])
                     diag["failures"][a] = {"count": len(f), "queries": f}
 
-    leak = find_leak(results["dataset"].get("source"), dataset, qids)
+    if leak is None:
+        leak = find_leak(results["dataset"].get("source"), dataset, qids)
+    else:
+        leak = {"source": "given", "values": list(leak.get("per_query", {}).values()), **dict(leak)}
     quality = _truth_quality(results, dataset=dataset, runs=runs, qids=qids, primary=primary, comp=comp, leak=leak,
                              seed=seed, n_resamples=n_resamples, alpha=alpha)
     report = {

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import diagnose as dg
+from ..data.leak_bins import DEFAULT_LEAK_TARGET
 from ..data.model import Dataset, Run
 from ..data.pool import holes
 from ..stats import DEFAULT_RESAMPLES, derive_rng, holm, paired_tests
@@ -83,7 +84,8 @@ def truth_quality(results: Mapping[str, Any], *, dataset: Dataset | None, runs: 
     """The section (see the module docstring); ``arm_order`` puts the best arm first."""
     per_query = {a["name"]: a["per_query"] for a in results["arms"]}
     k = int(results["k"])
-    out: dict[str, Any] = {"k": k, "judged": None, "holes": None, "round_trip": None, "leak_buckets": None}
+    out: dict[str, Any] = {"k": k, "judged": None, "holes": None, "round_trip": None, "leak_buckets": None,
+                           "leak_matched": None}
     if dataset is not None and runs:
         arm_runs = {a: runs[a] for a in arm_order if a in runs}
         out["judged"] = {a: v["mean"] for a, v in dg.judged_at_k(arm_runs, dataset.qrels, k=k,
@@ -96,6 +98,13 @@ def truth_quality(results: Mapping[str, Any], *, dataset: Dataset | None, runs: 
     if isinstance(per_q_leak, Mapping) and per_q_leak and len(arm_order) >= 2:
         out["leak_buckets"] = leak_verdict(per_query, leak=per_q_leak, arms=arm_order, measure=primary,
                                            query_ids=query_ids, seed=seed, n_resamples=n_resamples, alpha=alpha)
+        from .leak_match import leak_matched
+
+        target = (leak or {}).get("target") or DEFAULT_LEAK_TARGET
+        source = (leak or {}).get("target_source") or ("recorded" if (leak or {}).get("target") else "default")
+        out["leak_matched"] = leak_matched(per_query, leak=per_q_leak, arms=arm_order, measure=primary,
+                                           query_ids=query_ids, target=target, target_source=source, seed=seed,
+                                           n_resamples=n_resamples, alpha=alpha)
     if all(out[key] is None for key in ("judged", "round_trip", "leak_buckets")):
         return None
     return out

@@ -8,15 +8,22 @@ decides, on the report's primary measure ``m``:
    significant after Holm correction (``p_holm >= alpha``; the family is every pair of
    arms on ``m``, as in the report's tables). The best arm and these are the
    **candidates**; an arm significantly below the best is never recommended.
-3. **pick**: among the candidates, the cheapest to run. Costs are compared in this order,
-   and a cost decides only when one arm's figure is more than :data:`TOLERANCE` (10 %)
-   above the other's (smaller differences are noise of the timer or the allocator):
+3. **pick**: among the candidates, the cheapest to run. Costs are compared in this order:
    p50 single-query latency (``latency_ms``), machine + API ``$/1k queries``, one-time
    index time (``index_total_s``), model size on disk, peak memory added
-   (``footprint.added_mb``). A figure missing for either arm skips that cost. When no
-   cost decides, the higher mean wins. The pick runs through the candidates in
-   descending mean, replacing the current pick whenever the challenger is cheaper than both
-   the current pick and the best arm.
+   (``footprint.added_mb``). A cost decides only when one arm's figure is more than
+   :data:`TOLERANCE` (10 %) above the other's **and** the difference exceeds the cost's
+   noise floor (:func:`noise_floor`): for latency, twice the standard error of the difference
+   of two medians, each ``se = 1.2533 σ / sqrt(n)`` with ``σ = (p95 - p50) / 1.645`` from the
+   arm's own ``n`` timed queries; for the others the fixed floors of :data:`NOISE_FLOORS`
+   (peak memory added: 16 MB, the granularity of the allocator and of the resident-set reading;
+   index time: 0.1 s; model size: 1 MB; machine cost per 1k queries has the latency's
+   relative noise). A figure missing for either arm skips that cost. The pick runs through
+   the candidates in descending mean, replacing the current pick whenever the challenger is
+   cheaper than both the current pick and the best arm. When no cost decides, the arms are
+   **tied on cost too** and the simplest candidate is named (:func:`simplicity`: fewer arms
+   inside it first, then lexical before dense before fusion before reranking, then the higher
+   mean): one model less to run is the only difference left that is not noise.
 4. **head-room**: the oracle (best arm per query, :func:`bakeoff.diagnose.oracle`) minus
    the best arm's mean -- what a perfect per-query router or fusion could add.
 5. **caveats**: citation-mined labels (every measure is a lower bound); fewer than
@@ -33,6 +40,13 @@ decides, on the report's primary measure ``m``:
    points to it. The pick itself is not changed: a subgroup test is evidence to check
    (real queries, a stronger generator), not a licence to re-decide on a subset.
 
+7. **leak-matched** (synthetic sets with per-query leak, :mod:`bakeoff.report.leak_match`):
+   the decision is taken on the queries weighted to the leak of people's queries (the means,
+   CIs and Holm-corrected tests of that table replace the unweighted ones); the unweighted
+   best is named beside it. When the weighting leaves an effective sample below
+   :data:`~bakeoff.report.leak_match.MIN_ESS` queries, no arm is picked (``pick`` is
+   ``None``): the headline says why and how many queries it would take.
+
 Broken arms (:mod:`bakeoff.runner.guards`: empty rankings for too many queries) are not
 in the report's arms; the verdict lists them apart and never ranks them.
 
@@ -47,11 +61,18 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["JUDGED_LOW", "LEAK_HEAVY", "LEAK_HEAVY_SHARE", "TOLERANCE", "build_verdict", "costs_of", "fmt_p",
-           "leak_check"]
+__all__ = ["JUDGED_LOW", "LEAK_HEAVY", "LEAK_HEAVY_SHARE", "NOISE_FLOORS", "TOLERANCE", "build_verdict", "costs_of",
+           "fmt_p", "leak_check", "noise_floor", "simplicity"]
 
 #: A cost decides between two arms only when one figure exceeds the other by more than this share.
 TOLERANCE = 0.10
+#: Fixed noise floors of the costs that are not timed per query (see :func:`noise_floor`): peak memory added (MB),
+#: one-time index time (s), model size on disk (MB).
+NOISE_FLOORS: dict[str, float] = {"memory_mb": 16.0, "index_s": 0.1, "model_mb": 1.0}
+#: Order of simplicity of arm types (:func:`simplicity`): lexical, then dense, then fusion, then reranking, then the
+#: rest (external services, plugins).
+_TYPE_ORDER: dict[str, int] = {"tfidf": 0, "bm25": 0, "dense": 1, "ann": 1, "rrf": 2, "fuse": 2, "convex": 2,
+                               "rerank": 3}
 #: A query is leak-heavy when its leak (share of rare words copied from the source) is at least this.
 LEAK_HEAVY = 0.5
 #: The leak caveat applies when more than this share of the queries is leak-heavy.
@@ -87,13 +108,42 @@ def costs_of(arm: Mapping[str, Any]) -> dict[str, float | None]:
     timing = arm.get("timing") or {}
     fp = arm.get("footprint") or {}
     model = _num(fp.get("model_bytes"))
+    lat = timing.get("latency") or {}
+    p50, p95, n = _num(lat.get("p50_ms")), _num(lat.get("p95_ms")), _num(lat.get("n"))
+    se = None
+    if p50 is not None and p95 is not None and n and n > 0 and _num(arm.get("latency_ms")) == p50:
+        se = 1.2533 * max(p95 - p50, 0.0) / 1.645 / math.sqrt(n)
     return {
         "latency_ms": _num(arm.get("latency_ms")),
         "usd_per_1k": _num((arm.get("cost") or {}).get("usd_per_1k_queries")),
         "index_s": _num(timing.get("index_total_s", timing.get("index_s"))),
         "model_mb": None if model is None else model / float(1 << 20),
         "memory_mb": _num(fp.get("added_mb")),
+        "latency_se_ms": se,
     }
+
+
+def noise_floor(key: str, a: Mapping[str, float | None], b: Mapping[str, float | None]) -> float:
+    """The smallest difference of cost ``key`` between arms ``a`` and ``b`` (:func:`costs_of` dicts) that is
+    not measurement noise (module docstring, rule 3): for latency ``2 sqrt(se_a² + se_b²)`` (0 when a
+    standard error is unknown); for ``$/1k queries`` the latency floor's share of the larger latency, times the
+    larger cost (machine cost is time times a rate); else :data:`NOISE_FLOORS`."""
+    se_a, se_b = a.get("latency_se_ms"), b.get("latency_se_ms")
+    lat_floor = 2.0 * math.sqrt(se_a ** 2 + se_b ** 2) if se_a is not None and se_b is not None else 0.0
+    if key == "latency_ms":
+        return lat_floor
+    if key == "usd_per_1k":
+        la, lb, ca, cb = a.get("latency_ms"), b.get("latency_ms"), a.get(key), b.get(key)
+        if lat_floor and la and lb and ca is not None and cb is not None:
+            return lat_floor / max(la, lb) * max(ca, cb)
+        return 0.0
+    return NOISE_FLOORS.get(key, 0.0)
+
+
+def simplicity(arm: Mapping[str, Any]) -> tuple[int, int]:
+    """Sort key of an arm row (simplest first): how many arms it runs (itself and its inputs), then its type's
+    rank (lexical 0, dense 1, fusion 2, reranking 3, anything else 4)."""
+    return 1 + len(arm.get("children") or ()), _TYPE_ORDER.get(str(arm.get("type") or ""), 4)
 
 
 def _ratio(a: float, b: float) -> float:
@@ -108,7 +158,7 @@ def _decider(a: Mapping[str, float | None], b: Mapping[str, float | None]) -> tu
     ``None`` when ``b`` is cheaper first or no cost decides."""
     for key, *_ in _COSTS:
         x, y = a.get(key), b.get(key)
-        if x is None or y is None:
+        if x is None or y is None or abs(x - y) <= noise_floor(key, a, b):
             continue
         if _ratio(x, y) > 1.0 + TOLERANCE:
             return key, _ratio(x, y)
@@ -258,13 +308,19 @@ def build_verdict(report: Mapping[str, Any]) -> dict[str, Any]:
     """
     m = report["primary"]
     alpha = float(report["stats"]["alpha"])
+    matched = ((report.get("truth_quality") or {}).get("leak_matched")) or None
+    if matched is not None and matched.get("measure") == m and len(report["arms"]) >= 2:
+        unweighted = {a["name"]: float(a["metrics"][m]["mean"]) for a in report["arms"]}
+        report = leak_matched_view(report, matched)
+    else:
+        matched, unweighted = None, {}
     arms = list(report["arms"])
     broken = [{"name": b["name"], **{key: (b.get("empty") or {}).get(key) for key in ("queries", "n", "share",
                                                                                       "max_share")}}
               for b in report.get("broken_arms") or []]
     out: dict[str, Any] = {"measure": m, "alpha": alpha, "best": None, "pick": None, "candidates": [], "tied": [],
                            "below": [], "reason": None, "oracle": None, "costs": {}, "broken": broken,
-                           "caveats": [], "leak_check": [], "headline": "", "lines": []}
+                           "caveats": [], "leak_check": [], "headline": "", "lines": [], "leak_matched": None}
     broken_lines = [f"Broken, left out of the ranking and the tests: {b['name']} (empty ranking for {b['queries']} "
                     f"of {b['n']} queries, {b['share']:.0%} > {b['max_share']:.0%})." for b in broken]
     if not arms:
@@ -291,8 +347,17 @@ def build_verdict(report: Mapping[str, Any]) -> dict[str, Any]:
             pick = c
     if pick != best:
         reason = _decider(costs[pick], costs[best])
+    simple = None
+    if pick == best and len(candidates) > 1:  # tied on quality; a cost that is not noise decides, else simplicity
+        row_of = {a["name"]: a for a in arms}
+        level = [c for c in candidates
+                 if c == best or (_decider(costs[c], costs[best]) is None and _decider(costs[best], costs[c]) is None)]
+        simplest = min(level, key=lambda c: (*simplicity(row_of[c]), -mean[c]))
+        if simplest != best and simplicity(row_of[simplest]) < simplicity(row_of[best]):
+            pick, simple = simplest, simplest
     out["pick"] = pick
-    out["reason"] = None if reason is None else {"cost": reason[0], "ratio": reason[1]}
+    out["reason"] = ({"cost": reason[0], "ratio": reason[1]} if reason is not None
+                     else {"cost": "simplicity", "ratio": None} if simple is not None else None)
 
     lo, hi = ci[best]
     best_txt = f"{best} has the highest mean {m} ({mean[best]:.4f}" + (
@@ -316,9 +381,20 @@ def build_verdict(report: Mapping[str, Any]) -> dict[str, Any]:
                        f"{_cost_name(key)} {_fmt_cost(key, costs[best][key])} vs "
                        f"{_fmt_cost(key, costs[first][key])} {_unit(key)})")
             else:
-                why = "none of them is cheaper to run by more than 10%, so the higher mean decides"
+                why = ("no cost tells them apart beyond its measurement noise (more than 10% and above its noise "
+                       "floor), and none is simpler, so the higher mean decides")
         head = (f"{best_txt}; {tied_txt} {'is' if len(out['tied']) == 1 else 'are'} statistically tied with it "
                 f"(no significant difference after Holm); {why} → deploy {best}.")
+    elif simple is not None:
+        p = next(t for t in out["tied"] if t["name"] == pick)
+        others = [t for t in out["tied"] if t["name"] != pick]
+        head = (f"{best} and {pick} are statistically tied on {m} (Holm {fmt_p(p['p_holm'])}; {best} "
+                f"{mean[best]:.4f} vs {pick} {mean[pick]:.4f}) and on cost (no difference beyond its measurement "
+                f"noise), so the simpler arm is named (fewer arms inside it; lexical before dense before fusion "
+                f"before reranking) → deploy {pick}.")
+        if others:
+            head += (" Also tied with the best: " + _names([f"{t['name']} (Holm {fmt_p(t['p_holm'])})" for t in others])
+                     + ".")
     else:
         p = next(t for t in out["tied"] if t["name"] == pick)
         others = [t for t in out["tied"] if t["name"] != pick]
@@ -336,7 +412,12 @@ def build_verdict(report: Mapping[str, Any]) -> dict[str, Any]:
     out["leak_check"] = checks
     if checks:
         head = head.replace(f"→ deploy {pick}.", f"→ deploy {pick}, but the leak check below disagrees.", 1)
-    lines = [head, *_leak_lines(checks, m, pick)]
+    matched_lines: list[str] = []
+    if matched is not None:
+        out["leak_matched"] = {key: matched.get(key) for key in ("target", "target_source", "n", "ess", "uncovered",
+                                                                 "queries_needed", "min_ess")}
+        head, matched_lines = _matched_lines(head, matched, unweighted, m=m, best=best, out=out)
+    lines = [head, *matched_lines, *_leak_lines(checks, m, pick)]
     if out["below"] and len(arms) > 1:
         fastest = min((a for a in mean if costs[a]["latency_ms"] is not None),
                       key=lambda a: costs[a]["latency_ms"], default=None)  # type: ignore[arg-type,return-value]
@@ -357,6 +438,62 @@ def build_verdict(report: Mapping[str, Any]) -> dict[str, Any]:
     out["headline"] = head
     out["lines"] = lines
     return out
+
+
+def leak_matched_view(report: Mapping[str, Any], matched: Mapping[str, Any]) -> dict[str, Any]:
+    """``report`` with the primary measure's means, CIs and pairwise tests replaced by those of the
+    leak-matched table (:func:`bakeoff.report.leak_match.leak_matched`); other measures as they were."""
+    m = matched["measure"]
+    arms = []
+    for a in report["arms"]:
+        row = matched["arms"].get(a["name"])
+        if row is None:
+            arms.append(a)
+            continue
+        metrics = {**a["metrics"], m: {"mean": row["mean"], "ci_low": row["ci_low"], "ci_high": row["ci_high"]}}
+        arms.append({**a, "metrics": metrics})
+    pairs = [p for p in report["stats"]["pairs"] if p["measure"] != m]
+    pairs += [{"measure": m, "a": p["a"], "b": p["b"], "diff": p["diff"], "p_perm": p["p"],
+               "p_perm_holm": p["p_holm"], "significant": p["significant"]} for p in matched["pairs"]]
+    return {**report, "arms": arms, "stats": {**report["stats"], "pairs": pairs}}
+
+
+def _matched_lines(head: str, matched: Mapping[str, Any], unweighted: Mapping[str, float], *, m: str, best: str,
+                   out: dict[str, Any]) -> tuple[str, list[str]]:
+    """The headline and lines of a leak-matched decision (rule 7); clears the pick when the effective sample is
+    too small to name one."""
+    from .leak_match import MIN_ESS
+
+    n, ess = int(matched["n"]), float(matched["ess"])
+    src = matched.get("target_source") or "default"
+    target = ", ".join(f"{x:.0%}" for x in matched["target"])
+    where = f"weighted to the leak of people's queries (target {src}: {target} in the five leak bins)"
+    ub = max(unweighted, key=lambda a: unweighted[a]) if unweighted else None
+    need = matched.get("queries_needed")
+    lines = []
+    uncovered = float(matched.get("uncovered") or 0.0)
+    if uncovered > 0:
+        lines.append(f"Leak match: {uncovered:.0%} of the target lies in leak bins that hold no query; the weights "
+                     "spread it over the other bins, so the table says nothing about queries of that leak.")
+    if ess < MIN_ESS:
+        out["pick"] = None
+        out["reason"] = {"cost": "leak-matched sample too small", "ratio": None}
+        runner = matched.get("runner_up")
+        more = (f" About {need} queries at this leak mix would separate {matched['best']} from {runner} on {m} "
+                "(fewer from a generator that copies less)." if need and runner else "")
+        head = (f"No pick: {where}, these {n} synthetic queries count as {ess:.0f} (effective sample size, below "
+                f"{MIN_ESS:.0f}): the generator's queries copy their documents' words far more than people's do. "
+                f"Unweighted, {ub} has the highest mean {m} ({unweighted.get(ub, float('nan')):.4f}), which may come "
+                f"from the copied words.{more}")
+        return head, lines
+    head = f"On the {n} queries {where}, effective sample size {ess:.0f}: {head}"
+    if ub is not None and ub != best:
+        lines.append(f"Unweighted, {ub} has the highest mean {m} ({unweighted[ub]:.4f} vs {best} "
+                     f"{unweighted.get(best, float('nan')):.4f}): the difference comes from how much the queries copy.")
+    if out.get("tied") and need:
+        lines.append(f"About {need} queries at this leak mix would give an 80% chance to separate {best} from "
+                     f"{matched.get('runner_up')} on {m}.")
+    return head, lines
 
 
 def _label(key: str) -> str:
