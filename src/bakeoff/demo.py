@@ -230,6 +230,13 @@ def run_demo(*, out: Path, corpus: Path | None = None, llm: str = "local", field
         echo("no query was kept, so there is nothing to evaluate; see the rejections in "
              f"{out / 'truth' / 'provenance.json'} and try a stronger --llm or more documents (-n)")
         return report
+    health = prov.get("health") or {}
+    report.truth["health"] = health
+    if health.get("line"):
+        echo(health["line"])
+        echo(f"not evaluating the arms on this truth; it is in {out / 'truth'} (bakeoff run --beir {out / 'truth'} "
+             "evaluates it anyway)")
+        return report
 
     t0 = time.perf_counter()
     dataset = Dataset(name="python-stdlib-demo" if corpus is None else Path(str(corpus)).name or "corpus",

@@ -22,7 +22,8 @@ def calibrate(
     measure: Annotated[Optional[list[str]], typer.Option("--measure", callback=measure_names, help="Measure compared (repeatable; the first decides the verdict).")] = None,
     gen_seed: Annotated[int, typer.Option("--gen-seed", help="Seed of the document sample and of generation.")] = 0,
     leak_mode: Annotated[str, typer.Option(help="target, cut or record (as bakeoff generate).")] = "target",
-    leak_target: Annotated[str, typer.Option(help="--leak-mode target: uniform, five shares or a judged folder.")] = "uniform",
+    leak_target: Annotated[str, typer.Option(help="Leak the verdict weights queries to: default, uniform, five shares or a judged folder.")] = "default",
+    queries_like: Annotated[Optional[Path], typer.Option(help="Real queries of this collection (text or JSONL, no judgments): style examples and the leak target.")] = None,
     leak_threshold: Annotated[float, typer.Option(help="--leak-mode cut: reject queries whose leak is above this.")] = 0.35,
     regenerations: Annotated[int, typer.Option(help="Regenerations of a rejected query.")] = 3,
     candidates: Annotated[int, typer.Option(min=1, help="Queries per document and round (best of n).")] = 1,
@@ -57,6 +58,7 @@ def calibrate(
     from ..truth.answerability import AnswerabilityOptions
     from ..truth.prompts import PromptControl, read_examples
     from ..truth.reference_rank import ReferenceRankOptions
+    from ..truth.queries_like import read_queries_like
     from ..truth.synthetic import DescribeOptions, leak_target_shares
 
     prompt = PromptControl(style=style, lang=prompt_lang, persona=persona, instruction=instruction,  # type: ignore[arg-type]
@@ -65,7 +67,8 @@ def calibrate(
     opts = DescribeOptions(
         n=n, seed=gen_seed, leak_threshold=leak_threshold, max_regenerations=regenerations, lang=prompt_lang,
         min_doc_chars=min_doc_chars, candidates=candidates, leak_mode=leak_mode,
-        leak_target=leak_target_shares(leak_target, lang=prompt_lang), bootstrap=bootstrap, prompt=prompt,
+        leak_target=leak_target_shares(leak_target, lang=prompt_lang), leak_target_source=leak_target,
+            queries_like=read_queries_like(queries_like) if queries_like else None, bootstrap=bootstrap, prompt=prompt,
         answerability=None if answerability == "off" else AnswerabilityOptions(
             reference=ReferenceRankOptions(references=answerability_references, alpha=answerability_alpha,
                                            seed=gen_seed)), **extra)

@@ -18,7 +18,8 @@ def generate(
     n: Annotated[int, typer.Option("-n", help="Number of queries wanted.")] = 200,
     seed: Annotated[int, typer.Option(help="Seed of sampling, clustering and generation.")] = 0,
     leak_mode: Annotated[str, typer.Option(help="describe: leak control, target, cut or record.")] = "target",
-    leak_target: Annotated[str, typer.Option(help="--leak-mode target: uniform, 'a,b,c,d,e' or a judged folder.")] = "uniform",
+    leak_target: Annotated[str, typer.Option(help="Leak the verdict weights queries to: default, uniform, 'a,b,c,d,e' or a judged folder.")] = "default",
+    queries_like: Annotated[Optional[Path], typer.Option(help="describe: real queries of this collection (text or JSONL, no judgments): style examples and the leak target.")] = None,
     leak_threshold: Annotated[float, typer.Option(help="Reject queries whose leak is above this (--leak-mode cut, clusters).")] = 0.35,
     regenerations: Annotated[int, typer.Option(help="describe: regenerations of a rejected query.")] = 3,
     candidates: Annotated[int, typer.Option(min=1, help="describe: queries per document and round (best of n).")] = 1,
@@ -74,6 +75,7 @@ def generate(
     from ..truth.reference_rank import ReferenceRankOptions
     from ..truth.repair import GradeMap
     from ..truth.specificity import DEFAULT_THRESHOLD, SpecificityOptions
+    from ..truth.queries_like import read_queries_like
     from ..truth.synthetic import ClusterOptions, DescribeOptions, leak_target_shares
 
     if mode not in ("describe", "clusters"):
@@ -91,7 +93,8 @@ def generate(
         opts: DescribeOptions | ClusterOptions = DescribeOptions(
             n=n, seed=seed, leak_threshold=leak_threshold, max_regenerations=regenerations, stratify_by=stratify_by,
             lang=lang, test_fraction=test_fraction, min_doc_chars=min_doc_chars, candidates=candidates,
-            leak_mode=leak_mode, leak_target=leak_target_shares(leak_target, lang=lang), bootstrap=bootstrap, **doc_chars)
+            leak_mode=leak_mode, leak_target=leak_target_shares(leak_target, lang=lang), leak_target_source=leak_target,
+            queries_like=read_queries_like(queries_like) if queries_like else None, bootstrap=bootstrap, **doc_chars)
     else:
         try:
             gm = GradeMap.parse(grades)
@@ -131,6 +134,8 @@ def generate(
                        "steer; --leak-mode record skips the quota)")
         typer.echo("rejected generations: " + ", ".join(f"{k} {v}" for k, v in prov["rejections"].items())
                    + f"; documents too short to sample: {prov['documents']['too_short']}")
+        if (prov.get("health") or {}).get("line"):
+            typer.echo(prov["health"]["line"])
     if mode != "describe":
         rep = ", ".join(f"{k} {v}" for k, v in prov["repairs"].items() if v)
         typer.echo(f"kept {prov['counts']['kept']} questions from {prov['counts'].get('clusters', 0)} clusters; "

@@ -152,7 +152,9 @@ def generate_truth(
     ``answerability`` names the scorer of the answerability filter (``use``: the multilingual USE bi-encoder;
     ``cross-encoder:<model>``; ``off``/``None``: no filter, see
     :func:`bakeoff.truth.answerability.open_answerability`); its options are ``options.answerability``.
-    Batch files turn describe mode's bootstrapped examples off (a batch holds requests known in
+    With ``options.queries_like`` and the default leak target, the target is estimated from those queries
+    (:func:`~bakeoff.truth.queries_like.estimated_leak_shares`). Batch files turn describe mode's bootstrapped
+    examples off (a batch holds requests known in
     advance). Refused (:class:`~bakeoff.errors.ConfigError`): ``n < 1``, a test fraction outside [0, 1],
     batch files without a cache or with the local LLM.
     """
@@ -172,6 +174,11 @@ def generate_truth(
     if not isinstance(corpus, Corpus):
         source = source or str(corpus)
         corpus = open_corpus(corpus, fields=fields)
+    if isinstance(options, DescribeOptions) and options.queries_like and options.leak_target_source == "default":
+        from .queries_like import estimated_leak_shares
+
+        options = replace(options, leak_target=estimated_leak_shares(options.queries_like, corpus, lang=options.lang),
+                          leak_target_source="--queries-like (each query's leak against its top USE document)")
     ingested = None
     answerer = None
     if options.answerability is not None and batch_out is None:

@@ -115,6 +115,9 @@ class PromptControl:
     instruction: str | None = None
     preset: str | None = None
     examples: tuple[tuple[str, str], ...] | None = None
+    #: Real queries of the collection shown as style only (``--queries-like``; drawn per request by
+    #: :mod:`bakeoff.truth.queries_like`), for other documents: their form and length, not their content.
+    style_queries: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         from ..errors import ConfigError
@@ -146,10 +149,22 @@ class PromptControl:
         if self.persona:
             text += (f" The searcher is {self.persona}." if self.lang == "en" else f" Quien busca es {self.persona}.")
         extra = self.extra()
-        return f"{text} {extra}" if extra else text
+        text = f"{text} {extra}" if extra else text
+        if self.style_queries:
+            text += "\n" + _style_block(self.style_queries, self.lang)
+        return text
 
     def shots(self) -> tuple[tuple[str, str], ...]:
         return tuple((d, q) for d, q in self.examples or ())
+
+
+def _style_block(queries: Sequence[str], lang: str) -> str:
+    shown = "\n".join(f"- {q[:300]}" for q in queries)
+    if lang == "es":
+        return ("Así buscan las personas en esta colección (búsquedas de OTROS documentos: imita su forma y su "
+                f"longitud, no su tema):\n{shown}")
+    return ("This is how people search this collection (queries for OTHER documents: match their form and length, "
+            f"not their topic):\n{shown}")
 
 
 def shot_queries(control: PromptControl | None = None) -> frozenset[str]:

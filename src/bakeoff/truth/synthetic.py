@@ -45,12 +45,15 @@ from typing import Any
 import numpy as np
 
 from .._io import atomic_write_json, staged_as
+from ..data.leak_bins import DEFAULT_LEAK_TARGET, LEAK_BINS, leak_bin, leak_bin_counts
 from ..data.model import Corpus, Qrels, Queries
 from ..data.writers import write_beir
 from .answerability import AnswerabilityOptions, AnswerabilityScorer, answerability_ranks, answerability_scores
 from .answerability import keep_mask as answer_keep_mask
 from .answerability import score_stats as answer_stats
 from .drift import MAX_BORROWED, borrowed_words, foreign_scripts
+from .health import looks_like_title, truth_health
+from .queries_like import draw_style
 from .leak import copied_run, leak, leak_histogram, leak_stats, title_copy
 from .llm import ChatRequest, LLMClient
 from .prompts import (
@@ -88,26 +91,11 @@ def _doc_text(corpus: Corpus, row: int, max_chars: int) -> str:
 #: ``--leak-mode``: ``target`` matches the kept queries' leak to a target distribution; ``cut`` rejects
 #: (and regenerates) queries above ``leak_threshold``; ``record`` only measures.
 LEAK_MODES: tuple[str, ...] = ("target", "cut", "record")
-#: Upper edges of the leak bins of the target distribution: [0, .2), [.2, .4), [.4, .6), [.6, .8), [.8, 1].
-LEAK_BINS: tuple[float, ...] = (0.2, 0.4, 0.6, 0.8)
 #: The leak quota is waived after a round once at least ``STEER_MIN_TRIES`` steered regenerations were
 #: judged and fewer than ``STEER_MIN_SUCCESS`` of them reached a bin with room: a model that does not follow
 #: the steer would spend every later round on regenerations that land in the same full bins.
 STEER_MIN_TRIES = 20
 STEER_MIN_SUCCESS = 0.1
-
-
-def leak_bin(value: float) -> int:
-    """The bin (0-4) of a leak value: the number of :data:`LEAK_BINS` edges at or below it."""
-    return sum(value >= edge for edge in LEAK_BINS)
-
-
-def leak_bin_counts(values: list[float]) -> list[int]:
-    """How many of ``values`` fall in each leak bin (:func:`leak_bin`)."""
-    counts = [0] * (len(LEAK_BINS) + 1)
-    for v in values:
-        counts[leak_bin(v)] += 1
-    return counts
 
 
 def leak_quota(n: int, target: tuple[float, ...], slack: float) -> list[int]:
@@ -117,12 +105,15 @@ def leak_quota(n: int, target: tuple[float, ...], slack: float) -> list[int]:
 
 
 def leak_target_shares(spec: str, *, lang: str = "en") -> tuple[float, ...]:
-    """The leak target of ``--leak-target``: ``uniform``; five comma-separated shares (one per bin of
+    """The leak target of ``--leak-target``: ``default`` (:data:`~bakeoff.data.leak_bins.DEFAULT_LEAK_TARGET`, the
+    mean of judged collections' human queries); ``uniform``; five comma-separated shares (one per bin of
     :data:`LEAK_BINS`); or a judged dataset (a BEIR folder or anything ``--dataset`` takes) whose
     real (query, relevant documents) pairs give the shares (:func:`leak_report`'s rule)."""
     from ..errors import ConfigError
 
     spec = spec.strip()
+    if spec == "default":
+        return DEFAULT_LEAK_TARGET
     if spec == "uniform":
         return (0.2,) * (len(LEAK_BINS) + 1)
     parts = spec.split(",")
@@ -132,7 +123,7 @@ def leak_target_shares(spec: str, *, lang: str = "en") -> tuple[float, ...]:
         except ValueError:
             raise ConfigError(f"--leak-target: {spec!r} is not {len(LEAK_BINS) + 1} numbers") from None
     if not Path(spec).exists():
-        raise ConfigError(f"--leak-target must be uniform, {len(LEAK_BINS) + 1} comma-separated shares or a judged "
+        raise ConfigError(f"--leak-target must be default, uniform, {len(LEAK_BINS) + 1} comma-separated shares or a judged "
                           f"dataset folder, got {spec!r}")
     from ..data.datasets import open_dataset
 
@@ -183,7 +174,9 @@ class DescribeOptions:
     answerability: AnswerabilityOptions | None = field(default_factory=AnswerabilityOptions)
     prompt: PromptControl = field(default_factory=PromptControl)
     leak_mode: str = "target"
-    leak_target: tuple[float, ...] = (0.2, 0.2, 0.2, 0.2, 0.2)
+    leak_target: tuple[float, ...] = DEFAULT_LEAK_TARGET
+    #: Where ``leak_target`` came from (recorded; the report names it beside the leak-matched verdict).
+    leak_target_source: str = "default"
     leak_slack: float = 1.25
     bootstrap: int = 3
     bootstrap_pilot: int = 16
@@ -197,6 +190,10 @@ class DescribeOptions:
     #: Reject a query holding a run of at least this many consecutive words of its document (title and
     #: text; :func:`bakeoff.truth.leak.copied_run`: a pasted sentence, not a query); ``None``: off.
     max_copied_run: int | None = 10
+    #: Real queries of the collection (``--queries-like``): each request shows
+    #: :data:`~bakeoff.truth.queries_like.STYLE_SHOTS` of them as style (:mod:`bakeoff.truth.queries_like`);
+    #: a query borrowing their content words is rejected (``borrowed_example``).
+    queries_like: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         from ..errors import ConfigError
@@ -313,7 +310,15 @@ def describe_requests(corpus: Corpus, client: LLMClient, options: DescribeOption
     rows = sample_rows(corpus, options.n, rng=np.random.default_rng(options.seed), stratify_by=options.stratify_by,
                        eligible=eligible_rows(corpus, min_chars=options.min_doc_chars))
     n_c = options.candidates
-    return [describe_request(corpus, int(r), client, options, attempt=attempt * n_c + j)
+
+    def control(r: int, number: int) -> PromptControl | None:
+        if not options.queries_like:
+            return None
+        return replace(options.prompt, style_queries=draw_style(options.queries_like, seed=options.seed, row=r,
+                                                                 number=number))
+
+    return [describe_request(corpus, int(r), client, options, attempt=attempt * n_c + j,
+                             control=control(int(r), attempt * n_c + j))
             for r in rows for j in range(n_c)]
 
 
@@ -396,10 +401,12 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
             with ``default_rng([seed, r, number])`` and shown in pool order (a small model copies the
             examples it sees; a different draw per request keeps one example from being copied everywhere)."""
             ctl = control
+            if o.queries_like:
+                ctl = replace(ctl, style_queries=draw_style(o.queries_like, seed=o.seed, row=r, number=number))
             if pool:
                 pick = np.random.default_rng([o.seed, r, number]).choice(len(pool), size=min(o.bootstrap, len(pool)),
                                                                          replace=False)
-                ctl = replace(o.prompt, examples=tuple(pool[i] for i in sorted(int(x) for x in pick)))
+                ctl = replace(ctl, examples=tuple(pool[i] for i in sorted(int(x) for x in pick)))
             if r in steer:
                 extra = STEER[ctl.lang][steer[r]]
                 ctl = replace(ctl, instruction=f"{ctl.instruction} {extra}" if ctl.instruction else extra)
@@ -413,7 +420,7 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
         gens = client.generate_many(reqs, progress=progress, desc=desc)
         waiting: set[int] = set()
         candidates: list[tuple[int, str, float]] = []
-        for r, g in zip([r for r in batch for _ in range(n_c)], gens, strict=True):
+        for (r, number), g in zip([(r, attempt * n_c + j) for r in batch for j in range(n_c)], gens, strict=True):
             if g.pending:
                 counts["pending"] += 1
                 waiting.add(r)
@@ -440,7 +447,9 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
                 counts["foreign_script"] += 1
                 note(r, attempt, q, "foreign_script")
                 continue
-            borrowed = borrowed_words(q, source, examples, lang=o.lang)
+            shown = examples | frozenset(draw_style(o.queries_like, seed=o.seed, row=r, number=number)
+                                         if o.queries_like else ())
+            borrowed = borrowed_words(q, source, shown, lang=o.lang)
             if len(borrowed) > MAX_BORROWED:
                 counts["borrowed_example"] += 1
                 note(r, attempt, q, "borrowed_example", borrowed=borrowed)
@@ -546,7 +555,7 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
                 and steer_tries[0] < STEER_MIN_SUCCESS * steer_tries[1]):
             waived_after = attempt  # the model does not follow the steer: later rounds keep what passes
         if pilot and attempt == 0 and o.bootstrap > 0:
-            best_kept = sorted((r for r in batch if r in accepted),
+            best_kept = sorted((r for r in batch if r in accepted and not looks_like_title(accepted[r][0], corpus.titles[r])),
                                key=lambda r: (accepted[r][5] or 0, -(accepted[r][4] or 0.0), r))[: o.bootstrap_pool]
             if best_kept:
                 pool = tuple((_doc_text(corpus, r, o.example_doc_chars), accepted[r][0]) for r in best_kept)
@@ -607,7 +616,7 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
                  "rejection_rate": (counts["rejected"] + counts["leak_quota"]) / scored if scored else 0.0,
                  "mode": o.leak_mode, "threshold": leak_thr, "lang": o.lang,
                  "bins": [0.0, *LEAK_BINS, 1.0], "kept_by_bin": kept_by_bin,
-                 "target": list(o.leak_target) if quota is not None else None, "quota": quota,
+                 "target": list(o.leak_target), "target_source": o.leak_target_source, "quota": quota,
                  "steered": {"reached_room": steer_tries[0], "judged": steer_tries[1]} if quota is not None else None,
                  "quota_waived_after_round": waived_after},
         "counts": {"sampled": len(rows), "kept": len(qids), **dict(counts)},
@@ -625,6 +634,9 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
         "generations": audit,
         "usage": client.usage.as_dict(),
     }
+    prov["health"] = truth_health(sampled=len(rows), kept=len(qids), rejections=prov["rejections"], queries=texts,
+                                  titles=[corpus.titles[corpus.position[m["source_doc"]]] for m in metas],
+                                  style=o.prompt.style)
     if spec is not None:
         kept_spec = [accepted[r][3] for r in accepted if accepted[r][3] is not None]
         prov["specificity"] = {"scorer": scorer.identity(), "options": asdict(spec),  # type: ignore[union-attr]
