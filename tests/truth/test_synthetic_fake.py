@@ -29,9 +29,10 @@ DOCS = {
 }
 
 
-#: The old rule these tests pin down: leak cut at 0.35 (regenerated), zero-shot throughout (no pilot round).
-CUT = {"leak_mode": "cut", "bootstrap": 0}
-CUT_ARGS = ("--leak-mode", "cut", "--bootstrap", "0")
+#: The old rule these tests pin down: leak cut at 0.35 (regenerated), zero-shot throughout (no pilot round), no
+#: plain-words rewrite.
+CUT = {"leak_mode": "cut", "bootstrap": 0, "plain_share": 0.0}
+CUT_ARGS = ("--leak-mode", "cut", "--bootstrap", "0", "--plain-share", "0")
 
 
 def _corpus() -> Corpus:
@@ -267,3 +268,45 @@ def test_describe_stratified_sample_reports_the_mix() -> None:
     assert {g: m["sampled"] for g, m in mix.items()} == {"x": 3, "y": 1}       # 4 * 6/8 = 3, 4 * 2/8 = 1
     assert mix["x"]["corpus_share"] == 0.75 and mix["y"]["sampled_share"] == 0.25
     assert truth.provenance["kept_mix"]["x"]["sampled"] == 3
+
+
+def test_plain_words_rewrite_sees_only_the_query_and_follows_the_plan() -> None:
+    """Documents drawn for the plain-words path (``default_rng([seed, row, 17]).random() < share``) keep the
+    rewrite of their query; the rewrite request carries the query and never the document; provenance pairs both."""
+    from bakeoff.truth.synthetic import plain_plan
+
+    rewrites = {"glycolysis pyruvate please": "how do cells get energy from sugar",
+                "how do leaves turn light into food": "how do plants make food from sunshine",
+                "why does the ground shake": "what makes the earth move under us"}
+    seen: list[list[dict]] = []
+
+    def reply(body: dict, i: int) -> Reply:
+        msgs = body["messages"]
+        if msgs[0]["content"].startswith("Rewrite this search query"):
+            seen.append(msgs)
+            return Reply(200, json.dumps({"query": rewrites[msgs[-1]["content"]]}))
+        text = msgs[-1]["content"]
+        q = ("glycolysis pyruvate please" if "Glycolysis" in text else "how do leaves turn light into food"
+             if "Photosynthesis" in text else "why does the ground shake")
+        return Reply(200, json.dumps({"query": q}))
+
+    opts = DescribeOptions(n=3, seed=4, plain_share=0.5, answerability=None)
+    plan = plain_plan([0, 1, 2], opts)
+    assert plan == {r for r in range(3) if np.random.default_rng([4, r, 17]).random() < 0.5}
+    assert 0 < len(plan) < 3  # this seed plans some documents, not all: both paths are exercised
+    with FakeOpenAI(reply) as srv:
+        client = LLMClient(LLMConfig(base_url=srv.base_url, model="fake"))
+        truth = describe_truth(_corpus(), client, options=opts, progress=False)
+    ids = list(DOCS)
+    by_doc = {m["source_doc"]: t for t, m in zip(truth.queries.texts, truth.queries.metadata)}
+    written = {"a": "glycolysis pyruvate please", "b": "how do leaves turn light into food",
+               "c": "why does the ground shake"}
+    for r, d in enumerate(ids):
+        assert by_doc[d] == (rewrites[written[d]] if r in plan else written[d])
+    assert len(seen) == len(plan)
+    for msgs in seen:  # the rewrite request holds the query only
+        assert all(DOCS[d] not in m["content"] for m in msgs for d in DOCS)
+    pw = truth.provenance["plain_words"]
+    assert pw["share"] == 0.5 and pw["documents"] == len(plan) and pw["rewrites"] == len(plan)
+    assert {(p["doc"], p["written"], p["plain"]) for p in pw["pairs"]} == {
+        (ids[r], written[ids[r]], rewrites[written[ids[r]]]) for r in plan}

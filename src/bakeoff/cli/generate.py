@@ -17,12 +17,13 @@ def generate(
     llm: Annotated[str, typer.Option(help="local[:NAME|PATH.gguf], openai:<model>, ollama:<model> or URL|<model>.")] = "local",
     n: Annotated[int, typer.Option("-n", help="Number of queries wanted.")] = 200,
     seed: Annotated[int, typer.Option(help="Seed of sampling, clustering and generation.")] = 0,
-    leak_mode: Annotated[str, typer.Option(help="describe: leak control, target, cut or record.")] = "target",
+    leak_mode: Annotated[str, typer.Option(help="describe: record (the verdict weights by leak), target (a quota) or cut.")] = "record",
     leak_target: Annotated[str, typer.Option(help="Leak the verdict weights queries to: default, uniform, 'a,b,c,d,e' or a judged folder.")] = "default",
     queries_like: Annotated[Optional[Path], typer.Option(help="describe: real queries of this collection (text or JSONL, no judgments): style examples and the leak target.")] = None,
     leak_threshold: Annotated[float, typer.Option(help="Reject queries whose leak is above this (--leak-mode cut, clusters).")] = 0.35,
     regenerations: Annotated[int, typer.Option(help="describe: regenerations of a rejected query.")] = 3,
     candidates: Annotated[int, typer.Option(min=1, help="describe: queries per document and round (best of n).")] = 1,
+    plain_share: Annotated[Optional[float], typer.Option(min=0.0, max=1.0, help="describe: share of documents whose query is restated in plain words (default: the leak target's share below 0.4).")] = None,
     stratify_by: Annotated[Optional[str], typer.Option(help="describe: metadata field to stratify sampling by.")] = None,
     lang: Annotated[str, typer.Option(help="Common-word list of the leak metric: en or es.")] = "en",
     max_doc_chars: Annotated[Optional[int], typer.Option(help="Characters of each document shown to the model.")] = None,
@@ -46,7 +47,7 @@ def generate(
     instruction: Annotated[Optional[str], typer.Option(help="Extra instruction added to the prompt.")] = None,
     preset: Annotated[Optional[str], typer.Option(help="Named constraint set: need-not-document (alias seed000).")] = None,
     examples: Annotated[Optional[Path], typer.Option(help="describe: JSONL of {\"document\", \"query\"} examples shown to the model (default: none).")] = None,
-    bootstrap: Annotated[int, typer.Option(min=0, help="describe: examples bootstrapped from a pilot round (0: none).")] = 3,
+    bootstrap: Annotated[int, typer.Option(min=0, help="describe: examples bootstrapped from a pilot round (0: none).")] = 0,
     reasoning_effort: Annotated[Optional[str], typer.Option(help="Reasoning models: minimal, low, medium or high.")] = None,
     test_fraction: Annotated[float, typer.Option(help="Share of queries in qrels/test.tsv (rest: train).")] = 0.5,
     concurrency: Annotated[Optional[int], typer.Option(min=1, help="Requests in flight (default 4; local: server slots).")] = None,
@@ -94,7 +95,7 @@ def generate(
             n=n, seed=seed, leak_threshold=leak_threshold, max_regenerations=regenerations, stratify_by=stratify_by,
             lang=lang, test_fraction=test_fraction, min_doc_chars=min_doc_chars, candidates=candidates,
             leak_mode=leak_mode, leak_target=leak_target_shares(leak_target, lang=lang), leak_target_source=leak_target,
-            queries_like=read_queries_like(queries_like) if queries_like else None, bootstrap=bootstrap, **doc_chars)
+            queries_like=read_queries_like(queries_like) if queries_like else None, plain_share=plain_share, bootstrap=bootstrap, **doc_chars)
     else:
         try:
             gm = GradeMap.parse(grades)

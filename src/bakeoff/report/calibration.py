@@ -424,7 +424,7 @@ def calibration_figures(
         raise ValueError("the human and synthetic results hold different arms")
     from ..data.leak_bins import DEFAULT_LEAK_TARGET
     from .leak_match import leak_weights
-    from .verdict import build_verdict
+    from .verdict import build_verdict, leak_matched_view
 
     target = list(leak_target) if leak_target is not None else list(DEFAULT_LEAK_TARGET)
     summary = {"per_query": dict(leak), "target": target, "target_source": target_source} if leak else None
@@ -450,8 +450,11 @@ def calibration_figures(
             labels = [buckets[q] if buckets[q] != "(no leak value)" else None for q in s_ids]
             by_leak = bias_by_bucket(h, s, labels, arms=arms, rng=derive_rng(seed, "calibration-leak", m),
                                      n_resamples=n_resamples, order=leak_bucket_labels())
+        lm = (rep_s.get("truth_quality") or {}).get("leak_matched")
+        pairs_lm = (significant_pairs(rep_h["stats"]["pairs"], leak_matched_view(rep_s, lm)["stats"]["pairs"],
+                                      measure=m) if lm is not None and lm.get("measure") == m else None)
         out["measures"][m] = {"agreement": agr, "agreement_leak_matched": agr_lm, "pairs": pairs,
-                              "bias_by_leak": by_leak}
+                              "pairs_leak_matched": pairs_lm, "bias_by_leak": by_leak}
     vh, vs = rep_h["verdict"], rep_s["verdict"]
     plain = build_verdict({**rep_s, "truth_quality": {**(rep_s.get("truth_quality") or {}), "leak_matched": None}})
     keep = ("measure", "best", "pick", "candidates", "headline")

@@ -29,7 +29,8 @@ from typing import Any, Literal
 
 __all__ = ["describe_schema", "cluster_schema", "describe_messages", "describe_completion", "describe_system",
            "cluster_messages", "cluster_completion", "DESCRIBE_INSTRUCTION", "CLUSTER_INSTRUCTION", "PromptControl",
-           "PRESETS", "PRESET_ALIASES", "QUERY_STYLES", "PROMPT_LANGS", "STEER", "read_examples", "shot_queries"]
+           "PRESETS", "PRESET_ALIASES", "QUERY_STYLES", "PROMPT_LANGS", "REWRITE", "STEER", "read_examples",
+           "rewrite_completion", "rewrite_messages", "shot_queries"]
 
 QueryStyle = Literal["question", "keywords", "typos"]
 PromptLang = Literal["en", "es"]
@@ -270,6 +271,32 @@ STEER: Mapping[str, Mapping[str, str]] = {
     "es": {"lower": "Usa tus propias palabras: no repitas los términos distintivos del documento.",
            "higher": "Usa los términos clave del propio documento."},
 }
+
+
+#: The plain-words rewrite (:func:`rewrite_messages`): the model sees only the query it wrote, never the document,
+#: and restates it as someone who does not know the document's terms would ask it.
+REWRITE: Mapping[str, str] = {
+    "en": ("Rewrite this search query the way a person outside the field would type it: replace every technical "
+           "term, name and abbreviation with plain everyday words that mean the same thing, and keep the same need. "
+           "Answer as JSON: {\"query\": \"...\"}"),
+    "es": ("Reescribe esta búsqueda como la escribiría una persona ajena al tema: cambia cada término técnico, nombre "
+           "y sigla por palabras corrientes que signifiquen lo mismo, y conserva la misma necesidad. "
+           "Responde en JSON: {\"query\": \"...\"}"),
+}
+
+
+def rewrite_messages(query: str, control: PromptControl | None = None) -> tuple[dict[str, str], ...]:
+    """Chat turns asking to restate ``query`` in plain words (:data:`REWRITE`); the document is not shown."""
+    c = control or PromptControl()
+    return ({"role": "system", "content": REWRITE[c.lang]}, {"role": "user", "content": query})
+
+
+def rewrite_completion(query: str, control: PromptControl | None = None) -> tuple[str, str]:
+    """``(prompt, prefill)`` of the plain-words rewrite for base models: the instruction, the query, an opened
+    ``{"query": "``."""
+    c = control or PromptControl()
+    label = "Search query" if c.lang == "en" else "Búsqueda"
+    return f"{REWRITE[c.lang].rsplit('. ', 1)[0]}.\n\n{label}: {query}\nRewritten: ", '{"query": "'
 
 
 def describe_system(control: PromptControl | None = None) -> str:

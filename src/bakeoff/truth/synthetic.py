@@ -68,6 +68,8 @@ from .prompts import (
     describe_completion,
     describe_messages,
     describe_schema,
+    rewrite_completion,
+    rewrite_messages,
     shot_queries,
 )
 from .repair import REPAIR_KINDS, GradeMap, repair_question
@@ -173,12 +175,12 @@ class DescribeOptions:
     #: How queries are scored for answerability when an answerability scorer is given (``None``: no filter).
     answerability: AnswerabilityOptions | None = field(default_factory=AnswerabilityOptions)
     prompt: PromptControl = field(default_factory=PromptControl)
-    leak_mode: str = "target"
+    leak_mode: str = "record"
     leak_target: tuple[float, ...] = DEFAULT_LEAK_TARGET
     #: Where ``leak_target`` came from (recorded; the report names it beside the leak-matched verdict).
     leak_target_source: str = "default"
     leak_slack: float = 1.25
-    bootstrap: int = 3
+    bootstrap: int = 0
     bootstrap_pilot: int = 16
     #: Best kept pilot queries kept as examples; each request shows ``bootstrap`` of them, drawn per request.
     bootstrap_pool: int = 8
@@ -194,6 +196,9 @@ class DescribeOptions:
     #: :data:`~bakeoff.truth.queries_like.STYLE_SHOTS` of them as style (:mod:`bakeoff.truth.queries_like`);
     #: a query borrowing their content words is rejected (``borrowed_example``).
     queries_like: tuple[str, ...] | None = None
+    #: Share of sampled documents whose query is restated in plain words by a second request that sees only the
+    #: query (:func:`plain_plan`, leak steered before generation); ``None``: the leak target's share below 0.4.
+    plain_share: float | None = None
 
     def __post_init__(self) -> None:
         from ..errors import ConfigError
@@ -206,6 +211,8 @@ class DescribeOptions:
                               f"got {','.join(map(str, self.leak_target))}")
         if not (math.isfinite(self.leak_slack) and self.leak_slack >= 1.0):
             raise ConfigError(f"leak slack must be >= 1, got {self.leak_slack}")
+        if self.plain_share is not None and not 0.0 <= self.plain_share <= 1.0:
+            raise ConfigError(f"--plain-share must be in [0, 1], got {self.plain_share}")
         if self.bootstrap < 0 or self.bootstrap_pilot < 1 or self.bootstrap_pool < 1:
             raise ConfigError("--bootstrap must be >= 0 and the pilot >= 1 document")
 
@@ -378,6 +385,8 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
     def note(r: int, attempt: int, query: str, outcome: str, **extra: Any) -> None:
         audit.append({"doc": corpus.ids[r], "round": attempt, "query": query, "outcome": outcome, **extra})
 
+    plain_rows = plain_plan([int(r) for r in rows], o)
+    plain_log: list[dict[str, Any]] = []  # every rewrite: the query as written and in plain words
     control = o.prompt
     policy = "user" if o.prompt.examples else "none"
     boot: list[dict[str, Any]] = []
@@ -418,9 +427,13 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
                 for r in batch for j in range(n_c)]
         desc = "describe (pilot)" if pilot and attempt == 0 else f"describe (round {attempt + 1 - (1 if pilot else 0)})"
         gens = client.generate_many(reqs, progress=progress, desc=desc)
+        numbered = [(r, attempt * n_c + j) for r in batch for j in range(n_c)]
+        written = _plain_rewrites(client, o, numbered, gens, plain_rows, counts, progress=progress, desc=desc)
+        plain_log.extend({"doc": corpus.ids[numbered[i][0]], "round": attempt, "written": gens[i].value.query,
+                          "plain": q} for i, q in written.items())
         waiting: set[int] = set()
         candidates: list[tuple[int, str, float]] = []
-        for (r, number), g in zip([(r, attempt * n_c + j) for r in batch for j in range(n_c)], gens, strict=True):
+        for i, ((r, number), g) in enumerate(zip(numbered, gens, strict=True)):
             if g.pending:
                 counts["pending"] += 1
                 waiting.add(r)
@@ -429,7 +442,7 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
             if not g.ok:
                 counts["failed"] += 1
                 continue
-            q = " ".join(g.value.query.split())
+            q = " ".join((written.get(i) or g.value.query).split())
             if _copies_example(q, examples=examples):
                 counts["copied_example"] += 1
                 note(r, attempt, q, "copied_example")
@@ -632,6 +645,9 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
                        "below_answerability_top": counts["below_answerability_top"],
                        "below_best_of_n": counts["below_best_of_n"]},
         "generations": audit,
+        "plain_words": {"share": plain_share(o), "documents": len(plain_rows), "rewrites": counts["rewrites"],
+                        "failed": counts["rewrite_failed"], "pairs": plain_log,
+                        "rule": "row r is rewritten iff default_rng([seed, r, 17]).random() < share"},
         "usage": client.usage.as_dict(),
     }
     prov["health"] = truth_health(sampled=len(rows), kept=len(qids), rejections=prov["rejections"], queries=texts,
@@ -659,6 +675,56 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
         prov["kept_mix"] = sampled_mix(corpus, [r for r in rows if int(r) in accepted], o.stratify_by)
     return SyntheticTruth(Queries(tuple(qids), tuple(texts), tuple(metas)), Qrels(judg), prov,
                           test_fraction=o.test_fraction, split_seed=o.seed)
+
+
+def plain_share(options: DescribeOptions) -> float:
+    """The share of sampled documents whose query is restated in plain words: ``options.plain_share``, or by
+    default the leak target's share below leak 0.4 (its first two bins)."""
+    if options.plain_share is not None:
+        return options.plain_share
+    t = options.leak_target
+    return float(sum(t[:2]) / sum(t))
+
+
+def plain_plan(rows: list[int], options: DescribeOptions) -> frozenset[int]:
+    """The documents (rows) whose queries go through the plain-words rewrite: row ``r`` iff
+    ``default_rng([seed, r, 17]).random() < plain_share(options)`` — decided before any generation, the same in
+    every round."""
+    share = plain_share(options)
+    if share <= 0:
+        return frozenset()
+    return frozenset(r for r in rows if np.random.default_rng([options.seed, r, 17]).random() < share)
+
+
+def _plain_rewrites(client: LLMClient, o: DescribeOptions, numbered: list[tuple[int, int]], gens: list[Any],
+                    plain_rows: frozenset[int], counts: Counter[str], *, progress: bool, desc: str) -> dict[int, str]:
+    """Restate the answered queries of ``plain_rows`` in plain words (:data:`~bakeoff.truth.prompts.REWRITE`; the
+    model sees the query, not the document). Returns {position in ``gens``: rewritten query}; a failed rewrite
+    keeps the query as written (counted ``rewrite_failed``)."""
+    todo = [i for i, ((r, _), g) in enumerate(zip(numbered, gens, strict=True))
+            if r in plain_rows and not g.pending and g.ok]
+    if not todo:
+        return {}
+    completion = client.config.prompt_style == "completion"
+    schema = describe_schema()
+    reqs = []
+    for i in todo:
+        q = " ".join(gens[i].value.query.split())
+        params = {"temperature": o.temperature, "max_tokens": o.max_tokens,
+                  "seed": o.seed * 100_003 + numbered[i][1]}
+        if completion:
+            prompt, prefill = rewrite_completion(q, o.prompt)
+            reqs.append(ChatRequest.completion(prompt, schema, {**params, "stop": ["\n"]}, prefill=prefill))
+        else:
+            reqs.append(ChatRequest(rewrite_messages(q, o.prompt), schema, params))
+    out = {}
+    for i, g in zip(todo, client.generate_many(reqs, progress=progress, desc=f"{desc}, plain words"), strict=True):
+        counts["rewrites"] += 1
+        if g.ok and g.value.query.strip():
+            out[i] = g.value.query
+        else:
+            counts["rewrite_failed"] += 1
+    return out
 
 
 def _better(rank: int | None, score: float | None, other_rank: int | None, other_score: float | None) -> bool:
