@@ -41,7 +41,9 @@ def _pipelines(n: int, seed: int):
     from bakeoff.truth.reference_rank import ReferenceRankOptions
     from bakeoff.truth.synthetic import DescribeOptions
 
-    after = DescribeOptions(n=n, seed=seed, answerability=AnswerabilityOptions(reference=ReferenceRankOptions(seed=seed)))
+    # bakeoff generate's and calibrate's command-line defaults (min_doc_chars 60)
+    after = DescribeOptions(n=n, seed=seed, min_doc_chars=60,
+                            answerability=AnswerabilityOptions(reference=ReferenceRankOptions(seed=seed)))
     before = replace(after, leak_mode="target", leak_target=(0.2,) * 5, leak_target_source="uniform", bootstrap=3,
                      **_before_generation())
     return {"before": before, "after": after}
@@ -56,11 +58,9 @@ def _before_generation() -> dict:
 
 
 def _human_shares(ds) -> list[float]:
-    from bakeoff.data.leak_bins import leak_bin_counts
-    from bakeoff.truth.synthetic import leak_report
+    from bakeoff.truth.synthetic import judged_leak_shares
 
-    vals = leak_report(ds.queries, ds.qrels, ds.corpus)
-    return [c / len(vals) for c in leak_bin_counts(vals)]
+    return list(judged_leak_shares(ds.queries, ds.qrels, ds.corpus))
 
 
 def main() -> None:
@@ -76,13 +76,13 @@ def main() -> None:
     a = ap.parse_args()
 
     from bakeoff.cache import Cache
-    from bakeoff.calibrate import DEFAULT_ARMS, run_calibration
+    from bakeoff.calibrate import DEFAULT_ARMS, dataset_spec, run_calibration
     from bakeoff.data.datasets import open_dataset
     from bakeoff.data.leak_bins import leak_bin_counts
     from bakeoff.report.calibration import calibration_figures
 
     cache = Cache(a.cache_dir) if a.cache_dir else Cache()
-    ds, _ = open_dataset(str(a.data), split="test", plain=True)
+    ds, _ = open_dataset(dataset_spec(str(a.data)))
     own = _human_shares(ds)
     print(f"corpus {a.data.name}: {len(ds.corpus)} documents; human pairs' leak shares per bin "
           f"{' '.join(f'{x:.2f}' for x in own)}; llm {a.llm}; n {a.n}; seed {a.seed}")

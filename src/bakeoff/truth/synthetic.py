@@ -110,7 +110,7 @@ def leak_target_shares(spec: str, *, lang: str = "en") -> tuple[float, ...]:
     """The leak target of ``--leak-target``: ``default`` (:data:`~bakeoff.data.leak_bins.DEFAULT_LEAK_TARGET`, the
     mean of judged collections' human queries); ``uniform``; five comma-separated shares (one per bin of
     :data:`LEAK_BINS`); or a judged dataset (a BEIR folder or anything ``--dataset`` takes) whose
-    real (query, relevant documents) pairs give the shares (:func:`leak_report`'s rule)."""
+    real (query, relevant document) pairs give the shares (:func:`judged_leak_shares`)."""
     from ..errors import ConfigError
 
     spec = spec.strip()
@@ -130,10 +130,10 @@ def leak_target_shares(spec: str, *, lang: str = "en") -> tuple[float, ...]:
     from ..data.datasets import open_dataset
 
     ds, _ = open_dataset(spec, plain=True)
-    values = leak_report(ds.queries, ds.qrels, ds.corpus, lang=lang)
-    if not values:
+    shares = judged_leak_shares(ds.queries, ds.qrels, ds.corpus, lang=lang)
+    if shares is None:
         raise ConfigError(f"--leak-target {spec}: no judged query with a relevant document in its corpus")
-    return tuple(c / len(values) for c in leak_bin_counts(values))
+    return shares
 
 
 @dataclass(frozen=True)
@@ -969,6 +969,23 @@ def leak_report(queries: Queries, qrels: Qrels, corpus: Corpus, *, lang: str = "
         source = " ".join(f"{corpus.titles[corpus.position[d]]} {corpus.texts[corpus.position[d]]}" for d in docs)
         out.append(leak(text, source, lang=lang))
     return out
+
+
+def judged_leak_shares(queries: Queries, qrels: Qrels, corpus: Corpus, *, lang: str = "en") -> tuple[float, ...] | None:
+    """The leak-bin shares of people's (query, relevant document) pairs, each query weighted 1 (a query with ``m``
+    relevant documents in the corpus gives each pair ``1/m``): the leak a synthetic query has against its one
+    source document, read on human pairs. ``None`` without any such pair."""
+    shares = [0.0] * (len(LEAK_BINS) + 1)
+    n = 0
+    for qid, text in zip(queries.ids, queries.texts, strict=True):
+        docs = [d for d in qrels.relevant(qid) if d in corpus]
+        if not docs:
+            continue
+        n += 1
+        for d in docs:
+            row = corpus.position[d]
+            shares[leak_bin(leak(text, f"{corpus.titles[row]} {corpus.texts[row]}", lang=lang))] += 1 / len(docs)
+    return tuple(x / n for x in shares) if n else None
 
 
 def histogram_table(columns: dict[str, list[float]]) -> str:
