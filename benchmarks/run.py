@@ -116,6 +116,17 @@ SUITE: dict[str, Bench] = {
     "filter_acceptance": Bench(
         "The synthetic-truth filters on SciFact's human (query, document) pairs and on random pairs",
         "filter_acceptance.py", (), needs=("scifact",)),
+    "filter_acceptance_cisi": Bench(
+        "The synthetic-truth filters on CISI's human (query, document) pairs (about 41 relevant documents a query)",
+        "filter_acceptance.py", ("--data", str(DATA / "cisi")), needs=("cisi",)),
+    "verdict_trust_scifact": Bench(
+        "Synthetic vs human verdict on SciFact, default local generator: generation before/after, unweighted and "
+        "leak-matched readings (-n 100)",
+        "verdict_trust.py", ("--data", str(DATA / "scifact"), "-n", "100"), json=True, needs=("scifact",)),
+    "verdict_trust_cisi": Bench(
+        "Synthetic vs human verdict on CISI, default local generator: generation before/after, unweighted and "
+        "leak-matched readings (-n 100)",
+        "verdict_trust.py", ("--data", str(DATA / "cisi"), "-n", "100"), json=True, needs=("cisi",)),
     "assessor_agreement": Bench(
         "`bakeoff assess` grades against SciFact's human labels (Cohen's kappa, ROC AUC)",
         "assessor_agreement.py", ("-n", "40", "--methods", "likelihood,yesno", "--max-doc-chars", "4000"),

@@ -54,7 +54,7 @@ def _before_generation() -> dict:
     from bakeoff.truth.synthetic import DescribeOptions
 
     fields = DescribeOptions.__dataclass_fields__
-    return {"plain_share": 0.0} if "plain_share" in fields else {}
+    return {"mask_share": 0.0} if "mask_share" in fields else {}
 
 
 def _human_shares(ds) -> list[float]:

@@ -109,6 +109,15 @@ def truth_quality_lines(provenance: dict[str, Any]) -> list[str]:
                             for lab, k, q in zip(labels, leak["kept_by_bin"], quota or [None] * len(labels), strict=False))
         lines.append(f"leak (share of a query's rare words found in its document), {leak['mode']}"
                      + (" (kept/quota per bin)" if quota else "") + f": {per_bin}; kept mean {leak['kept']['mean']:.2f}")
+        target = leak.get("target")
+        if target and not quota:
+            lines.append("leak target of the verdict (" + str(leak.get("target_source") or "default") + "): "
+                         + ", ".join(f"{lab} {t:.0%}" for lab, t in zip(labels, target, strict=False)))
+    masked = provenance.get("masked")
+    if masked and masked.get("documents"):
+        lines.append(f"masked: {len(masked['documents'])} of {counts.get('sampled', 0)} sampled documents (share "
+                     f"{masked['share']:.0%}) were shown with {masked['terms']:.0%} of their rare words masked, so their "
+                     "queries cannot copy them")
     spec = provenance.get("specificity")
     if spec:
         lines += _quantile_lines("specificity", spec, unit="nats/token", threshold=spec["options"]["threshold"])

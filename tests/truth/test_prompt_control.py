@@ -47,8 +47,10 @@ def test_spanish_prompt_is_zero_shot_with_spanish_labels_and_instruction() -> No
     assert prompt.endswith("\n\nDocumento: texto del documento\nBúsqueda: ") and prefill == '{"query": "'
     msgs = describe_messages("texto", c)
     assert [m["role"] for m in msgs] == ["system", "user"]
-    assert msgs[0]["content"].startswith("Escribe una pregunta que este documento responde")
-    assert "solo nombra el documento o su título" in msgs[0]["content"]
+    # the chat form frames the question as a searcher's need; keyword queries keep the answering rule
+    assert msgs[0]["content"].startswith("Alguien necesita la información de este documento pero no lo ha visto.")
+    assert "solo nombra el documento o su título" not in msgs[0]["content"]
+    assert "solo nombra el documento o su título" in describe_messages("texto", PromptControl(lang="es", style="keywords"))[0]["content"]
     assert msgs[1]["content"] == "Documento:\ntexto"
 
 
@@ -76,7 +78,7 @@ def test_describe_rejects_copies_of_the_users_examples() -> None:
     shots = (("str.upper(): Devuelve una copia en mayúsculas.", "texto a mayúsculas ya"),)
     with FakeOpenAI([Reply(200, a) for a in answers]) as srv:
         client = LLMClient(LLMConfig(base_url=srv.base_url, model="fake"))
-        opts = DescribeOptions(plain_share=0.0, n=1, prompt=PromptControl(style="keywords", lang="es", examples=shots), lang="es",
+        opts = DescribeOptions(mask_share=0.0, n=1, prompt=PromptControl(style="keywords", lang="es", examples=shots), lang="es",
                                leak_mode="record")
         truth = describe_truth(corpus, client, options=opts, progress=False)
         msgs = srv.requests[0]["body"]["messages"]
@@ -105,7 +107,7 @@ def test_examples_file_is_read_and_bad_lines_name_file_line_and_field(tmp_path: 
     f.write_text('{"document": "d", "query": 3}\n')
     rc = main(["generate", "describe", "--corpus", str(src), "--out", str(tmp_path / "out"), "-n", "1",
                "--llm", "http://127.0.0.1:9/v1|fake", "--examples", str(f), "--answerability", "off",
-               "--plain-share", "0"])
+               "--mask-share", "0"])
     assert rc == 2 and not (tmp_path / "out").exists()
 
 
@@ -126,7 +128,7 @@ def test_pilot_rounds_best_queries_become_the_examples_of_the_rest() -> None:
 
     with FakeOpenAI(reply) as srv:
         client = LLMClient(LLMConfig(base_url=srv.base_url, model="fake", concurrency=1))
-        opts = DescribeOptions(plain_share=0.0, n=3, seed=1, bootstrap=1, bootstrap_pilot=1, leak_mode="record", example_doc_chars=20)
+        opts = DescribeOptions(mask_share=0.0, n=3, seed=1, bootstrap=1, bootstrap_pilot=1, leak_mode="record", example_doc_chars=20)
         truth = describe_truth(corpus, client, options=opts, progress=False)
         bodies = [r["body"] for r in srv.requests]
     assert len(bodies) == 3 and len(bodies[0]["messages"]) == 2  # the pilot: system + document
@@ -147,7 +149,7 @@ def test_leak_target_quota_regenerates_over_quota_queries_and_waives_it_in_the_l
     copy = json.dumps({"query": "suspend execution of the calling thread for given seconds"})
     with FakeOpenAI([Reply(200, copy)] * 4) as srv:
         client = LLMClient(LLMConfig(base_url=srv.base_url, model="fake", concurrency=1))
-        opts = DescribeOptions(plain_share=0.0, n=1, leak_target=(1, 0, 0, 0, 0), leak_slack=1.0, max_regenerations=2, bootstrap=0,
+        opts = DescribeOptions(mask_share=0.0, n=1, leak_target=(1, 0, 0, 0, 0), leak_slack=1.0, max_regenerations=2, bootstrap=0,
                                leak_mode="target")
         truth = describe_truth(corpus, client, options=opts, progress=False)
         n_requests = len(srv.requests)
@@ -169,7 +171,7 @@ def test_leak_quota_is_waived_once_steered_regenerations_keep_landing_in_full_bi
     copy = json.dumps({"query": "suspend execution of the calling thread for given seconds"})
     with FakeOpenAI(lambda body, i: Reply(200, copy)) as srv:
         client = LLMClient(LLMConfig(base_url=srv.base_url, model="fake", concurrency=1))
-        opts = DescribeOptions(plain_share=0.0, n=n, leak_target=(1, 0, 0, 0, 0), leak_slack=1.0, max_regenerations=3, bootstrap=0,
+        opts = DescribeOptions(mask_share=0.0, n=n, leak_target=(1, 0, 0, 0, 0), leak_slack=1.0, max_regenerations=3, bootstrap=0,
                                leak_mode="target")
         truth = describe_truth(corpus, client, options=opts, progress=False)
         n_requests = len(srv.requests)
@@ -342,7 +344,7 @@ def test_queries_pointing_at_their_document_are_rejected() -> None:
                json.dumps({"query": "how do I pause my program for a while"})]
     with FakeOpenAI([Reply(200, a) for a in answers]) as srv:
         client = LLMClient(LLMConfig(base_url=srv.base_url, model="fake"))
-        truth = describe_truth(corpus, client, options=DescribeOptions(plain_share=0.0, n=1, leak_mode="record"), progress=False)
+        truth = describe_truth(corpus, client, options=DescribeOptions(mask_share=0.0, n=1, leak_mode="record"), progress=False)
     assert truth.provenance["rejections"]["refers_to_document"] == 1
     assert truth.queries.texts == ("how do I pause my program for a while",)
 
@@ -357,7 +359,7 @@ def test_queries_drifting_into_another_script_or_an_examples_content_are_rejecte
     with FakeOpenAI([Reply(200, a) for a in answers]) as srv:
         client = LLMClient(LLMConfig(base_url=srv.base_url, model="fake"))
         truth = describe_truth(corpus, client, progress=False,
-                               options=DescribeOptions(plain_share=0.0, n=1, prompt=PromptControl(examples=shots), leak_mode="record"))
+                               options=DescribeOptions(mask_share=0.0, n=1, prompt=PromptControl(examples=shots), leak_mode="record"))
     rej = truth.provenance["rejections"]
     assert (rej["foreign_script"], rej["borrowed_example"]) == (1, 1)
     assert [g["borrowed"] for g in truth.provenance["generations"] if g["outcome"] == "borrowed_example"] == [
@@ -379,7 +381,7 @@ def test_user_examples_reach_the_prompt_and_copies_of_them_are_rejected() -> Non
                json.dumps({"query": "how do I pause my program for a while"})]
     with FakeOpenAI([Reply(200, a) for a in answers]) as srv:
         client = LLMClient(LLMConfig(base_url=srv.base_url, model="fake"))
-        truth = describe_truth(corpus, client, options=DescribeOptions(plain_share=0.0, n=1, prompt=c, leak_mode="record"),
+        truth = describe_truth(corpus, client, options=DescribeOptions(mask_share=0.0, n=1, prompt=c, leak_mode="record"),
                                progress=False)
     assert truth.provenance["rejections"]["copied_example"] == 1
     assert truth.queries.texts == ("how do I pause my program for a while",)

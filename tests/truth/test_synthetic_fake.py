@@ -30,9 +30,9 @@ DOCS = {
 
 
 #: The old rule these tests pin down: leak cut at 0.35 (regenerated), zero-shot throughout (no pilot round), no
-#: plain-words rewrite.
-CUT = {"leak_mode": "cut", "bootstrap": 0, "plain_share": 0.0}
-CUT_ARGS = ("--leak-mode", "cut", "--bootstrap", "0", "--plain-share", "0")
+#: masked view.
+CUT = {"leak_mode": "cut", "bootstrap": 0, "mask_share": 0.0}
+CUT_ARGS = ("--leak-mode", "cut", "--bootstrap", "0", "--mask-share", "0")
 
 
 def _corpus() -> Corpus:
@@ -270,43 +270,53 @@ def test_describe_stratified_sample_reports_the_mix() -> None:
     assert truth.provenance["kept_mix"]["x"]["sampled"] == 3
 
 
-def test_plain_words_rewrite_sees_only_the_query_and_follows_the_plan() -> None:
-    """Documents drawn for the plain-words path (``default_rng([seed, row, 17]).random() < share``) keep the
-    rewrite of their query; the rewrite request carries the query and never the document; provenance pairs both."""
-    from bakeoff.truth.synthetic import plain_plan
+def test_masked_view_hides_rare_words_of_the_planned_documents() -> None:
+    """Documents drawn for the masked view (``default_rng([seed, row, 17]).random() < share``) reach the model with a
+    drawn half of their rare words replaced by "…" (the words it then cannot copy); the others as written."""
+    from bakeoff.truth.leak import mask_rare_terms, rare_terms
+    from bakeoff.truth.synthetic import masked_plan
 
-    rewrites = {"glycolysis pyruvate please": "how do cells get energy from sugar",
-                "how do leaves turn light into food": "how do plants make food from sunshine",
-                "why does the ground shake": "what makes the earth move under us"}
-    seen: list[list[dict]] = []
+    shown: dict[str, str] = {}
 
     def reply(body: dict, i: int) -> Reply:
-        msgs = body["messages"]
-        if msgs[0]["content"].startswith("Rewrite this search query"):
-            seen.append(msgs)
-            return Reply(200, json.dumps({"query": rewrites[msgs[-1]["content"]]}))
-        text = msgs[-1]["content"]
-        q = ("glycolysis pyruvate please" if "Glycolysis" in text else "how do leaves turn light into food"
-             if "Photosynthesis" in text else "why does the ground shake")
-        return Reply(200, json.dumps({"query": q}))
+        text = body["messages"][-1]["content"]
+        key = "a" if "converts" in text else "b" if "captures" in text else "c"
+        shown[key] = text
+        return Reply(200, json.dumps({"query": "how does this process work in nature"}))
 
-    opts = DescribeOptions(n=3, seed=4, plain_share=0.5, answerability=None)
-    plan = plain_plan([0, 1, 2], opts)
+    opts = DescribeOptions(n=3, seed=4, mask_share=0.5, mask_terms=0.5, answerability=None)
+    plan = masked_plan([0, 1, 2], opts)
     assert plan == {r for r in range(3) if np.random.default_rng([4, r, 17]).random() < 0.5}
-    assert 0 < len(plan) < 3  # this seed plans some documents, not all: both paths are exercised
+    assert 0 < len(plan) < 3  # this seed plans some documents, not all: both views are exercised
     with FakeOpenAI(reply) as srv:
         client = LLMClient(LLMConfig(base_url=srv.base_url, model="fake"))
         truth = describe_truth(_corpus(), client, options=opts, progress=False)
     ids = list(DOCS)
-    by_doc = {m["source_doc"]: t for t, m in zip(truth.queries.texts, truth.queries.metadata)}
-    written = {"a": "glycolysis pyruvate please", "b": "how do leaves turn light into food",
-               "c": "why does the ground shake"}
     for r, d in enumerate(ids):
-        assert by_doc[d] == (rewrites[written[d]] if r in plan else written[d])
-    assert len(seen) == len(plan)
-    for msgs in seen:  # the rewrite request holds the query only
-        assert all(DOCS[d] not in m["content"] for m in msgs for d in DOCS)
-    pw = truth.provenance["plain_words"]
-    assert pw["share"] == 0.5 and pw["documents"] == len(plan) and pw["rewrites"] == len(plan)
-    assert {(p["doc"], p["written"], p["plain"]) for p in pw["pairs"]} == {
-        (ids[r], written[ids[r]], rewrites[written[ids[r]]]) for r in plan}
+        if r in plan:
+            rng = np.random.default_rng([4, r, 5])
+            hidden = {w for w in sorted(rare_terms(DOCS[d])) if rng.random() < 0.5}
+            assert hidden and shown[d].endswith(mask_rare_terms(DOCS[d], share=0.5, rng=np.random.default_rng([4, r, 5])))
+            assert "…" in shown[d] and not any(w in shown[d].lower().split() for w in hidden)
+        else:
+            assert shown[d].endswith(DOCS[d])
+    assert truth.provenance["masked"]["documents"] == sorted(ids[r] for r in plan)
+    assert truth.provenance["masked"]["share"] == 0.5
+
+
+def test_mask_rare_terms_by_hand() -> None:
+    from bakeoff.truth.leak import mask_rare_terms, rare_terms
+
+    class Draws:  # a generator stand-in with known draws: mask the 1st and 3rd rare word (in sorted order)
+        def __init__(self, values):
+            self.values = list(values)
+
+        def random(self):
+            return self.values.pop(0)
+
+    text = "Glycolysis converts glucose into pyruvate; glycolysis is ancient."
+    # rare words, sorted: converts, glucose, glycolysis, pyruvate ("ancient" is a common word, "into" too short)
+    assert sorted(rare_terms(text)) == ["converts", "glucose", "glycolysis", "pyruvate"]
+    out = mask_rare_terms(text, share=0.5, rng=Draws([0.1, 0.9, 0.2, 0.9]))
+    assert out == "… … glucose into pyruvate; … is ancient."  # every occurrence, any case
+    assert mask_rare_terms(text, share=0.0, rng=np.random.default_rng(0)) == text

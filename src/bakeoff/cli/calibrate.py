@@ -27,7 +27,7 @@ def calibrate(
     leak_threshold: Annotated[float, typer.Option(help="--leak-mode cut: reject queries whose leak is above this.")] = 0.35,
     regenerations: Annotated[int, typer.Option(help="Regenerations of a rejected query.")] = 3,
     candidates: Annotated[int, typer.Option(min=1, help="Queries per document and round (best of n).")] = 1,
-    plain_share: Annotated[Optional[float], typer.Option(min=0.0, max=1.0, help="Share of documents whose query is restated in plain words (default: the leak target's share below 0.4).")] = None,
+    mask_share: Annotated[Optional[float], typer.Option(min=0.0, max=1.0, help="share of documents shown with half their rare words masked (default: the leak target's share below 0.4).")] = None,
     max_doc_chars: Annotated[Optional[int], typer.Option(help="Characters of each document shown to the model.")] = None,
     min_doc_chars: Annotated[int, typer.Option(help="Never sample documents shorter than this (characters).")] = 60,
     answerability: Annotated[str, typer.Option(help="Answerability scorer (as generate): use, minilm, … or off.")] = "use",
@@ -69,7 +69,7 @@ def calibrate(
         n=n, seed=gen_seed, leak_threshold=leak_threshold, max_regenerations=regenerations, lang=prompt_lang,
         min_doc_chars=min_doc_chars, candidates=candidates, leak_mode=leak_mode,
         leak_target=leak_target_shares(leak_target, lang=prompt_lang), leak_target_source=leak_target,
-            queries_like=read_queries_like(queries_like) if queries_like else None, plain_share=plain_share, bootstrap=bootstrap, prompt=prompt,
+            queries_like=read_queries_like(queries_like) if queries_like else None, mask_share=mask_share, bootstrap=bootstrap, prompt=prompt,
         answerability=None if answerability == "off" else AnswerabilityOptions(
             reference=ReferenceRankOptions(references=answerability_references, alpha=answerability_alpha,
                                            seed=gen_seed)), **extra)

@@ -23,7 +23,7 @@ def generate(
     leak_threshold: Annotated[float, typer.Option(help="Reject queries whose leak is above this (--leak-mode cut, clusters).")] = 0.35,
     regenerations: Annotated[int, typer.Option(help="describe: regenerations of a rejected query.")] = 3,
     candidates: Annotated[int, typer.Option(min=1, help="describe: queries per document and round (best of n).")] = 1,
-    plain_share: Annotated[Optional[float], typer.Option(min=0.0, max=1.0, help="describe: share of documents whose query is restated in plain words (default: the leak target's share below 0.4).")] = None,
+    mask_share: Annotated[Optional[float], typer.Option(min=0.0, max=1.0, help="describe: share of documents shown with half their rare words masked (default: the leak target's share below 0.4).")] = None,
     stratify_by: Annotated[Optional[str], typer.Option(help="describe: metadata field to stratify sampling by.")] = None,
     lang: Annotated[str, typer.Option(help="Common-word list of the leak metric: en or es.")] = "en",
     max_doc_chars: Annotated[Optional[int], typer.Option(help="Characters of each document shown to the model.")] = None,
@@ -95,7 +95,7 @@ def generate(
             n=n, seed=seed, leak_threshold=leak_threshold, max_regenerations=regenerations, stratify_by=stratify_by,
             lang=lang, test_fraction=test_fraction, min_doc_chars=min_doc_chars, candidates=candidates,
             leak_mode=leak_mode, leak_target=leak_target_shares(leak_target, lang=lang), leak_target_source=leak_target,
-            queries_like=read_queries_like(queries_like) if queries_like else None, plain_share=plain_share, bootstrap=bootstrap, **doc_chars)
+            queries_like=read_queries_like(queries_like) if queries_like else None, mask_share=mask_share, bootstrap=bootstrap, **doc_chars)
     else:
         try:
             gm = GradeMap.parse(grades)

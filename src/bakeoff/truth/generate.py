@@ -34,7 +34,7 @@ from ..data.model import Corpus
 from ..errors import ConfigError
 from .llm import LLMClient, Usage
 from .synthetic import (ClusterOptions, DescribeOptions, SyntheticTruth, cluster_leak_filter, cluster_truth,
-                        describe_truth, plain_share)
+                        describe_truth)
 
 __all__ = ["Embed", "GenerateOutcome", "generate_truth", "open_llm"]
 
@@ -168,11 +168,9 @@ def generate_truth(
         raise ConfigError("batch files are for remote APIs; use --llm openai:<model>")
     if isinstance(options, ClusterOptions) and embed is None:
         raise ConfigError("cluster mode needs document vectors (an embed function)")
-    if (batch_in or batch_out) and isinstance(options, DescribeOptions) and (options.bootstrap or
-                                                                              plain_share(options) > 0):
-        # a batch file holds one round's requests, known in advance: no examples chosen between rounds, no
-        # plain-words rewrite of an answer not yet known
-        options = replace(options, bootstrap=0, plain_share=0.0)
+    if (batch_in or batch_out) and isinstance(options, DescribeOptions) and options.bootstrap:
+        # a batch file holds one round's requests, known in advance: no examples chosen between rounds
+        options = replace(options, bootstrap=0)
     if not isinstance(corpus, Corpus):
         source = source or str(corpus)
         corpus = open_corpus(corpus, fields=fields)

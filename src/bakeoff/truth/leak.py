@@ -19,7 +19,7 @@ from importlib.resources import files
 
 import numpy as np
 
-__all__ = ["LANGUAGES", "common_words", "copied_run", "rare_terms", "leak", "leak_histogram", "leak_stats", "title_copy",
+__all__ = ["LANGUAGES", "common_words", "copied_run", "mask_rare_terms", "rare_terms", "leak", "leak_histogram", "leak_stats", "title_copy",
            "words", "DEFAULT_BINS"]
 
 LANGUAGES: tuple[str, ...] = ("en", "es")
@@ -49,6 +49,18 @@ def leak(query: str, source: str, *, lang: str = "en") -> float:
     if not rq:
         return 0.0
     return len(rq & rare_terms(source, lang=lang)) / len(rq)
+
+
+def mask_rare_terms(text: str, *, share: float, rng: np.random.Generator, lang: str = "en",
+                    placeholder: str = "…") -> str:
+    """``text`` with a drawn ``share`` of its distinct rare terms (:func:`rare_terms`, the leak vocabulary) replaced by
+    ``placeholder`` at every occurrence, any case. The terms are visited in sorted order and each is masked when
+    ``rng.random() < share``: the same text, share and seed mask the same words. A model shown the result cannot
+    copy those words into its query."""
+    hide = {w for w in sorted(rare_terms(text, lang=lang)) if rng.random() < share}
+    if not hide:
+        return text
+    return _TOKEN.sub(lambda m: placeholder if m.group(0).lower() in hide else m.group(0), text)
 
 
 _WORD = re.compile(r"[^\W_]+")

@@ -54,7 +54,7 @@ from .answerability import score_stats as answer_stats
 from .drift import MAX_BORROWED, borrowed_words, foreign_scripts
 from .health import looks_like_title, truth_health
 from .queries_like import draw_style
-from .leak import copied_run, leak, leak_histogram, leak_stats, title_copy
+from .leak import copied_run, leak, leak_histogram, leak_stats, mask_rare_terms, title_copy
 from .llm import ChatRequest, LLMClient
 from .prompts import (
     CLUSTER_INSTRUCTION,
@@ -68,8 +68,6 @@ from .prompts import (
     describe_completion,
     describe_messages,
     describe_schema,
-    rewrite_completion,
-    rewrite_messages,
     shot_queries,
 )
 from .repair import REPAIR_KINDS, GradeMap, repair_question
@@ -196,9 +194,12 @@ class DescribeOptions:
     #: :data:`~bakeoff.truth.queries_like.STYLE_SHOTS` of them as style (:mod:`bakeoff.truth.queries_like`);
     #: a query borrowing their content words is rejected (``borrowed_example``).
     queries_like: tuple[str, ...] | None = None
-    #: Share of sampled documents whose query is restated in plain words by a second request that sees only the
-    #: query (:func:`plain_plan`, leak steered before generation); ``None``: the leak target's share below 0.4.
-    plain_share: float | None = None
+    #: Share of sampled documents shown to the model with part of their rare words masked (:func:`masked_plan`:
+    #: leak steered before generation, the model cannot copy what it does not see); ``None``: the leak target's
+    #: share below leak 0.4.
+    mask_share: float | None = None
+    #: Share of a masked document's distinct rare words (the leak vocabulary) replaced by "…".
+    mask_terms: float = 0.5
 
     def __post_init__(self) -> None:
         from ..errors import ConfigError
@@ -211,8 +212,10 @@ class DescribeOptions:
                               f"got {','.join(map(str, self.leak_target))}")
         if not (math.isfinite(self.leak_slack) and self.leak_slack >= 1.0):
             raise ConfigError(f"leak slack must be >= 1, got {self.leak_slack}")
-        if self.plain_share is not None and not 0.0 <= self.plain_share <= 1.0:
-            raise ConfigError(f"--plain-share must be in [0, 1], got {self.plain_share}")
+        if self.mask_share is not None and not 0.0 <= self.mask_share <= 1.0:
+            raise ConfigError(f"--mask-share must be in [0, 1], got {self.mask_share}")
+        if not 0.0 <= self.mask_terms <= 1.0:
+            raise ConfigError(f"mask_terms must be in [0, 1], got {self.mask_terms}")
         if self.bootstrap < 0 or self.bootstrap_pilot < 1 or self.bootstrap_pool < 1:
             raise ConfigError("--bootstrap must be >= 0 and the pilot >= 1 document")
 
@@ -296,15 +299,18 @@ def _copies_example(query: str, *, examples: frozenset[str] = frozenset(),
 
 
 def describe_request(corpus: Corpus, row: int, client: LLMClient, options: DescribeOptions, *,
-                     attempt: int, control: PromptControl | None = None) -> ChatRequest:
+                     attempt: int, control: PromptControl | None = None, masked: bool = False) -> ChatRequest:
     """The request number ``attempt`` for document ``row`` (seed ``seed * 100003 + attempt``; request ``j``
     of regeneration round ``a`` is number ``a * options.candidates + j``); ``control`` overrides
-    ``options.prompt`` (bootstrapped examples)."""
+    ``options.prompt`` (bootstrapped examples); ``masked`` shows the document with ``options.mask_terms`` of its
+    rare words masked (:func:`bakeoff.truth.leak.mask_rare_terms`, drawn with ``default_rng([seed, row, 5])``)."""
     o = options
     ctl = control or o.prompt
     params: dict[str, Any] = {"temperature": o.temperature, "max_tokens": o.max_tokens,
                               "seed": o.seed * 100_003 + attempt}
     text = _doc_text(corpus, row, o.max_doc_chars)
+    if masked:
+        text = mask_rare_terms(text, share=o.mask_terms, rng=np.random.default_rng([o.seed, row, 5]), lang=o.lang)
     if client.config.prompt_style == "completion":
         prompt, prefill = describe_completion(text, ctl)
         return ChatRequest.completion(prompt, describe_schema(), {**params, "stop": ["\n"]}, prefill=prefill)
@@ -324,8 +330,9 @@ def describe_requests(corpus: Corpus, client: LLMClient, options: DescribeOption
         return replace(options.prompt, style_queries=draw_style(options.queries_like, seed=options.seed, row=r,
                                                                  number=number))
 
+    plan = masked_plan([int(r) for r in rows], options)
     return [describe_request(corpus, int(r), client, options, attempt=attempt * n_c + j,
-                             control=control(int(r), attempt * n_c + j))
+                             control=control(int(r), attempt * n_c + j), masked=int(r) in plan)
             for r in rows for j in range(n_c)]
 
 
@@ -385,8 +392,7 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
     def note(r: int, attempt: int, query: str, outcome: str, **extra: Any) -> None:
         audit.append({"doc": corpus.ids[r], "round": attempt, "query": query, "outcome": outcome, **extra})
 
-    plain_rows = plain_plan([int(r) for r in rows], o)
-    plain_log: list[dict[str, Any]] = []  # every rewrite: the query as written and in plain words
+    masked_rows = masked_plan([int(r) for r in rows], o)
     control = o.prompt
     policy = "user" if o.prompt.examples else "none"
     boot: list[dict[str, Any]] = []
@@ -423,14 +429,11 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
 
         steered = set(steer)
         reqs = [describe_request(corpus, r, client, o, attempt=attempt * n_c + j,
-                                 control=control_for(r, attempt * n_c + j))
+                                 control=control_for(r, attempt * n_c + j), masked=r in masked_rows)
                 for r in batch for j in range(n_c)]
         desc = "describe (pilot)" if pilot and attempt == 0 else f"describe (round {attempt + 1 - (1 if pilot else 0)})"
         gens = client.generate_many(reqs, progress=progress, desc=desc)
         numbered = [(r, attempt * n_c + j) for r in batch for j in range(n_c)]
-        written = _plain_rewrites(client, o, numbered, gens, plain_rows, counts, progress=progress, desc=desc)
-        plain_log.extend({"doc": corpus.ids[numbered[i][0]], "round": attempt, "written": gens[i].value.query,
-                          "plain": q} for i, q in written.items())
         waiting: set[int] = set()
         candidates: list[tuple[int, str, float]] = []
         for i, ((r, number), g) in enumerate(zip(numbered, gens, strict=True)):
@@ -442,7 +445,7 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
             if not g.ok:
                 counts["failed"] += 1
                 continue
-            q = " ".join((written.get(i) or g.value.query).split())
+            q = " ".join(g.value.query.split())
             if _copies_example(q, examples=examples):
                 counts["copied_example"] += 1
                 note(r, attempt, q, "copied_example")
@@ -645,9 +648,9 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
                        "below_answerability_top": counts["below_answerability_top"],
                        "below_best_of_n": counts["below_best_of_n"]},
         "generations": audit,
-        "plain_words": {"share": plain_share(o), "documents": len(plain_rows), "rewrites": counts["rewrites"],
-                        "failed": counts["rewrite_failed"], "pairs": plain_log,
-                        "rule": "row r is rewritten iff default_rng([seed, r, 17]).random() < share"},
+        "masked": {"share": mask_share(o), "terms": o.mask_terms, "documents": sorted(corpus.ids[r] for r in masked_rows),
+                   "rule": ("row r is shown masked iff default_rng([seed, r, 17]).random() < share; each distinct rare "
+                            "word of its text is masked iff default_rng([seed, r, 5]) draws < terms, in sorted order")},
         "usage": client.usage.as_dict(),
     }
     prov["health"] = truth_health(sampled=len(rows), kept=len(qids), rejections=prov["rejections"], queries=texts,
@@ -677,54 +680,22 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
                           test_fraction=o.test_fraction, split_seed=o.seed)
 
 
-def plain_share(options: DescribeOptions) -> float:
-    """The share of sampled documents whose query is restated in plain words: ``options.plain_share``, or by
-    default the leak target's share below leak 0.4 (its first two bins)."""
-    if options.plain_share is not None:
-        return options.plain_share
+def mask_share(options: DescribeOptions) -> float:
+    """The share of sampled documents shown masked: ``options.mask_share``, or by default the leak target's share
+    below leak 0.4 (its first two bins)."""
+    if options.mask_share is not None:
+        return options.mask_share
     t = options.leak_target
     return float(sum(t[:2]) / sum(t))
 
 
-def plain_plan(rows: list[int], options: DescribeOptions) -> frozenset[int]:
-    """The documents (rows) whose queries go through the plain-words rewrite: row ``r`` iff
-    ``default_rng([seed, r, 17]).random() < plain_share(options)`` — decided before any generation, the same in
-    every round."""
-    share = plain_share(options)
+def masked_plan(rows: list[int], options: DescribeOptions) -> frozenset[int]:
+    """The documents (rows) shown masked: row ``r`` iff ``default_rng([seed, r, 17]).random() < mask_share(options)``
+    — decided before any generation, the same in every round."""
+    share = mask_share(options)
     if share <= 0:
         return frozenset()
     return frozenset(r for r in rows if np.random.default_rng([options.seed, r, 17]).random() < share)
-
-
-def _plain_rewrites(client: LLMClient, o: DescribeOptions, numbered: list[tuple[int, int]], gens: list[Any],
-                    plain_rows: frozenset[int], counts: Counter[str], *, progress: bool, desc: str) -> dict[int, str]:
-    """Restate the answered queries of ``plain_rows`` in plain words (:data:`~bakeoff.truth.prompts.REWRITE`; the
-    model sees the query, not the document). Returns {position in ``gens``: rewritten query}; a failed rewrite
-    keeps the query as written (counted ``rewrite_failed``)."""
-    todo = [i for i, ((r, _), g) in enumerate(zip(numbered, gens, strict=True))
-            if r in plain_rows and not g.pending and g.ok]
-    if not todo:
-        return {}
-    completion = client.config.prompt_style == "completion"
-    schema = describe_schema()
-    reqs = []
-    for i in todo:
-        q = " ".join(gens[i].value.query.split())
-        params = {"temperature": o.temperature, "max_tokens": o.max_tokens,
-                  "seed": o.seed * 100_003 + numbered[i][1]}
-        if completion:
-            prompt, prefill = rewrite_completion(q, o.prompt)
-            reqs.append(ChatRequest.completion(prompt, schema, {**params, "stop": ["\n"]}, prefill=prefill))
-        else:
-            reqs.append(ChatRequest(rewrite_messages(q, o.prompt), schema, params))
-    out = {}
-    for i, g in zip(todo, client.generate_many(reqs, progress=progress, desc=f"{desc}, plain words"), strict=True):
-        counts["rewrites"] += 1
-        if g.ok and g.value.query.strip():
-            out[i] = g.value.query
-        else:
-            counts["rewrite_failed"] += 1
-    return out
 
 
 def _better(rank: int | None, score: float | None, other_rank: int | None, other_score: float | None) -> bool:
