@@ -91,7 +91,7 @@ def main() -> None:
         opts = _pipelines(a.n, a.seed)[name]
         work = Path(tempfile.mkdtemp(prefix=f"verdict-trust-{name}-"))
         t0 = time.perf_counter()
-        rec = run_calibration(dataset=str(a.data), out=work / "cal", options=opts, llm=a.llm, arms=DEFAULT_ARMS,
+        run_calibration(dataset=str(a.data), out=work / "cal", options=opts, llm=a.llm, arms=DEFAULT_ARMS,
                               cache=cache, progress=False, n_resamples=a.resamples, seed=0, train_fraction=0.0,
                               echo=lambda s: None)
         wall = time.perf_counter() - t0
@@ -138,8 +138,8 @@ def main() -> None:
         print(f"{'reading':<14}{'tau-b':>7}{'tau_AP':>8}{'ESS':>6}  {'synthetic pick':<16}{'human pick':<12}"
               f"{'agree':<7}{'in human cands':<16}{'sig kept/rev':>12}")
         for rname, r in readings.items():
-            print(f"{rname:<14}{r['tau_b']:>7.2f}{r['tau_ap']:>8.2f}{r['ess']:>6.0f}  {str(r['synthetic_pick']):<16}"
-                  f"{str(r['human_pick']):<12}{str(r['same_pick']):<7}{str(r['in_human_candidates']):<16}"
+            print(f"{rname:<14}{r['tau_b']:>7.2f}{r['tau_ap']:>8.2f}{r['ess']:>6.0f}  {r['synthetic_pick']!s:<16}"
+                  f"{r['human_pick']!s:<12}{r['same_pick']!s:<7}{r['in_human_candidates']!s:<16}"
                   f"{r['sig_kept']:>5}/{r['sig_reversed']:<3} of {r['human_significant']}")
     if a.json:
         a.json.write_text(json.dumps({"data": str(a.data), "llm": a.llm, "n": a.n, "seed": a.seed,

@@ -21,6 +21,7 @@ rather than tuned. A user with real queries gives their own (``--leak-target``, 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from itertools import pairwise
 
 __all__ = ["DEFAULT_LEAK_TARGET", "JUDGED_LEAK_SHARES", "LEAK_BINS", "bin_labels", "leak_bin", "leak_bin_counts",
            "normalise_shares"]
@@ -68,4 +69,4 @@ def leak_bin_counts(values: Iterable[float]) -> list[int]:
 def bin_labels() -> list[str]:
     """``["[0, 0.2)", "[0.2, 0.4)", ..., "[0.8, 1]"]``."""
     edges = [0.0, *LEAK_BINS, 1.0]
-    return [f"[{lo:g}, {hi:g}{']' if i == len(LEAK_BINS) else ')'}" for i, (lo, hi) in enumerate(zip(edges, edges[1:]))]
+    return [f"[{lo:g}, {hi:g}{']' if i == len(LEAK_BINS) else ')'}" for i, (lo, hi) in enumerate(pairwise(edges))]

@@ -30,7 +30,7 @@ from ..data.leak_bins import leak_bin_counts
 from ..data.model import Corpus
 from ..errors import ConfigError
 
-__all__ = ["MIN_QUERIES", "STYLE_SHOTS", "estimated_leak_shares", "draw_style", "read_queries_like"]
+__all__ = ["MIN_QUERIES", "STYLE_SHOTS", "draw_style", "estimated_leak_shares", "read_queries_like"]
 
 #: Exemplars shown per request.
 STYLE_SHOTS = 4

@@ -53,7 +53,6 @@ from .answerability import keep_mask as answer_keep_mask
 from .answerability import score_stats as answer_stats
 from .drift import MAX_BORROWED, borrowed_words, foreign_scripts
 from .health import looks_like_title, truth_health
-from .queries_like import draw_style
 from .leak import copied_run, leak, leak_histogram, leak_stats, mask_rare_terms, title_copy
 from .llm import ChatRequest, LLMClient
 from .prompts import (
@@ -70,6 +69,7 @@ from .prompts import (
     describe_schema,
     shot_queries,
 )
+from .queries_like import draw_style
 from .repair import REPAIR_KINDS, GradeMap, repair_question
 from .sampling import eligible_rows, sample_rows, sampled_mix, split_of
 from .self_reference import refers_to_document
