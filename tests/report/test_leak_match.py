@@ -122,3 +122,25 @@ def test_verdict_names_no_pick_when_the_effective_sample_is_too_small(tmp_path) 
     assert v["pick"] is None
     assert v["headline"].startswith("No pick: weighted to the leak of people's queries")
     assert f"count as {lm['ess']:.0f} (effective sample size, below 30)" in v["headline"]
+
+
+def test_report_renders_the_leak_matched_table_in_the_terminal_and_html(tmp_path) -> None:
+    import io
+
+    from rich.console import Console
+
+    from bakeoff.report.html import _truth_quality_html
+    from bakeoff.report.terminal import leak_matched_rows, print_truth_quality
+
+    rep = build_report(_results(tmp_path, n_low=30, n_high=70), n_resamples=500)
+    lm = rep["truth_quality"]["leak_matched"]
+    header, rows = leak_matched_rows(lm)
+    assert header[:4] == ["arm", "leak-matched", "95% CI", "unweighted"]
+    assert header[4] == "[0, 0.2) n=30 t=80%" and header[8] == "[0.8, 1] n=70 t=20%"
+    assert [r[0] for r in rows] == ["den", "lex"]
+    buf = io.StringIO()
+    print_truth_quality(rep, Console(file=buf, width=200))
+    out = buf.getvalue()
+    assert "Leak-matched ndcg@10" in out and f"count as {lm['ess']:.1f} (effective sample size" in out
+    page = _truth_quality_html(rep)
+    assert "Leak-matched ndcg@10 (the verdict's table)" in page and 'class="leak-matched"' in page

@@ -31,7 +31,8 @@ from typing import Any
 
 from ..data.model import Dataset, Run
 from ..errors import MissingDependencyError
-from .terminal import _letters, leak_bucket_rows, pair_rows, report_rows, truth_quality_rows, verdict_measure
+from .terminal import (_letters, leak_bucket_rows, leak_matched_line, leak_matched_rows, pair_rows, report_rows,
+                       truth_quality_rows, verdict_measure)
 from .tuning import tuning_section
 
 __all__ = ["render_html", "write_html", "json_for_html", "pareto_front", "explorer_data", "plotly_js", "label_offsets",
@@ -439,6 +440,12 @@ def _truth_quality_html(report: Mapping[str, Any]) -> str:
             parts.append(f'<p class="muted">Source in top k (round trip): share of the {rt["n"]} queries whose source '
                          f'document (metadata {e(str(rt["field"]))}) the arm ranks in its top k. Reported only: '
                          'filtering on it would favour the arm used to filter.</p>')
+    lm = tq.get("leak_matched")
+    if lm:
+        h, rows = leak_matched_rows(lm)
+        parts.append(f'<h3>Leak-matched {e(lm["measure"])} (the verdict\'s table)</h3>'
+                     f'<p class="muted">{e(leak_matched_line(lm))}</p>')
+        parts.append(_table(h, rows, cls="leak-matched"))
     lb = tq.get("leak_buckets")
     if lb:
         counts = ", ".join(f"{b}: {n}" for b, n in lb["counts"].items())

@@ -330,6 +330,31 @@ def leak_bucket_rows(pair: Mapping[str, Any]) -> tuple[list[str], list[list[str]
     return header, rows
 
 
+def leak_matched_rows(lm: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """Header and rows of the leak-matched table (:mod:`bakeoff.report.leak_match`): each arm's weighted mean with
+    its 95 % CI, its unweighted mean, and its mean inside each leak bin (header: the bin, its query count and
+    target share); arms by weighted mean, best first."""
+    bins = list(lm["by_bin"])
+    header = ["arm", "leak-matched", "95% CI", "unweighted",
+              *[f"{b['bin']} n={b['n']} t={b['target']:.0%}" for b in bins]]
+    rows = []
+    for a in sorted(lm["arms"], key=lambda x: -lm["arms"][x]["mean"]):
+        r = lm["arms"][a]
+        rows.append([a, _fmt(r["mean"]), f"[{_fmt(r['ci_low'])}, {_fmt(r['ci_high'])}]", _fmt(r["unweighted"]),
+                     *[(_fmt(b["means"][a]) if b["means"] else "-") for b in bins]])
+    return header, rows
+
+
+def leak_matched_line(lm: Mapping[str, Any]) -> str:
+    """One sentence under the leak-matched table: the target, the effective sample size, the uncovered mass."""
+    target = ", ".join(f"{t:.0%}" for t in lm["target"])
+    txt = (f"Weighted to the leak target ({lm['target_source']}: {target} from the lowest bin up): {lm['n']} queries "
+           f"count as {lm['ess']:.1f} (effective sample size; no pick below {lm['min_ess']:.0f}).")
+    if lm.get("uncovered"):
+        txt += f" {lm['uncovered']:.0%} of the target lies in bins that hold no query."
+    return txt
+
+
 def print_truth_quality(report: Mapping[str, Any], console: Any) -> None:
     """The truth-quality table, the holes summary and the leak-robust verdict (when present)."""
     from rich.markup import escape
@@ -356,6 +381,16 @@ def print_truth_quality(report: Mapping[str, Any], console: Any) -> None:
             console.print(f"Round trip: share of the {rt['n']} queries whose source document (metadata "
                           f"'{rt['field']}') is in the arm's top k; reported, never used as a filter (it favours "
                           "the arm that would filter).", soft_wrap=True)
+    lm = tq.get("leak_matched")
+    if lm:
+        h, rows = leak_matched_rows(lm)
+        t = Table(title=f"Leak-matched {lm['measure']}: the verdict's table (queries weighted to people's leak)")
+        for i, c in enumerate(h):
+            t.add_column(escape(c), justify="left" if i == 0 else "right")
+        for r in rows:
+            t.add_row(*(escape(c) for c in r))
+        console.print(t)
+        console.print(escape(leak_matched_line(lm)), soft_wrap=True)
     lb = tq.get("leak_buckets")
     if lb:
         counts = ", ".join(f"{b} {n}" for b, n in lb["counts"].items())
