@@ -538,6 +538,13 @@ def calibration_text(record: Mapping[str, Any]) -> str:
                              + (" (significant)" if r["synthetic_significant"] else ""))
         else:
             lines.append(f"no pair of the {p['pairs']} is significantly different under the human judgments")
+        lm = block.get("agreement_leak_matched")
+        if lm:
+            fl = lm["figures"]
+            lines.append(f"leak-matched (synthetic queries weighted to the leak target, {lm.get('target_source')}; "
+                         f"effective sample size {lm.get('ess', float('nan')):.1f} of {lm['n_synthetic']}): "
+                         f"synthetic order {' > '.join(lm['synthetic_order'])}; Kendall's τ-b {_ci_txt(fl['tau_b'])}, "
+                         f"τ_AP {_ci_txt(fl['tau_ap'])}")
         if block.get("bias_by_leak"):
             lines.append("bias by leak bucket of the synthetic queries (synth - human, mean):")
             for label, cell in block["bias_by_leak"].items():
@@ -548,6 +555,8 @@ def calibration_text(record: Mapping[str, Any]) -> str:
         lines.append("")
         lines.append(f"verdict on human judgments: {v['human'].get('headline')}")
         lines.append(f"verdict on synthetic queries: {v['synthetic'].get('headline')}")
+        if v.get("synthetic_unweighted") and v["synthetic_unweighted"].get("headline") != v["synthetic"].get("headline"):
+            lines.append(f"the same queries unweighted: {v['synthetic_unweighted'].get('headline')}")
     lines.append("")
     lines.append(summary_line(record))
     return "\n".join(lines)
