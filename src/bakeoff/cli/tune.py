@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from ._common import DEFAULT_RESAMPLES, AlphaOpt, ProgressOpt, ResamplesOpt, make_cache
+from ._common import DEFAULT_RESAMPLES, AlphaOpt, AveragingOpt, ProgressOpt, RelevanceLevelOpt, ResamplesOpt, make_cache
 
 
 def tune(
@@ -36,6 +36,8 @@ def tune(
     latency_sample: Annotated[int | None, typer.Option("--latency-sample", help="Queries timed one by one on "
                               "the test split (0: skip).")] = None,
     progress: ProgressOpt = True,
+    averaging: AveragingOpt = None,
+    relevance_level: RelevanceLevelOpt = None,
 ) -> None:
     """Sweep an arm's parameters on a dev split, pick the best, evaluate it once on the test split."""
     from ..tune.inputs import tune_from_inputs
@@ -44,7 +46,8 @@ def tune(
     done = tune_from_inputs(config=config, beir=beir, split=split, arms=arm, tune_arm=tune_arm, params=param, dev=dev,
                             search=search, trials=trials, seed=seed, measure=measure, drop_leaks=drop_leaks, k=k,
                             depth=depth, out=out, cache=make_cache(cache or "use", cache_dir), progress=progress,
-                            n_resamples=resamples, alpha=alpha, latency_sample=latency_sample)
+                            n_resamples=resamples, alpha=alpha, latency_sample=latency_sample,
+                            averaging=averaging, relevance_level=relevance_level)
     for line in summary_lines(done.tune):
         typer.echo(line)
     if done.folder is not None:

@@ -133,9 +133,11 @@ class BakeoffConfig:
     hourly_rate: float | None = None
     latency_sample: int = 50
     latency_seed: int = 0
-    ignore_identical_ids: bool = False
+    ignore_identical_ids: bool | None = None
     max_empty_share: float = 0.5
     fail_under: Mapping[str, float] = field(default_factory=dict)
+    averaging: str = "bakeoff"
+    relevance_level: int = 1
 
 
 def _resolve(base: Path, value: Any) -> Any:
@@ -207,9 +209,12 @@ class RunTable(Schema):
     latency_sample: NonNegativeInt = 50
     latency_seed: int = 0
     #: guards and the CI floor (:mod:`bakeoff.runner.guards`, :func:`bakeoff.report.gate.fail_under`)
-    ignore_identical_ids: bool = False
+    ignore_identical_ids: bool | None = None
     max_empty_share: Fraction = 0.5
     fail_under: dict[str, float] = {}
+    #: which queries are averaged and the relevance level (:mod:`bakeoff.metrics`)
+    averaging: Literal["bakeoff", "trec_eval", "trec_eval-c", "intersection"] = "bakeoff"
+    relevance_level: int = 1
 
 
 class EngineTable(Schema):
@@ -254,7 +259,8 @@ def load_config(path: str | Path) -> BakeoffConfig:
         [dataset.clean]         # strip_html, normalize_space, dedupe, min_chars
         [dataset.chunk]         # tokens|sentences|paragraphs = N, overlap, tokenizer, aggregate (maxp|firstp)
         [run]                   # k, depth, measures, out, cache, hourly_rate, latency_sample, latency_seed,
-                                # ignore_identical_ids, max_empty_share, fail_under = {"ndcg@10" = 0.6}
+                                # ignore_identical_ids, max_empty_share, fail_under = {"ndcg@10" = 0.6},
+                                # averaging, relevance_level
         [engine]                # ray = "auto"|ADDRESS|"local", actors, num_cpus, cpus_per_actor
         [tune]                  # bakeoff tune: arm, params, search ... (bakeoff.tune)
         [[arms]]                # name, type, then the arm's options
@@ -344,6 +350,8 @@ def load_config(path: str | Path) -> BakeoffConfig:
         ignore_identical_ids=run.ignore_identical_ids,
         max_empty_share=run.max_empty_share,
         fail_under=dict(run.fail_under),
+        averaging=run.averaging,
+        relevance_level=run.relevance_level,
     )
 
 
