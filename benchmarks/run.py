@@ -116,6 +116,10 @@ SUITE: dict[str, Bench] = {
     "filter_acceptance": Bench(
         "The synthetic-truth filters on SciFact's human (query, document) pairs and on random pairs",
         "filter_acceptance.py", (), needs=("scifact",)),
+    "depth_cost": Bench(
+        "Depth 1000 vs 100 in one run: search, .trec write and size, evaluation (SciFact; 1M generated documents)",
+        "depth_cost.py", ("--big", "1000000"), quick=("--arms", "bm25,tfidf", "--big", "20000", "--repeat", "1"),
+        json=True, needs=("scifact",)),
     "assessor_agreement": Bench(
         "`bakeoff assess` grades against SciFact's human labels (Cohen's kappa, ROC AUC)",
         "assessor_agreement.py", ("-n", "40", "--methods", "likelihood,yesno", "--max-doc-chars", "4000"),

@@ -192,12 +192,22 @@ DEFAULT_MEASURES: tuple[Measure, ...] = parse_measures(
 LOWER_BOUND_MEASURES: tuple[MeasureName, ...] = ("recall", "mrr", "hit")
 
 
+#: The deepest recall cutoff reported by default (BEIR's and MTEB's recall@100), whatever the retrieval depth.
+DEEP_RECALL = 100
+
+
+def _deep(k: int, depth: int) -> list[str]:
+    """``recall@min(depth, 100)`` when that is deeper than ``k``: a run retrieved to 1,000 still reports
+    recall@100 by default (ask for ``recall@1000`` to see the rest)."""
+    cut = min(depth, max(DEEP_RECALL, k))
+    return [f"recall@{cut}"] if cut > k else []
+
+
 def default_measures(k: int, depth: int) -> tuple[Measure, ...]:
-    """NDCG, Recall, MRR, Precision, Hit and MAP at ``k``, plus Recall at ``depth`` (when deeper)."""
+    """NDCG, Recall, MRR, Precision, Hit and MAP at ``k``, plus Recall at ``min(depth, 100)`` (when deeper
+    than ``k``)."""
     names = [f"ndcg@{k}", f"recall@{k}", f"mrr@{k}", f"precision@{k}", f"hit@{k}", f"map@{k}"]
-    if depth > k:
-        names.append(f"recall@{depth}")
-    return parse_measures(names)
+    return parse_measures(names + _deep(k, depth))
 
 
 def measures_for(label_kind: str, *, k: int, depth: int,
@@ -208,12 +218,12 @@ def measures_for(label_kind: str, *, k: int, depth: int,
     * ``"judged"`` (complete judgments): ``requested``, else :func:`default_measures`.
     * ``"citation"`` (lower-bound labels): ``requested`` if every one is in
       :data:`LOWER_BOUND_MEASURES`, else :class:`~bakeoff.errors.ConfigError`; by default
-      Recall@k and MRR@k, plus Recall@depth when deeper.
+      Recall@k and MRR@k, plus Recall at ``min(depth, 100)`` when deeper.
     """
     if label_kind != "citation":
         return parse_measures(requested) if requested is not None else default_measures(k, depth)
     if requested is None:
-        return parse_measures([f"recall@{k}", f"mrr@{k}"] + ([f"recall@{depth}"] if depth > k else []))
+        return parse_measures([f"recall@{k}", f"mrr@{k}"] + _deep(k, depth))
     ms = parse_measures(requested)
     bad = [str(m) for m in ms if m.name not in LOWER_BOUND_MEASURES]
     if bad:

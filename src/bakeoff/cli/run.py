@@ -24,7 +24,7 @@ def run(
     title_field: Annotated[Optional[str], typer.Option("--title-field", help="Record field holding the title.")] = "title",
     arm: Annotated[list[str], typer.Option("--arm", help="[NAME=]TYPE[:key=value,...]; repeatable.")] = [],
     k: Annotated[Optional[int], typer.Option(min=1, help="Cutoff for the reported metrics.")] = None,
-    depth: Annotated[Optional[int], typer.Option(min=1, help="Documents retrieved per query (>= k).")] = None,
+    depth: Annotated[Optional[int], typer.Option(min=1, help="Documents retrieved per query and written to runs/ (>= k; default 1000).")] = None,
     measure: Annotated[list[str], typer.Option("--measure", callback=measure_names,
                                                help="Measure to compute (repeatable), e.g. ndcg@10.")] = [],
     out: Annotated[Optional[Path], typer.Option(callback=folder_path,

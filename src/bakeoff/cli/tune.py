@@ -27,7 +27,7 @@ def tune(
     drop_leaks: Annotated[bool, typer.Option("--drop-leaks", help="Drop dev queries equal to test queries "
                                              "instead of refusing.")] = False,
     k: Annotated[int | None, typer.Option(help="Cutoff for the reported metrics.")] = None,
-    depth: Annotated[int | None, typer.Option(help="Documents retrieved per query (>= k).")] = None,
+    depth: Annotated[int | None, typer.Option(help="Documents retrieved per query (>= k; default 1000).")] = None,
     out: Annotated[Path | None, typer.Option(help="Folder for results.json, runs/ and tune.json.")] = None,
     cache: Annotated[str | None, typer.Option(help="Cache policy: use, refresh or off.")] = None,
     cache_dir: Annotated[Path | None, typer.Option(help="Cache folder.")] = None,

@@ -31,7 +31,12 @@ from ..errors import BakeoffError, ConfigError
 from ..validation import (Fraction, NonNegative, NonNegativeInt, OpenSchema, Positive, PositiveInt, Schema,
                           toml_key_line, validate)
 
-__all__ = ["ArmSpec", "BakeoffConfig", "build_arms", "load_config", "parse_arm_spec", "parse_value"]
+__all__ = ["DEFAULT_DEPTH", "ArmSpec", "BakeoffConfig", "build_arms", "load_config", "parse_arm_spec", "parse_value"]
+
+#: Documents each arm retrieves per query unless told (``--depth``, ``[run] depth``): 1,000, as BEIR, TREC and
+#: MTEB retrieve, so that MAP, recall@1000 and bpref compare with theirs and the written runs can be pooled.
+#: Cost measured by ``benchmarks/depth_cost.py`` (docs/benchmarks.md#retrieval-depth).
+DEFAULT_DEPTH = 1000
 
 
 def parse_value(text: str) -> Any:
@@ -125,7 +130,7 @@ class BakeoffConfig:
     dataset: DatasetSpec
     arms: tuple[ArmSpec, ...]
     k: int = 10
-    depth: int = 100
+    depth: int = DEFAULT_DEPTH
     measures: tuple[str, ...] | None = None
     out: str | None = None
     cache: str = "use"
@@ -339,7 +344,7 @@ def load_config(path: str | Path) -> BakeoffConfig:
         dataset=dspec,
         arms=tuple(arms),
         k=run.k,
-        depth=run.depth if run.depth is not None else max(100, run.k),
+        depth=run.depth if run.depth is not None else max(DEFAULT_DEPTH, run.k),
         measures=None if run.measures is None else tuple(run.measures),
         out=_resolve(base, run.out) if run.out is not None else None,
         cache=run.cache,

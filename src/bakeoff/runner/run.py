@@ -85,8 +85,8 @@ def run_bakeoff(
     them (``"bm25"``, ``"stem=bm25:stemmer=english"``, ``"hyb=rrf:arms=bm25+dense"``; a spec may
     name arms given before it).
 
-    Each arm retrieves ``depth`` (default ``max(k, 100)``) documents per query;
-    metrics use their own cutoffs. Runs are cached by content (see
+    Each arm retrieves ``depth`` (default ``max(k, 1000)``, as BEIR, TREC and MTEB:
+    :data:`~bakeoff.runner.config.DEFAULT_DEPTH`) documents per query; metrics use their own cutoffs. Runs are cached by content (see
     :meth:`~bakeoff.runner.context.Context.search`); a cached arm is marked ``cached``.
 
     After the batch runs, each listed arm's per-query latency is measured on
@@ -134,7 +134,9 @@ def run_bakeoff(
     if identical_auto:
         ignore_identical_ids = bool(self_ret["self_retrieval"])
     arms = _arms(arms)
-    depth = max(k, depth if depth is not None else 100)
+    from .config import DEFAULT_DEPTH
+
+    depth = max(k, depth if depth is not None else DEFAULT_DEPTH)
     ms = measures_for(dataset.label_kind, k=k, depth=depth, requested=measures)
     # --- chunking (bakeoff.ingest.chunking): arms see passages; runs are aggregated to documents ---
     chunked = None
