@@ -64,7 +64,8 @@ def compare_cmd(
 EXAMPLES = ("\b\nExamples:\n"
     "  bakeoff compare results/a results/b\n"
     "  bakeoff compare BASE NEW --fail-if-worse ndcg@10 --margin 0.01\n"
-    "  bakeoff compare BASE NEW --fail-if-worse ndcg@10 --summary md >> \"$GITHUB_STEP_SUMMARY\"")
+    "  bakeoff compare BASE NEW --fail-if-worse ndcg@10 --summary md \\\n"
+    "      >> \"$GITHUB_STEP_SUMMARY\"")
 
 
 def register(app: typer.Typer) -> None:
