@@ -31,7 +31,7 @@ from .data.model import Qrels, Run
 from .data.ranking import NaNScoreError, rank
 from .data.trec import RunTable
 from .errors import ConfigError
-from .metrics import DEFAULT_MEASURES, Evaluation, Measure, averaging_rule, parse_measures
+from .metrics import DEFAULT_MEASURES, Evaluation, Measure, averaging_rule, conventions_line, parse_measures
 from .metrics import evaluate as _evaluate
 from .stats import DEFAULT_RESAMPLES, Comparison, MeanStat, PairStat
 
@@ -181,8 +181,6 @@ class Report:
 
         rep = self.report
         header, rows = report_rows(rep, measures=self.measures)
-        from .report.conventions import conventions_line
-
         parts = [(f"{rep['n_queries']} queries; bootstrap {rep['stats']['confidence']:.0%} CIs;\n"
                   f"paired randomization tests, Holm-adjusted per measure, alpha {rep['stats']['alpha']}\n"
                   f"{conventions_line(rep)}"),

@@ -85,7 +85,7 @@ from .errors import ConfigError, InputError
 
 __all__ = [
     "AVERAGING", "AVERAGING_ALIASES", "AVERAGING_TEXT", "DEFAULT_MEASURES", "LOWER_BOUND_MEASURES", "RECALL_LEVELS",
-    "Evaluation", "FileEvaluation", "Measure", "PRCurve", "averaging_rule", "pr_curve", "default_measures", "evaluate", "evaluate_files",
+    "Evaluation", "FileEvaluation", "Measure", "PRCurve", "averaging_rule", "conventions", "conventions_line", "pr_curve", "default_measures", "evaluate", "evaluate_files",
     "measures_for", "parse_measure", "parse_measures", "trec_name",
 ]
 
@@ -480,6 +480,35 @@ AVERAGING_TEXT: Mapping[str, str] = {
                  "judged-0-only queries as 0",
     "trec_eval-c": "trec_eval -c: every judged query, judged-0-only and missing queries as 0",
 }
+
+
+def conventions(results: Mapping[str, object]) -> dict[str, object]:
+    """How a ``results.json`` / ``report.json`` / ``tune.json`` dict's numbers were computed:
+    ``{"averaging", "averaging_text", "relevance_level", "identical_ids_removed", "identical_ids_how",
+    "own_document_queries"}`` (files written before they were recorded: bakeoff's rule, level 1)."""
+    rule = str(results.get("averaging") or "bakeoff")
+    ds = results.get("dataset")
+    ds = ds if isinstance(ds, Mapping) else {}
+    ident = ds.get("identical_ids") if isinstance(ds.get("identical_ids"), Mapping) else {}
+    removed = bool(ident.get("removed", ds.get("ignore_identical_ids", False)))
+    level = results.get("relevance_level", 1)
+    return {"averaging": rule, "averaging_text": AVERAGING_TEXT.get(rule, rule),
+            "relevance_level": int(level) if isinstance(level, (int, float, str)) else 1,
+            "identical_ids_removed": removed, "identical_ids_how": ident.get("how"),
+            "own_document_queries": ident.get("own_document_queries")}
+
+
+def conventions_line(results: Mapping[str, object]) -> str:
+    """The line every table (terminal, HTML, LaTeX, Markdown) puts above its numbers: the averaging rule
+    with its meaning, the relevance level and whether each query's own id was removed, e.g.
+    ``averaging: bakeoff (judged queries with a relevant document; a query missing from a run scores 0);
+    relevant: grade >= 1; own-id documents kept``."""
+    c = conventions(results)
+    text = str(c["averaging_text"]).split(": ", 1)[-1]
+    ident = "own-id documents removed" if c["identical_ids_removed"] else "own-id documents kept"
+    if c["identical_ids_how"] == "auto" and c["identical_ids_removed"]:
+        ident += f" (auto: {c['own_document_queries']} queries are documents)"
+    return f"averaging: {c['averaging']} ({text}); relevant: grade >= {c['relevance_level']}; {ident}"
 
 
 def averaging_rule(averaging: str | None = None, *, trec_eval: bool = False, complete: bool = False) -> str:

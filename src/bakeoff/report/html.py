@@ -31,7 +31,7 @@ from typing import Any
 
 from ..data.model import Dataset, Run
 from ..errors import MissingDependencyError
-from .conventions import conventions_line
+from ..metrics import conventions_line
 from .terminal import _letters, leak_bucket_rows, pair_rows, report_rows, truth_quality_rows, verdict_measure
 from .tuning import tuning_section
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .conventions import conventions_line
+from ..metrics import conventions_line
 from .terminal import _letters
 
 __all__ = ["latex_escape", "render_latex", "write_latex"]

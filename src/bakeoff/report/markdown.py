@@ -17,7 +17,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .conventions import conventions_line
+from ..metrics import conventions_line
 from .terminal import pair_rows, report_rows
 
 __all__ = ["md_escape", "render_markdown"]

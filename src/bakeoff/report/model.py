@@ -10,7 +10,7 @@ Schema (``schema_version`` 1)::
       "dataset": {...},                              # as in results.json
       "k": int, "measures": [str, ...], "primary": str,   # primary = ndcg@k when computed
       "n_queries": int, "note": str | null,          # note: the fewer-than-30-queries warning
-      "averaging": str, "relevance_level": int,      # as in results.json (bakeoff.report.conventions)
+      "averaging": str, "relevance_level": int,      # as in results.json (bakeoff.metrics.conventions)
       "arms": [{"name", "type", "children": [...], "timing": {...}, "cached": bool, "cost": {...} | null,
                 "latency_ms": float | null, "latency_kind": str,   # see latency_ms()
                 "metrics": {measure: {"mean", "ci_low", "ci_high"}},

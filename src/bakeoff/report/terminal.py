@@ -13,7 +13,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
-from .conventions import conventions_line
+from ..metrics import conventions_line
 
 __all__ = ["leak_bucket_rows", "print_agreement", "print_table", "print_truth_quality", "table_rows",
            "truth_quality_rows", "verdict_measure"]

@@ -356,7 +356,8 @@ def run_tune(cfg: BakeoffConfig, spec: TuneSpec, *, cache: Cache | None, out: Pa
     pq = {a.name: {measure: a.evaluation.per_query[measure]} for a in results.arms}
     # resampled in the order `bakeoff report` reads them back from results.json (keys sorted), so the
     # CIs and p-value here are the ones the report of these results shows
-    qids = sorted(results.arms[0].evaluation.per_query[measure])
+    # (under trec_eval's averaging rule an arm may not answer every query: the pair is over those both answered)
+    qids = sorted(set.intersection(*(set(a.evaluation.per_query[measure]) for a in results.arms)))
     comp = compare(pq, query_ids=qids, measures=[measure], n_resamples=n_resamples, seed=stats_seed, alpha=alpha)
     pair = comp.pair(names[0], names[1], measure)
     sign = 1.0 if pair.a == names[1] else -1.0  # report tuned - defaults
@@ -369,7 +370,8 @@ def run_tune(cfg: BakeoffConfig, spec: TuneSpec, *, cache: Cache | None, out: Pa
     tune = {
         "schema": "bakeoff.tune", "schema_version": 1,
         "arm": spec.arm, "type": aspec.type, "tuned_arm": tuned_name,
-        "measure": measure, "tie_rule": TIE_RULE,
+        "measure": measure, "tie_rule": TIE_RULE, "averaging": results.averaging,
+        "relevance_level": results.relevance_level,
         "space": spec.space.as_dict(), "defaults": defaults, "options": arm_options(factory),
         "dev": {**dev_info, "describe": spec.dev.describe(), "split": dev_ds.split, "n_queries": len(dev_ids),
                 "default_score": _mean(d_values, dev_ids),
