@@ -102,3 +102,29 @@ def test_api_compare_under_trec_eval_pairs_the_common_queries() -> None:
     assert rep.report["averaging"] == "trec_eval" and "averaging: trec_eval (" in rep.to_table()
     c = bakeoff.compare(qrels, [full, part], "P@1", averaging="trec_eval-c", n_resamples=100)
     assert c.report["n_queries"] == 3 and c.mean("part", "P@1") == pytest.approx(1 / 3)
+
+
+def test_an_arm_answering_nothing_is_broken_under_trec_eval_too(graded: Path) -> None:
+    """trec_eval's rule skips unanswered queries, so the empty-run guard counts every judged query instead."""
+    from bakeoff.arms.base import Arm
+    from bakeoff.data import load_beir
+    from bakeoff.runner.run import run_bakeoff
+
+    class Silent(Arm):
+        type = "silent"
+
+        def config(self) -> dict:
+            return {}
+
+        def index(self, corpus, *, ctx) -> None:
+            pass
+
+        def search(self, queries, *, k, ctx, mask=None) -> Run:
+            return Run.from_ranked(self.name, {q: () for q in queries.ids})
+
+    ds = load_beir(graded, split="test")
+    res = run_bakeoff(ds, [Silent(name="silent"), "bm25"], k=2, cache=None, progress=False, latency_sample=0,
+                      averaging="trec_eval")
+    silent, bm25 = res.arms
+    assert silent.evaluation.query_ids == () and silent.extra["empty"]["broken"] is True
+    assert silent.extra["empty"]["n"] == 2 and bm25.extra["empty"]["broken"] is False

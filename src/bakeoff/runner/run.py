@@ -169,7 +169,10 @@ def run_bakeoff(
             run, guards["identical_ids_removed"] = drop_identical_ids(run)
         evaluation = evaluate(run, dataset.qrels, ms, query_ids=dataset.queries.ids, averaging=averaging,
                               relevance_level=relevance_level)
-        guards["empty"] = empty_guard(run, evaluation.query_ids, max_share=max_empty_share)
+        # under trec_eval's rule an unanswered query is not evaluated: the guard counts every judged query
+        guard_ids = (evaluation.query_ids if averaging != "trec_eval"
+                     else tuple(q for q in dataset.queries.ids if q in dataset.qrels))
+        guards["empty"] = empty_guard(run, guard_ids, max_share=max_empty_share)
         # judged@k (metrics module docstring): how much of the top k the labels cover, same queries
         judged = evaluate(run, dataset.qrels, [f"judged@{k}"], query_ids=evaluation.query_ids)
         guards["judged"] = {"k": k, "mean": float(judged.means[f"judged@{k}"])}
