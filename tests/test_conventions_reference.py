@@ -4,7 +4,9 @@
   (tests/fixtures/trec_eval: ``out.test.aq`` and ``out.test.aqc``) and against pytrec_eval (trec_eval's C code)
   on random runs with judged-0-only queries, missing queries and run queries without judgments;
 * the relevance level (``relevance_level=2``, ``P(rel=2)@5``, ``map@100-l2``) against trec_eval ``-l2``'s own
-  output (``out.test.aql``) and ir_measures on trec_eval's graded ``qrels.rel_level`` (grades -1 to 4).
+  output (``out.test.aql``) and ir_measures on trec_eval's graded ``qrels.rel_level`` (grades -1 to 4);
+* all three against trec_eval 10.0's binary run on a run bakeoff wrote (without ``-c``, with ``-c``, ``-l2``;
+  tests/fixtures/trec_eval_bakeoff), P-R curve values included.
 """
 
 from __future__ import annotations
@@ -188,3 +190,64 @@ def test_a_measure_level_beats_the_evaluation_level():
     run = Run.from_scores("r", {"q": {"a": 1.0, "b": 2.0}})
     ev = evaluate(run, qrels, ["P@1", "P(rel=1)@1", "P(rel=2)@1"], relevance_level=2)
     assert ev.means == {"precision@1": 0.0, "precision@1(rel=1)": 1.0, "precision@1(rel=2)": 0.0}
+
+
+# --- trec_eval 10.0's binary on a run bakeoff wrote (tests/fixtures/trec_eval_bakeoff) --------------------
+
+BAKEOFF_RUN = FIX.parent / "trec_eval_bakeoff"
+
+
+def _trec_out(name: str) -> dict[tuple[str, str], float]:
+    import gzip
+    import re
+
+    supported = re.compile(r"^(num_q|map|Rprec|bpref|recip_rank|ndcg|iprec_at_recall_\d\.\d\d|"
+                           r"(P|recall|ndcg_cut|map_cut|success)_\d+)$")
+    out = {}
+    for line in gzip.decompress((BAKEOFF_RUN / name).read_bytes()).decode().splitlines():
+        meas, qid, value = (x.strip() for x in line.split("\t"))
+        if supported.match(meas):
+            out[(meas, qid)] = float(value)
+    return out
+
+
+def _bakeoff_file(tmp_path, name: str):
+    import gzip
+
+    path = tmp_path / name.removesuffix(".gz")
+    path.write_bytes(gzip.decompress((BAKEOFF_RUN / name).read_bytes()))
+    return path
+
+
+@pytest.mark.parametrize("case,run,averaging,level", [
+    ("out.full.gz", "run.full.gz", "trec_eval", 1),      # no -c: a judged-0-only query and an unjudged run query
+    ("out.cut.c.gz", "run.cut.gz", "trec_eval-c", 1),    # -c: three judged queries unanswered, one never retrieved
+    ("out.full.l2.gz", "run.full.gz", "trec_eval", 2),   # -l2 on grades -1 to 2
+])
+def test_trec_eval_binary_on_a_bakeoff_run(case, run, averaging, level, tmp_path):
+    from bakeoff.metrics import RECALL_LEVELS, pr_curve
+
+    want = _trec_out(case)
+    qrels = read_qrels(BAKEOFF_RUN / "qrels")
+    if averaging == "trec_eval":  # trec_eval 10 needs -c when a judged query has no result: t99 is left out
+        qrels = Qrels({q: dict(qrels.get(q)) for q in qrels if q != "t99"})
+    table = read_run_table(_bakeoff_file(tmp_path, run))
+    names = sorted({m for m, _ in want if m != "num_q" and not m.startswith("iprec")})
+    measures = [parse_measure(m) for m in names]
+    ev = evaluate(table, qrels, measures, averaging=averaging, relevance_level=level)
+    curve = pr_curve(table, qrels, averaging=averaging, relevance_level=level)
+    assert want[("num_q", "all")] == len(ev.query_ids) == len(curve.query_ids)
+    keys = [f"iprec_at_recall_{lv:.2f}" for lv in RECALL_LEVELS]
+    checked = 0
+    for (m, q), value in want.items():
+        if m == "num_q":
+            continue
+        if m.startswith("iprec"):
+            j = keys.index(m)
+            got = curve.mean[j] if q == "all" else curve.per_query[q][j]
+        else:
+            key = str(measures[names.index(m)])
+            got = ev.means[key] if q == "all" else ev.per_query[key][q]
+        assert abs(got - value) <= TOL, (case, m, q, got, value)
+        checked += 1
+    assert checked > 1000
