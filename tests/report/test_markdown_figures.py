@@ -83,6 +83,7 @@ def test_report_figures_written_and_inlined(tiny: Path, tmp_path: Path) -> None:
         assert (tmp_path / "figures" / f"{name}.pdf").read_bytes()[:5] == b"%PDF-"
     page = (tmp_path / "report.html").read_text(encoding="utf-8")
     assert 'id="figure-pr_curves"' in page and 'id="figure-per_topic"' in page and page.count("<svg") >= 2
+    assert '<p class="conventions">averaging: bakeoff (' in page  # the HTML table states its rule too
     assert "figures/pr_curves.svg" in text  # listed among the files written
     # the same figure twice gives the same bytes (no date in SVG and PDF)
     first = (tmp_path / "figures" / "pr_curves.svg").read_bytes()

@@ -58,6 +58,11 @@ def test_detection(dataset, scifact) -> None:
     renamed = Dataset(dataset.corpus, Queries.from_queries([Query(q.id, "something else entirely")
                                                              for q in dataset.queries]), dataset.qrels)
     assert self_retrieval(renamed)["self_retrieval"] is False  # ids shared, texts not (CISI's case)
+    # CQADupStack's shape: the query is the title of its own document (a question's title, the body below)
+    titled = Corpus.from_documents([Document(f"p{i}", f"body text {i}", title=f"How do I fix error {i}?")
+                                    for i in range(4)])
+    asks = Queries.from_queries([Query(f"p{i}", f"how do I  fix error {i}?") for i in range(3)])
+    assert self_retrieval(Dataset(titled, asks, Qrels({})))["self_retrieval"] is True
 
 
 @pytest.fixture(scope="module")
