@@ -127,6 +127,10 @@ SUITE: dict[str, Bench] = {
         "Synthetic vs human verdict on CISI, default local generator: generation before/after, unweighted and "
         "leak-matched readings (-n 100)",
         "verdict_trust.py", ("--data", str(DATA / "cisi"), "-n", "100"), json=True, needs=("cisi",)),
+    "depth_cost": Bench(
+        "Depth 1000 vs 100 in one run: search, .trec write and size, evaluation (SciFact; 1M generated documents)",
+        "depth_cost.py", ("--big", "1000000"), quick=("--arms", "bm25,tfidf", "--big", "20000", "--repeat", "1"),
+        json=True, needs=("scifact",)),
     "assessor_agreement": Bench(
         "`bakeoff assess` grades against SciFact's human labels (Cohen's kappa, ROC AUC)",
         "assessor_agreement.py", ("-n", "40", "--methods", "likelihood,yesno", "--max-doc-chars", "4000"),

@@ -25,12 +25,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .arms.fusion import FUSE_METHODS, FUSE_NORMS, NORMS, convex_scores, fuse_scores
+from .arms.fusion import (FUSE_METHODS, FUSE_NORMS, NORMS, canonical_method, canonical_norm, convex_scores,
+                          fuse_scores)
 from .data.model import Qrels, Run
 from .data.ranking import NaNScoreError, rank
 from .data.trec import RunTable
 from .errors import ConfigError
-from .metrics import DEFAULT_MEASURES, Evaluation, Measure, parse_measures
+from .metrics import DEFAULT_MEASURES, Evaluation, Measure, averaging_rule, conventions_line, parse_measures
 from .metrics import evaluate as _evaluate
 from .stats import DEFAULT_RESAMPLES, Comparison, MeanStat, PairStat
 
@@ -39,7 +40,9 @@ __all__ = ["FUSION_METHODS", "Report", "compare", "evaluate", "fuse"]
 #: Methods of :func:`fuse`: ranx's ``fuse`` methods plus the ``convex`` combination.
 FUSION_METHODS = (*FUSE_METHODS, "convex")
 _WEIGHTED = ("sum", "mnz", "rrf", "borda", "convex")
-_SCORE_BASED = ("sum", "mnz", "max", "convex")
+_SCORE_BASED = ("sum", "mnz", "max", "min", "med", "anz", "gmnz", "convex")
+#: ``params`` keys of ranx's ``fuse`` and the options they are here.
+_PARAMS = {"k": "rank_constant", "weights": "weights", "gamma": "gamma", "sigma": "sigma"}
 
 MeasuresArg = str | Measure | Iterable[str | Measure]
 
@@ -72,6 +75,7 @@ def evaluate(
     *,
     query_ids: Iterable[str] | None = None,
     relevance_level: int = 1,
+    averaging: str | None = None,
     trec_eval: bool = False,
     complete: bool = False,
     max_docs: int | None = None,
@@ -80,9 +84,12 @@ def evaluate(
 
     ``Evaluation.means[measure]`` is the mean over the averaged queries and
     ``Evaluation.per_query[measure][qid]`` each query's value. Which queries are averaged is
-    bakeoff's rule (judged queries with a relevant document; a judged query missing from the run
-    scores 0), or trec_eval's with ``trec_eval=True`` (``complete`` = trec_eval ``-c``);
-    ``relevance_level`` is trec_eval's ``-l``, ``max_docs`` its ``-M``. See :mod:`bakeoff.metrics`.
+    ``averaging``: ``"bakeoff"`` (default: judged queries with a relevant document; a judged query
+    missing from the run scores 0), ``"trec_eval"`` (the queries of both the run and the qrels, as
+    trec_eval, pytrec_eval, BEIR and MTEB average; also ``trec_eval=True``) or ``"trec_eval-c"``
+    (trec_eval ``-c``; also ``complete=True``); ``Evaluation.rule`` says which.
+    ``relevance_level`` is trec_eval's ``-l`` (``"P(rel=2)@5"`` sets it for one measure),
+    ``max_docs`` its ``-M``. See :mod:`bakeoff.metrics`.
 
     The order ``evaluate(run, qrels, ...)`` of earlier releases still works, with a
     :class:`DeprecationWarning`.
@@ -92,7 +99,8 @@ def evaluate(
                       "as in ranx and ir_measures", DeprecationWarning, stacklevel=2)
         qrels, run = run, qrels
     return _evaluate(_run(run), _qrels(qrels), _measures(measures), query_ids=query_ids,
-                     relevance_level=relevance_level, trec_eval=trec_eval, complete=complete, max_docs=max_docs)
+                     relevance_level=relevance_level, averaging=averaging, trec_eval=trec_eval, complete=complete,
+                     max_docs=max_docs)
 
 
 def _named_runs(runs: Sequence[Run] | Mapping[str, Run | Mapping[str, Any]]) -> dict[str, Run]:
@@ -147,6 +155,23 @@ class Report:
         """The report as JSON-ready data (non-finite numbers are ``None``)."""
         return dict(self.report)
 
+    def to_df(self) -> Any:
+        """A pandas DataFrame, one row per run and measure: ``run``, ``measure``, ``mean``, ``ci_low``,
+        ``ci_high`` and ``beats`` (the runs it is significantly better than, Holm-corrected)."""
+        import pandas as pd
+
+        rows = [{"run": a["name"], "measure": m, **{k: a["metrics"][m][k] for k in ("mean", "ci_low", "ci_high")},
+                 "beats": list(a["beats"].get(m, []))} for a in self.report["arms"] for m in self.measures]
+        return pd.DataFrame(rows, columns=["run", "measure", "mean", "ci_low", "ci_high", "beats"])
+
+    to_dataframe = to_df  # ranx's name
+
+    def to_markdown(self) -> str:
+        """GitHub-flavoured Markdown (:func:`bakeoff.report.markdown.render_markdown`)."""
+        from .report.markdown import render_markdown
+
+        return render_markdown(self.report)
+
     def to_table(self) -> str:
         """Plain text: each run's means with CIs and significance letters, then per measure the pairs.
 
@@ -157,7 +182,8 @@ class Report:
         rep = self.report
         header, rows = report_rows(rep, measures=self.measures)
         parts = [(f"{rep['n_queries']} queries; bootstrap {rep['stats']['confidence']:.0%} CIs;\n"
-                  f"paired randomization tests, Holm-adjusted per measure, alpha {rep['stats']['alpha']}"),
+                  f"paired randomization tests, Holm-adjusted per measure, alpha {rep['stats']['alpha']}\n"
+                  f"{conventions_line(rep)}"),
                  _text_table(header[:-1], [r[:-1] for r in rows], left=len(header))]  # no latency column: runs have no timing
         if len(rep["arms"]) > 1:
             for m in self.measures:
@@ -186,7 +212,7 @@ class Report:
 
     def save(self, path: str | Path) -> Path:
         """Write the report to ``path`` atomically, rendered by its suffix: ``.json``, ``.html``,
-        ``.tex`` or ``.txt``."""
+        ``.tex``, ``.md`` or ``.txt``."""
         from ._io import atomic_write_json, atomic_write_text
 
         path = Path(path)
@@ -199,9 +225,11 @@ class Report:
             atomic_write_text(path, self.to_latex())
         elif suffix == ".txt":
             atomic_write_text(path, self.to_table() + "\n")
+        elif suffix == ".md":
+            atomic_write_text(path, self.to_markdown())
         else:
             raise ConfigError(f"{path}: cannot tell the format from the suffix {suffix!r}; "
-                              "use .json, .html, .tex or .txt")
+                              "use .json, .html, .tex, .md or .txt")
         return path
 
 
@@ -227,6 +255,7 @@ def compare(
     alpha: float = 0.05,
     seed: int = 0,
     relevance_level: int = 1,
+    averaging: str = "bakeoff",
     query_ids: Iterable[str] | None = None,
     name: str = "runs",
     progress: bool = False,
@@ -235,8 +264,10 @@ def compare(
 
     ``runs`` is a list of :class:`~bakeoff.data.model.Run` (named by their ``name``) or a dict
     ``{name: run}`` (a run may be a ``{qid: {doc id: score}}`` dict). Every run is scored on the
-    same queries (bakeoff's rule: the judged queries of ``query_ids``, by default all of the
-    qrels, that have a relevant document; a query missing from a run scores 0). For each measure:
+    same queries (``averaging="bakeoff"``: the judged queries of ``query_ids``, by default all of the
+    qrels, that have a relevant document; a query missing from a run scores 0; ``"trec_eval-c"``:
+    every judged query; ``"trec_eval"``: each run's judged queries it answered, compared over those
+    every run answered). ``relevance_level`` is trec_eval's ``-l``. For each measure:
     each run's mean with its bootstrap BCa ``confidence`` CI, and for every pair the paired
     randomization test (``n_resamples`` sign flips; exact below ``2**n <= n_resamples``), the
     paired t-test, Cohen's ``d_z``, and Holm's correction across the pairs of that measure; a
@@ -253,7 +284,11 @@ def compare(
     if not named:
         raise ConfigError("compare needs at least one run")
     qids = None if query_ids is None else list(query_ids)
-    evaluations = {n: _evaluate(r, q, ms, query_ids=qids, relevance_level=relevance_level)
+    try:
+        rule = averaging_rule(averaging)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    evaluations = {n: _evaluate(r, q, ms, query_ids=qids, relevance_level=relevance_level, averaging=rule)
                    for n, r in named.items()}
     first = next(iter(evaluations.values()))
     cutoffs = [m.k for m in _measures(ms) if m.k is not None]
@@ -263,6 +298,8 @@ def compare(
                                   {d for qid in q for d in q[qid]})},
         "k": cutoffs[0] if cutoffs else 10,
         "measures": ms,
+        "averaging": rule,
+        "relevance_level": relevance_level,
         "arms": [{"name": n, "type": "run", "per_query": ev.per_query} for n, ev in evaluations.items()],
     }
     report = build_report(results, runs=named, measures=ms, n_resamples=n_resamples, confidence=confidence,
@@ -305,6 +342,10 @@ def fuse(
     rank_constant: float | None = None,
     depth: int | None = None,
     name: str | None = None,
+    k: float | None = None,
+    gamma: float | None = None,
+    sigma: float | None = None,
+    params: Mapping[str, Any] | None = None,
 ) -> Run:
     """Fuse two or more runs into one, query by query (the run-level twin of the fusion arms).
 
@@ -316,8 +357,15 @@ def fuse(
     missing from a run gets that run's worst normalised score). ``norm`` (score-based methods
     only): ``minmax`` (default), ``zscore``, ``sum``, ``rank`` or ``none`` (``convex``: ``minmax``
     or ``zscore``). ``weights``: one per run, >= 0 (``sum``, ``mnz``, ``rrf``, ``borda``,
-    ``convex``). An option the method does not use is refused. Formulas in
+    ``convex``). ``min``, ``med``, ``anz``, ``gmnz`` (``gamma``, default 1), ``log_isr`` and ``logn_isr``
+    (``sigma``, default 0.01) are ranx's too. An option the method does not use is refused. Formulas in
     :mod:`bakeoff.arms.fusion`.
+
+    ranx's calls work unchanged: its method names (``wsum``, ``wmnz``, ``bordafuse``, ``w_bordafuse``,
+    ``comb*``), its norms (``min-max``, ``zmuv``), ``params={"k": 60, "weights": [...], "gamma": ...}``, and
+    ``k=60`` for RRF's constant (``k`` is ranx's name; here it never means a cutoff, that is ``depth``).
+    ranx's supervised methods (``probfuse``, ``bayesfuse`` ...) are refused with the reason
+    (:data:`bakeoff.arms.fusion.UNSUPPORTED_METHODS`).
 
     The fused run covers every query of any input, holds every candidate document, and is named
     ``name`` (default: the inputs' names joined by ``+``).
@@ -325,7 +373,21 @@ def fuse(
     named = _named_runs(runs)
     if len(named) < 2:
         raise ConfigError(f"fuse needs at least two runs, got {len(named)}")
-    method = str(method).lower()
+    given = {"rank_constant": rank_constant, "weights": weights, "gamma": gamma, "sigma": sigma}
+    if k is not None:
+        if rank_constant is not None:
+            raise ConfigError("fuse: give k= (ranx's name) or rank_constant=, not both")
+        given["rank_constant"] = k
+    for key, value in dict(params or {}).items():
+        if key not in _PARAMS:
+            raise ConfigError(f"fuse: unknown params key {key!r}; known: {', '.join(_PARAMS)}")
+        if given[_PARAMS[key]] is not None:
+            raise ConfigError(f"fuse: {key} given both in params and as {_PARAMS[key]}=")
+        given[_PARAMS[key]] = value
+    rank_constant, weights, gamma, sigma = (given["rank_constant"], given["weights"], given["gamma"],
+                                            given["sigma"])
+    method = canonical_method(method)
+    norm = canonical_norm(norm)
     if method not in FUSION_METHODS:
         raise ConfigError(f"fuse: method must be one of {', '.join(FUSION_METHODS)}, got {method!r}")
     if norm is not None and method not in _SCORE_BASED:
@@ -342,6 +404,10 @@ def fuse(
     if depth is not None and (int(depth) != depth or depth < 1):
         raise ConfigError(f"fuse: depth must be a positive integer, got {depth!r}")
     ws = _weights(weights, len(named), method)
+    if gamma is not None and method != "gmnz":
+        raise ConfigError(f"fuse: gamma is for method=gmnz only (method={method})")
+    if sigma is not None and (method != "logn_isr" or not 0.0 <= float(sigma) <= 1.0):
+        raise ConfigError(f"fuse: sigma is for method=logn_isr only, in [0, 1] (method={method}, sigma={sigma})")
     inputs = list(named.values())
     qids = list(dict.fromkeys(q for r in inputs for q in r))
     fused: dict[str, tuple[tuple[str, float], ...]] = {}
@@ -350,7 +416,9 @@ def fuse(
         if method == "convex":
             scores = convex_scores(rankings, weights=ws or tuple(1.0 / len(inputs) for _ in inputs), norm=norm_)
         else:
-            scores = fuse_scores(rankings, method=method, norm=norm_, k_rrf=c, weights=ws)
+            scores = fuse_scores(rankings, method=method, norm=norm_, k_rrf=c, weights=ws,
+                                 gamma=1.0 if gamma is None else float(gamma),
+                                 sigma=0.01 if sigma is None else float(sigma))
         try:
             fused[qid] = rank(scores)
         except NaNScoreError as exc:  # a ±inf input score normalised to NaN

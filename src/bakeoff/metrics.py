@@ -38,17 +38,28 @@ Per query, with ``R`` the relevant set, ``rel_i`` = 1 if the document at rank
 Without ``@k`` a measure has no cutoff (the whole ranking counts), except
 ``precision`` and ``judged`` which require one; ``rprec`` and ``bpref`` take none.
 
-**Which queries are averaged** — two documented rules (:func:`evaluate`):
+**Which queries are averaged** — three documented rules (:func:`evaluate`, ``averaging=``;
+:data:`AVERAGING`), stated under every table and stored in results.json:
 
-* **bakeoff's rule** (default): every judged query (of ``query_ids``, by default every
+* ``"bakeoff"`` (default): every judged query (of ``query_ids``, by default every
   query in the qrels) that has at least one relevant judgment. A judged query absent
   from the run scores 0 on every measure. Queries without a relevant judgment are
   excluded from the means and listed in :attr:`Evaluation.excluded` — a query nobody
   could answer says nothing about a system.
-* **trec_eval's rule** (``trec_eval=True``, ``bakeoff eval --trec-eval``): the queries
-  that are both in the run and in the qrels, *including* queries judged only with grade
-  0 (they score 0); judged queries absent from the run are skipped. With
-  ``complete=True`` (``-c``) every query of the qrels counts, a missing one as 0.
+* ``"trec_eval"`` (``trec_eval=True``, ``bakeoff eval --trec-eval``; alias ``"intersection"``): the
+  queries that are both in the run and in the qrels, *including* queries judged only with grade
+  0 (they score 0); judged queries absent from the run are skipped. This is also what
+  pytrec_eval evaluates and what BEIR's ``EvaluateRetrieval.evaluate`` and MTEB's retrieval
+  evaluator average over.
+* ``"trec_eval-c"`` (``complete=True``, trec_eval ``-c``): every query of the qrels counts,
+  a missing one as 0.
+
+When every judged query has a relevant document and every arm answers every query, the three
+rules give the same numbers.
+
+**Relevance level** — ``relevance_level`` (trec_eval ``-l``, default 1) applies to every
+binary measure; a measure may carry its own (``precision@5(rel=2)``, ir_measures'
+``P(rel=2)@5``, ranx's ``precision@5-l2``). nDCG and judged@k take none.
 
 Implementation: all measures are computed at once with numpy over the concatenated
 rankings (one row per retrieved document, in rank order, grouped by query), so the
@@ -73,8 +84,9 @@ from .data.trec import _list_layout as _layout
 from .errors import ConfigError, InputError
 
 __all__ = [
-    "DEFAULT_MEASURES", "LOWER_BOUND_MEASURES", "Evaluation", "FileEvaluation", "Measure", "default_measures",
-    "evaluate", "evaluate_files", "measures_for", "parse_measure", "parse_measures", "trec_name",
+    "AVERAGING", "AVERAGING_ALIASES", "AVERAGING_TEXT", "DEFAULT_MEASURES", "LOWER_BOUND_MEASURES", "RECALL_LEVELS",
+    "Evaluation", "FileEvaluation", "Measure", "PRCurve", "averaging_rule", "conventions", "conventions_line", "pr_curve", "default_measures", "evaluate", "evaluate_files",
+    "measures_for", "parse_measure", "parse_measures", "trec_name",
 ]
 
 MeasureName = Literal["recall", "precision", "mrr", "ndcg", "ndcg_exp", "hit", "map", "rprec", "bpref", "judged"]
@@ -100,18 +112,31 @@ _ALIASES: Mapping[str, MeasureName] = {
     "bpref": "bpref",
     "judged": "judged",
 }
-#: ``name``, ``name@k``, or trec_eval's spellings ``name_k`` / ``name.k`` (``ndcg_cut_10``, ``P.5``).
-_PATTERN = re.compile(r"^\s*([a-z_-]+?)\s*(?:[@._]\s*(\d+))?\s*$", re.IGNORECASE)
+#: ``name``, ``name@k``, or trec_eval's spellings ``name_k`` / ``name.k`` (``ndcg_cut_10``, ``P.5``); a relevance
+#: level as ir_measures writes it before the cutoff (``P(rel=2)@5``), as bakeoff prints it after
+#: (``precision@5(rel=2)``) or as ranx does (``map@100-l2``).
+_PATTERN = re.compile(
+    r"^\s*(?P<name>[a-z_-]+?)\s*(?:\(\s*rel\s*=\s*(?P<rel_a>[+-]?\d+)\s*\))?\s*(?:[@._]\s*(?P<k>\d+))?"
+    r"\s*(?:\(\s*rel\s*=\s*(?P<rel_b>[+-]?\d+)\s*\)|-l(?P<rel_c>\d+))?\s*$", re.IGNORECASE)
 #: Measures defined over the whole ranking only (no cutoff).
 _UNCUT = ("rprec", "bpref")
+#: Measures a relevance level does not change: nDCG's gains are the grades (trec_eval's ``-l`` leaves
+#: ``ndcg_cut`` unchanged, ir_measures' ``nDCG`` takes no ``rel``), judged@k counts any judgment.
+_NO_LEVEL = ("ndcg", "ndcg_exp", "judged")
 
 
 @dataclass(frozen=True, order=True)
 class Measure:
-    """A metric and its cutoff; ``str(Measure("ndcg", 10)) == "ndcg@10"``."""
+    """A metric, its cutoff and, optionally, its own relevance level:
+    ``str(Measure("ndcg", 10)) == "ndcg@10"``, ``str(Measure("precision", 5, rel=2)) == "precision@5(rel=2)"``.
+
+    ``rel`` is the minimum grade this measure counts as relevant (ir_measures' ``rel=``, ranx's
+    ``-l2``, trec_eval's ``-l`` for one measure); ``None`` uses the evaluation's ``relevance_level``.
+    """
 
     name: MeasureName
     k: int | None = None
+    rel: int | None = None
 
     def __post_init__(self) -> None:
         if self.k is not None and self.k < 1:
@@ -120,21 +145,33 @@ class Measure:
             raise ValueError(f"{self.name} takes no cutoff (it is defined over the whole ranking)")
         if self.name in ("precision", "judged") and self.k is None:
             raise ValueError(f"{self.name} needs a cutoff, e.g. {self.name}@10")
+        if self.rel is not None and self.name in _NO_LEVEL:
+            why = ("its gains are the grades themselves (trec_eval -l leaves it unchanged)" if self.name != "judged"
+                   else "it counts any judgment, grade 0 included")
+            raise ValueError(f"{self.name} takes no rel=: {why}")
 
     def __str__(self) -> str:
-        return self.name if self.k is None else f"{self.name}@{self.k}"
+        base = self.name if self.k is None else f"{self.name}@{self.k}"
+        return base if self.rel is None else f"{base}(rel={self.rel})"
 
 
 def parse_measure(text: str | Measure) -> Measure:
-    """Parse ``"ndcg@10"``, ``"P@5"``, ``"recip_rank"``, ``"success@1"`` ... into a Measure."""
+    """Parse ``"ndcg@10"``, ``"P@5"``, ``"recip_rank"``, ``"success@1"`` ... into a Measure.
+
+    A relevance level may follow the name as ir_measures writes it (``"P(rel=2)@5"``,
+    ``"RR(rel=2)@10"``), the cutoff as bakeoff prints it (``"precision@5(rel=2)"``), or as ranx
+    writes it (``"map@100-l2"``); all three parse to the same measure."""
     if isinstance(text, Measure):
         return text
     m = _PATTERN.match(text)
-    name = _ALIASES.get(m.group(1).lower()) if m else None
+    name = _ALIASES.get(m.group("name").lower()) if m else None
     if m is None or name is None:
         known = ", ".join(sorted(set(_ALIASES.values())))
-        raise ValueError(f"unknown measure {text!r}; known: {known} (with an optional @k)")
-    return Measure(name, int(m.group(2)) if m.group(2) else None)
+        raise ValueError(f"unknown measure {text!r}; known: {known} (with an optional @k and (rel=N))")
+    rels = [int(r) for r in (m.group("rel_a"), m.group("rel_b"), m.group("rel_c")) if r is not None]
+    if len(rels) > 1:
+        raise ValueError(f"measure {text!r}: give the relevance level once")
+    return Measure(name, int(m.group("k")) if m.group("k") else None, rels[0] if rels else None)
 
 
 def parse_measures(texts: Iterable[str | Measure]) -> tuple[Measure, ...]:
@@ -155,12 +192,22 @@ DEFAULT_MEASURES: tuple[Measure, ...] = parse_measures(
 LOWER_BOUND_MEASURES: tuple[MeasureName, ...] = ("recall", "mrr", "hit")
 
 
+#: The deepest recall cutoff reported by default (BEIR's and MTEB's recall@100), whatever the retrieval depth.
+DEEP_RECALL = 100
+
+
+def _deep(k: int, depth: int) -> list[str]:
+    """``recall@min(depth, 100)`` when that is deeper than ``k``: a run retrieved to 1,000 still reports
+    recall@100 by default (ask for ``recall@1000`` to see the rest)."""
+    cut = min(depth, max(DEEP_RECALL, k))
+    return [f"recall@{cut}"] if cut > k else []
+
+
 def default_measures(k: int, depth: int) -> tuple[Measure, ...]:
-    """NDCG, Recall, MRR, Precision, Hit and MAP at ``k``, plus Recall at ``depth`` (when deeper)."""
+    """NDCG, Recall, MRR, Precision, Hit and MAP at ``k``, plus Recall at ``min(depth, 100)`` (when deeper
+    than ``k``)."""
     names = [f"ndcg@{k}", f"recall@{k}", f"mrr@{k}", f"precision@{k}", f"hit@{k}", f"map@{k}"]
-    if depth > k:
-        names.append(f"recall@{depth}")
-    return parse_measures(names)
+    return parse_measures(names + _deep(k, depth))
 
 
 def measures_for(label_kind: str, *, k: int, depth: int,
@@ -171,12 +218,12 @@ def measures_for(label_kind: str, *, k: int, depth: int,
     * ``"judged"`` (complete judgments): ``requested``, else :func:`default_measures`.
     * ``"citation"`` (lower-bound labels): ``requested`` if every one is in
       :data:`LOWER_BOUND_MEASURES`, else :class:`~bakeoff.errors.ConfigError`; by default
-      Recall@k and MRR@k, plus Recall@depth when deeper.
+      Recall@k and MRR@k, plus Recall at ``min(depth, 100)`` when deeper.
     """
     if label_kind != "citation":
         return parse_measures(requested) if requested is not None else default_measures(k, depth)
     if requested is None:
-        return parse_measures([f"recall@{k}", f"mrr@{k}"] + ([f"recall@{depth}"] if depth > k else []))
+        return parse_measures([f"recall@{k}", f"mrr@{k}"] + _deep(k, depth))
     ms = parse_measures(requested)
     bad = [str(m) for m in ms if m.name not in LOWER_BOUND_MEASURES]
     if bad:
@@ -191,8 +238,8 @@ class Evaluation:
     """Per-query values and means of several measures for one run.
 
     ``per_query[measure][qid]`` covers exactly :attr:`query_ids` (the averaged
-    queries); ``means[measure]`` is their arithmetic mean. ``rule`` is ``"bakeoff"``
-    or ``"trec_eval"`` (see the module docstring); ``missing_from_run`` lists judged
+    queries); ``means[measure]`` is their arithmetic mean. ``rule`` is the averaging rule,
+    one of :data:`AVERAGING` (see the module docstring); ``missing_from_run`` lists judged
     queries the run has no results for (scored 0 under bakeoff's rule and with
     ``complete``, skipped under trec_eval's rule without it).
     """
@@ -203,6 +250,16 @@ class Evaluation:
     missing_from_run: tuple[str, ...] = ()
     excluded: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     rule: str = "bakeoff"
+
+    def to_df(self, *, per_query: bool = True) -> object:
+        """A pandas DataFrame: one row per averaged query and one column per measure (``per_query``),
+        or one row of means (``per_query=False``); the index is the query id (``"all"`` for the means)."""
+        import pandas as pd
+
+        if not per_query:
+            return pd.DataFrame([dict(self.means)], index=pd.Index(["all"], name="qid"))
+        return pd.DataFrame({m: [v[q] for q in self.query_ids] for m, v in self.per_query.items()},
+                            index=pd.Index(list(self.query_ids), name="qid"))
 
 
 #: The grade of a retrieved document nobody judged (below any relevance level).
@@ -325,7 +382,19 @@ def _gain(grade: int, exponential: bool) -> float:
 def _values(ms: Sequence[Measure], rows: _Rows, queries: Sequence[str], qrels: Qrels,
             level: int) -> dict[str, np.ndarray]:
     """Every measure for every query (arrays aligned with ``queries``), by the formulas of the
-    module docstring, each a few vectorised passes over ``rows``."""
+    module docstring, each a few vectorised passes over ``rows``. A measure with its own
+    relevance level (``Measure.rel``) is computed at that level, the others at ``level``."""
+    out: dict[str, np.ndarray] = {}
+    levels = dict.fromkeys(level if m.rel is None else m.rel for m in ms)
+    for lv in levels:
+        out.update(_values_at(tuple(m for m in ms if (level if m.rel is None else m.rel) == lv), rows, queries,
+                              qrels, lv))
+    return {str(m): out[str(m)] for m in ms}
+
+
+def _values_at(ms: Sequence[Measure], rows: _Rows, queries: Sequence[str], qrels: Qrels,
+               level: int) -> dict[str, np.ndarray]:
+    """:func:`_values` of measures sharing one relevance level."""
     nq = len(queries)
     group, pos, grade = rows.group, rows.pos, rows.grade
     rel = grade >= level
@@ -398,6 +467,69 @@ def _values(ms: Sequence[Measure], rows: _Rows, queries: Sequence[str], qrels: Q
     return out
 
 
+#: The averaging rules (which queries a mean is over; module docstring, "Which queries are averaged").
+AVERAGING = ("bakeoff", "trec_eval", "trec_eval-c")
+#: Other names of the rules: pytrec_eval, BEIR and MTEB average over the queries of both the run and the
+#: qrels, which is trec_eval's rule without ``-c``.
+AVERAGING_ALIASES: Mapping[str, str] = {"intersection": "trec_eval", "trec_eval_c": "trec_eval-c",
+                                        "complete": "trec_eval-c"}
+#: One line per rule, printed under every table that shows means.
+AVERAGING_TEXT: Mapping[str, str] = {
+    "bakeoff": "bakeoff's rule: judged queries with a relevant document; a query missing from a run scores 0",
+    "trec_eval": "trec_eval's rule (pytrec_eval, BEIR, MTEB): queries in both the run and the qrels, "
+                 "judged-0-only queries as 0",
+    "trec_eval-c": "trec_eval -c: every judged query, judged-0-only and missing queries as 0",
+}
+
+
+def conventions(results: Mapping[str, object]) -> dict[str, object]:
+    """How a ``results.json`` / ``report.json`` / ``tune.json`` dict's numbers were computed:
+    ``{"averaging", "averaging_text", "relevance_level", "identical_ids_removed", "identical_ids_how",
+    "own_document_queries"}`` (files written before they were recorded: bakeoff's rule, level 1)."""
+    rule = str(results.get("averaging") or "bakeoff")
+    ds = results.get("dataset")
+    ds = ds if isinstance(ds, Mapping) else {}
+    ident = ds.get("identical_ids") if isinstance(ds.get("identical_ids"), Mapping) else {}
+    removed = bool(ident.get("removed", ds.get("ignore_identical_ids", False)))
+    level = results.get("relevance_level", 1)
+    return {"averaging": rule, "averaging_text": AVERAGING_TEXT.get(rule, rule),
+            "relevance_level": int(level) if isinstance(level, (int, float, str)) else 1,
+            "identical_ids_removed": removed, "identical_ids_how": ident.get("how"),
+            "own_document_queries": ident.get("own_document_queries")}
+
+
+def conventions_line(results: Mapping[str, object]) -> str:
+    """The line every table (terminal, HTML, LaTeX, Markdown) puts above its numbers: the averaging rule
+    with its meaning, the relevance level and whether each query's own id was removed, e.g.
+    ``averaging: bakeoff (judged queries with a relevant document; a query missing from a run scores 0);
+    relevant: grade >= 1; own-id documents kept``."""
+    c = conventions(results)
+    text = str(c["averaging_text"]).split(": ", 1)[-1]
+    ident = "own-id documents removed" if c["identical_ids_removed"] else "own-id documents kept"
+    if c["identical_ids_how"] == "auto" and c["identical_ids_removed"]:
+        ident += f" (auto: {c['own_document_queries']} queries are documents)"
+    return f"averaging: {c['averaging']} ({text}); relevant: grade >= {c['relevance_level']}; {ident}"
+
+
+def averaging_rule(averaging: str | None = None, *, trec_eval: bool = False, complete: bool = False) -> str:
+    """The canonical name of an averaging rule (one of :data:`AVERAGING`), from its name or alias, or
+    from the older flags ``trec_eval`` / ``complete`` when ``averaging`` is None."""
+    if averaging is None:
+        if complete and not trec_eval:
+            raise ValueError("complete (-c) belongs to trec_eval's rule; bakeoff's rule always scores missing "
+                             "queries 0")
+        return "trec_eval-c" if complete else "trec_eval" if trec_eval else "bakeoff"
+    name = str(averaging).strip().lower()
+    name = AVERAGING_ALIASES.get(name, name)
+    if name not in AVERAGING:
+        raise ValueError(f"unknown averaging rule {averaging!r}; known: {', '.join(AVERAGING)} "
+                         f"(or {', '.join(AVERAGING_ALIASES)})")
+    if trec_eval or complete:
+        if (name, complete) not in (("trec_eval", False), ("trec_eval-c", True), ("trec_eval-c", False)):
+            raise ValueError(f"averaging={averaging!r} contradicts trec_eval={trec_eval}, complete={complete}")
+    return name
+
+
 def evaluate(
     run: Run | RunTable,
     qrels: Qrels,
@@ -405,6 +537,7 @@ def evaluate(
     *,
     query_ids: Iterable[str] | None = None,
     relevance_level: int = 1,
+    averaging: str | None = None,
     trec_eval: bool = False,
     complete: bool = False,
     max_docs: int | None = None,
@@ -413,23 +546,30 @@ def evaluate(
     :class:`~bakeoff.data.trec.RunTable`) against ``qrels``. Pure: never mutates its inputs.
 
     ``query_ids`` restricts the candidate queries (e.g. a dataset's); by default every
-    query in ``qrels`` is a candidate. Which candidates are averaged follows bakeoff's
-    rule, or trec_eval's with ``trec_eval=True`` (``complete`` = trec_eval ``-c``); see
-    the module docstring. ``relevance_level`` is trec_eval's ``-l``, ``max_docs`` its ``-M``.
+    query in ``qrels`` is a candidate. Which candidates are averaged follows ``averaging``
+    (:data:`AVERAGING`: ``"bakeoff"`` by default, ``"trec_eval"`` = the run ∩ qrels queries as
+    trec_eval, pytrec_eval, BEIR and MTEB average, ``"trec_eval-c"`` = trec_eval ``-c``); the older
+    flags ``trec_eval=True`` (``complete`` = ``-c``) name the same rules. See the module docstring.
+    Under trec_eval's rules a query of a :class:`~bakeoff.data.model.Run` with an empty ranking is
+    not "in the run" (a TREC file cannot hold it). ``relevance_level`` is trec_eval's ``-l`` (a measure's own ``rel=`` wins;
+    bakeoff's rule keeps the queries with a document at this level), ``max_docs`` its ``-M``.
     Run queries that are not candidates are listed in ``excluded["not_judged"]``.
     """
     ms = parse_measures(measures)
     if max_docs is not None and max_docs < 1:
         raise ValueError("max_docs must be >= 1")
-    if complete and not trec_eval:
-        raise ValueError("complete (-c) belongs to trec_eval's rule; bakeoff's rule always scores missing queries 0")
+    rule = averaging_rule(averaging, trec_eval=trec_eval, complete=complete)
     candidates = list(qrels) if query_ids is None else [q for q in dict.fromkeys(query_ids)]
-    run_queries = run.query_ids if isinstance(run, RunTable) else tuple(run)
-    in_run = set(run_queries)
+    if isinstance(run, RunTable):
+        run_queries = run.query_ids
+        in_run = set(run_queries)
+    else:
+        run_queries = tuple(run)
+        in_run = {q for q in run_queries if run.get(q)} if rule != "bakeoff" else set(run_queries)
     no_rel: list[str] = []
-    if trec_eval:
+    if rule != "bakeoff":
         judged = sorted(q for q in candidates if q in qrels)  # trec_eval walks the qrels in qid order
-        evaluated = judged if complete else [q for q in judged if q in in_run]
+        evaluated = judged if rule == "trec_eval-c" else [q for q in judged if q in in_run]
         missing = tuple(q for q in judged if q not in in_run)
     else:
         evaluated = []
@@ -454,8 +594,79 @@ def evaluate(
         query_ids=tuple(evaluated),
         missing_from_run=missing,
         excluded={"no_relevant": tuple(no_rel), "not_judged": not_judged},
-        rule="trec_eval" if trec_eval else "bakeoff",
+        rule=rule,
     )
+
+
+#: trec_eval's recall levels of ``iprec_at_recall``: 0.0, 0.1, ..., 1.0.
+RECALL_LEVELS: tuple[float, ...] = tuple(i / 10.0 for i in range(11))
+
+
+@dataclass(frozen=True)
+class PRCurve:
+    """Interpolated precision at the 11 standard recall levels (trec_eval ``iprec_at_recall``).
+
+    ``per_query[qid][j]`` is the query's interpolated precision at recall ``levels[j]``: the highest
+    precision at any rank whose recall reaches that level, as trec_eval rounds it (:func:`pr_curve`; 0
+    beyond the recall the run reaches, and for a query without relevant document). ``mean[j]`` averages it over ``query_ids`` (the
+    averaging rule ``rule``, as :func:`evaluate`).
+    """
+
+    levels: tuple[float, ...]
+    per_query: Mapping[str, tuple[float, ...]]
+    mean: tuple[float, ...]
+    query_ids: tuple[str, ...]
+    rule: str = "bakeoff"
+
+
+def pr_curve(
+    run: Run | RunTable,
+    qrels: Qrels,
+    *,
+    query_ids: Iterable[str] | None = None,
+    relevance_level: int = 1,
+    averaging: str | None = None,
+    max_docs: int | None = None,
+    legacy: bool = False,
+) -> PRCurve:
+    """The 11-point interpolated precision-recall curve of ``run`` (:class:`PRCurve`; trec_eval's
+    ``iprec_at_recall``, equal to pytrec_eval's per query). Queries are chosen as :func:`evaluate` does
+    with the same arguments. With ``R`` relevant documents and the ``c``-th relevant one at rank
+    ``i_c``, the interpolated precision at level ``l`` is ``max{c / i_c : c >= n_l}``, 0 when no
+    retrieved relevant document qualifies, where ``n_l = max(1, round(l * R))`` (half away from zero) is
+    trec_eval 10.0's translation of the level into a number of relevant documents. trec_eval 9 and
+    pytrec_eval compute ``n_l = max(1, floor(l * R + 0.9))`` instead ("the cutoffs of historical MAP
+    implementations"; trec_eval 10 dropped it as not platform-safe): ``legacy=True`` gives theirs. The
+    two differ on some levels of some queries (``R = 474``, level 0.1: the 47th or the 48th relevant
+    document)."""
+    ev = evaluate(run, qrels, ["map"], query_ids=query_ids, relevance_level=relevance_level, averaging=averaging,
+                  max_docs=max_docs)
+    queries = list(ev.query_ids)
+    rows = _rows_from_table(run, queries, qrels, max_docs) if isinstance(run, RunTable) else \
+        _rows_from_run(run, queries, qrels, max_docs)
+    levels = np.asarray(RECALL_LEVELS)
+    out = np.zeros((len(queries), levels.size))
+    rel = rows.grade >= relevance_level
+    hits = np.flatnonzero(rel)
+    n_rel = np.array([sum(1 for g in qrels.get(q).values() if g >= relevance_level) for q in queries], dtype=float)
+    if hits.size:
+        grp = rows.group[hits]
+        # c: the hit's count within its query (hits are in rank order, grouped by query)
+        c = _positions(grp) + 1
+        prec = c / (rows.pos[hits] + 1.0)
+        for j, lv in enumerate(levels):
+            x = lv * n_rel
+            if legacy:  # trec_eval 9 and pytrec_eval: (long)(l * R + 0.9)
+                n_l = np.floor(x + 0.9)
+            else:  # trec_eval 10: lround(l * R), half away from zero (exact: x - floor(x) is exact)
+                n_l = np.floor(x) + ((x - np.floor(x)) >= 0.5)
+            need = np.maximum(n_l, 1.0)[grp]
+            ok = c >= need
+            if ok.any():
+                np.maximum.at(out[:, j], grp[ok], prec[ok])
+    per_query = {q: tuple(float(x) for x in out[i]) for i, q in enumerate(queries)}
+    mean = tuple(float(math.fsum(out[:, j]) / len(queries)) if queries else math.nan for j in range(levels.size))
+    return PRCurve(RECALL_LEVELS, per_query, mean, tuple(queries), ev.rule)
 
 
 def trec_name(measure: Measure) -> str:
@@ -493,6 +704,7 @@ def evaluate_files(
     run_path: str | os.PathLike[str],
     measures: Iterable[str | Measure] = DEFAULT_MEASURES,
     *,
+    averaging: str | None = None,
     trec_eval: bool = False,
     complete: bool = False,
     relevance_level: int = 1,
@@ -504,14 +716,16 @@ def evaluate_files(
     object per line. Warnings: an empty run, judged queries missing from the run, run queries
     without judgments, queries without a relevant judgment, repeated judgments overridden,
     extra run columns. Under trec_eval's rule a run sharing no query with the qrels is an
-    :class:`~bakeoff.errors.InputError` (trec_eval stops there too)."""
+    :class:`~bakeoff.errors.InputError` (trec_eval stops there too). ``averaging`` names the rule
+    (:data:`AVERAGING`), or ``trec_eval`` / ``complete`` do."""
     from .data.trec import TrecReadReport, read_qrels, read_run_table
 
+    rule = averaging_rule(averaging, trec_eval=trec_eval, complete=complete)
+    trec_eval, complete = rule != "bakeoff", rule == "trec_eval-c"
     qreport = TrecReadReport()
     qrels = read_qrels(qrels_path, allow_duplicates=allow_duplicate_judgments, report=qreport)
     table = read_run_table(run_path)
-    ev = evaluate(table, qrels, measures, relevance_level=relevance_level, trec_eval=trec_eval,
-                  complete=complete, max_docs=max_docs)
+    ev = evaluate(table, qrels, measures, relevance_level=relevance_level, averaging=rule, max_docs=max_docs)
     warnings: list[str] = [*qreport.warnings(str(qrels_path)), *table.report.warnings(str(run_path))]
     n_judged = len(qrels)
     if len(table) == 0:
@@ -525,7 +739,7 @@ def evaluate_files(
         warnings.append(f"{len(ev.excluded['not_judged'])} run queries have no judgments; not evaluated")
     if ev.excluded.get("no_relevant"):
         warnings.append(f"{len(ev.excluded['no_relevant'])} judged queries have no relevant document; excluded "
-                        "from the means (bakeoff's rule; --trec-eval counts them as 0)")
+                        "from the means (bakeoff's rule; --averaging trec_eval counts them as 0)")
     if trec_eval and not ev.query_ids:
         raise InputError("no query has both results and judgments (trec_eval stops here too); "
                          "-c scores the judged queries 0", path=run_path)

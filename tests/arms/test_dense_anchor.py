@@ -28,3 +28,7 @@ def test_dense_minilm_reproduces_mteb_scifact(scifact, shared_cache) -> None:
     print("dense MiniLM on SciFact test: " + ", ".join(f"{m} {ev.means[m]:.5f}" for m in MTEB))
     for measure, published in MTEB.items():
         assert ev.means[measure] == pytest.approx(published, abs=5e-4), (measure, ev.means[measure])
+    # every SciFact test query has a relevant document and an answer: the three averaging rules agree
+    for rule in ("trec_eval", "trec_eval-c"):
+        other = evaluate(run, scifact.qrels, list(MTEB), query_ids=scifact.queries.ids, averaging=rule)
+        assert other.query_ids == tuple(sorted(ev.query_ids)) and other.means == pytest.approx(ev.means, abs=1e-12)

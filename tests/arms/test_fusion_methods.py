@@ -74,7 +74,8 @@ def test_plain_weights_keep_the_fingerprint_and_options_are_checked():
         ({"method": "sum", "rank_constant": 10}, "for method=rrf only"),
         ({"method": "max", "weights": "1+2"}, "weights= is for methods"),
         ({"method": "isr", "weights": "1+2"}, "weights= is for methods"),
-        ({"method": "combsum"}, "method must be one of"),
+        ({"method": "combfoo"}, "method must be one of"),  # combsum, wsum ... are ranx's names: accepted
+        ({"method": "probfuse"}, "not supported: supervised"),
         ({"method": "sum", "norm": "l2"}, "norm must be one of"),
         ({"method": "sum", "weights": "1+2+3"}, "3 weights for 2 arms"),
         ({"method": "sum", "weights": "1+-1"}, ">= 0 and not all 0"),

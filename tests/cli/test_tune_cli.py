@@ -52,6 +52,7 @@ def test_toml_tune_table_end_to_end(tmp_path):
     # every train query's only relevant document is BM25's top hit for any setting: all trials tie at 1.0
     assert [x["dev"] for x in t["trials"]] == [1.0] * 4 and t["chosen"]["index"] == 0
     assert "chosen: #0 k1=0.5, method=lucene" in stdout and "tuned - defaults" in stdout
+    assert "  averaging: bakeoff (" in stdout and t["averaging"] == "bakeoff" and t["relevance_level"] == 1
     results = json.loads((out / "results.json").read_text())
     assert [a["name"] for a in results["arms"]] == ["bm25", "bm25-tuned"] and results["tune"] == t
 

@@ -41,9 +41,14 @@ def test_drop_identical_ids_and_empty_guard() -> None:
 def test_ignore_identical_ids_through_the_cli(tmp_path: Path) -> None:
     data = beir_folder(tmp_path / "arg", corpus=CORPUS, queries=QUERIES, qrels=QRELS)
     base = ["run", "--beir", str(data), "--arm", "bm25", "--cache", "off", "--no-progress", "--latency-sample", "0"]
-    assert main([*base, "--out", str(tmp_path / "keep")]) == 0
+    assert main([*base, "--out", str(tmp_path / "keep"), "--keep-identical-ids"]) == 0
     assert main([*base, "--out", str(tmp_path / "drop"), "--ignore-identical-ids"]) == 0
+    assert main([*base, "--out", str(tmp_path / "auto")]) == 0  # the queries are documents: removed by default
     keep, drop = read_results(tmp_path / "keep"), read_results(tmp_path / "drop")
+    auto = read_results(tmp_path / "auto")
+    assert auto.arms[0].per_query == drop.arms[0].per_query and auto.ignore_identical_ids
+    assert auto.dataset["identical_ids"] == {"removed": True, "how": "auto", "own_document_queries": 2}
+    assert keep.dataset["identical_ids"] == {"removed": False, "how": "option", "own_document_queries": 2}
     # each query retrieves itself first, so its answer is second: MRR 1/2; without itself, 1
     assert keep.arms[0].per_query["mrr@10"] == {"q1": 0.5, "q2": 0.5}
     assert drop.arms[0].per_query["mrr@10"] == {"q1": 1.0, "q2": 1.0}

@@ -16,6 +16,7 @@ from bakeoff.cache import Cache
 from bakeoff.data import load_beir
 from bakeoff.errors import ConfigError
 from bakeoff.runner.context import Context
+from bakeoff.runner.config import DEFAULT_DEPTH
 from bakeoff.runner.results import read_results
 from bakeoff.tune.inputs import tune_from_inputs
 
@@ -125,7 +126,7 @@ def test_kfold_each_query_gets_the_setting_chosen_without_its_fold(tmp_path, sci
 
     ctx = Context(corpus=test.corpus, progress=False)
     a, b = BM25Arm(name="bm25"), TfidfArm(name="tfidf")
-    runs = {c: ctx.search(RRFArm(arms=[a, b], rank_constant=c), test.queries, k=100) for c in (1, 60)}
+    runs = {c: ctx.search(RRFArm(arms=[a, b], rank_constant=c), test.queries, k=DEFAULT_DEPTH) for c in (1, 60)}
     vals = {k: ndcg10(r, test, ids) for k, r in runs.items()}
     cv = next(x for x in out.results.arms if x.name == "h-tuned")
     for f, pick in enumerate(t["chosen"]["per_fold"]):

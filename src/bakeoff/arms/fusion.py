@@ -78,6 +78,27 @@ is the input's mean -- unlike the ``convex`` arm, which gives it the input's min
   points to each ``d`` in ``R_i`` and ``(N - n_i + 1) / 2`` to each other document of ``C``;
   ``score(d) = sum_i w_i * points_i(d)``.
 
+* ``method=min`` (CombMIN): ``min_{i: d in R_i} s_i(d)``;
+* ``method=med`` (CombMED): the median of ``{s_i(d): d in R_i}`` (mean of the middle two when even);
+* ``method=anz`` (CombANZ): ``(sum_{i: d in R_i} s_i(d)) / |{i: d in R_i}|``;
+* ``method=gmnz`` (CombGMNZ, Lee 1997; option ``gamma``, default 1 = CombMNZ):
+  ``(sum_{i: d in R_i} s_i(d)) * |{i: d in R_i}|^gamma``;
+* ``method=log_isr``: ``(sum_{i: d in R_i} 1 / r_i(d)^2) * ln |{i: d in R_i}|``;
+* ``method=logn_isr`` (option ``sigma`` in [0, 1], default 0.01):
+  ``(sum_{i: d in R_i} 1 / r_i(d)^2) * ln(|{i: d in R_i}| + sigma)``.
+
+**Other names.** ranx's spellings and the literature's are accepted and mean the methods above
+(:data:`METHOD_ALIASES`, :data:`NORM_ALIASES`): ``wsum``/``combsum`` = ``sum``, ``wmnz``/``combmnz`` =
+``mnz``, ``combmax`` = ``max``, ``combmin``, ``combmed``, ``combanz``, ``combgmnz``, ``bordafuse`` and
+``w_bordafuse`` = ``borda``; norms ``min-max`` = ``minmax``, ``zmuv`` = ``zscore``. ranx's fusion
+methods that are **not** here, and why (:data:`UNSUPPORTED_METHODS`): ``bayesfuse``, ``mapfuse``,
+``posfuse``, ``probfuse``, ``segfuse`` and ``slidefuse`` are *supervised*: each learns
+per-position relevance probabilities of every input from judged training queries (ranx's
+``*_train`` functions), so a bake-off would need a training split for them (``bakeoff tune``'s dev
+split is the natural one; not wired); ``mixed`` builds on the same trained probabilities;
+``condorcet``, ``w_condorcet`` and ``rbc`` are unsupervised and could be added (pairwise
+majority voting, rank-biased centroids), not done yet.
+
 Weights (``weights=w1+w2+...``, one per input, >= 0, not all 0; default 1 each) apply to
 ``rrf``, ``sum``, ``mnz`` and ``borda``; ``max`` and ``isr`` take none. ``norm`` (default
 ``minmax``, ranx's default) applies to ``sum``, ``mnz`` and ``max``; ``rank_constant`` (the RRF
@@ -107,17 +128,28 @@ from .base import Arm, ArmContext, DocMask, register_arm
 __all__ = [
     "FUSE_METHODS",
     "FUSE_NORMS",
+    "METHOD_ALIASES",
     "NORMS",
+    "NORM_ALIASES",
+    "UNSUPPORTED_METHODS",
+    "canonical_method",
+    "canonical_norm",
     "ConvexArm",
     "FuseArm",
     "RRFArm",
     "borda_scores",
+    "comb_anz",
+    "comb_gmnz",
     "comb_max",
+    "comb_med",
+    "comb_min",
     "comb_mnz",
     "comb_sum",
     "convex_scores",
     "fuse_scores",
     "isr_scores",
+    "log_isr_scores",
+    "logn_isr_scores",
     "normalize",
     "normalize_scores",
     "rrf_scores",
@@ -125,11 +157,26 @@ __all__ = [
 
 NORMS = ("minmax", "zscore")
 #: Methods of the ``fuse`` arm.
-FUSE_METHODS = ("sum", "mnz", "max", "rrf", "isr", "borda")
+FUSE_METHODS = ("sum", "mnz", "max", "min", "med", "anz", "gmnz", "rrf", "isr", "log_isr", "logn_isr", "borda")
 #: Normalisations of the ``fuse`` arm (ranx's ``min-max``, ``zmuv``, ``sum``, ``rank``, ``None``).
 FUSE_NORMS = ("minmax", "zscore", "sum", "rank", "none")
+#: ranx's method names (``ranx.fuse(method=...)``) and the literature's CombX names, for the methods above.
+METHOD_ALIASES = {"wsum": "sum", "combsum": "sum", "comb_sum": "sum", "wmnz": "mnz", "combmnz": "mnz",
+                  "comb_mnz": "mnz", "combmax": "max", "comb_max": "max", "combmin": "min", "comb_min": "min",
+                  "combmed": "med", "comb_med": "med", "combanz": "anz", "comb_anz": "anz", "combgmnz": "gmnz",
+                  "comb_gmnz": "gmnz", "bordafuse": "borda", "w_bordafuse": "borda"}
+#: ranx's normalisation names (``ranx.fuse(norm=...)``).
+NORM_ALIASES = {"min-max": "minmax", "min_max": "minmax", "zmuv": "zscore", "z-score": "zscore"}
+#: ranx methods bakeoff does not compute, and why (module docstring).
+UNSUPPORTED_METHODS = {
+    **dict.fromkeys(("bayesfuse", "mapfuse", "posfuse", "probfuse", "segfuse", "slidefuse"),
+                    "supervised: it learns per-position relevance probabilities from judged training queries "
+                    "(ranx's *_train), which a bake-off has no split for"),
+    "mixed": "supervised: built on probabilities learnt from judged training queries",
+    **dict.fromkeys(("condorcet", "w_condorcet", "rbc"), "not implemented yet (unsupervised; could be added)"),
+}
 _WEIGHTED = ("sum", "mnz", "rrf", "borda")
-_SCORE_BASED = ("sum", "mnz", "max")
+_SCORE_BASED = ("sum", "mnz", "max", "min", "med", "anz", "gmnz")
 _EPS = 1e-9
 log = logging.getLogger("bakeoff")
 
@@ -234,6 +281,63 @@ def comb_mnz(tables: Sequence[dict[str, float]], *, weights: Sequence[float] | N
     return out
 
 
+def canonical_method(method: str, *, where: str = "fuse") -> str:
+    """The method ``method`` names (one of :data:`FUSE_METHODS` or ``convex``; ranx's and the CombX spellings
+    accepted); a ranx method bakeoff does not compute is a ConfigError saying why."""
+    m = str(method).strip().lower()
+    m = METHOD_ALIASES.get(m, m)
+    if m in UNSUPPORTED_METHODS:
+        raise ConfigError(f"{where}: method {method!r} is not supported: {UNSUPPORTED_METHODS[m]}")
+    return m
+
+
+def canonical_norm(norm: str | None) -> str | None:
+    """The normalisation ``norm`` names (ranx's ``min-max`` and ``zmuv`` accepted); None stays None."""
+    if norm is None:
+        return None
+    n = str(norm).strip().lower()
+    return NORM_ALIASES.get(n, n)
+
+
+def _combine(tables: Sequence[dict[str, float]], how: Any) -> dict[str, float]:
+    """``how(scores of d in the inputs that hold it, in input order)`` for every ``d`` of the union."""
+    return {d: how([t[d] for t in tables if d in t]) for d in _union(tables)}
+
+
+def comb_min(tables: Sequence[dict[str, float]]) -> dict[str, float]:
+    """CombMIN: ``min_{i: d in t_i} t_i(d)``."""
+    return _combine(tables, min)
+
+
+def comb_med(tables: Sequence[dict[str, float]]) -> dict[str, float]:
+    """CombMED: the median of the scores of ``d`` (numpy's: the mean of the middle two when even)."""
+    return _combine(tables, lambda xs: float(np.median(np.asarray(xs, dtype=np.float64))))
+
+
+def comb_anz(tables: Sequence[dict[str, float]]) -> dict[str, float]:
+    """CombANZ: ``(sum_{i: d in t_i} t_i(d)) / |{i: d in t_i}|``."""
+    return _combine(tables, lambda xs: sum(xs) / len(xs))
+
+
+def comb_gmnz(tables: Sequence[dict[str, float]], *, gamma: float = 1.0) -> dict[str, float]:
+    """CombGMNZ: ``(sum_{i: d in t_i} t_i(d)) * |{i: d in t_i}|^gamma`` (``gamma=1``: CombMNZ)."""
+    return _combine(tables, lambda xs: sum(xs) * (len(xs) ** gamma))
+
+
+def _isr_tables(rankings: Sequence[Ranked]) -> list[dict[str, float]]:
+    return [{d: 1.0 / (r * r) for r, (d, _) in enumerate(ranking, start=1)} for ranking in rankings]
+
+
+def log_isr_scores(rankings: Sequence[Ranked]) -> dict[str, float]:
+    """Log-ISR: ``(sum_{i: d in R_i} 1 / r_i(d)^2) * ln |{i: d in R_i}|``."""
+    return _combine(_isr_tables(rankings), lambda xs: sum(xs) * math.log(len(xs)))
+
+
+def logn_isr_scores(rankings: Sequence[Ranked], *, sigma: float = 0.01) -> dict[str, float]:
+    """LogN-ISR: ``(sum_{i: d in R_i} 1 / r_i(d)^2) * ln(|{i: d in R_i}| + sigma)``."""
+    return _combine(_isr_tables(rankings), lambda xs: sum(xs) * math.log(len(xs) + sigma))
+
+
 def comb_max(tables: Sequence[dict[str, float]]) -> dict[str, float]:
     """CombMAX: ``max_{i: d in t_i} t_i(d)``."""
     return {d: max(t[d] for t in tables if d in t) for d in _union(tables)}
@@ -258,14 +362,19 @@ def borda_scores(rankings: Sequence[Ranked], *, weights: Sequence[float] | None 
 
 
 def fuse_scores(rankings: Sequence[Ranked], *, method: str, norm: str = "minmax", k_rrf: float = 60.0,
-                weights: Sequence[float] | None = None) -> dict[str, float]:
+                weights: Sequence[float] | None = None, gamma: float = 1.0, sigma: float = 0.01) -> dict[str, float]:
     """The ``fuse`` arm's scores of one query's input rankings (each in tie-rule order; module
-    docstring). ``norm`` is used by ``sum``/``mnz``/``max``, ``k_rrf`` by ``rrf``, ``weights`` by
-    ``sum``/``mnz``/``rrf``/``borda`` (None: unit weights)."""
+    docstring). ``norm`` is used by the score-based methods (``sum``/``mnz``/``max``/``min``/``med``/
+    ``anz``/``gmnz``), ``k_rrf`` by ``rrf``, ``weights`` by ``sum``/``mnz``/``rrf``/``borda`` (None: unit
+    weights), ``gamma`` by ``gmnz``, ``sigma`` by ``logn_isr``."""
     if method == "rrf":
         return rrf_scores(rankings, k_rrf=k_rrf, weights=weights)
     if method == "isr":
         return isr_scores(rankings)
+    if method == "log_isr":
+        return log_isr_scores(rankings)
+    if method == "logn_isr":
+        return logn_isr_scores(rankings, sigma=sigma)
     if method == "borda":
         return borda_scores(rankings, weights=weights)
     tables = [normalize(r, norm=norm) for r in rankings]
@@ -275,6 +384,14 @@ def fuse_scores(rankings: Sequence[Ranked], *, method: str, norm: str = "minmax"
         return comb_mnz(tables, weights=weights)
     if method == "max":
         return comb_max(tables)
+    if method == "min":
+        return comb_min(tables)
+    if method == "med":
+        return comb_med(tables)
+    if method == "anz":
+        return comb_anz(tables)
+    if method == "gmnz":
+        return comb_gmnz(tables, gamma=gamma)
     raise ConfigError(f"fuse: method must be one of {', '.join(FUSE_METHODS)}, got {method!r}")
 
 
@@ -486,13 +603,15 @@ class ConvexArm(_FusionArm):
         return convex_scores(rankings, weights=self.weights, norm=self.norm)
 
 
-@register_arm("fuse", code_version="1")
+@register_arm("fuse", code_version="1")  # new methods and options leave the old ones' configs unchanged
 class FuseArm(_FusionArm):
-    """CombSUM, CombMNZ, CombMAX, RRF, ISR or BordaFuse of two or more arms, as ranx's ``fuse``
-    computes them (formulas and conventions in the module docstring).
+    """CombSUM, CombMNZ, CombMAX, CombMIN, CombMED, CombANZ, CombGMNZ, RRF, ISR, Log-ISR, LogN-ISR or
+    BordaFuse of two or more arms, as ranx's ``fuse`` computes them (formulas and conventions in the
+    module docstring; ranx's method and norm names accepted).
 
-    Options: ``arms``, ``method`` (``sum`` default, ``mnz``, ``max``, ``rrf``, ``isr``, ``borda``),
-    ``norm`` (``minmax`` default, ``zscore``, ``sum``, ``rank``, ``none``; for sum/mnz/max only),
+    Options: ``arms``, ``method`` (``sum`` default, ``mnz``, ``max``, ``min``, ``med``, ``anz``, ``gmnz``,
+    ``rrf``, ``isr``, ``log_isr``, ``logn_isr``, ``borda``; ``gamma`` for gmnz, ``sigma`` for logn_isr),
+    ``norm`` (``minmax`` default, ``zscore``, ``sum``, ``rank``, ``none``; for the score-based methods),
     ``weights`` (one per input, >= 0; for sum/mnz/rrf/borda), ``rank_constant`` (the RRF constant,
     default 60; for rrf only; ``k`` is its deprecated old name), ``depth`` (candidates per input,
     default 100). An option the method does not use is refused.
@@ -500,9 +619,18 @@ class FuseArm(_FusionArm):
 
     def __init__(self, *, name: str | None = None, arms: Any = None, method: str = "sum", norm: str | None = None,
                  weights: Any = None, rank_constant: float | None = None, depth: int = 100,
-                 k: float | None = None) -> None:
+                 k: float | None = None, gamma: float | None = None, sigma: float | None = None) -> None:
         super().__init__(name=name, arms=arms, depth=depth)
-        self.method = str(method).lower()
+        self.method = canonical_method(method)
+        norm = canonical_norm(norm)
+        if gamma is not None and self.method != "gmnz":
+            raise ConfigError(f"fuse: gamma= is for method=gmnz only (method={self.method})")
+        if sigma is not None and self.method != "logn_isr":
+            raise ConfigError(f"fuse: sigma= is for method=logn_isr only (method={self.method})")
+        self.gamma = _finite_number(1.0 if gamma is None else gamma, "gamma") if self.method == "gmnz" else None
+        self.sigma = _finite_number(0.01 if sigma is None else sigma, "sigma") if self.method == "logn_isr" else None
+        if self.sigma is not None and not 0.0 <= self.sigma <= 1.0:
+            raise ConfigError(f"fuse: sigma must lie in [0, 1] (as ranx requires), got {sigma!r}")
         if self.method not in FUSE_METHODS:
             raise ConfigError(f"fuse: method must be one of {', '.join(FUSE_METHODS)}, got {method!r}")
         if norm is not None and self.method not in _SCORE_BASED:
@@ -527,8 +655,23 @@ class FuseArm(_FusionArm):
             cfg["k_rrf"] = self.k_rrf
         if self.weights is not None:
             cfg["weights"] = list(self.weights)
+        if self.gamma is not None:
+            cfg["gamma"] = self.gamma
+        if self.sigma is not None:
+            cfg["sigma"] = self.sigma
         return cfg
 
     def _fuse(self, rankings: Sequence[Ranked]) -> dict[str, float]:
         return fuse_scores(rankings, method=self.method, norm=self.norm or "minmax", k_rrf=self.k_rrf or 0.0,
-                           weights=self.weights)
+                           weights=self.weights, gamma=1.0 if self.gamma is None else self.gamma,
+                           sigma=0.01 if self.sigma is None else self.sigma)
+
+
+def _finite_number(value: Any, key: str) -> float:
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"fuse: {key} must be a number, got {value!r}") from None
+    if not math.isfinite(out):
+        raise ConfigError(f"fuse: {key} must be finite, got {value!r}")
+    return out

@@ -68,6 +68,23 @@ def folder_path(value: Path | None) -> Path | None:
     return value
 
 
+def averaging_name(value: str | None) -> str | None:
+    """Callback of ``--averaging``: bakeoff, trec_eval (alias intersection) or trec_eval-c."""
+    if value is None:
+        return value
+    from ..metrics import averaging_rule
+
+    try:
+        return averaging_rule(value)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
+
+
+AveragingOpt = Annotated[str | None, typer.Option(
+    "--averaging", callback=averaging_name, help="Which queries a mean is over: bakeoff (default), trec_eval "
+    "(run and qrels both, as pytrec_eval, BEIR, MTEB) or trec_eval-c.")]
+RelevanceLevelOpt = Annotated[int | None, typer.Option(
+    "--relevance-level", "-l", help="Minimum grade binary measures count as relevant (trec_eval -l; default 1).")]
 ResamplesOpt = Annotated[int, typer.Option(min=1, help="Bootstrap resamples and permutations (>= 1).")]
 SeedOpt = Annotated[int, typer.Option(help="Seed of the resampling.")]
 AlphaOpt = Annotated[float, typer.Option(callback=open_fraction, help="Significance level after Holm correction, "
@@ -93,8 +110,25 @@ def make_cache(policy: str, cache_dir: Path | None) -> Cache | None:
     return Cache(folder, policy=policy)  # type: ignore[arg-type]
 
 
-def show_report(done: ReportOutput) -> None:
-    """Print the report and the files written."""
+def output_format(value: str) -> str:
+    """Callback of ``--format`` / ``--summary``: ``text`` (the terminal tables) or ``md`` (Markdown)."""
+    v = value.strip().lower()
+    v = {"markdown": "md", "gfm": "md", "txt": "text"}.get(v, v)
+    if v not in ("text", "md"):
+        raise typer.BadParameter(f"must be text or md, got {value!r}")
+    return v
+
+
+def show_report(done: ReportOutput, *, fmt: str = "text", gate: GateResult | None = None) -> None:
+    """Print the report (terminal tables, or GitHub-flavoured Markdown with ``fmt="md"``: the whole of
+    stdout is then the Markdown, the files written go to stderr) and the files written."""
+    if fmt == "md":
+        from ..report.markdown import render_markdown
+
+        typer.echo(render_markdown(done.report, gate=gate), nl=False)
+        if done.written:
+            typer.echo(f"wrote {', '.join(done.written)} in {done.folder}", err=True)
+        return
     from ..report.terminal import print_report
 
     print_report(done.report)
@@ -102,13 +136,13 @@ def show_report(done: ReportOutput) -> None:
         typer.echo(f"wrote {', '.join(done.written)} in {done.folder}")
 
 
-def finish_gate(gate: GateResult | None) -> None:
-    """Print a CI gate's lines (``gate: ...``) and exit 1 when it failed (``compare --fail-if-worse``,
-    ``run --fail-under``)."""
+def finish_gate(gate: GateResult | None, *, err: bool = False) -> None:
+    """Print a CI gate's lines (``gate: ...``; on stderr with ``err``, when stdout holds a Markdown
+    summary) and exit 1 when it failed (``compare --fail-if-worse``, ``run --fail-under``)."""
     if gate is None:
         return
     for line in gate.lines:
-        typer.echo(f"gate: {line}")
+        typer.echo(f"gate: {line}", err=err)
     if gate.failed:
         raise typer.Exit(1)
 

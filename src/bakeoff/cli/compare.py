@@ -7,7 +7,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from ._common import finish_gate, DEFAULT_RESAMPLES, folder_path, AlphaOpt, DeltaOpt, ProgressOpt, ResamplesOpt, SeedOpt, show_report
+from ._common import (finish_gate, DEFAULT_RESAMPLES, folder_path, output_format, AlphaOpt, DeltaOpt, ProgressOpt,
+                      ResamplesOpt, SeedOpt, show_report)
 
 
 def compare_cmd(
@@ -25,6 +26,9 @@ def compare_cmd(
         "--fail-if-worse", help="CI gate: exit 1 when NEW is significantly worse than BASE on this measure "
         "(repeatable).")] = [],
     margin: Annotated[float, typer.Option(help="With --fail-if-worse: drops up to this much never fail.")] = 0.0,
+    summary: Annotated[str, typer.Option("--summary", callback=output_format, help="text (tables) or md: "
+                                         "GitHub-flavoured Markdown on stdout (verdict, table, gate), e.g. for "
+                                         "$GITHUB_STEP_SUMMARY.")] = "text",
 ) -> None:
     """Compare two result sets (same corpus, queries and judgments: fingerprints are checked).
 
@@ -42,23 +46,26 @@ def compare_cmd(
 
         gate = gate_files(first, second, measures=fail_if_worse, alpha=alpha, margin=margin, n_resamples=resamples,
                           seed=seed)
-    options = ReportOptions(n_resamples=resamples, seed=seed, alpha=alpha, deltas=delta, html=html, progress=progress)
+    options = ReportOptions(n_resamples=resamples, seed=seed, alpha=alpha, deltas=delta, html=html, progress=progress,
+                            markdown=summary == "md" and out is not None)
     done = compare_results(first, second, out=out, data=data, options=options)
     if done.agreement is None:
-        show_report(done)
+        show_report(done, fmt=summary, gate=gate)
     else:
         from ..report.terminal import print_agreement
 
         print_agreement(done.agreement)
         if done.written:
             typer.echo(f"wrote {', '.join(done.written)} in {done.folder}")
-    finish_gate(gate)
+    finish_gate(gate, err=summary == "md")
 
 
 #: ``--help`` epilog (``\b``: click keeps its line breaks).
 EXAMPLES = ("\b\nExamples:\n"
     "  bakeoff compare results/a results/b\n"
-    "  bakeoff compare BASE NEW --fail-if-worse ndcg@10 --margin 0.01")
+    "  bakeoff compare BASE NEW --fail-if-worse ndcg@10 --margin 0.01\n"
+    "  bakeoff compare BASE NEW --fail-if-worse ndcg@10 --summary md \\\n"
+    "      >> \"$GITHUB_STEP_SUMMARY\"")
 
 
 def register(app: typer.Typer) -> None:

@@ -8,6 +8,8 @@ from typing import Annotated
 
 import typer
 
+from ._common import AveragingOpt
+
 DEFAULT = ["ndcg@10", "recall@10", "mrr@10", "precision@10", "map@10"]
 
 
@@ -20,6 +22,7 @@ def eval_cmd(
     per_query: Annotated[bool, typer.Option("--per-query", "-q", help="Also print per-query values.")] = False,
     trec: Annotated[bool, typer.Option("--trec-eval", help="trec_eval's query set, measure names and "
                                        "output format.")] = False,
+    averaging: AveragingOpt = None,
     complete: Annotated[bool, typer.Option("--complete", "-c", help="With --trec-eval: average over every judged "
                                            "query (trec_eval -c).")] = False,
     level: Annotated[int, typer.Option("--relevance-level", "-l", help="Minimum grade that counts as relevant "
@@ -34,14 +37,17 @@ def eval_cmd(
     from ..metrics import evaluate_files, parse_measures, trec_name
     from ._common import warn_all
 
-    if complete and not trec:
+    if complete and not trec and averaging is None:
         raise ConfigError("--complete (-c) is trec_eval's rule: add --trec-eval (bakeoff's rule already scores "
                           "judged queries missing from the run as 0)")
+    if averaging is not None and ((complete and averaging != "trec_eval-c") or (trec and averaging == "bakeoff")):
+        raise ConfigError(f"--averaging {averaging} contradicts --trec-eval{' -c' if complete else ''}")
+    rule = averaging or ("trec_eval-c" if complete else "trec_eval" if trec else "bakeoff")
     try:
         measures = parse_measures(metric or DEFAULT)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
-    done = evaluate_files(qrels, run, measures, trec_eval=trec, complete=complete, relevance_level=level,
+    done = evaluate_files(qrels, run, measures, averaging=rule, relevance_level=level,
                           max_docs=max_docs, allow_duplicate_judgments=allow_dups)
     ev = done.evaluation
     warn_all(list(done.warnings))
@@ -65,6 +71,7 @@ def eval_cmd(
     for m, v in ev.means.items():
         typer.echo(f"{m}\tall\t{v:.6f}")
     typer.echo(f"queries\tall\t{len(ev.query_ids)}")
+    typer.echo(f"averaging\tall\t{ev.rule}")
 
 
 #: ``--help`` epilog (``\b``: click keeps its line breaks).

@@ -7,7 +7,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from ._common import DEFAULT_RESAMPLES, folder_path, AlphaOpt, DeltaOpt, ProgressOpt, ResamplesOpt, SeedOpt, show_report
+from ._common import (DEFAULT_RESAMPLES, folder_path, output_format, AlphaOpt, DeltaOpt, ProgressOpt, ResamplesOpt,
+                      SeedOpt, show_report)
 
 
 def report_cmd(
@@ -21,19 +22,22 @@ def report_cmd(
     html: Annotated[bool, typer.Option(help="Write report.html (needs the \\[report] extra).")] = True,
     progress: ProgressOpt = True,
     calibration: Annotated[Optional[Path], typer.Option(help="The generator's calibration.json to show beside the verdict (default: looked up).")] = None,
+    fmt: Annotated[str, typer.Option("--format", callback=output_format, help="text (tables) or md: GitHub-flavoured "
+                                     "Markdown on stdout and in report.md.")] = "text",
 ) -> None:
     """Report a bake-off: table with CIs and significance, diagnostics, report.json/.html/.tex, per-query matrix."""
     from ..cache import default_cache_dir
     from ..report.write import ReportOptions, report_results
 
     options = ReportOptions(n_resamples=resamples, seed=seed, alpha=alpha, deltas=delta, html=html, progress=progress,
-                            calibration=calibration, calibration_dirs=(default_cache_dir(),))
-    show_report(report_results(results_dir, out=out, data=data, options=options))
+                            calibration=calibration, calibration_dirs=(default_cache_dir(),), markdown=fmt == "md")
+    show_report(report_results(results_dir, out=out, data=data, options=options), fmt=fmt)
 
 
 #: ``--help`` epilog (``\b``: click keeps its line breaks).
 EXAMPLES = ("\b\nExamples:\n"
-    "  bakeoff report results/sf")
+    "  bakeoff report results/sf\n"
+    "  bakeoff report results/sf --format md >> \"$GITHUB_STEP_SUMMARY\"")
 
 
 def register(app: typer.Typer) -> None:

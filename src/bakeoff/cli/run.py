@@ -7,7 +7,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from ._common import finish_gate, finite, folder_path, make_cache, measure_names, write_staged
+from ._common import (AveragingOpt, RelevanceLevelOpt, finish_gate, finite, folder_path, make_cache, measure_names,
+                      write_staged)
 
 
 def run(
@@ -23,7 +24,7 @@ def run(
     title_field: Annotated[Optional[str], typer.Option("--title-field", help="Record field holding the title.")] = "title",
     arm: Annotated[list[str], typer.Option("--arm", help="[NAME=]TYPE[:key=value,...]; repeatable.")] = [],
     k: Annotated[Optional[int], typer.Option(min=1, help="Cutoff for the reported metrics.")] = None,
-    depth: Annotated[Optional[int], typer.Option(min=1, help="Documents retrieved per query (>= k).")] = None,
+    depth: Annotated[Optional[int], typer.Option(min=1, help="Documents retrieved per query and written to runs/ (>= k; default 1000).")] = None,
     measure: Annotated[list[str], typer.Option("--measure", callback=measure_names,
                                                help="Measure to compute (repeatable), e.g. ndcg@10.")] = [],
     out: Annotated[Optional[Path], typer.Option(callback=folder_path,
@@ -56,8 +57,10 @@ def run(
     fail_under: Annotated[list[str], typer.Option("--fail-under", help="CI gate: exit 1 below a floor "
                           "[ARM:]MEASURE=VALUE (repeatable).")] = [],
     ignore_identical_ids: Annotated[Optional[bool], typer.Option(
-        "--ignore-identical-ids/--keep-identical-ids", help="Remove each query's own id from its ranking (datasets "
-        "whose queries are also documents: ArguAna, Quora).")] = None,
+        "--ignore-identical-ids/--keep-identical-ids", help="Remove each query's own id from its ranking (default: "
+        "when the queries are documents of the corpus, as ArguAna's and Quora's are).")] = None,
+    averaging: AveragingOpt = None,
+    relevance_level: RelevanceLevelOpt = None,
     max_empty_share: Annotated[Optional[float], typer.Option(
         "--max-empty-share", help="An arm empty for more than this share of queries is broken (default 0.5).")] = None,
 ) -> None:
@@ -103,7 +106,8 @@ def run(
                          progress=progress, as_of=as_of, only_single=only_single, unmasked=unmasked, engine=engine,
                          ray_address=ray_address, hourly_rate=hourly_rate, latency_sample=latency_sample,
                          latency_seed=latency_seed, chunk=chunk, aggregate=aggregate,
-                         ignore_identical_ids=ignore_identical_ids, max_empty_share=max_empty_share)
+                         ignore_identical_ids=ignore_identical_ids, max_empty_share=max_empty_share,
+                         averaging=averaging, relevance_level=relevance_level)
     table = results.to_dict()
     gate = check_floors(table, floors) if floors else None  # a bad floor exits 2 before anything is written
     written = write_staged(out_dir, results.write) if out_dir is not None else None  # before stdout: `| head` may end it

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from ._common import DEFAULT_RESAMPLES, AlphaOpt, ProgressOpt, ResamplesOpt, make_cache
+from ._common import DEFAULT_RESAMPLES, AlphaOpt, AveragingOpt, ProgressOpt, RelevanceLevelOpt, ResamplesOpt, make_cache
 
 
 def tune(
@@ -27,7 +27,7 @@ def tune(
     drop_leaks: Annotated[bool, typer.Option("--drop-leaks", help="Drop dev queries equal to test queries "
                                              "instead of refusing.")] = False,
     k: Annotated[int | None, typer.Option(help="Cutoff for the reported metrics.")] = None,
-    depth: Annotated[int | None, typer.Option(help="Documents retrieved per query (>= k).")] = None,
+    depth: Annotated[int | None, typer.Option(help="Documents retrieved per query (>= k; default 1000).")] = None,
     out: Annotated[Path | None, typer.Option(help="Folder for results.json, runs/ and tune.json.")] = None,
     cache: Annotated[str | None, typer.Option(help="Cache policy: use, refresh or off.")] = None,
     cache_dir: Annotated[Path | None, typer.Option(help="Cache folder.")] = None,
@@ -36,6 +36,8 @@ def tune(
     latency_sample: Annotated[int | None, typer.Option("--latency-sample", help="Queries timed one by one on "
                               "the test split (0: skip).")] = None,
     progress: ProgressOpt = True,
+    averaging: AveragingOpt = None,
+    relevance_level: RelevanceLevelOpt = None,
 ) -> None:
     """Sweep an arm's parameters on a dev split, pick the best, evaluate it once on the test split."""
     from ..tune.inputs import tune_from_inputs
@@ -44,7 +46,8 @@ def tune(
     done = tune_from_inputs(config=config, beir=beir, split=split, arms=arm, tune_arm=tune_arm, params=param, dev=dev,
                             search=search, trials=trials, seed=seed, measure=measure, drop_leaks=drop_leaks, k=k,
                             depth=depth, out=out, cache=make_cache(cache or "use", cache_dir), progress=progress,
-                            n_resamples=resamples, alpha=alpha, latency_sample=latency_sample)
+                            n_resamples=resamples, alpha=alpha, latency_sample=latency_sample,
+                            averaging=averaging, relevance_level=relevance_level)
     for line in summary_lines(done.tune):
         typer.echo(line)
     if done.folder is not None:

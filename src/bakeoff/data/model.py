@@ -231,6 +231,23 @@ class Qrels:
     def n_judgments(self) -> int:
         return sum(len(v) for v in self.judgments.values())
 
+    @classmethod
+    def from_df(cls, df: Any, *, query_col: str | None = None, doc_col: str | None = None,
+                grade_col: str | None = None) -> Qrels:
+        """Judgments from a pandas DataFrame: PyTerrier's ``qid``/``docno``/``label`` or ranx's
+        ``q_id``/``doc_id``/``score`` columns (:mod:`bakeoff.data.frames`)."""
+        from .frames import qrels_from_df
+
+        return qrels_from_df(df, query_col=query_col, doc_col=doc_col, grade_col=grade_col)
+
+    def to_df(self) -> Any:
+        """The judgments as a DataFrame: ``qid``, ``docno``, ``label`` (:mod:`bakeoff.data.frames`)."""
+        from .frames import qrels_to_df
+
+        return qrels_to_df(self)
+
+    to_dataframe = to_df  # ranx's name
+
     def fingerprint(self) -> str:
         """sha256 over (query id, doc id, grade) triples, sorted by ids."""
         h = _Hasher("qrels")
@@ -298,6 +315,23 @@ class Run:
 
     def renamed(self, name: str) -> Run:
         return Run(name, self.ranked)
+
+    @classmethod
+    def from_df(cls, df: Any, *, name: str = "run", query_col: str | None = None, doc_col: str | None = None,
+                score_col: str | None = None) -> Run:
+        """A run from a pandas DataFrame: PyTerrier's ``qid``/``docno``/``score`` or ranx's
+        ``q_id``/``doc_id``/``score`` columns, ordered by the tie rule (:mod:`bakeoff.data.frames`)."""
+        from .frames import run_from_df
+
+        return run_from_df(df, name=name, query_col=query_col, doc_col=doc_col, score_col=score_col)
+
+    def to_df(self) -> Any:
+        """The run as a DataFrame: ``qid``, ``docno``, ``score``, ``rank`` (0-based), in rank order."""
+        from .frames import run_to_df
+
+        return run_to_df(self)
+
+    to_dataframe = to_df  # ranx's name
 
     def fingerprint(self) -> str:
         """sha256 over (query id, doc id, score) in query-id order then rank order."""

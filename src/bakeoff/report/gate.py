@@ -111,6 +111,10 @@ def check_comparable(base: Mapping[str, Any], new: Mapping[str, Any], *, paths: 
     if bool(db.get("ignore_identical_ids")) != bool(dn.get("ignore_identical_ids")):
         raise InputError("BASE and NEW differ in --ignore-identical-ids; rerun one of them", path=paths[1],
                          field="dataset.ignore_identical_ids")
+    for key, default in (("averaging", "bakeoff"), ("relevance_level", 1)):
+        if base.get(key, default) != new.get(key, default):
+            raise InputError(f"BASE and NEW differ in --{key.replace('_', '-')} ({base.get(key, default)!r} vs "
+                             f"{new.get(key, default)!r}); rerun one of them", path=paths[1], field=key)
     for m in measures:
         for res, label, path in ((base, "BASE", paths[0]), (new, "NEW", paths[1])):
             if m not in (res.get("measures") or []):

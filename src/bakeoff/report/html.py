@@ -31,6 +31,7 @@ from typing import Any
 
 from ..data.model import Dataset, Run
 from ..errors import MissingDependencyError
+from ..metrics import conventions_line
 from .terminal import (_letters, leak_bucket_rows, leak_matched_line, leak_matched_rows, pair_rows, report_rows,
                        truth_quality_rows, verdict_measure)
 from .tuning import tuning_section
@@ -285,7 +286,8 @@ def _body(report: Mapping[str, Any]) -> str:
     if not report["arms"]:
         return "\n".join(parts)
     header, rows = report_rows(report)
-    parts.append("<h2>Summary</h2>" + _table(header, rows, left=2, cls="summary"))
+    parts.append("<h2>Summary</h2>" + f'<p class="conventions">{e(conventions_line(report))}</p>'
+                 + _table(header, rows, left=2, cls="summary"))
     parts.append(f'<p class="muted">Means with {int(st["confidence"] * 100)}% bootstrap (BCa) CIs, {st["n_resamples"]} '
                  f'resamples, seed {st["seed"]}. Letters after a cell: the arm is significantly better than the arms '
                  f'with those letters (two-sided paired randomization test, Holm-corrected across the pairs of arms per '
@@ -461,12 +463,32 @@ def _truth_quality_html(report: Mapping[str, Any]) -> str:
     return "\n".join(parts)
 
 
-def render_html(report: Mapping[str, Any], *, explorer: Mapping[str, Any]) -> str:
-    """The whole page as a string."""
+def _static_figures_html(figures: Mapping[str, str] | None) -> str:
+    """The P-R curves and per-topic differences (:mod:`bakeoff.report.figures`), inline SVG as matplotlib
+    wrote them (no script, no external reference), with the files' names."""
+    if not figures:
+        return ""
+    captions = {"pr_curves": "Interpolated precision at the 11 standard recall levels (trec_eval iprec_at_recall), "
+                             "mean over the compared queries; figures/pr_curves.svg, .png, .pdf.",
+                "per_topic": "Per-query difference on the verdict's measure between its two arms, sorted; "
+                             "figures/per_topic.svg, .png, .pdf."}
+    parts = ['<section id="figures"><h2>Figures</h2><div class="plots">']
+    for name, svg in figures.items():
+        body = svg[svg.find("<svg"):] if "<svg" in svg else ""  # drop the XML prologue and doctype
+        parts.append(f'<figure class="static-figure" id="figure-{html.escape(name)}">{body}'
+                     f'<figcaption class="muted">{html.escape(captions.get(name, name))}</figcaption></figure>')
+    parts.append("</div></section>")
+    return "".join(parts)
+
+
+def render_html(report: Mapping[str, Any], *, explorer: Mapping[str, Any],
+                figures: Mapping[str, str] | None = None) -> str:
+    """The whole page as a string; ``figures`` (name -> SVG text) are inlined after the plots."""
     template = resources.files("bakeoff.report").joinpath("template.html").read_text(encoding="utf-8")
     data = {"figures": _figures(report), "explorer": explorer}
     title = f"bakeoff report: {report['dataset'].get('name')}"
-    values = {"TITLE": html.escape(title), "BODY": _body(report), "DATA": json_for_html(_clean_json(data)),
+    body = _body(report) + _static_figures_html(figures)
+    values = {"TITLE": html.escape(title), "BODY": body, "DATA": json_for_html(_clean_json(data)),
               "PLOTLY": plotly_js()}
     # Split once on the markers, so a marker-like string inside a value is never substituted.
     pieces = re.split(r"@@(TITLE|BODY|DATA|PLOTLY)@@", template)
@@ -483,10 +505,11 @@ def _clean_json(x: Any) -> Any:
     return x
 
 
-def write_html(path: str | Path, report: Mapping[str, Any], *, explorer: Mapping[str, Any]) -> Path:
+def write_html(path: str | Path, report: Mapping[str, Any], *, explorer: Mapping[str, Any],
+               figures: Mapping[str, str] | None = None) -> Path:
     """Render and write the page atomically."""
     from .._io import atomic_write_text
 
     p = Path(path)
-    atomic_write_text(p, render_html(report, explorer=explorer))
+    atomic_write_text(p, render_html(report, explorer=explorer, figures=figures))
     return p

@@ -8,7 +8,7 @@ import json
 import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -49,6 +49,8 @@ class ResultsRecord(OpenSchema):
     k: PositiveInt
     measures: list[str] = Field(min_length=1)
     arms: list[_ArmRecord] = Field(min_length=1)
+    averaging: Literal["bakeoff", "trec_eval", "trec_eval-c"] = "bakeoff"
+    relevance_level: int = 1
 
     @model_validator(mode="after")
     def _per_query_covers_measures(self) -> ResultsRecord:
@@ -98,6 +100,11 @@ def merge_results(first: Mapping[str, Any], second: Mapping[str, Any], *, labels
     if first["k"] != second["k"]:
         raise InputError(f"the two result sets use different cutoffs (k={first['k']} vs {second['k']})",
                          path=paths[1], field="k")
+    for key, default in (("averaging", "bakeoff"), ("relevance_level", 1)):
+        va, vb = first.get(key, default), second.get(key, default)
+        if va != vb:
+            raise InputError(f"the two result sets use different {key.replace('_', ' ')}s ({va!r} vs {vb!r}); "
+                             f"rerun one with --{key.replace('_', '-')} {va}", path=paths[1], field=key)
     sa, sb = first["dataset"].get("split"), second["dataset"].get("split")
     if sa != sb:
         raise InputError(f"the two result sets are on different splits ({sa!r} vs {sb!r})", path=paths[1],

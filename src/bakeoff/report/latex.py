@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..metrics import conventions_line
 from .terminal import _letters
 
 __all__ = ["latex_escape", "render_latex", "write_latex"]
@@ -68,6 +69,8 @@ def render_latex(report: Mapping[str, Any], *, measures: Sequence[str] | None = 
                f"{report['n_queries']} queries. Mean with {int(st['confidence'] * 100)}\\% bootstrap CI "
                f"({st['n_resamples']} resamples). Superscripts: significantly better than those arms "
                f"(paired randomization test, Holm-corrected, $\\alpha={st['alpha']}$).")
+    line = conventions_line(report)
+    caption += " " + latex_escape(line[0].upper() + line[1:]).replace(">=", r"$\geq$") + "."
     if report.get("note"):
         caption += " " + latex_escape(report["note"])
     lines += [rf"\caption{{{caption}}}", r"\label{tab:bakeoff}", r"\end{table}", ""]

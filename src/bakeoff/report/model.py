@@ -10,6 +10,7 @@ Schema (``schema_version`` 1)::
       "dataset": {...},                              # as in results.json
       "k": int, "measures": [str, ...], "primary": str,   # primary = ndcg@k when computed
       "n_queries": int, "note": str | null,          # note: the fewer-than-30-queries warning
+      "averaging": str, "relevance_level": int,      # as in results.json (bakeoff.metrics.conventions)
       "arms": [{"name", "type", "children": [...], "timing": {...}, "cached": bool, "cost": {...} | null,
                 "latency_ms": float | null, "latency_kind": str,   # see latency_ms()
                 "metrics": {measure: {"mean", "ci_low", "ci_high"}},
@@ -345,9 +346,19 @@ def build_report(
     per_query = {a["name"]: a["per_query"] for a in results["arms"]}
     first = results["arms"][0]["per_query"][measures[0]]
     qids = list(first)
+    paired_note = None
     for a in results["arms"][1:]:
         if set(a["per_query"][measures[0]]) != set(qids):
-            raise ValueError(f"arm {a['name']!r} was evaluated on different queries than {arms[0]!r}")
+            if str(results.get("averaging")) != "trec_eval":
+                raise ValueError(f"arm {a['name']!r} was evaluated on different queries than {arms[0]!r}")
+            # trec_eval's rule averages each arm over the queries it answered: the paired comparison
+            # is over the queries every arm answered
+            common = set.intersection(*(set(b["per_query"][measures[0]]) for b in results["arms"]))
+            qids = [q for q in qids if q in common]
+            per_query = {n: {m: {q: v[q] for q in qids} for m, v in pq.items()} for n, pq in per_query.items()}
+            paired_note = (f"averaging trec_eval: the arms answered different queries; the comparison is over the "
+                           f"{len(qids)} queries every arm answered (each arm's own mean is in results.json)")
+            break
     k = int(results["k"])
     comp = compare(per_query, query_ids=qids, measures=measures, n_resamples=n_resamples, confidence=confidence,
                    alpha=alpha, seed=seed, progress=progress)
@@ -445,7 +456,9 @@ def build_report(
         "measures": measures,
         "primary": primary,
         "n_queries": len(qids),
-        "note": comp.note,
+        "note": " ".join(n for n in (comp.note, paired_note) if n) or None,
+        "averaging": str(results.get("averaging") or "bakeoff"),
+        "relevance_level": int(results.get("relevance_level", 1)),
         "arms": arm_rows,
         "stats": comp.to_dict(),
         "diagnostics": diag,
@@ -503,6 +516,7 @@ def _broken_only_report(results: Mapping[str, Any], broken: list[dict[str, Any]]
         "dataset": dict(results["dataset"]), "k": int(results["k"]), "measures": measures,
         "primary": primary_measure(results) if primary_measure(results) in measures else measures[0],
         "n_queries": int(first.get("n") or 0), "note": None, "arms": [],
+        "averaging": str(results.get("averaging") or "bakeoff"), "relevance_level": int(results.get("relevance_level", 1)),
         "stats": {"n_resamples": n_resamples, "confidence": confidence, "alpha": alpha, "seed": seed,
                   "means": [], "pairs": []},
         "diagnostics": {"win_tie_loss": {m: [] for m in measures}, "disagreements": [], "churn": [],

@@ -13,6 +13,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
+from ..metrics import conventions_line
+
 __all__ = ["leak_bucket_rows", "print_agreement", "print_table", "print_truth_quality", "table_rows",
            "truth_quality_rows", "verdict_measure"]
 
@@ -108,6 +110,7 @@ def print_table(results: Mapping[str, Any], *, measures: Sequence[str] | None = 
     # wide enough that no header or cell wraps (the title may wrap)
     widths = [max([len(h), *(len(r[i]) for r in rows)]) + 3 for i, h in enumerate(header)]
     console = Console(file=file, width=max(100, sum(widths) + 4))
+    console.print(escape(conventions_line(results)), soft_wrap=True)  # how the numbers below were computed
     console.print(table)
     if _lower_bound(results):
         console.print("citation-mined: Recall/MRR are LOWER BOUNDS (uncited targets are unknown, not wrong)",
@@ -203,6 +206,7 @@ def print_report(report: Mapping[str, Any], *, file: IO[str] | None = None) -> N
         table.add_column(h, justify="left" if i < 2 else "right")
     for r in rows:
         table.add_row(*r)
+    console.print(conventions_line(report), soft_wrap=True, markup=False)  # how the numbers below were computed
     console.print(table)
     print_truth_quality(report, console)
     st = report["stats"]

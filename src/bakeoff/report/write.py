@@ -2,7 +2,8 @@
 
 :func:`write_report` builds the report of a results set (means with bootstrap CIs, paired
 tests with Holm correction, diagnostics; :func:`bakeoff.report.model.build_report`) and,
-given a folder, writes ``report.json``, ``report.html`` (optional), ``report.tex``,
+given a folder, writes ``report.json``, ``report.html`` (optional), ``report.tex``, ``report.md``
+(optional),
 ``per_query.csv`` and ``per_query.parquet`` (when pyarrow is installed) into it, each
 atomically. :func:`report_results` (``bakeoff report``) and :func:`compare_results`
 (``bakeoff compare``) first load the results, their runs and the dataset they were
@@ -49,6 +50,10 @@ class ReportOptions:
     #: (the cache folder): :func:`bakeoff.report.calibration.lookup_calibration`.
     calibration: Path | None = None
     calibration_dirs: Sequence[Path] = ()
+    #: Also write ``report.md`` (:func:`bakeoff.report.markdown.render_markdown`; ``--format md``).
+    markdown: bool = False
+    #: Write the P-R and per-topic figures (:mod:`bakeoff.report.figures`) as SVG, PNG and PDF into ``figures/``.
+    figures: bool = True
 
 
 @dataclass
@@ -126,15 +131,43 @@ def write_report(
 
     write_latex(out / "report.tex", rep)
     holes_written = _write_holes(out, rep, dataset=dataset, runs=runs, query_ids=qids)
+    figures_written, svgs = _write_figures(out, rep, results=results, dataset=dataset, runs=runs, options=o)
     if o.html:
         from .html import explorer_data, write_html
 
         exp = explorer_data(rep, dataset=dataset, runs=runs, per_query=per_query, query_ids=qids)
-        write_html(out / "report.html", rep, explorer=exp)
+        write_html(out / "report.html", rep, explorer=exp, figures=svgs)
+    if o.markdown:
+        from .._io import atomic_write_text
+        from .markdown import render_markdown
+
+        atomic_write_text(out / "report.md", render_markdown(rep))
     atomic_write_json(out / "report.json", rep)
-    written = ["report.json", *(["report.html"] if o.html else []), "report.tex", "per_query.csv",
-               *(["per_query.parquet"] if (out / "per_query.parquet").exists() else []), *holes_written]
+    written = ["report.json", *(["report.html"] if o.html else []), "report.tex", *(["report.md"] if o.markdown else []),
+               "per_query.csv",
+               *(["per_query.parquet"] if (out / "per_query.parquet").exists() else []), *holes_written,
+               *figures_written]
     return ReportOutput(rep, out, written)
+
+
+def _write_figures(out: Path, rep: Mapping[str, Any], *, results: Mapping[str, Any], dataset: Dataset | None,
+                   runs: Mapping[str, Run] | None, options: ReportOptions) -> tuple[list[str], dict[str, str]]:
+    """The figures of :mod:`bakeoff.report.figures` (files, inline SVGs); none, with a warning, without
+    matplotlib."""
+    if not options.figures or not rep.get("arms"):
+        return [], {}
+    from ..errors import MissingDependencyError
+    from .figures import write_figures
+
+    first = rep["measures"][0]
+    common = set.intersection(*(set(a["per_query"][first]) for a in results["arms"]))
+    qids = [q for q in results["arms"][0]["per_query"][first] if q in common]  # the compared queries
+    try:
+        return write_figures(out / "figures", rep, results=results, runs=runs,
+                             qrels=dataset.qrels if dataset is not None else None, query_ids=qids)
+    except MissingDependencyError as exc:
+        log.warning(f"figures not written: {exc}")
+        return [], {}
 
 
 def _write_holes(out: Path, rep: Mapping[str, Any], *, dataset: Dataset | None, runs: Mapping[str, Run] | None,

@@ -31,7 +31,12 @@ from ..errors import BakeoffError, ConfigError
 from ..validation import (Fraction, NonNegative, NonNegativeInt, OpenSchema, Positive, PositiveInt, Schema,
                           toml_key_line, validate)
 
-__all__ = ["ArmSpec", "BakeoffConfig", "build_arms", "load_config", "parse_arm_spec", "parse_value"]
+__all__ = ["DEFAULT_DEPTH", "ArmSpec", "BakeoffConfig", "build_arms", "load_config", "parse_arm_spec", "parse_value"]
+
+#: Documents each arm retrieves per query unless told (``--depth``, ``[run] depth``): 1,000, as BEIR, TREC and
+#: MTEB retrieve, so that MAP, recall@1000 and bpref compare with theirs and the written runs can be pooled.
+#: Cost measured by ``benchmarks/depth_cost.py`` (docs/benchmarks.md#retrieval-depth).
+DEFAULT_DEPTH = 1000
 
 
 def parse_value(text: str) -> Any:
@@ -125,7 +130,7 @@ class BakeoffConfig:
     dataset: DatasetSpec
     arms: tuple[ArmSpec, ...]
     k: int = 10
-    depth: int = 100
+    depth: int = DEFAULT_DEPTH
     measures: tuple[str, ...] | None = None
     out: str | None = None
     cache: str = "use"
@@ -133,9 +138,11 @@ class BakeoffConfig:
     hourly_rate: float | None = None
     latency_sample: int = 50
     latency_seed: int = 0
-    ignore_identical_ids: bool = False
+    ignore_identical_ids: bool | None = None
     max_empty_share: float = 0.5
     fail_under: Mapping[str, float] = field(default_factory=dict)
+    averaging: str = "bakeoff"
+    relevance_level: int = 1
 
 
 def _resolve(base: Path, value: Any) -> Any:
@@ -207,9 +214,12 @@ class RunTable(Schema):
     latency_sample: NonNegativeInt = 50
     latency_seed: int = 0
     #: guards and the CI floor (:mod:`bakeoff.runner.guards`, :func:`bakeoff.report.gate.fail_under`)
-    ignore_identical_ids: bool = False
+    ignore_identical_ids: bool | None = None
     max_empty_share: Fraction = 0.5
     fail_under: dict[str, float] = {}
+    #: which queries are averaged and the relevance level (:mod:`bakeoff.metrics`)
+    averaging: Literal["bakeoff", "trec_eval", "trec_eval-c", "intersection"] = "bakeoff"
+    relevance_level: int = 1
 
 
 class EngineTable(Schema):
@@ -254,7 +264,8 @@ def load_config(path: str | Path) -> BakeoffConfig:
         [dataset.clean]         # strip_html, normalize_space, dedupe, min_chars
         [dataset.chunk]         # tokens|sentences|paragraphs = N, overlap, tokenizer, aggregate (maxp|firstp)
         [run]                   # k, depth, measures, out, cache, hourly_rate, latency_sample, latency_seed,
-                                # ignore_identical_ids, max_empty_share, fail_under = {"ndcg@10" = 0.6}
+                                # ignore_identical_ids, max_empty_share, fail_under = {"ndcg@10" = 0.6},
+                                # averaging, relevance_level
         [engine]                # ray = "auto"|ADDRESS|"local", actors, num_cpus, cpus_per_actor
         [tune]                  # bakeoff tune: arm, params, search ... (bakeoff.tune)
         [[arms]]                # name, type, then the arm's options
@@ -333,7 +344,7 @@ def load_config(path: str | Path) -> BakeoffConfig:
         dataset=dspec,
         arms=tuple(arms),
         k=run.k,
-        depth=run.depth if run.depth is not None else max(100, run.k),
+        depth=run.depth if run.depth is not None else max(DEFAULT_DEPTH, run.k),
         measures=None if run.measures is None else tuple(run.measures),
         out=_resolve(base, run.out) if run.out is not None else None,
         cache=run.cache,
@@ -344,6 +355,8 @@ def load_config(path: str | Path) -> BakeoffConfig:
         ignore_identical_ids=run.ignore_identical_ids,
         max_empty_share=run.max_empty_share,
         fail_under=dict(run.fail_under),
+        averaging=run.averaging,
+        relevance_level=run.relevance_level,
     )
 
 

@@ -15,6 +15,14 @@
   ``EvaluateRetrieval.evaluate(ignore_identical_ids=True)`` does. results.json records the
   option in ``dataset.ignore_identical_ids`` and each arm's count of removed documents in
   ``identical_ids_removed``.
+* **Self-retrieval datasets** (:func:`self_retrieval`): the rule above is on by default for a
+  dataset whose queries *are* documents -- more than half of its queries have the id of a
+  document whose text (or title) is the query's text, whitespace and case aside. ArguAna, Quora
+  and CQADupStack qualify; SciFact (no query id is a document id) and CISI (query ids 1-112 are
+  document ids, but of other texts) do not. BEIR's ``EvaluateRetrieval.evaluate`` removes
+  identical ids on every dataset and MTEB only on the tasks flagged for it; the detection gives
+  MTEB's choice on BEIR's sets without a list of names. ``--keep-identical-ids`` opts out,
+  ``--ignore-identical-ids`` forces it on.
 """
 
 from __future__ import annotations
@@ -23,10 +31,10 @@ from collections.abc import Sequence
 from types import MappingProxyType
 from typing import Any
 
-from ..data.model import Run
+from ..data.model import Dataset, Run
 from ..errors import ConfigError
 
-__all__ = ["DEFAULT_MAX_EMPTY_SHARE", "check_share", "drop_identical_ids", "empty_guard"]
+__all__ = ["DEFAULT_MAX_EMPTY_SHARE", "check_share", "drop_identical_ids", "empty_guard", "self_retrieval"]
 
 #: Share of evaluated queries with an empty ranking above which an arm is broken.
 DEFAULT_MAX_EMPTY_SHARE = 0.5
@@ -63,3 +71,28 @@ def drop_identical_ids(run: Run) -> tuple[Run, int]:
         removed += len(ranked) - len(kept)
         out[qid] = kept
     return Run(run.name, MappingProxyType(out)), removed
+
+
+def _norm(text: str) -> str:
+    return " ".join(str(text or "").split()).casefold()
+
+
+def self_retrieval(dataset: Dataset) -> dict[str, Any]:
+    """Whether ``dataset``'s queries are documents of its corpus (see module docstring):
+    ``{"queries": #queries that are their own document, "n": #queries, "self_retrieval": bool}``.
+
+    A query is its own document when a document has its id and that document's text or title is
+    the query's text, or contains it (whitespace runs collapsed, case folded). The dataset is a
+    self-retrieval one when more than half of its queries are.
+    """
+    corpus = dataset.corpus
+    n = len(dataset.queries)
+    own = 0
+    for q in dataset.queries:
+        if q.id not in corpus:
+            continue
+        doc = corpus[q.id]
+        text = _norm(q.text)
+        if text and (text == _norm(doc.text) or text == _norm(doc.title) or text in _norm(f"{doc.title} {doc.text}")):
+            own += 1
+    return {"queries": own, "n": n, "self_retrieval": n > 0 and own * 2 > n}

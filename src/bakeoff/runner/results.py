@@ -7,6 +7,8 @@ Schema (``schema_version`` 1)::
       "dataset": {"name", "split", "source": {...}, "n_docs", "n_queries", "fingerprints": {...},
                   "warnings": [...], "load_report": {...}},
       "k": int, "depth": int, "measures": [str, ...],
+      "averaging": "bakeoff" | "trec_eval" | "trec_eval-c",   # added (still schema 1): which queries a mean
+      "relevance_level": int,                                  # is over, and the minimum relevant grade
       "queries": {"evaluated": int, "excluded": {"no_relevant": [...], "not_judged": [...]}},
       "arms": [{"name", "type", "config", "fingerprint", "cached": bool,
                 "metrics": {"ndcg@10": float, ...},
@@ -33,7 +35,9 @@ Schema (``schema_version`` 1)::
     }
 
 ``dataset.ignore_identical_ids`` is ``true`` when each query's own id was removed from its
-rankings (absent otherwise); ``timing.memory`` holds the arm's own peak-memory measurement.
+rankings (absent otherwise), and ``dataset.identical_ids`` says whether and how that was decided
+(``{"removed", "how": "auto" | "option", "own_document_queries"}``); a file without ``averaging``
+was written with bakeoff's rule at level 1; ``timing.memory`` holds the arm's own peak-memory measurement.
 
 Timing keys are defined in :mod:`bakeoff.arms.base` (``index_s`` is the
 arm's own one-time cost, ``*_total_s`` include its inputs; ``ms_per_query`` is
@@ -132,6 +136,9 @@ class Results:
     n_evaluated: int = 0
     #: Further top-level sections, e.g. ``tune`` (the sweep behind a ``bakeoff tune`` result).
     extra: dict[str, Any] = field(default_factory=dict)
+    #: Which queries the means are over (:data:`bakeoff.metrics.AVERAGING`) and the minimum relevant grade.
+    averaging: str = "bakeoff"
+    relevance_level: int = 1
 
     def to_dict(self, *, run_files: Mapping[str, str] | None = None) -> dict[str, Any]:
         run_files = run_files or {}
@@ -144,10 +151,20 @@ class Results:
             "k": self.k,
             "depth": self.depth,
             "measures": list(self.measures),
+            "averaging": self.averaging,
+            "relevance_level": self.relevance_level,
             "queries": {"evaluated": self.n_evaluated, "excluded": {k: list(v) for k, v in self.excluded.items()}},
             "arms": [a.to_dict(run_file=run_files.get(a.name)) for a in self.arms],
             **_jsonable(self.extra),
         }
+
+    def to_df(self, *, per_query: bool = False) -> Any:
+        """A pandas DataFrame: one row per arm and one column per measure (the means), or with
+        ``per_query`` one row per (arm, query) (columns ``arm``, ``qid`` and the measures)."""
+        return _frame(self.measures, [(a.name, a.evaluation.means, a.evaluation.per_query) for a in self.arms],
+                      per_query=per_query)
+
+    to_dataframe = to_df  # ranx's name
 
     def write(self, out: str | Path) -> Path:
         """Write ``results.json`` and ``runs/<arm>.trec`` into ``out`` (each file atomically).
@@ -320,6 +337,16 @@ class StoredResults(dict[str, Any]):
         return tuple(self.get("measures") or ())
 
     @property
+    def averaging(self) -> str:
+        """Which queries the means are over (:data:`bakeoff.metrics.AVERAGING`); ``bakeoff`` in older files."""
+        return str(self.get("averaging") or "bakeoff")
+
+    @property
+    def relevance_level(self) -> int:
+        """The minimum grade binary measures count as relevant (1 in older files)."""
+        return int(self.get("relevance_level", 1))
+
+    @property
     def n_evaluated(self) -> int:
         return int((self.get("queries") or {}).get("evaluated", 0))
 
@@ -352,6 +379,26 @@ class StoredResults(dict[str, Any]):
     def to_dict(self) -> dict[str, Any]:
         """A plain, deep copy (``dict`` and ``list`` only), as in the file."""
         return json.loads(json.dumps(self))
+
+    def to_df(self, *, per_query: bool = False) -> Any:
+        """As :meth:`Results.to_df`: the means per arm, or the per-query values with ``per_query``."""
+        return _frame(self.measures, [(a.name, a.metrics, a.per_query) for a in self.arms], per_query=per_query)
+
+    to_dataframe = to_df  # ranx's name
+
+
+def _frame(measures: Sequence[str], arms: Sequence[tuple[str, Mapping[str, float], Mapping[str, Mapping[str, float]]]],
+           *, per_query: bool) -> Any:
+    import pandas as pd
+
+    if not per_query:
+        return pd.DataFrame([[means.get(m, math.nan) for m in measures] for _, means, _ in arms],
+                            index=pd.Index([n for n, _, _ in arms], name="arm"), columns=list(measures))
+    rows = []
+    for name, _, pq in arms:
+        qids = list(pq.get(measures[0], {})) if measures else []
+        rows += [[name, q, *[pq.get(m, {}).get(q, math.nan) for m in measures]] for q in qids]
+    return pd.DataFrame(rows, columns=["arm", "qid", *measures])
 
 
 def read_results(path: str | Path) -> StoredResults:

@@ -16,11 +16,11 @@ from ..arms.base import Arm, DocMask
 from ..cache import Cache
 from ..errors import ConfigError
 from ..data.model import Dataset, Run
-from ..metrics import Measure, default_measures, evaluate, measures_for
+from ..metrics import Measure, averaging_rule, default_measures, evaluate, measures_for
 from .context import Context
 from .costs import DEFAULT_HOURLY_RATE, arm_cost, arm_timing
 from .footprint import MIB, model_bytes
-from .guards import DEFAULT_MAX_EMPTY_SHARE, check_share, drop_identical_ids, empty_guard
+from .guards import DEFAULT_MAX_EMPTY_SHARE, check_share, drop_identical_ids, empty_guard, self_retrieval
 from .results import ArmResult, Results
 
 if TYPE_CHECKING:
@@ -75,7 +75,9 @@ def run_bakeoff(
     mask: DocMask | None = None,
     chunk: Any = None,
     max_empty_share: float = DEFAULT_MAX_EMPTY_SHARE,
-    ignore_identical_ids: bool = False,
+    ignore_identical_ids: bool | None = None,
+    averaging: str = "bakeoff",
+    relevance_level: int = 1,
 ) -> Results:
     """Index, search and evaluate every arm on ``dataset``.
 
@@ -83,8 +85,8 @@ def run_bakeoff(
     them (``"bm25"``, ``"stem=bm25:stemmer=english"``, ``"hyb=rrf:arms=bm25+dense"``; a spec may
     name arms given before it).
 
-    Each arm retrieves ``depth`` (default ``max(k, 100)``) documents per query;
-    metrics use their own cutoffs. Runs are cached by content (see
+    Each arm retrieves ``depth`` (default ``max(k, 1000)``, as BEIR, TREC and MTEB:
+    :data:`~bakeoff.runner.config.DEFAULT_DEPTH`) documents per query; metrics use their own cutoffs. Runs are cached by content (see
     :meth:`~bakeoff.runner.context.Context.search`); a cached arm is marked ``cached``.
 
     After the batch runs, each listed arm's per-query latency is measured on
@@ -110,13 +112,31 @@ def run_bakeoff(
 
     Guards (:mod:`bakeoff.runner.guards`): each arm's share of evaluated queries with an empty
     ranking is recorded in ``empty`` and the arm is ``broken`` above ``max_empty_share``;
-    ``ignore_identical_ids`` removes each query's own id from its ranking before evaluation.
+    ``ignore_identical_ids`` removes each query's own id from its ranking before evaluation; ``None``
+    (default) does so when the dataset's queries are its documents
+    (:func:`~bakeoff.runner.guards.self_retrieval`: ArguAna, Quora), as MTEB does on those tasks.
+
+    ``averaging`` (:data:`bakeoff.metrics.AVERAGING`: ``bakeoff``, ``trec_eval``, ``trec_eval-c``) says
+    which queries each mean is over and ``relevance_level`` the minimum grade binary measures count
+    (trec_eval ``-l``); both go to results.json (``averaging``, ``relevance_level``) and every table.
     Each arm's ``footprint`` (:mod:`bakeoff.runner.footprint`) holds its model size on disk and
     the peak memory of its subtree's index and search.
     """
     max_empty_share = check_share(max_empty_share)
+    try:
+        averaging = averaging_rule(averaging)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    if isinstance(relevance_level, bool) or not isinstance(relevance_level, int):
+        raise ConfigError(f"relevance_level must be an integer grade, got {relevance_level!r}")
+    self_ret = self_retrieval(dataset)
+    identical_auto = ignore_identical_ids is None
+    if identical_auto:
+        ignore_identical_ids = bool(self_ret["self_retrieval"])
     arms = _arms(arms)
-    depth = max(k, depth if depth is not None else 100)
+    from .config import DEFAULT_DEPTH
+
+    depth = max(k, depth if depth is not None else DEFAULT_DEPTH)
     ms = measures_for(dataset.label_kind, k=k, depth=depth, requested=measures)
     # --- chunking (bakeoff.ingest.chunking): arms see passages; runs are aggregated to documents ---
     chunked = None
@@ -147,8 +167,12 @@ def run_bakeoff(
         guards: dict[str, Any] = {}
         if ignore_identical_ids:
             run, guards["identical_ids_removed"] = drop_identical_ids(run)
-        evaluation = evaluate(run, dataset.qrels, ms, query_ids=dataset.queries.ids)
-        guards["empty"] = empty_guard(run, evaluation.query_ids, max_share=max_empty_share)
+        evaluation = evaluate(run, dataset.qrels, ms, query_ids=dataset.queries.ids, averaging=averaging,
+                              relevance_level=relevance_level)
+        # under trec_eval's rule an unanswered query is not evaluated: the guard counts every judged query
+        guard_ids = (evaluation.query_ids if averaging != "trec_eval"
+                     else tuple(q for q in dataset.queries.ids if q in dataset.qrels))
+        guards["empty"] = empty_guard(run, guard_ids, max_share=max_empty_share)
         # judged@k (metrics module docstring): how much of the top k the labels cover, same queries
         judged = evaluate(run, dataset.qrels, [f"judged@{k}"], query_ids=evaluation.query_ids)
         guards["judged"] = {"k": k, "mean": float(judged.means[f"judged@{k}"])}
@@ -190,6 +214,8 @@ def run_bakeoff(
         **dict(dataset.info),
         **({"chunk": chunked.info()} if chunked is not None else {}),
         **({"ignore_identical_ids": True} if ignore_identical_ids else {}),
+        "identical_ids": {"removed": bool(ignore_identical_ids), "how": "auto" if identical_auto else "option",
+                          "own_document_queries": self_ret["queries"]},
     }
     if chunked is not None:
         info["fingerprints"]["passages"] = chunked.passages.fingerprint()
@@ -202,6 +228,8 @@ def run_bakeoff(
         arms=results,
         excluded=excluded,
         n_evaluated=len(evaluation.query_ids) if evaluation else 0,
+        averaging=averaging,
+        relevance_level=relevance_level,
     )
 
 
@@ -248,6 +276,8 @@ def run_config(
     aggregate: str | None = None,
     ignore_identical_ids: bool | None = None,
     max_empty_share: float | None = None,
+    averaging: str | None = None,
+    relevance_level: int | None = None,
 ) -> Results:
     """``bakeoff run``: build the arms of ``cfg``, open its dataset (search mode ``as_of`` /
     ``only_single`` / ``unmasked``, see :func:`bakeoff.data.datasets.open_dataset`), log the
@@ -257,7 +287,8 @@ def run_config(
     :func:`bakeoff.engine.make_engine`. ``dataset.source`` in the results is ``cfg.dataset``.
     ``chunk`` (``tokens=128,overlap=32`` ...) and ``aggregate`` (``maxp``/``firstp``) override the
     file's ``[dataset.chunk]`` (see :mod:`bakeoff.ingest.chunking`). ``ignore_identical_ids`` and
-    ``max_empty_share`` override ``[run]``'s (see :mod:`bakeoff.runner.guards`).
+    ``max_empty_share`` override ``[run]``'s (see :mod:`bakeoff.runner.guards`), ``averaging`` and
+    ``relevance_level`` too (:func:`run_bakeoff`).
     """
     from ..data.datasets import open_dataset
     from ..engine import make_engine
@@ -291,7 +322,9 @@ def run_config(
                           hourly_rate=rate if rate is not None else DEFAULT_HOURLY_RATE, chunk=chunk_spec,
                           ignore_identical_ids=(ignore_identical_ids if ignore_identical_ids is not None
                                                 else cfg.ignore_identical_ids),
-                          max_empty_share=max_empty_share if max_empty_share is not None else cfg.max_empty_share)
+                          max_empty_share=max_empty_share if max_empty_share is not None else cfg.max_empty_share,
+                          averaging=averaging if averaging is not None else cfg.averaging,
+                          relevance_level=relevance_level if relevance_level is not None else cfg.relevance_level)
     results.dataset = {**results.dataset, "source": cfg.dataset.as_dict()}
     return results
 

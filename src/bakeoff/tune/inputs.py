@@ -25,7 +25,8 @@ def tune_from_inputs(*, config: Path | None, beir: Path | None, split: str = "te
                      measure: str | None = None, drop_leaks: bool = False, k: int | None = None,
                      depth: int | None = None, out: Path | None = None, cache: Any = None, progress: bool = True,
                      n_resamples: int = 10_000, alpha: float = 0.05,
-                     latency_sample: int | None = None) -> TuneOutput:
+                     latency_sample: int | None = None, averaging: str | None = None,
+                     relevance_level: int | None = None) -> TuneOutput:
     """Build the bake-off and the sweep from the inputs (module docstring), then :func:`run_tune`."""
     from ..data.datasets import DatasetSpec
 
@@ -67,6 +68,10 @@ def tune_from_inputs(*, config: Path | None, beir: Path | None, split: str = "te
     if k is not None or depth is not None:
         k_ = k if k is not None else cfg.k
         cfg = dataclasses.replace(cfg, k=k_, depth=max(k_, depth if depth is not None else cfg.depth))
+    if averaging is not None:
+        cfg = dataclasses.replace(cfg, averaging=averaging)
+    if relevance_level is not None:
+        cfg = dataclasses.replace(cfg, relevance_level=relevance_level)
     assert isinstance(spec.space, SearchSpace)
     return run_tune(cfg, spec, cache=cache, out=out or (Path(cfg.out) if cfg.out else None), progress=progress,
                     n_resamples=n_resamples, alpha=alpha, latency_sample=latency_sample)

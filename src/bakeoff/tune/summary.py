@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..metrics import conventions_line
+
 __all__ = ["summary_lines"]
 
 
@@ -44,6 +46,8 @@ def summary_lines(tune: Mapping[str, Any], *, max_trials: int = 40) -> list[str]
     conf = round(100 * r["confidence"])
     te = tune["test"]
     out.append(f"test split {te['split']}: {te['n_queries']} queries, {m} with {conf}% bootstrap CIs")
+    if "averaging" in tune:  # tune.json files written before the rule was recorded have none
+        out.append(f"  {conventions_line(tune)}")
     out.append(f"  {'arm':<24} {m:>10}  CI")
     for label, key in ((tune["arm"] + " (defaults)", "defaults"), (tune["tuned_arm"], "tuned")):
         x = r[key]

@@ -252,18 +252,24 @@ def run_tune(cfg: BakeoffConfig, spec: TuneSpec, *, cache: Cache | None, out: Pa
     per_query: list[Mapping[str, float]] = []
 
     metrics_code = _metrics_code()
+    # non-default conventions join the score cache key (the defaults keep the keys of earlier releases)
+    conventions = {key: value for key, value, default in (("averaging", cfg.averaging, "bakeoff"),
+                                                          ("relevance_level", cfg.relevance_level, 1))
+                   if value != default}
 
     def score(arm: Arm) -> tuple[Mapping[str, float], bool, float]:
         """The arm's per-query dev values: from the score cache (keyed by the run's cache key, the
         dev judgments, the measure and the metric code), else from its (cached) run."""
         s0 = time.perf_counter()
         key = cache_key({"kind": "tune-score", "run": ctx.run_key(arm, dev_ds.queries, k=depth, mask=dev_mask),
-                         "qrels": dev_ds.qrels.fingerprint(), "measure": measure, "metrics_code": metrics_code})
+                         "qrels": dev_ds.qrels.fingerprint(), "measure": measure, "metrics_code": metrics_code,
+                         **conventions})
         hit = cache.get_json("tune-score", key) if cache is not None else None
         if isinstance(hit, dict):
             return hit, True, time.perf_counter() - s0
         run = ctx.search(arm, dev_ds.queries, k=depth, mask=dev_mask)
-        values = dict(evaluate(run, dev_ds.qrels, [measure], query_ids=dev_ds.queries.ids).per_query[measure])
+        values = dict(evaluate(run, dev_ds.qrels, [measure], query_ids=dev_ds.queries.ids,
+                               averaging=cfg.averaging, relevance_level=cfg.relevance_level).per_query[measure])
         if cache is not None:
             cache.put_json("tune-score", key, values)
         return values, ctx.was_cached(arm, dev_ds.queries, k=depth, mask=dev_mask), time.perf_counter() - s0
@@ -311,7 +317,8 @@ def run_tune(cfg: BakeoffConfig, spec: TuneSpec, *, cache: Cache | None, out: Pa
     ms = list(cfg.measures) if cfg.measures else [str(m) for m in default_measures(k, depth)]
     kw = dict(k=k, depth=depth, measures=ms if measure in ms else [measure, *ms], cache=cache, progress=progress,
               mask=test_mask,
-              latency_sample=lat, latency_seed=cfg.latency_seed,
+              latency_sample=lat, latency_seed=cfg.latency_seed, averaging=cfg.averaging,
+              relevance_level=cfg.relevance_level, ignore_identical_ids=cfg.ignore_identical_ids,
               **({"hourly_rate": cfg.hourly_rate} if cfg.hourly_rate is not None else {}))
     fresh = {a.name: a for a in build_arms(cfg.arms)}  # a fresh context indexes what it searches
     base = fresh[spec.arm]
@@ -327,7 +334,8 @@ def run_tune(cfg: BakeoffConfig, spec: TuneSpec, *, cache: Cache | None, out: Pa
                 for p in chosen["per_fold"]}
         ranked = {q: runs[picks_fp[fold_of[q]]].get(q) for q in test_ds.queries.ids if q in fold_of}
         cv_run = Run.from_ranked(tuned_name, ranked)
-        ev = evaluate(cv_run, test_ds.qrels, results.measures, query_ids=test_ds.queries.ids)
+        ev = evaluate(cv_run, test_ds.qrels, results.measures, query_ids=test_ds.queries.ids,
+                      averaging=cfg.averaging, relevance_level=cfg.relevance_level)
         fp = hashlib.sha256(json.dumps(picks_fp).encode()).hexdigest()
         results.arms.append(ArmResult(name=tuned_name, type=aspec.type,
                                       config={"per_fold": [p["params"] for p in chosen["per_fold"]]},
@@ -348,7 +356,8 @@ def run_tune(cfg: BakeoffConfig, spec: TuneSpec, *, cache: Cache | None, out: Pa
     pq = {a.name: {measure: a.evaluation.per_query[measure]} for a in results.arms}
     # resampled in the order `bakeoff report` reads them back from results.json (keys sorted), so the
     # CIs and p-value here are the ones the report of these results shows
-    qids = sorted(results.arms[0].evaluation.per_query[measure])
+    # (under trec_eval's averaging rule an arm may not answer every query: the pair is over those both answered)
+    qids = sorted(set.intersection(*(set(a.evaluation.per_query[measure]) for a in results.arms)))
     comp = compare(pq, query_ids=qids, measures=[measure], n_resamples=n_resamples, seed=stats_seed, alpha=alpha)
     pair = comp.pair(names[0], names[1], measure)
     sign = 1.0 if pair.a == names[1] else -1.0  # report tuned - defaults
@@ -361,7 +370,8 @@ def run_tune(cfg: BakeoffConfig, spec: TuneSpec, *, cache: Cache | None, out: Pa
     tune = {
         "schema": "bakeoff.tune", "schema_version": 1,
         "arm": spec.arm, "type": aspec.type, "tuned_arm": tuned_name,
-        "measure": measure, "tie_rule": TIE_RULE,
+        "measure": measure, "tie_rule": TIE_RULE, "averaging": results.averaging,
+        "relevance_level": results.relevance_level,
         "space": spec.space.as_dict(), "defaults": defaults, "options": arm_options(factory),
         "dev": {**dev_info, "describe": spec.dev.describe(), "split": dev_ds.split, "n_queries": len(dev_ids),
                 "default_score": _mean(d_values, dev_ids),
