@@ -11,18 +11,21 @@ install: $(STAMP)
 # System packages first (compiler for llama.cpp, Debian chromium for the browser tests; scripts/system-deps.sh).
 # torch is pinned to the CPU wheel on disk (any other spec pulls a multi-GB CUDA build);
 # sentence-transformers comes after it, through the [all] extra.
-# llama-server (llama.cpp's server, for --llm local) is built from the llama.cpp sources llama-cpp-python ships.
-$(STAMP): pyproject.toml Makefile scripts/system-deps.sh scripts/build-llama-server.sh
+# llama.cpp is compiled once, before pip would compile it for llama-cpp-python: scripts/build-llama.sh builds
+# llama-server and the binding's shared libraries from one build, cached outside the venv (~/.cache/bakeoff/
+# llama-server/<version>-<cpu>/: a second clone, `make clean` or CI on this machine compiles nothing), and installs
+# the binding without its own compile. The stamp is written last: any failed step leaves the venv uninstalled.
+$(STAMP): pyproject.toml Makefile scripts/system-deps.sh scripts/build-llama.sh
 	bash scripts/system-deps.sh
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet torch==2.13.0
+	bash scripts/build-llama.sh $(VENV)
 	$(PY) -m pip install --quiet -e '.[all,test,docs]'
-	bash scripts/build-llama-server.sh $(VENV)
 	touch $(STAMP)
 
 llama-server:
-	bash scripts/build-llama-server.sh $(VENV)
+	bash scripts/build-llama.sh $(VENV)
 
 # Offline: stdlib docstrings -> local Gemma queries (leak-filtered) -> TF-IDF, BM25, BM25+stemmer, dense, RRF.
 demo: install

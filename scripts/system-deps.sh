@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # System packages that `make install` needs on a fresh Debian/Ubuntu machine, installed only when missing:
-# - a C/C++ toolchain and cmake: llama-cpp-python (the [llm] extra) compiles llama.cpp on first install, and
-#   scripts/build-llama-server.sh builds llama.cpp's server from the same sources;
+# - a C/C++ toolchain and cmake: scripts/build-llama.sh compiles llama.cpp once (llama-server and the shared
+#   libraries of llama-cpp-python, the [llm] extra) on the machine's first install;
 # - Debian's chromium (+ chromium-driver): the browser tests (HTML report, labelling app) drive it through
 #   Playwright with executable_path=/usr/bin/chromium (Playwright never downloads a browser here).
 # Uses sudo when not root. BAKEOFF_SKIP_SYSTEM_DEPS=1 skips this step (e.g. a machine without apt; the

@@ -37,7 +37,7 @@ def test_open_corpus_sniffs_every_form(tmp_path):
     write(texts / "one.md", "# Title one\nbody")
     write(texts / "sub" / "two.txt", "plain")
     c = open_corpus(texts)
-    assert c.ids == ("one", "sub/two") and c.titles[0] == "Title one"                 # a folder of files
+    assert c.ids == ("one.md", "sub/two.txt") and c.titles[0] == "Title one"          # a folder of files
 
 
 def test_open_corpus_explicit_field_map_wins_over_sniffing(tmp_path):

@@ -165,10 +165,15 @@ def test_folder_of_files(tmp_path):
     write(tmp_path / "docs" / "c.html", "<html><head><title>Page</title><script>x()</script></head>"
                                         "<body><p>Hello&nbsp;<b>you</b></p></body></html>")
     write(tmp_path / "docs" / "skip.bin", "x")
-    c = read_folder(tmp_path / "docs")
-    assert c.ids == ("a", "c", "sub/b")
-    assert c["c"].title == "Page" and c["c"].text == "Hello you"
-    assert c["sub/b"].title == "Heading"
+    report = LoadReport()
+    c = read_folder(tmp_path / "docs", report=report)
+    assert c.ids == ("a.txt", "c.html", "sub/b.md")  # the ids `bakeoff ingest files` gives (bakeoff.data.ids)
+    assert c["c.html"].title == "Page" and c["c.html"].text == "Hello you"
+    assert c["sub/b.md"].title == "Heading" and c["sub/b.md"].text == "Heading\n\nbody"  # Markdown rendered
+    assert c["sub/b.md"].metadata == {"path": "sub/b.md", "format": "markdown", "pages": None}
+    assert report.other_files == ["skip.bin"]
+    assert report.warnings() == [("1 files of other types skipped (e.g. skip.bin); documents are .docx, .htm, .html, "
+                                  ".markdown, .md, .pdf, .rst, .txt")]
 
 
 def test_cleaning_functions():

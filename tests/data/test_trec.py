@@ -13,11 +13,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bakeoff.data.ids import id_problem
 from bakeoff.data.model import Qrels, Run
 from bakeoff.data.trec import (
     TrecReadReport,
     hash_strings,
-    id_problem,
     read_qrels,
     read_run_table,
     read_trec_run,

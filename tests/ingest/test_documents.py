@@ -150,7 +150,7 @@ def test_only_unreadable_files_is_one_line_error(tmp_path: Path, capsys) -> None
     assert main(["ingest", "files", str(root), "--out", str(out), "--no-progress"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1] == f"error: {root}: no file yielded text (2 failed, 0 empty, 0 of unsupported types; supported: " \
-                      ".docx, .htm, .html, .markdown, .md, .pdf, .txt)"
+                      ".docx, .htm, .html, .markdown, .md, .pdf, .rst, .txt)"
     assert not out.exists()
 
 

@@ -12,7 +12,8 @@ import pytest
 import typer
 
 from bakeoff import cli
-from bakeoff.data.loaders import LoadReport, id_problem, read_beir_corpus, read_records
+from bakeoff.data.ids import id_problem
+from bakeoff.data.loaders import LoadReport, read_beir_corpus, read_records
 from bakeoff.errors import InputError, describe_os_error
 from bakeoff.progress import progress_bar
 from bakeoff.validation import closest, toml_key_line

@@ -118,7 +118,8 @@ def open_corpus(
     """Read a corpus from whatever ``path`` is.
 
     * a folder holding ``corpus.jsonl``: that BEIR corpus;
-    * any other folder: one document per text file (:func:`~bakeoff.data.loaders.read_folder`);
+    * any other folder: one document per PDF, DOCX, HTML, Markdown or text file, with the ids ``bakeoff ingest
+      files`` gives (:func:`~bakeoff.data.loaders.read_folder`);
     * a ``.jsonl`` file whose first record has ``_id`` and not ``fields.id``: a BEIR corpus;
     * else JSONL/CSV/TSV/Parquet records mapped by ``fields``
       (:func:`~bakeoff.data.loaders.read_records`).

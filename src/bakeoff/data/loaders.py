@@ -19,16 +19,18 @@ import itertools
 import json
 import os
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, MissingDependencyError
-from .clean import CleanOptions, html_to_text
+from .clean import CleanOptions
+from .extract import SUFFIXES, ExtractionError, extract
+from .ids import folder_files, id_problem
 from .judgments import is_sqlite, read_judgments
 from .model import Corpus, Dataset, Qrels, Queries, Query
-from .trec import bad_id_char, read_qrels, read_trec_run  # the TREC readers live in .trec (trec_eval's rules)
+from .trec import read_qrels, read_trec_run  # the TREC readers live in .trec (trec_eval's rules)
 
 __all__ = [
     "FieldMap",
@@ -61,10 +63,17 @@ class LoadReport:
     judged_queries_missing: int = 0
     empty_documents: int = 0
     empty_documents_example: str | None = None
+    #: a folder's files that are not documents (other types), and those whose text cannot be extracted
+    #: (``"<file>: <reason>"``)
+    other_files: list[str] = field(default_factory=list)
+    unreadable_files: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
     def warnings(self) -> list[str]:
-        out = []
+        out = [f"{x}; skipped" for x in self.unreadable_files]
+        if self.other_files:
+            out.append(f"{len(self.other_files)} files of other types skipped (e.g. {self.other_files[0]}); "
+                       f"documents are {', '.join(sorted(SUFFIXES))}")
         if self.empty_documents:
             out.append(f"{self.empty_documents} documents have no text nor title (e.g. {self.empty_documents_example!r}); "
                        "text arms can never retrieve them")
@@ -97,28 +106,12 @@ class LoadReport:
         }
 
 
-def id_problem(value: str) -> str | None:
-    """Why ``value`` cannot be a document or query id, or ``None`` when it can.
-
-    TREC run and qrels files separate columns by whitespace, so an id must be non-empty and hold
-    no whitespace (any Unicode space, tab, newline) and no control character; otherwise a run
-    written by ``bakeoff run`` could not be read back."""
-    if not value:
-        return "empty id"
-    i = bad_id_char(value)
-    if i is None:
-        return None
-    ch = value[i]
-    what = "whitespace" if ch.isspace() else "a control character"
-    return (f"id {value[:40]!r} holds {what} ({ch!r} at position {i + 1}); TREC run and qrels files "
-            "cannot carry it — rename the id")
-
-
 def check_id(value: str, *, path: PathLike, line: int | None, field: str) -> str:
-    """``value`` if it can be a document or query id (:func:`id_problem`), else an InputError."""
+    """``value`` if it can be a document or query id (:func:`bakeoff.data.ids.id_problem`), else an
+    InputError naming the id and saying to rename it."""
     problem = id_problem(value)
     if problem is not None:
-        raise InputError(problem, path=path, line=line, field=field)
+        raise InputError(f"id {value[:40]!r} {problem}; rename the id", path=path, line=line, field=field)
     return value
 
 
@@ -401,52 +394,36 @@ def read_records(
     return b.build()
 
 
-_FOLDER_SUFFIXES = (".txt", ".md", ".markdown", ".html", ".htm", ".rst")
-
-
 def read_folder(
     path: PathLike,
     *,
-    suffixes: Sequence[str] = _FOLDER_SUFFIXES,
     clean: CleanOptions = CleanOptions(),
     report: LoadReport | None = None,
 ) -> Corpus:
-    """One document per file below ``path`` (recursive, sorted by relative path).
+    """One document per file below ``path`` (recursive, sorted by relative path), read as
+    ``bakeoff ingest files`` reads it, with the same ids.
 
-    The id is the relative path without suffix, the title the first Markdown
-    heading or HTML ``<title>`` when present; HTML is always reduced to text.
+    The id is the file id of :mod:`bakeoff.data.ids`; text, title and the metadata ``format`` and ``pages``
+    come from :func:`bakeoff.data.extract.extract`, and the metadata ``path`` is the original relative path.
+    Files of other types, and files whose text cannot be extracted (with the reason), are counted in
+    ``report`` and warned about; a symbolic link that leads nowhere is an error.
     """
     root = Path(path)
-    if not root.is_dir():
-        raise InputError("not a folder", path=root)
     report = report if report is not None else LoadReport()
     b = _CorpusBuilder(root, clean, report)
-    try:
-        files = sorted(p for p in root.rglob("*") if p.suffix.lower() in suffixes and (p.is_file() or p.is_symlink()))
-    except OSError as exc:
-        raise InputError(f"cannot list the folder ({exc.strerror or type(exc).__name__}: {exc.filename})",
-                         path=root) from None
-    for i, f in enumerate(files, start=1):
-        if f.is_symlink() and not f.is_file():
+    for i, (f, doc_id) in enumerate(folder_files(root).items(), start=1):
+        rel = f.relative_to(root).as_posix()
+        if f.is_symlink() and not f.exists():
             raise InputError("a symbolic link that leads nowhere (broken, or a loop)", path=f)
-        text = "".join(t for _, t in _lines(f))
-        rel = f.relative_to(root).with_suffix("").as_posix()
-        if id_problem(rel):
-            raise InputError(f"the file name makes the document id {rel!r}, which TREC files cannot carry "
-                             "(whitespace or control characters); rename the file", path=f, field="id")
-        title = ""
-        if f.suffix.lower() in (".html", ".htm"):
-            low = text.lower()
-            s, e = low.find("<title>"), low.find("</title>")
-            if 0 <= s < e:
-                title = html_to_text(text[s + 7 : e])
-            text = html_to_text(text)
-        elif f.suffix.lower() in (".md", ".markdown"):
-            for line in text.splitlines():
-                if line.startswith("#"):
-                    title = line.lstrip("#").strip()
-                    break
-        b.add(rel, title, text, {"path": f.relative_to(root).as_posix()}, i, field="id")
+        if f.suffix.lower() not in SUFFIXES or not f.is_file():
+            report.other_files.append(rel)
+            continue
+        try:
+            got = extract(f)
+        except ExtractionError as exc:
+            report.unreadable_files.append(f"{f}: {exc}")
+            continue
+        b.add(doc_id, got.title, got.text, {"path": rel, **got.metadata}, i, field="id")
     return b.build()
 
 

@@ -26,7 +26,8 @@ BOM is dropped). **Scores** are decimal numbers or ``±inf``/``±infinity`` (ord
 numbers); NaN, and a decimal beyond float64's range (``1e400``, which would silently
 become infinite), are errors naming file and line. **Ids** that the TREC format cannot
 carry are refused: control characters (NUL, C0, DEL, C1) and Unicode whitespace
-(:func:`id_problem`), so whatever bakeoff reads it can also write and read back.
+(:func:`bakeoff.data.ids.id_problem`, the one id rule), so whatever bakeoff reads it can also write and
+read back.
 
 Speed: a well-formed run (one kind of separator, used singly; no comments) is parsed
 by pyarrow's multi-threaded CSV reader when pyarrow is installed, and checked for
@@ -50,11 +51,12 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
+from .ids import id_problem
 from .judgments import GRADE_LIMIT, is_sqlite, read_judgments
 from .model import Qrels, Run
 from .ranking import rank_rows
 
-__all__ = ["RunTable", "TrecReadReport", "bad_id_char", "hash_strings", "id_problem", "pair_keys", "read_qrels", "read_run_table",
+__all__ = ["RunTable", "TrecReadReport", "hash_strings", "pair_keys", "read_qrels", "read_run_table",
            "read_trec_run"]
 
 PathLike = str | os.PathLike[str]
@@ -64,10 +66,6 @@ TREC_QRELS_FIELDS = ("query id", "iteration", "doc id", "grade")
 BEIR_QRELS_FIELDS = ("query-id", "corpus-id", "score")
 _BEIR_HEADER = ("query-id", "query_id", "qid", "query")
 
-#: Characters an id may not contain: control characters (C0, DEL, C1), Unicode whitespace (line and
-#: paragraph separators included) and lone surrogates.
-_BAD_ID = re.compile("[\\x00-\\x20\\x7f-\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000"
-                     "\\ud800-\\udfff]")
 _NUMBER = re.compile(rb"[+-]?(?:\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?|inf(?:inity)?)", re.IGNORECASE)
 _INF = re.compile(rb"[+-]?inf(?:inity)?", re.IGNORECASE)
 _NAN = re.compile(rb"[+-]?nan", re.IGNORECASE)
@@ -90,28 +88,6 @@ class TrecReadReport:
         if self.extra_columns:
             out.append(f"{what}: {self.extra_columns} lines have columns after the sixth; ignored (as trec_eval)")
         return out
-
-
-def bad_id_char(text: str) -> int | None:
-    """Position of the first character of ``text`` that a TREC file cannot carry in an id (whitespace,
-    control characters, lone surrogates), or ``None``: the one id rule of every reader and loader."""
-    if text.isascii() and text.isprintable() and " " not in text:
-        return None
-    m = _BAD_ID.search(text)
-    return None if m is None else m.start()
-
-
-def id_problem(text: str) -> str | None:
-    """Why ``text`` cannot be an id in a TREC file (``None`` when it can): empty, or containing a
-    control character or whitespace (named with its code point)."""
-    if not text:
-        return "is empty"
-    i = bad_id_char(text)
-    if i is None:
-        return None
-    c = text[i]
-    kind = "whitespace" if c.isspace() else "a control character"
-    return f"contains {kind} (U+{ord(c):04X}), which the TREC format cannot carry"
 
 
 def _read_bytes(path: Path) -> bytes:

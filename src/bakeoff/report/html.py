@@ -29,6 +29,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from ..data.ids import source_path
 from ..data.model import Dataset, Run
 from ..errors import MissingDependencyError
 from ..metrics import conventions_line
@@ -217,7 +218,8 @@ def _figures(report: Mapping[str, Any]) -> list[dict[str, Any]]:
 def explorer_data(report: Mapping[str, Any], *, dataset: Dataset | None, runs: Mapping[str, Run] | None,
                   per_query: Mapping[str, Mapping[str, Mapping[str, float]]], query_ids: Sequence[str],
                   top_n: int = TOP_N, snippet_chars: int = SNIPPET_CHARS) -> dict[str, Any]:
-    """Data for the query explorer: queries with per-arm metrics, top-``top_n`` ids, doc snippets, judgments."""
+    """Data for the query explorer: queries with per-arm metrics, top-``top_n`` ids, doc snippets (with the
+    original file path ``p`` of a document read from a folder whose id differs from it), judgments."""
     arms = [a["name"] for a in report["arms"]]
     k = report["k"]
     ms = [m for m in dict.fromkeys([report["primary"], f"mrr@{k}", f"recall@{k}"]) if m in report["measures"]]
@@ -250,6 +252,9 @@ def explorer_data(report: Mapping[str, Any], *, dataset: Dataset | None, runs: M
             t = dataset.corpus.texts[i]
             docs[d] = {"t": dataset.corpus.titles[i],
                        "x": t if len(t) <= snippet_chars else t[:snippet_chars].rstrip() + "\u2026"}
+            path = source_path(dataset.corpus.metadata[i], d)
+            if path:
+                docs[d]["p"] = path
     return {"arms": arms, "measures": ms, "queries": queries, "tops": tops, "docs": docs, "rel": rel}
 
 

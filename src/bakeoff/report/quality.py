@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import diagnose as dg
+from ..data.ids import source_path
 from ..data.leak_bins import DEFAULT_LEAK_TARGET
 from ..data.model import Dataset, Run
 from ..data.pool import holes
@@ -124,20 +125,22 @@ def quick_quality(dataset: Dataset, runs: Mapping[str, Run], *, k: int = 10,
 
 def write_holes(path: str | Path, runs: Mapping[str, Run], dataset: Dataset, *, k: int,
                 query_ids: Sequence[str]) -> Path:
-    """``holes.tsv``: ``query_id  doc_id  best_rank  n_arms  disputed  arms  query  title`` (tab-separated,
-    tabs and newlines in text replaced by spaces), atomically."""
+    """``holes.tsv``: ``query_id  doc_id  best_rank  n_arms  disputed  arms  query  title  path`` (tab-separated,
+    tabs and newlines in text replaced by spaces; ``path`` is the original file of a document read from a folder
+    when its id differs, :func:`bakeoff.data.ids.source_path`, else empty), atomically."""
     from .._io import atomic_write_text
 
     def clean(s: str) -> str:
         return " ".join(str(s).split())
 
-    lines = ["query_id\tdoc_id\tbest_rank\tn_arms\tdisputed\tarms\tquery\ttitle"]
+    lines = ["query_id\tdoc_id\tbest_rank\tn_arms\tdisputed\tarms\tquery\ttitle\tpath"]
     for h in holes(runs, dataset.qrels, k=k, query_ids=query_ids):
         qtext = dataset.queries[h.query_id].text if h.query_id in dataset.queries else ""
         pos = dataset.corpus.position.get(h.doc_id)
         title = dataset.corpus.titles[pos] if pos is not None else ""
+        source = (source_path(dataset.corpus.metadata[pos], h.doc_id) if pos is not None else None) or ""
         lines.append("\t".join([h.query_id, h.doc_id, str(h.best_rank), str(len(h.arms)), "yes" if h.disputed else "no",
-                                ",".join(h.arms), clean(qtext), clean(title)]))
+                                ",".join(h.arms), clean(qtext), clean(title), clean(source)]))
     p = Path(path)
     atomic_write_text(p, "\n".join(lines) + "\n")
     return p
