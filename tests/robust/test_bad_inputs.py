@@ -479,8 +479,6 @@ data_case("folder-symlink-loop", "loop.txt", files={"docs/a.txt": "alpha", "docs
           flags=("--corpus", "{dir}/docs", *RECORD_FLAGS))
 data_case("folder-broken-link", "gone.txt", files={"docs/a.txt": "alpha", "docs/gone.txt@link": "{dir}/nothing"},
           flags=("--corpus", "{dir}/docs", *RECORD_FLAGS))
-data_case("folder-space-in-name", "a b.txt", files={"docs/a b.txt": "alpha"},
-          flags=("--corpus", "{dir}/docs", *RECORD_FLAGS))
 if os.path.exists("/proc/self/clear_refs"):  # a regular file that reading fails on (EINVAL), even for root
     data_case("folder-unreadable-file", "b.txt", "cannot read", files={
         "docs/a.txt": "alpha", "docs/b.txt@link": "/proc/self/clear_refs"}, flags=("--corpus", "{dir}/docs", *RECORD_FLAGS))
