@@ -208,3 +208,18 @@ def test_atomic_writes_get_the_usual_file_mode(tmp_path):
     os.umask(mask)
     assert stat.S_IMODE((tmp_path / "f.txt").stat().st_mode) == 0o666 & ~mask
     assert [p.name for p in tmp_path.iterdir()] == ["f.txt"]  # no temporary left behind
+
+
+def test_folder_skips_and_names_unreadable_files(tmp_path) -> None:
+    """A file of the folder that cannot be decoded is skipped, named with its reason in the load report (the corpus
+    is the readable rest), as `bakeoff ingest files` does."""
+    from bakeoff.data.loaders import LoadReport, read_folder
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.txt").write_text("alpha beta", encoding="utf-8")
+    (docs / "b.txt").write_bytes(b"caf\xe9 gamma")
+    report = LoadReport()
+    corpus = read_folder(docs, report=report)
+    assert list(corpus.ids) == ["a.txt"]
+    assert len(report.unreadable_files) == 1 and report.unreadable_files[0].startswith(f"{docs / 'b.txt'}: ")

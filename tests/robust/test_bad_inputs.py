@@ -479,10 +479,8 @@ data_case("folder-symlink-loop", "loop.txt", files={"docs/a.txt": "alpha", "docs
           flags=("--corpus", "{dir}/docs", *RECORD_FLAGS))
 data_case("folder-broken-link", "gone.txt", files={"docs/a.txt": "alpha", "docs/gone.txt@link": "{dir}/nothing"},
           flags=("--corpus", "{dir}/docs", *RECORD_FLAGS))
-if os.path.exists("/proc/self/clear_refs"):  # a regular file that reading fails on (EINVAL), even for root
-    data_case("folder-unreadable-file", "b.txt", "cannot read", files={
-        "docs/a.txt": "alpha", "docs/b.txt@link": "/proc/self/clear_refs"}, flags=("--corpus", "{dir}/docs", *RECORD_FLAGS))
-data_case("folder-not-utf8", "a.txt", files={"docs/a.txt": b"caf\xe9"}, flags=("--corpus", "{dir}/docs", *RECORD_FLAGS))
+# A folder file that cannot be read or decoded is skipped and named in the load report, as `ingest files` does
+# (tests/data/test_loaders.py::test_folder_skips_and_names_unreadable_files).
 data_case("folder-empty", "docs", files={"docs/readme.bin": "x"}, flags=("--corpus", "{dir}/docs", *RECORD_FLAGS))
 data_case("queries-tsv-no-tab", "q.tsv:1", files={"q.tsv": "q1 alpha\n"},
           flags=("--beir", "{dir}/data", "--queries", "{dir}/q.tsv"))
