@@ -14,7 +14,9 @@ evaluated, nothing is fine-tuned) on the judged corpus, then reads the same synt
   (``--queries-like``) would approximate them.
 
 Pipelines: ``before`` is generation as it was (a uniform leak quota with steered regenerations, three
-bootstrapped examples from a pilot round); ``after`` is today's default (``bakeoff generate``'s defaults).
+bootstrapped examples from a pilot round, the question "this document answers"); ``after`` is today's default
+(``bakeoff generate``'s defaults); ``masked`` is ``after`` with two thirds of the documents shown with half their
+rare words masked (``--mask-share``, opt-in).
 
 Printed per pipeline: kept / sampled, generations per kept query, rejections by reason, the kept queries'
 leak histogram beside the human pairs', and per reading: τ-b and τ_AP of the arm orderings (NDCG@10), the
@@ -46,7 +48,8 @@ def _pipelines(n: int, seed: int):
                             answerability=AnswerabilityOptions(reference=ReferenceRankOptions(seed=seed)))
     before = replace(after, leak_mode="target", leak_target=(0.2,) * 5, leak_target_source="uniform", bootstrap=3,
                      **_before_generation())
-    return {"before": before, "after": after}
+    masked = replace(after, mask_share=None)  # the masked view at the target's share below leak 0.4
+    return {"before": before, "after": after, "masked": masked}
 
 
 def _before_generation() -> dict:

@@ -27,7 +27,7 @@ def calibrate(
     leak_threshold: Annotated[float, typer.Option(help="--leak-mode cut: reject queries whose leak is above this.")] = 0.35,
     regenerations: Annotated[int, typer.Option(help="Regenerations of a rejected query.")] = 3,
     candidates: Annotated[int, typer.Option(min=1, help="Queries per document and round (best of n).")] = 1,
-    mask_share: Annotated[Optional[float], typer.Option(min=0.0, max=1.0, help="share of documents shown with half their rare words masked (default: the leak target's share below 0.4).")] = None,
+    mask_share: Annotated[float, typer.Option(min=0.0, max=1.0, help="Share of documents shown with half their rare words masked (opt-in; see the docs).")] = 0.0,
     max_doc_chars: Annotated[Optional[int], typer.Option(help="Characters of each document shown to the model.")] = None,
     min_doc_chars: Annotated[int, typer.Option(help="Never sample documents shorter than this (characters).")] = 60,
     answerability: Annotated[str, typer.Option(help="Answerability scorer (as generate): use, minilm, … or off.")] = "use",

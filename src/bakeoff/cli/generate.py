@@ -23,7 +23,7 @@ def generate(
     leak_threshold: Annotated[float, typer.Option(help="Reject queries whose leak is above this (--leak-mode cut, clusters).")] = 0.35,
     regenerations: Annotated[int, typer.Option(help="describe: regenerations of a rejected query.")] = 3,
     candidates: Annotated[int, typer.Option(min=1, help="describe: queries per document and round (best of n).")] = 1,
-    mask_share: Annotated[Optional[float], typer.Option(min=0.0, max=1.0, help="describe: share of documents shown with half their rare words masked (default: the leak target's share below 0.4).")] = None,
+    mask_share: Annotated[float, typer.Option(min=0.0, max=1.0, help="describe: share of documents shown with half their rare words masked (opt-in; see the docs).")] = 0.0,
     stratify_by: Annotated[Optional[str], typer.Option(help="describe: metadata field to stratify sampling by.")] = None,
     lang: Annotated[str, typer.Option(help="Common-word list of the leak metric: en or es.")] = "en",
     max_doc_chars: Annotated[Optional[int], typer.Option(help="Characters of each document shown to the model.")] = None,

@@ -196,8 +196,10 @@ class DescribeOptions:
     queries_like: tuple[str, ...] | None = None
     #: Share of sampled documents shown to the model with part of their rare words masked (:func:`masked_plan`:
     #: leak steered before generation, the model cannot copy what it does not see); ``None``: the leak target's
-    #: share below leak 0.4.
-    mask_share: float | None = None
+    #: share below leak 0.4. Off by default: with the bundled 0.5B model, masked views lowered the kept queries'
+    #: leak on CISI (0.49 against 0.93) but not on SciFact (0.86 against 0.89), and only a quarter of their
+    #: queries were answerable when read strictly, against four in five from whole documents.
+    mask_share: float | None = 0.0
     #: Share of a masked document's distinct rare words (the leak vocabulary) replaced by "…".
     mask_terms: float = 0.5
 
