@@ -121,7 +121,7 @@ def test_verdict_names_no_pick_when_the_effective_sample_is_too_small(tmp_path) 
     v = rep["verdict"]
     assert v["pick"] is None
     assert v["headline"].startswith("No pick: weighted to the leak of people's queries")
-    assert f"count as {lm['ess']:.0f} (effective sample size, below 30)" in v["headline"]
+    assert f"count as {lm['ess']:.1f} (effective sample size, below 30)" in v["headline"]
 
 
 def test_report_renders_the_leak_matched_table_in_the_terminal_and_html(tmp_path) -> None:

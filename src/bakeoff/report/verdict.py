@@ -481,12 +481,12 @@ def _matched_lines(head: str, matched: Mapping[str, Any], unweighted: Mapping[st
         runner = matched.get("runner_up")
         more = (f" About {need} queries at this leak mix would separate {matched['best']} from {runner} on {m} "
                 "(fewer from a generator that copies less)." if need and runner else "")
-        head = (f"No pick: {where}, these {n} synthetic queries count as {ess:.0f} (effective sample size, below "
+        head = (f"No pick: {where}, these {n} synthetic queries count as {ess:.1f} (effective sample size, below "
                 f"{MIN_ESS:.0f}): the generator's queries copy their documents' words far more than people's do. "
                 f"Unweighted, {ub} has the highest mean {m} ({unweighted.get(ub, float('nan')):.4f}), which may come "
                 f"from the copied words.{more}")
         return head, lines
-    head = f"On the {n} queries {where}, effective sample size {ess:.0f}: {head}"
+    head = f"On the {n} queries {where}, effective sample size {ess:.1f}: {head}"
     if ub is not None and ub != best:
         lines.append(f"Unweighted, {ub} has the highest mean {m} ({unweighted[ub]:.4f} vs {best} "
                      f"{unweighted.get(best, float('nan')):.4f}): the difference comes from how much the queries copy.")
