@@ -79,7 +79,7 @@ def test_calibrate_writes_a_record_whose_figures_match_the_results(tmp_path: Pat
                 assert agr["bias"][a]["value"] == pytest.approx(sm[j] - hm[j])
         # costs are the human side's: the verdicts differ only through the truth
         assert [a.get("cost") for a in syn["arms"]] == [a.get("cost") for a in hum["arms"]]
-        assert rec["generator"]["model"] == "fake" and rec["generator"]["prompts"]["examples"] == "bootstrapped"
+        assert rec["generator"]["model"] == "fake" and rec["generator"]["prompts"]["examples"] == "none"  # zero-shot default
         assert rec["corpus"]["n_docs"] == 30 and len(rec["corpus"]["fingerprint"]) == 64
         assert rec["synthetic"]["n_queries"] == agr["n_synthetic"]
         before = (out / "calibration.json").read_bytes()
