@@ -7,11 +7,11 @@ Stages (each timed, each with a progress bar):
    ``fields``, a folder of documents, an ``ingest`` output).
 2. **truth** — describe-mode questions from the LLM (default: the embedded local model,
    :mod:`bakeoff.truth.local_llm`) for documents of at least ``min_doc_chars`` characters, with
-   ``bakeoff generate``'s defaults: no hand-written examples (a zero-shot pilot round's best queries
-   become the examples of the rest), answerability relative to the corpus (the source document must
-   rank in the top 5 of itself and 99 random documents under the multilingual USE bi-encoder, a
-   model no demo arm uses; :mod:`bakeoff.truth.reference_rank`), leak matched to a uniform target
-   (:class:`~bakeoff.truth.synthetic.DescribeOptions`); up to ``1 + DEMO_REGENERATIONS`` tries per
+   ``bakeoff generate``'s defaults: zero-shot, the question asked as a searcher's need, answerability
+   relative to the corpus (the source document must rank in the top 5 of itself and 99 random documents
+   under the multilingual USE bi-encoder, a model no demo arm uses; :mod:`bakeoff.truth.reference_rank`),
+   leak recorded and matched in the verdict (:class:`~bakeoff.truth.synthetic.DescribeOptions`,
+   :mod:`bakeoff.report.leak_match`); a truth that collapsed is reported and not evaluated; up to ``1 + DEMO_REGENERATIONS`` tries per
    document. Every query is evaluated (``test_fraction=1``: the demo trains nothing). Written as a
    BEIR folder ``<out>/truth`` so ``bakeoff run --beir <out>/truth`` repeats it.
 3. **arms** — TF-IDF, BM25, BM25 + Snowball stemmer, dense MiniLM (offline), and RRF of stemmed
