@@ -335,6 +335,8 @@ def run_calibration(
     train_fraction: float = DEFAULT_TRAIN_FRACTION,
     rerank_base: str = "bm25-stem",
     rerank: bool = False,
+    pool: Any = None,
+    pool_llm: str | None = None,
     echo: Callable[[str], Any] = print,
 ) -> dict[str, Any]:
     """Calibrate the generator of ``options`` (describe or cluster options of
@@ -343,8 +345,11 @@ def run_calibration(
     ``specificity``, ``concurrency``, ``price``, ``reasoning_effort`` ...). ``train_fraction`` (in [0, 1))
     is the share of synthetic source documents whose queries train ``ft-dense`` and, with ``rerank``,
     ``ft-rerank`` (:func:`fine_tuned_arms`; hard negatives from, and reranking, the arm named
-    ``rerank_base``, which must be in ``arms``); 0 trains nothing and evaluates every kept query. Returns the record written
-    to ``out/calibration.json``.
+    ``rerank_base``, which must be in ``arms``); 0 trains nothing and evaluates every kept query.
+    ``pool`` (:class:`~bakeoff.truth.assess.AssessOptions`, default none) also judges the arms' pooled top
+    ``pool.depth`` of every synthetic test query with ``pool_llm`` (default ``llm``) and records the figures
+    again on that widened truth (:func:`~bakeoff.truth.assess.pooled_qrels`) under ``pooled``. Returns the
+    record written to ``out/calibration.json``.
     """
     from .data.datasets import open_dataset
     from .data.model import Dataset, Qrels
@@ -373,6 +378,8 @@ def run_calibration(
             raise ConfigError(f"the fine-tuned arms mine negatives from and rerank the arm {rerank_base!r}, which "
                               f"is not in the arm set ({', '.join(names)}); add it, choose --rerank-base or pass "
                               "--train-fraction 0")
+    if pool is not None:
+        pool.check()
     built = build_arms(specs)
     spec = dataset_spec(dataset)
     ds, mask = open_dataset(spec)
@@ -466,6 +473,13 @@ def run_calibration(
         figures = calibration_figures(human, synthetic, measures=used, leak=leak, n_resamples=n_resamples, seed=seed,
                                       alpha=alpha, leak_target=lk.get("target"),
                                       target_source=str(lk.get("target_source") or "default"))
+        pooled = None
+        if pool is not None:
+            pooled = _pooled(syn_ds, res_s, built, human=human, measures=used, leak=leak, pool=pool,
+                             llm=pool_llm or llm, cache=cache, progress=progress, ctx=ctx, k=k, depth=depth,
+                             n_resamples=n_resamples, seed=seed, alpha=alpha, leak_target=lk.get("target"),
+                             target_source=str(lk.get("target_source") or "default"), generate=generate or {},
+                             truth_dir=out / "truth", echo=echo)
         from .versions import bakeoff_version
 
         record = {
@@ -484,17 +498,23 @@ def run_calibration(
             "depth": depth,
             "n_resamples": n_resamples,
             **figures,
+            **({"pooled": pooled["record"]} if pooled else {}),
         }
-        from ._io import atomic_open
+        from ._io import atomic_open, atomic_write_json
+        from .data.writers import write_beir_qrels
 
         with staged_as(stage, out):  # a failed write names the file as it will be called under OUT
             res_h.write(stage / "human")
             res_s.write(stage / "synthetic")
+            if pooled:
+                pooled["results"].write(stage / "pooled")
+                atomic_write_json(stage / "pooled" / "assessment.json", pooled["assessment"])
+                write_beir_qrels(pooled["qrels"], stage / "truth" / "qrels" / "pooled.tsv")
             with atomic_open(stage / CALIBRATION_FILE) as f:
                 json.dump(_json_safe(record), f, indent=2, ensure_ascii=False)
         out.mkdir(parents=True, exist_ok=True)
-        for name in ("truth", "human", "synthetic", "models"):  # the record goes last: a folder with it is complete
-            if name == "models" and not (stage / name).exists():
+        for name in ("truth", "human", "synthetic", "pooled", "models"):  # the record goes last: complete
+            if name in ("pooled", "models") and not (stage / name).exists():
                 continue
             if (out / name).exists():
                 shutil.rmtree(out / name)
@@ -511,6 +531,50 @@ def run_calibration(
         return record
     finally:
         shutil.rmtree(stage, ignore_errors=True)
+
+
+def _pooled(syn_ds: Any, res_s: Any, built: Sequence[Any], *, human: Mapping[str, Any], measures: Sequence[str],
+            leak: Mapping[str, float], pool: Any, llm: str, cache: Cache | None, progress: bool, ctx: Any, k: int,
+            depth: int, n_resamples: int, seed: int, alpha: float, leak_target: Any, target_source: str,
+            generate: Mapping[str, Any], truth_dir: Path, echo: Callable[[str], Any]) -> dict[str, Any]:
+    """Judge the arms' pooled top ``pool.depth`` of the synthetic test queries, widen the synthetic truth
+    with the judgments (:func:`~bakeoff.truth.assess.pooled_qrels`), evaluate the same runs on it and
+    compute the calibration figures again. Returns the record section, the results, the qrels and the
+    assessment provenance (with every judged pair)."""
+    from .data.model import Dataset
+    from .report.calibration import calibration_figures
+    from .runner.run import run_bakeoff
+    from .truth.assess import POOLED_GRADE, SOURCE_GRADE, judge_holes, pooled_qrels
+
+    runs = {a.name: a.run for a in res_s.arms}
+    echo(f"[4/5] pooled judgments: the top {pool.depth} of {len(runs)} arms for {len(syn_ds.queries)} synthetic "
+         f"queries, judged by {llm} ({pool.method})")
+    done = judge_holes(syn_ds, runs, query_ids=list(syn_ds.queries.ids), llm=llm, options=pool, cache=cache,
+                       concurrency=generate.get("concurrency"), price=generate.get("price"), progress=progress)
+    qrels = pooled_qrels(syn_ds.qrels, done.assessed(), relevant_from=pool.relevant_from)
+    pooled_ds = Dataset(syn_ds.corpus, syn_ds.queries, qrels, name=f"{syn_ds.name}, pooled", split="pooled")
+    res_p = run_bakeoff(pooled_ds, built, k=k, depth=depth, measures=measures, cache=cache, progress=progress,
+                        ctx=ctx, latency_sample=0)
+    res_p.dataset = {**res_p.dataset, "source": {"beir": str(truth_dir), "split": "pooled"}}
+    as_dict = res_p.to_dict()
+    _same_costs(human, as_dict)
+    figures = calibration_figures(human, as_dict, measures=measures, leak=leak, n_resamples=n_resamples, seed=seed,
+                                  alpha=alpha, leak_target=leak_target, target_source=target_source)
+    counts = done.counts()
+    added = [sum(1 for g in qrels[q].values() if g == POOLED_GRADE) for q in qrels]
+    rule = (f"the source document(s) at grade {SOURCE_GRADE}; a pooled document at {POOLED_GRADE} when the judge "
+            f"grades it >= {pool.relevant_from}, else 0")
+    echo(f"      {counts['assessed']} of {counts['holes']} pooled documents judged in {done.seconds:.0f} s; "
+         f"{sum(added)} relevant ({sum(added) / max(1, len(added)):.1f} per query beside its source)")
+    judge = done.provenance(arms=list(runs))
+    record = {"depth": pool.depth, "judge": {k_: judge[k_] for k_ in ("llm", "prompt", "parameters", "counts",
+                                                                        "grades", "usage", "seconds")},
+              "grading": rule, "relevant_added_per_query": round(sum(added) / max(1, len(added)), 3),
+              "queries_with_added": sum(1 for a in added if a), "fingerprints": as_dict["dataset"]["fingerprints"],
+              **figures}
+    return {"record": record, "results": res_p, "qrels": qrels,
+            "assessment": {"schema": "bakeoff.assessment", "schema_version": 1, **judge, "merge_rule": rule,
+                           "judgments": done.records()}}
 
 
 def _write_split(folder: Path, qrels: Any, train_ids: Sequence[str], test_ids: Sequence[str],

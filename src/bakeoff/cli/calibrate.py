@@ -43,6 +43,10 @@ def calibrate(
     concurrency: Annotated[Optional[int], typer.Option(min=1, help="Requests in flight (as bakeoff generate).")] = None,
     price: Annotated[Optional[str], typer.Option(help="USD per 1M tokens 'prompt,completion'.")] = None,
     reasoning_effort: Annotated[Optional[str], typer.Option(help="Reasoning models: minimal, low, medium or high.")] = None,
+    pool_depth: Annotated[int, typer.Option(min=0, help="Also judge every arm's top DEPTH for each synthetic query and calibrate on that widened truth (0: off).")] = 0,
+    pool_method: Annotated[str, typer.Option(help="How the pool is judged: likelihood, yesno, expected or umbrela (as bakeoff assess --method).")] = "likelihood",
+    pool_llm: Annotated[Optional[str], typer.Option(help="The pool's judge (default: --llm); never the model of an arm you compare.")] = None,
+    pool_threshold: Annotated[float, typer.Option(help="likelihood: a pooled document is relevant at this PMI (nats/token) or more.")] = 1.0,
     resamples: Annotated[int, typer.Option(min=1, help="Bootstrap resamples and permutations (smallest p-value 1/(N+1)).")] = 10000,
     seed: SeedOpt = 0,
     alpha: AlphaOpt = 0.05,
@@ -57,6 +61,7 @@ def calibrate(
     from ..calibrate import DEFAULT_ARMS, DEFAULT_MEASURES, run_calibration
     from ..report.calibration import calibration_text
     from ..truth.answerability import AnswerabilityOptions
+    from ..truth.assess import AssessOptions
     from ..truth.prompts import PromptControl, read_examples
     from ..truth.reference_rank import ReferenceRankOptions
     from ..truth.queries_like import read_queries_like
@@ -77,7 +82,8 @@ def calibrate(
         dataset=dataset, out=out, options=opts, llm=llm, arms=arm or DEFAULT_ARMS,
         measures=measure or DEFAULT_MEASURES, cache=make_cache(cache, cache_dir), progress=progress,
         n_resamples=resamples, seed=seed, alpha=alpha, echo=typer.echo, train_fraction=train_fraction,
-        rerank_base=rerank_base, rerank=ft_rerank,
+        rerank_base=rerank_base, rerank=ft_rerank, pool_llm=pool_llm,
+        pool=AssessOptions(depth=pool_depth, method=pool_method, threshold=pool_threshold) if pool_depth else None,
         generate={"answerability": answerability, "concurrency": concurrency, "price": price,
                   "reasoning_effort": reasoning_effort})
     typer.echo(calibration_text(record))
@@ -87,6 +93,7 @@ def calibrate(
 EXAMPLES = ("\b\nExamples:\n"
     "  bakeoff calibrate --dataset ../shared/data/scifact --llm local -n 100 \\\n"
     "      --out cal/scifact-local\n"
+    "  bakeoff calibrate --dataset ../shared/data/cisi -n 100 --pool-depth 5 --out cal/cisi-pooled\n"
     "  bakeoff report myrun --calibration cal/scifact-local/calibration.json")
 
 

@@ -502,6 +502,33 @@ def summary_line(record: Mapping[str, Any]) -> str:
             f"on {m} ({agr.get('n_synthetic')} synthetic vs {agr.get('n_human')} human queries), {verdict}")
 
 
+def _pooled_lines(pooled: Mapping[str, Any] | None) -> list[str]:
+    """The pooled-judgment section of :func:`calibration_text`: what the judge added, then τ and the
+    verdict on the widened truth, per measure."""
+    if not pooled:
+        return []
+    judge = pooled.get("judge") or {}
+    c = judge.get("counts") or {}
+    model = (judge.get("llm") or {}).get("model")
+    lines = ["", f"pooled judgments (top {pooled.get('depth')} of every arm, judged by {model}, "
+                 f"{(judge.get('parameters') or {}).get('method')}): {c.get('assessed')} of {c.get('holes')} pooled "
+                 f"documents judged, {pooled.get('relevant_added_per_query', 0):.1f} relevant per query beside its "
+                 f"source ({pooled.get('grading')})"]
+    for m, block in (pooled.get("measures") or {}).items():
+        agr = block["agreement"]
+        f = agr["figures"]
+        lines.append(f"  {m}: synthetic order {' > '.join(agr['synthetic_order'])}; Kendall's τ-b {_ci_txt(f['tau_b'])}, "
+                     f"τ_AP {_ci_txt(f['tau_ap'])}")
+        lm = block.get("agreement_leak_matched")
+        if lm:
+            lines.append(f"  {m}, leak-matched (effective sample size {lm.get('ess', float('nan')):.1f}): "
+                         f"Kendall's τ-b {_ci_txt(lm['figures']['tau_b'])}")
+    v = pooled.get("verdict") or {}
+    if v.get("synthetic"):
+        lines.append(f"  verdict on the pooled truth: {v['synthetic'].get('headline')}")
+    return lines
+
+
 def calibration_text(record: Mapping[str, Any]) -> str:
     """The record as text: per measure a table of arm means and biases, then τ, τ_AP, the pair shares."""
     lines: list[str] = []
@@ -550,6 +577,7 @@ def calibration_text(record: Mapping[str, Any]) -> str:
             for label, cell in block["bias_by_leak"].items():
                 lines.append(f"  leak {label} (n={cell['n']}): " + ", ".join(
                     f"{a} {_f(cell['bias'][a]['value'], 3)}" for a in agr["human_order"]))
+    lines.extend(_pooled_lines(record.get("pooled")))
     v = record.get("verdict") or {}
     if v:
         lines.append("")

@@ -60,7 +60,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["ASSESS_INSTRUCTION", "COMPLETION_GRAMMAR", "METHODS", "AssessOptions", "AssessOutcome", "Judgment",
            "assess_completion", "assess_messages", "assess_request", "assess_results", "assess_schema", "grade_pairs",
-           "judge_completion", "judge_likelihood", "judge_messages", "judge_pairs", "merged_qrels", "prompt_hash", "read_judgment"]
+           "judge_completion", "judge_holes", "judge_likelihood", "judge_messages", "judge_pairs", "merged_qrels", "pooled_qrels",
+           "PoolJudgment", "POOLED_GRADE", "SOURCE_GRADE", "prompt_hash", "read_judgment"]
 
 log = logging.getLogger("bakeoff")
 
@@ -165,6 +166,17 @@ class AssessOptions:
     method: str = "umbrela"
     threshold: float = 1.0
     baseline: str = "random"
+
+    def check(self) -> None:
+        """Refuse options no judging can use (one line naming the command-line option)."""
+        if self.depth < 1:
+            raise ConfigError("--depth must be >= 1")
+        if self.method not in METHODS:
+            raise ConfigError(f"--method must be one of {', '.join(METHODS)}, got {self.method!r}")
+        if self.baseline not in ("random", "none"):
+            raise ConfigError(f"--baseline must be random or none, got {self.baseline!r}")
+        if self.max_pairs is not None and self.max_pairs < 0:
+            raise ConfigError("--max-pairs must be >= 0")
 
 
 def _doc_text(corpus: Corpus, doc_id: str, max_chars: int) -> str:
@@ -368,6 +380,29 @@ def merged_qrels(original: Qrels, assessed: Mapping[str, Mapping[str, int]], *, 
     return Qrels(out)
 
 
+#: Grades of a pooled synthetic truth (:func:`pooled_qrels`).
+SOURCE_GRADE, POOLED_GRADE = 2, 1
+
+
+def pooled_qrels(source: Qrels, assessed: Mapping[str, Mapping[str, int]], *, relevant_from: int = 2) -> Qrels:
+    """A synthetic truth widened by judging the pool: per query, the documents it was written from
+    (``source``'s relevant documents) at :data:`SOURCE_GRADE` (2), a pooled document the judge graded
+    ``>= relevant_from`` at :data:`POOLED_GRADE` (1), one graded lower at 0 (judged non-relevant).
+
+    The source stays above what the judge adds: the query was written to be answered by it, while a
+    pooled grade is one model's reading. With trec_eval's linear gains NDCG@k then rewards finding
+    the source twice as much as another document the judge calls relevant; binary measures (recall,
+    MRR, MAP at relevance level 1) count both."""
+    out: dict[str, dict[str, int]] = {}
+    for q in source:
+        row = {d: (SOURCE_GRADE if g >= 1 else int(g)) for d, g in source[q].items()}
+        for d, g in (assessed.get(q) or {}).items():
+            if d not in row:
+                row[d] = POOLED_GRADE if int(g) >= relevant_from else 0
+        out[q] = row
+    return Qrels(out)
+
+
 @dataclass
 class AssessOutcome:
     """What ``bakeoff assess`` did: counts, the metrics table, the files written, usage and time."""
@@ -406,6 +441,118 @@ def _side_by_side(results: Mapping[str, Any], runs: Mapping[str, Run], original:
     return measures, rows
 
 
+@dataclass
+class PoolJudgment:
+    """The holes of a pool and what the judge said about those asked (:func:`judge_holes`)."""
+
+    holes: list[Hole]            # every hole, in grading order (disputed first, then best rank, then query order)
+    asked: list[Hole]            # the first ``max_pairs`` of them
+    judgments: list[Judgment]    # one per asked hole
+    options: AssessOptions
+    usage: dict[str, Any]
+    config: dict[str, Any]       # the judge's public configuration (never a key)
+    style: str                   # chat, completion or likelihood
+    seconds: float
+    started: float               # of ``seconds``, opening the judge
+
+    def assessed(self) -> dict[str, dict[str, int]]:
+        """``{qid: {doc: grade}}`` of the pairs judged."""
+        out: dict[str, dict[str, int]] = {}
+        for h, j in zip(self.asked, self.judgments, strict=True):
+            if j.grade is not None:
+                out.setdefault(h.query_id, {})[h.doc_id] = j.grade
+        return out
+
+    def grades(self) -> dict[str, int]:
+        """How many judged pairs got each grade 0-3."""
+        c: Counter[str] = Counter({str(g): 0 for g in range(4)})
+        c.update(str(j.grade) for j in self.judgments if j.grade is not None)
+        return dict(c)
+
+    def counts(self) -> dict[str, int]:
+        n_ok = sum(1 for j in self.judgments if j.ok)
+        return {"holes": len(self.holes), "disputed": sum(1 for h in self.holes if h.disputed),
+                "asked": len(self.asked), "assessed": n_ok, "failed": len(self.asked) - n_ok,
+                "skipped": len(self.holes) - len(self.asked), "queries": len({h.query_id for h in self.asked}),
+                "re_asked": int(self.usage.get("schema_retries", 0)),
+                "cache_hits": int(self.usage.get("cache_hits", 0))}
+
+    def records(self) -> list[dict[str, Any]]:
+        """One provenance row per asked hole: the pair, the pool facts, the grade (or the error)."""
+        out = []
+        for h, j in zip(self.asked, self.judgments, strict=True):
+            rec: dict[str, Any] = {"query_id": h.query_id, "doc_id": h.doc_id, "best_rank": h.best_rank,
+                                   "arms": list(h.arms), "disputed": h.disputed, "attempts": j.attempts,
+                                   "cached": j.cached}
+            if j.ok:
+                rec["grade"] = j.grade
+                for key, v in (("p_relevant", j.p_relevant), ("expected_grade", j.expected), ("score", j.score)):
+                    if v is not None:
+                        rec[key] = round(v, 6)
+            else:
+                rec.update(grade=None, error=j.error)
+            out.append(rec)
+        return out
+
+    def provenance(self, *, arms: Sequence[str]) -> dict[str, Any]:
+        """The judge, its prompt (text and sha256), the parameters, counts, grades, usage and time."""
+        options = self.options
+        if options.method == "likelihood":
+            from .specificity import PROMPT
+
+            example: list[Any] = [PROMPT.format(document="{passage}") + " {query}"]
+            method = (f"query likelihood: mean log p(query token | passage) minus the same under the "
+                      f"{'empty document' if options.baseline == 'none' else 'random documents'}; grade "
+                      f"{options.relevant_from} at >= {options.threshold} nats/token, 1 at >= 0, else 0")
+        elif options.method != "umbrela":
+            example = ([judge_completion("{query}", "{passage}", options.method)] if self.style == "completion"
+                       else list(judge_messages("{query}", "{passage}", options.method)))
+            method = {"expected": "expected grade over 0-3 from the first token's probabilities",
+                      "yesno": "P(yes) of 'does the passage answer the query?' from the first token's "
+                               "probabilities"}[options.method]
+        else:
+            example = (list(assess_completion("{query}", "{passage}")) if self.style == "completion"
+                       else list(assess_messages("{query}", "{passage}")))
+            method = "UMBRELA-style 0-3 rubric (Upadhyay et al. 2024)"
+        sha = (prompt_hash(self.style) if options.method == "umbrela"
+               else hashlib.sha256(json.dumps(example).encode()).hexdigest())
+        return {"llm": self.config,
+                "prompt": {"method": method, "style": self.style, "instruction": ASSESS_INSTRUCTION,
+                           "template": example, "sha256": sha},
+                "parameters": {**asdict(options), "arms": list(arms), "schema": assess_schema().model_json_schema()},
+                "counts": self.counts(), "grades": self.grades(), "usage": self.usage,
+                "seconds": round(self.seconds, 3), "llm_startup_s": round(self.started, 3)}
+
+
+def judge_holes(dataset: Any, runs: Mapping[str, Run], *, query_ids: Sequence[str], llm: str = "local",
+                options: AssessOptions = AssessOptions(), cache: Cache | None = None, concurrency: int | None = None,
+                price: str | None = None, progress: bool = True,
+                open_client: Callable[..., Any] | None = None) -> PoolJudgment:
+    """Pool ``runs``' top ``options.depth`` for ``query_ids``, and grade the pool's holes (documents
+    ``dataset.qrels`` does not judge) with ``llm`` by ``options.method``: the first ``max_pairs`` holes,
+    disputed ones first (:func:`bakeoff.data.pool.holes`)."""
+    from .generate import open_llm
+
+    options.check()
+    all_holes = _order(holes(runs, dataset.qrels, k=options.depth, query_ids=query_ids), query_ids)
+    todo = all_holes if options.max_pairs is None else all_holes[:options.max_pairs]
+    t0 = time.perf_counter()
+    pairs = [(dataset.queries[h.query_id].text, _doc_text(dataset.corpus, h.doc_id, options.max_doc_chars))
+             for h in todo]
+    if options.method == "likelihood":
+        judged, usage, config, started = _by_likelihood(llm, pairs, dataset.corpus, options=options, cache=cache,
+                                                         progress=progress)
+        style = "likelihood"
+    else:
+        with (open_client or open_llm)(llm, cache=cache, concurrency=concurrency, price=price) as client:
+            started = time.perf_counter() - t0
+            judged = judge_pairs(client, pairs, options=options, progress=progress)
+            usage = client.usage.as_dict()
+            config = client.public()
+            style = client.config.prompt_style
+    return PoolJudgment(all_holes, todo, judged, options, usage, config, style, time.perf_counter() - t0, started)
+
+
 def assess_results(
     results_dir: str | Path,
     *,
@@ -428,16 +575,8 @@ def assess_results(
     from ..data.writers import write_trec_qrels
     from ..runner.reopen import load_dataset, load_runs, results_path
     from ..runner.results import read_results
-    from .generate import open_llm
 
-    if options.depth < 1:
-        raise ConfigError("--depth must be >= 1")
-    if options.method not in METHODS:
-        raise ConfigError(f"--method must be one of {', '.join(METHODS)}, got {options.method!r}")
-    if options.baseline not in ("random", "none"):
-        raise ConfigError(f"--baseline must be random or none, got {options.baseline!r}")
-    if options.max_pairs is not None and options.max_pairs < 0:
-        raise ConfigError("--max-pairs must be >= 0")
+    options.check()
     path = results_path(results_dir)
     results = read_results(path)
     names = results.arm_names
@@ -451,94 +590,28 @@ def assess_results(
     if missing:
         raise InputError(f"arm {missing[0]!r} has no run file to pool", path=path, field="arms.run_file")
     qids = results.query_ids
-    pooled = {a: runs[a] for a in chosen}
-    all_holes = _order(holes(pooled, dataset.qrels, k=options.depth, query_ids=qids), qids)
-    todo = all_holes if options.max_pairs is None else all_holes[:options.max_pairs]
     folder = Path(out) if out is not None else path.parent / "assessed"
-
-    t0 = time.perf_counter()
-    pairs = [(dataset.queries[h.query_id].text, _doc_text(dataset.corpus, h.doc_id, options.max_doc_chars))
-             for h in todo]
-    if options.method == "likelihood":
-        judged, usage, config, started = _by_likelihood(llm, pairs, dataset.corpus, options=options, cache=cache,
-                                                         progress=progress)
-        style = "likelihood"
-    else:
-        with (open_client or open_llm)(llm, cache=cache, concurrency=concurrency, price=price) as client:
-            started = time.perf_counter() - t0
-            judged = judge_pairs(client, pairs, options=options, progress=progress)
-            usage = client.usage.as_dict()
-            config = client.public()
-            style = client.config.prompt_style
-    seconds = time.perf_counter() - t0
-
-    assessed: dict[str, dict[str, int]] = {}
-    records = []
-    grades: Counter[str] = Counter({str(g): 0 for g in range(4)})
-    for h, j in zip(todo, judged, strict=True):
-        rec: dict[str, Any] = {"query_id": h.query_id, "doc_id": h.doc_id, "best_rank": h.best_rank,
-                               "arms": list(h.arms), "disputed": h.disputed, "attempts": j.attempts,
-                               "cached": j.cached}
-        if j.ok:
-            assert j.grade is not None
-            assessed.setdefault(h.query_id, {})[h.doc_id] = j.grade
-            grades[str(j.grade)] += 1
-            rec["grade"] = j.grade
-            if j.p_relevant is not None:
-                rec["p_relevant"] = round(j.p_relevant, 6)
-            if j.expected is not None:
-                rec["expected_grade"] = round(j.expected, 6)
-            if j.score is not None:
-                rec["score"] = round(j.score, 6)
-        else:
-            rec.update(grade=None, error=j.error)
-        records.append(rec)
-    n_ok = sum(1 for j in judged if j.ok)
-    counts = {"holes": len(all_holes), "disputed": sum(1 for h in all_holes if h.disputed), "asked": len(todo),
-              "assessed": n_ok, "failed": len(todo) - n_ok, "skipped": len(all_holes) - len(todo),
-              "queries": len({h.query_id for h in todo}), "re_asked": int(usage.get("schema_retries", 0)),
-              "cache_hits": int(usage.get("cache_hits", 0))}
+    done = judge_holes(dataset, {a: runs[a] for a in chosen}, query_ids=qids, llm=llm, options=options, cache=cache,
+                       concurrency=concurrency, price=price, progress=progress, open_client=open_client)
+    assessed, counts, grades = done.assessed(), done.counts(), done.grades()
     merged = merged_qrels(dataset.qrels, assessed, relevant_from=options.relevant_from)
     measures, rows = _side_by_side(results, runs, dataset.qrels, merged, query_ids=qids, depth=options.depth)
-    if options.method == "likelihood":
-        from .specificity import PROMPT
-
-        example: list[Any] = [PROMPT.format(document="{passage}") + " {query}"]
-        method = {"likelihood": (f"query likelihood: mean log p(query token | passage) minus the same under the "
-                                 f"{'empty document' if options.baseline == 'none' else 'random documents'}; grade "
-                                 f"{options.relevant_from} at >= {options.threshold} nats/token, 1 at >= 0, else 0")}
-    elif options.method != "umbrela":
-        example = ([judge_completion("{query}", "{passage}", options.method)] if style == "completion"
-                   else list(judge_messages("{query}", "{passage}", options.method)))
-        method = {"expected": "expected grade over 0-3 from the first token's probabilities",
-                  "yesno": "P(yes) of 'does the passage answer the query?' from the first token's probabilities"}
-    else:
-        example = (list(assess_completion("{query}", "{passage}")) if style == "completion"
-                   else list(assess_messages("{query}", "{passage}")))
     prov = {
         "schema": "bakeoff.assessment", "schema_version": 1,
         "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "results": str(path),
         "dataset": {"name": results.dataset.get("name"), "fingerprints": dict(results.fingerprints)},
-        "llm": config,
-        "prompt": {"method": (method[options.method] if options.method != "umbrela"
-                              else "UMBRELA-style 0-3 rubric (Upadhyay et al. 2024)"), "style": style,
-                   "instruction": ASSESS_INSTRUCTION, "template": example,
-                   "sha256": (prompt_hash(style) if options.method == "umbrela"
-                              else hashlib.sha256(json.dumps(example).encode()).hexdigest())},
-        "parameters": {**asdict(options), "arms": chosen, "schema": assess_schema().model_json_schema()},
+        **done.provenance(arms=chosen),
         "merge_rule": (f"assessed grade g counts as min(g, highest original grade) when g >= "
                        f"{options.relevant_from}, else 0; original judgments always win"),
-        "counts": counts, "grades": dict(grades), "usage": usage, "seconds": round(seconds, 3),
-        "llm_startup_s": round(started, 3),
         "measures": measures, "metrics": rows,
-        "judgments": records,
+        "judgments": done.records(),
         "files": {"qrels": "assessed.qrels"},
     }
     folder.mkdir(parents=True, exist_ok=True)
     write_trec_qrels(Qrels(assessed), folder / "assessed.qrels")
     atomic_write_json(folder / "assessment.json", prov)
-    return AssessOutcome(counts, rows, measures, dict(grades), usage, seconds, started, folder,
+    return AssessOutcome(counts, rows, measures, grades, done.usage, done.seconds, done.started, folder,
                          ["assessed.qrels", "assessment.json"])
 
 
