@@ -186,6 +186,14 @@ def verdict_of(results: Mapping[str, Any], dataset: Any, runs: Mapping[str, Any]
     return build_verdict(build_report(results, dataset=dataset, runs=runs))
 
 
+def _estimated(estimate: Any) -> str:
+    """``, estimated N s of LLM time for G generations; G made`` from the truth's estimate record, or nothing."""
+    if not estimate or estimate.get("llm_seconds") is None:
+        return ""
+    return (f"; estimated {estimate['llm_seconds']:.0f} s of LLM time for {estimate['generations']} generations, "
+            f"{estimate['measured']['generations']} made in {estimate['measured']['seconds']:.0f} s")
+
+
 def run_demo(*, out: Path, corpus: Path | None = None, llm: str = "local", fields: FieldMap = FieldMap(),
              n: int = 100, seed: int = 0, cache: Cache | None = None, progress: bool = True,
              arms: tuple[str, ...] = DEMO_ARMS, echo: Any = print, min_doc_chars: int | None = None) -> DemoReport:
@@ -220,7 +228,7 @@ def run_demo(*, out: Path, corpus: Path | None = None, llm: str = "local", field
     opts = DescribeOptions(n=n, seed=seed, max_regenerations=DEMO_REGENERATIONS, max_doc_chars=max_chars,
                            test_fraction=1.0, min_doc_chars=floor, answerability=AnswerabilityOptions())
     done = generate_truth(docs, options=opts, llm=llm, out=out / "truth", source=source, cache=cache,
-                          progress=progress, answerability=DEMO_ANSWERABILITY)
+                          progress=progress, answerability=DEMO_ANSWERABILITY, announce=lambda line: echo("      " + line))
     truth, usage = done.truth, done.usage
     assert truth is not None  # no batch file: the truth is generated
     report.stages["llm_startup"] = done.llm_startup_s
@@ -234,7 +242,8 @@ def run_demo(*, out: Path, corpus: Path | None = None, llm: str = "local", field
                     "answerability": prov.get("answerability"), "usage": usage.as_dict()}
     echo(f"[2/4] truth: {report.truth['kept']} queries kept of {report.truth['sampled']} sampled documents, "
          f"mean leak {report.truth['mean_leak']:.3f}, examples {report.truth['examples']} "
-         f"({usage.completion_tokens} tokens generated, {usage.cache_hits} cached; {report.stages['truth']:.1f} s)")
+         f"({usage.completion_tokens} tokens generated, {usage.cache_hits} cached; {report.stages['truth']:.1f} s"
+         + _estimated(prov.get("estimate")) + ")")
     if not truth.queries.ids:
         echo("no query was kept, so there is nothing to evaluate; see the rejections in "
              f"{out / 'truth' / 'provenance.json'} and try a stronger --llm or more documents (-n)")

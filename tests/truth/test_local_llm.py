@@ -246,3 +246,28 @@ def test_local_concurrency_is_servers_times_slots(monkeypatch: pytest.MonkeyPatc
         assert client.config.concurrency == 4 and len(client.config.replicas) == 1
         assert client.config.base_url.startswith("http://127.0.0.1:")
         assert client.config.model == "qwen-coder-0.5b" and client.config.prompt_style == "chat"
+
+
+def test_the_warm_up_times_real_requests_and_keeps_nothing(server, cache) -> None:
+    """The estimate's warm-up (:mod:`bakeoff.truth.estimate`): ``min(concurrency, 2)`` real describe requests of the
+    documents the pipeline samples first, through the server, not from and not into the cache; the plan counts
+    ``n × 1.8`` generations (capped by the regeneration rounds); a remote API gets no warm-up."""
+    from bakeoff.truth.estimate import GENERATIONS_PER_DOCUMENT, record, warm_up
+
+    opts = DescribeOptions(n=2, seed=0, max_regenerations=3, leak_mode="record", bootstrap=0, min_query_words=1)
+    client = LLMClient(server.config(), cache=cache)
+    before = sorted(p.name for p in Path(cache.root).rglob("*") if p.is_file())
+    est = warm_up(_corpus(), client, opts, local=True)
+    assert client.usage.requests == 2 and client.usage.cache_hits == 0 and client.usage.http_calls >= 2
+    assert sorted(p.name for p in Path(cache.root).rglob("*") if p.is_file()) == before  # nothing kept
+    assert client.cache is cache  # restored
+    assert est.generations == round(2 * GENERATIONS_PER_DOCUMENT) == 4 and est.max_generations == 8
+    assert 0 < est.seconds_per_generation <= est.warm_up_seconds and est.seconds == 4 * est.seconds_per_generation
+    assert f"{est.seconds_per_generation:.2f} s per generation on this machine" in est.line()
+    # the pipeline's own requests use other seeds: none of them is answered by the warm-up
+    truth = describe_truth(_corpus(), client, options=opts, progress=False)
+    assert client.usage.cache_hits == 0
+    rec = record(est, counts=truth.provenance["counts"], seconds=1.5)
+    assert rec["measured"] == {"generations": truth.provenance["counts"]["generations"], "seconds": 1.5}
+    remote = warm_up(_corpus(), LLMClient(server.config(), cache=cache), opts, local=False)
+    assert remote.seconds is None and "per generation" not in remote.line() and remote.generations == 4

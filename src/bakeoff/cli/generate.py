@@ -113,7 +113,7 @@ def generate(
     done = generate_truth(corpus, options=opts, out=out, fields=fields, llm=llm, cache=cache_obj,
                           concurrency=concurrency, price=price, embed=embed, batch_in=batch_in, batch_out=batch_out,
                           progress=progress, specificity=specificity, reasoning_effort=reasoning_effort,
-                          cluster_leak_threshold=leak_threshold, answerability=answerability)
+                          cluster_leak_threshold=leak_threshold, answerability=answerability, announce=typer.echo)
     if done.ingested is not None:
         c = done.ingested
         typer.echo(f"batch results: {c['ingested']} ingested, {c['invalid']} invalid, {c['unknown']} unknown")
@@ -137,6 +137,10 @@ def generate(
                    + f"; documents too short to sample: {prov['documents']['too_short']}")
         if (prov.get("health") or {}).get("line"):
             typer.echo(prov["health"]["line"])
+        est = prov.get("estimate") or {}
+        if est.get("llm_seconds") is not None:
+            typer.echo(f"generation: {est['measured']['generations']} generations in {est['measured']['seconds']:.0f} s "
+                       f"(estimated {est['generations']} in {est['llm_seconds']:.0f} s of LLM time)")
     if mode != "describe":
         rep = ", ".join(f"{k} {v}" for k, v in prov["repairs"].items() if v)
         typer.echo(f"kept {prov['counts']['kept']} questions from {prov['counts'].get('clusters', 0)} clusters; "

@@ -136,6 +136,7 @@ def generate_truth(
     reasoning_effort: str | None = None,
     cluster_leak_threshold: float | None = 0.35,
     answerability: str | None = "use",
+    announce: Callable[[str], Any] | None = None,
 ) -> GenerateOutcome:
     """``bakeoff generate``: ground truth for ``corpus`` (describe mode for :class:`DescribeOptions`,
     cluster mode for :class:`ClusterOptions`), written with ``out`` as a BEIR folder whose
@@ -152,6 +153,9 @@ def generate_truth(
     ``answerability`` names the scorer of the answerability filter (``use``: the multilingual USE bi-encoder;
     ``cross-encoder:<model>``; ``off``/``None``: no filter, see
     :func:`bakeoff.truth.answerability.open_answerability`); its options are ``options.answerability``.
+    ``announce`` (a print function) gets the plan before describe mode starts: the documents, the expected
+    generations and, for a local model, the LLM time from a short warm-up (:mod:`bakeoff.truth.estimate`),
+    which the provenance records beside the measured time (``estimate``).
     With ``options.queries_like`` and the default leak target, the target is estimated from those queries
     (:func:`~bakeoff.truth.queries_like.estimated_leak_shares`). Batch files turn describe mode's bootstrapped
     examples off (a batch holds requests known in
@@ -207,8 +211,20 @@ def generate_truth(
         if isinstance(options, DescribeOptions):
             if batch_in is not None:
                 ingested = _ingest(client, batch_in, corpus, options)
+            estimate = None
+            if announce is not None and batch_in is None and batch_out is None:
+                from .estimate import warm_up
+
+                estimate = warm_up(corpus, client, options, local=llm == "local" or llm.startswith("local:"))
+                announce(estimate.line())
+            t2 = time.perf_counter()
             truth = describe_truth(corpus, client, options=options, progress=progress, scorer=scorer,
                                    answerer=answerer)
+            if estimate is not None:
+                from .estimate import record
+
+                truth.provenance["estimate"] = record(estimate, counts=truth.provenance.get("counts") or {},
+                                                      seconds=time.perf_counter() - t2)
         else:
             assert embed is not None
             vectors, name = embed(corpus)
