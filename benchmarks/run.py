@@ -131,6 +131,9 @@ SUITE: dict[str, Bench] = {
         "Depth 1000 vs 100 in one run: search, .trec write and size, evaluation (SciFact; 1M generated documents)",
         "depth_cost.py", ("--big", "1000000"), quick=("--arms", "bm25,tfidf", "--big", "20000", "--repeat", "1"),
         json=True, needs=("scifact",)),
+    "llm_layout": Bench(
+        "llama-server layouts on this machine: servers x slots x threads, prompt cache, batch size (describe requests)",
+        "llm_layout.py", ("-r", "16"), quick=("-r", "4"), json=True, needs=("scifact",)),
     "assessor_agreement": Bench(
         "`bakeoff assess` grades against SciFact's human labels (Cohen's kappa, ROC AUC)",
         "assessor_agreement.py", ("-n", "40", "--methods", "likelihood,yesno", "--max-doc-chars", "4000"),

@@ -170,12 +170,14 @@ class LocalLLMServer:
     default of ``--llm local``, resolved when the servers start); ``servers`` the number of server
     processes (default :func:`default_servers`); ``slots`` the parallel slots of each (default
     :func:`default_slots`); the client's ``concurrency`` is ``servers * slots``; ``n_ctx`` the context
-    per slot; ``n_threads`` the CPU threads of each server (default :func:`default_threads`).
+    per slot; ``n_threads`` the CPU threads of each server (default :func:`default_threads`); ``batch_size``
+    llama.cpp's logical and physical batch (``--batch-size``/``--ubatch-size``; default llama.cpp's own).
     ``port``/``proc`` are the first server's, ``ports``/``procs`` all of them.
     """
 
     def __init__(self, *, model: LocalModel | None = None, servers: int | None = None, slots: int | None = None,
-                 n_ctx: int = DEFAULT_N_CTX, n_threads: int | None = None, startup_timeout_s: float = 180.0) -> None:
+                 n_ctx: int = DEFAULT_N_CTX, n_threads: int | None = None, startup_timeout_s: float = 180.0,
+                 batch_size: int | None = None) -> None:
         self.model = model
         self.servers = default_servers() if servers is None else servers
         if self.servers < 1:
@@ -185,6 +187,7 @@ class LocalLLMServer:
             raise BakeoffError(f"the local LLM serves 1..{MAX_SLOTS} parallel requests per server, got {self.slots}")
         self.n_ctx = n_ctx
         self.n_threads = n_threads or default_threads()
+        self.batch_size = batch_size
         self.startup_timeout_s = startup_timeout_s
         self.binary: Path | None = None
         self.ports: list[int] = []
@@ -246,6 +249,8 @@ class LocalLLMServer:
                "--parallel", str(self.slots), "--ctx-size", str(self.n_ctx * self.slots),
                "--threads", str(self.n_threads), "--threads-batch", str(self.n_threads),
                "--no-webui", "--log-verbosity", "2"]
+        if self.batch_size is not None:
+            cmd += ["--batch-size", str(self.batch_size), "--ubatch-size", str(self.batch_size)]
         if os.environ.get("BAKEOFF_LLAMA_REPACK") != "1":
             cmd.append("--no-repack")
         if self.prompt_style == "chat":
