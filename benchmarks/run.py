@@ -127,6 +127,16 @@ SUITE: dict[str, Bench] = {
         "Synthetic vs human verdict on CISI, default local generator: generation before/after, unweighted and "
         "leak-matched readings (-n 100)",
         "verdict_trust.py", ("--data", str(DATA / "cisi"), "-n", "100"), json=True, needs=("cisi",)),
+    "verdict_trust_pooled_cisi": Bench(
+        "Synthetic vs human verdict on CISI with judgments beyond the source document (every arm's top 5 judged by "
+        "query likelihood with the default local model; -n 100)",
+        "verdict_trust.py", ("--data", str(DATA / "cisi"), "-n", "100", "--pipelines", "after", "--pool-depth", "5"),
+        json=True, needs=("cisi",)),
+    "verdict_trust_pooled_scifact": Bench(
+        "Synthetic vs human verdict on SciFact with judgments beyond the source document (every arm's top 5 judged "
+        "by query likelihood with the default local model; -n 100)",
+        "verdict_trust.py", ("--data", str(DATA / "scifact"), "-n", "100", "--pipelines", "after", "--pool-depth",
+                             "5"), json=True, needs=("scifact",)),
     "depth_cost": Bench(
         "Depth 1000 vs 100 in one run: search, .trec write and size, evaluation (SciFact; 1M generated documents)",
         "depth_cost.py", ("--big", "1000000"), quick=("--arms", "bm25,tfidf", "--big", "20000", "--repeat", "1"),

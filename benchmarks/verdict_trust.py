@@ -11,7 +11,9 @@ evaluated, nothing is fine-tuned) on the judged corpus, then reads the same synt
 * ``leak-matched`` — weighted to the generator's recorded leak target (the default target of
   :mod:`bakeoff.data.leak_bins` unless the pipeline sets one): what a user gets;
 * ``own-target`` — weighted to the corpus's own human leak shares, as a user with a log of real queries
-  (``--queries-like``) would approximate them.
+  (``--queries-like``) would approximate them;
+* with ``--pool-depth K``: ``pooled`` and ``pooled, leak-matched`` — the same runs on the synthetic truth widened
+  by judging every arm's top K (``bakeoff calibrate --pool-depth``: query likelihood with the generator's model).
 
 Pipelines: ``before`` is generation as it was (a uniform leak quota with steered regenerations, three
 bootstrapped examples from a pilot round, the question "this document answers"); ``after`` is today's default
@@ -75,6 +77,8 @@ def main() -> None:
     ap.add_argument("--pipelines", default="before,after")
     ap.add_argument("--resamples", type=int, default=10_000)
     ap.add_argument("--cache-dir", type=Path, default=None)
+    ap.add_argument("--pool-depth", type=int, default=0,
+                    help="also judge the arms' pooled top DEPTH (calibrate --pool-depth) and add the pooled readings")
     ap.add_argument("--json", type=Path, default=None)
     a = ap.parse_args()
 
@@ -94,9 +98,12 @@ def main() -> None:
         opts = _pipelines(a.n, a.seed)[name]
         work = Path(tempfile.mkdtemp(prefix=f"verdict-trust-{name}-"))
         t0 = time.perf_counter()
-        run_calibration(dataset=str(a.data), out=work / "cal", options=opts, llm=a.llm, arms=DEFAULT_ARMS,
-                              cache=cache, progress=False, n_resamples=a.resamples, seed=0, train_fraction=0.0,
-                              echo=lambda s: None)
+        from bakeoff.truth.assess import AssessOptions
+
+        record = run_calibration(dataset=str(a.data), out=work / "cal", options=opts, llm=a.llm, arms=DEFAULT_ARMS,
+                                 cache=cache, progress=False, n_resamples=a.resamples, seed=0, train_fraction=0.0,
+                                 pool=AssessOptions(depth=a.pool_depth) if a.pool_depth else None,
+                                 echo=lambda s: None)
         wall = time.perf_counter() - t0
         prov = json.loads((work / "cal" / "truth" / "provenance.json").read_text())
         human = json.loads((work / "cal" / "human" / "results.json").read_text())
@@ -118,6 +125,14 @@ def main() -> None:
         mo = fig_own["measures"]["ndcg@10"]
         readings["own-target"] = _reading(mo["agreement_leak_matched"], mo["pairs_leak_matched"] or mo["pairs"], fig_own["verdict"]["synthetic"],
                                           fig_own["verdict"]["human"], fig_own["verdict"]["agreement"])
+        pooled = record.get("pooled")
+        if pooled:
+            pm = pooled["measures"]["ndcg@10"]
+            pv = pooled["verdict"]
+            readings["pooled"] = _reading(pm["agreement"], pm["pairs"], pv["synthetic_unweighted"], pv["human"],
+                                          pv["agreement_unweighted"])
+            readings["pooled, leak-matched"] = _reading(pm["agreement_leak_matched"], pm["pairs_leak_matched"] or pm["pairs"],
+                                                        pv["synthetic"], pv["human"], pv["agreement"])
         counts = prov["counts"]
         gens = counts.get("generations", 0)
         kept_bins = leak_bin_counts(leak.values())
@@ -127,7 +142,10 @@ def main() -> None:
                "kept_leak_shares": [c / max(1, len(leak)) for c in kept_bins], "kept_mean_leak": prov["leak"]["kept"]["mean"],
                "human_leak_shares": own, "health": prov.get("health"), "wall_s": wall,
                "human_order": m["agreement"]["human_order"], "readings": readings,
-               "usage": prov.get("usage")}
+               "usage": prov.get("usage"),
+               "pooled": ({"depth": pooled["depth"], "judged": pooled["judge"]["counts"],
+                           "grades": pooled["judge"]["grades"], "seconds": pooled["judge"]["seconds"],
+                           "relevant_added_per_query": pooled["relevant_added_per_query"]} if pooled else None)}
         table[name] = row
         print(f"\n== pipeline {name} ({wall:.0f} s) ==")
         print(f"kept {row['kept']} of {row['sampled']} sampled; {gens} generations "
@@ -138,10 +156,14 @@ def main() -> None:
         if (row["health"] or {}).get("line"):
             print(row["health"]["line"])
         print("human order: " + " > ".join(row["human_order"]))
-        print(f"{'reading':<14}{'tau-b':>7}{'tau_AP':>8}{'ESS':>6}  {'synthetic pick':<16}{'human pick':<12}"
+        if pooled:
+            print(f"pooled judgments: top {pooled['depth']} of each arm, {pooled['judge']['counts']['assessed']} documents "
+                  f"judged in {pooled['judge']['seconds']:.0f} s, {pooled['relevant_added_per_query']:.1f} relevant per "
+                  "query beside the source")
+        print(f"{'reading':<22}{'tau-b':>7}{'tau_AP':>8}{'ESS':>6}  {'synthetic pick':<16}{'human pick':<12}"
               f"{'agree':<7}{'in human cands':<16}{'sig kept/rev':>12}")
         for rname, r in readings.items():
-            print(f"{rname:<14}{r['tau_b']:>7.2f}{r['tau_ap']:>8.2f}{r['ess']:>6.0f}  {r['synthetic_pick']!s:<16}"
+            print(f"{rname:<22}{r['tau_b']:>7.2f}{r['tau_ap']:>8.2f}{r['ess']:>6.0f}  {r['synthetic_pick']!s:<16}"
                   f"{r['human_pick']!s:<12}{r['same_pick']!s:<7}{r['in_human_candidates']!s:<16}"
                   f"{r['sig_kept']:>5}/{r['sig_reversed']:<3} of {r['human_significant']}")
     if a.json:

@@ -124,6 +124,27 @@ def test_verdict_names_no_pick_when_the_effective_sample_is_too_small(tmp_path) 
     assert f"count as {lm['ess']:.1f} (effective sample size, below 30)" in v["headline"]
 
 
+def test_no_pick_says_when_the_arms_differ_too_little_to_be_worth_separating(tmp_path) -> None:
+    """Arms a hair apart: the power calculation asks for millions of queries; the headline says the difference is
+    too small instead of printing that number (above MAX_QUERIES_NEEDED), and the number otherwise."""
+    from bakeoff.report.leak_match import MAX_QUERIES_NEEDED
+
+    res = _results(tmp_path, n_low=4, n_high=96)
+    lex = res["arms"][0]["per_query"][M]
+    rng = np.random.default_rng(1)
+    den = {q: v + float(rng.normal(2e-5, 1e-3)) for q, v in lex.items()}
+    res["arms"][1]["per_query"][M] = den
+    res["arms"][1]["metrics"][M] = float(np.mean(list(den.values())))
+    rep = build_report(res, n_resamples=2000)
+    need = rep["truth_quality"]["leak_matched"]["queries_needed"]
+    assert need > MAX_QUERIES_NEEDED
+    head = rep["verdict"]["headline"]
+    assert f"differ so little on {M} that more than 10,000 queries" in head and str(need) not in head
+    small = build_report(_results(tmp_path, n_low=4, n_high=96), n_resamples=2000)
+    need_small = small["truth_quality"]["leak_matched"]["queries_needed"]
+    assert need_small <= MAX_QUERIES_NEEDED and f"About {need_small} queries at this leak mix" in small["verdict"]["headline"]
+
+
 def test_report_renders_the_leak_matched_table_in_the_terminal_and_html(tmp_path) -> None:
     import io
 

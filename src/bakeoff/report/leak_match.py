@@ -41,11 +41,15 @@ import numpy as np
 from ..data.leak_bins import DEFAULT_LEAK_TARGET, LEAK_BINS, bin_labels, leak_bin, normalise_shares
 from ..stats import DEFAULT_RESAMPLES, derive_rng, holm
 
-__all__ = ["MIN_ESS", "leak_matched", "leak_weights", "queries_needed", "weighted_sign_flip"]
+__all__ = ["MAX_QUERIES_NEEDED", "MIN_ESS", "leak_matched", "leak_weights", "queries_needed", "weighted_sign_flip"]
 
 #: Below this effective sample size the leak-matched table names no winner (the paired tests' normal
 #: approximation and their power both fail well before; the same floor as a small unweighted sample).
 MIN_ESS = 30.0
+
+#: Above this many queries needed (:func:`queries_needed`), a headline says the arms differ too little to be
+#: worth separating rather than print the number.
+MAX_QUERIES_NEEDED = 10_000
 
 
 def leak_weights(leak: Mapping[str, float], query_ids: Sequence[str], *,

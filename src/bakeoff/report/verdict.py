@@ -462,7 +462,7 @@ def _matched_lines(head: str, matched: Mapping[str, Any], unweighted: Mapping[st
                    out: dict[str, Any]) -> tuple[str, list[str]]:
     """The headline and lines of a leak-matched decision (rule 7); clears the pick when the effective sample is
     too small to name one."""
-    from .leak_match import MIN_ESS
+    from .leak_match import MAX_QUERIES_NEEDED, MIN_ESS
 
     n, ess = int(matched["n"]), float(matched["ess"])
     src = matched.get("target_source") or "default"
@@ -479,8 +479,12 @@ def _matched_lines(head: str, matched: Mapping[str, Any], unweighted: Mapping[st
         out["pick"] = None
         out["reason"] = {"cost": "leak-matched sample too small", "ratio": None}
         runner = matched.get("runner_up")
-        more = (f" About {need} queries at this leak mix would separate {matched['best']} from {runner} on {m} "
-                "(fewer from a generator that copies less)." if need and runner else "")
+        if need and runner and need > MAX_QUERIES_NEEDED:  # a difference this small is no reason to generate more
+            more = (f" {matched['best']} and {runner} differ so little on {m} that more than "
+                    f"{MAX_QUERIES_NEEDED:,} queries at this leak mix would be needed to separate them.")
+        else:
+            more = (f" About {need} queries at this leak mix would separate {matched['best']} from {runner} on {m} "
+                    "(fewer from a generator that copies less)." if need and runner else "")
         head = (f"No pick: {where}, these {n} synthetic queries count as {ess:.1f} (effective sample size, below "
                 f"{MIN_ESS:.0f}): the generator's queries copy their documents' words far more than people's do. "
                 f"Unweighted, {ub} has the highest mean {m} ({unweighted.get(ub, float('nan')):.4f}), which may come "
