@@ -27,7 +27,8 @@ $(STAMP): pyproject.toml Makefile scripts/system-deps.sh scripts/build-llama.sh
 llama-server:
 	bash scripts/build-llama.sh $(VENV)
 
-# Offline: stdlib docstrings -> local Gemma queries (leak-filtered) -> TF-IDF, BM25, BM25+stemmer, dense, RRF.
+# Offline: stdlib docstrings -> queries by the local Qwen2.5-Coder-0.5B (filtered; leak recorded and matched in the
+# verdict) -> TF-IDF, BM25, BM25+stemmer, dense, RRF.
 demo: install
 	HF_HUB_OFFLINE=1 $(VENV)/bin/bakeoff demo --out results/demo
 
