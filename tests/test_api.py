@@ -38,6 +38,7 @@ def qrels_dict(qrels):
     return {q: dict(qrels[q]) for q in qrels}
 
 
+@pytest.mark.slow  # SciFact, real models
 def test_evaluate_takes_qrels_first_and_equals_pytrec_eval_per_query(scifact, runs):
     qrels = qrels_dict(scifact.qrels)
     measures = {"ndcg@10": "ndcg_cut_10", "recall@100": "recall_100", "precision@5": "P_5", "mrr": "recip_rank",
@@ -53,6 +54,7 @@ def test_evaluate_takes_qrels_first_and_equals_pytrec_eval_per_query(scifact, ru
     assert bakeoff.evaluate(qrels, runs["bm25"], "ndcg@10").means["ndcg@10"] == pytest.approx(0.6617, abs=5e-5)
 
 
+@pytest.mark.slow  # SciFact, real models
 def test_evaluate_equals_ranx(scifact, runs):
     qrels = qrels_dict(scifact.qrels)
     for name, run in runs.items():
@@ -68,6 +70,7 @@ def test_evaluate_equals_ranx(scifact, runs):
         assert ours["hit@10"] == pytest.approx(theirs["hit_rate@10"], abs=1e-9), name
 
 
+@pytest.mark.slow  # SciFact, real models
 def test_the_old_order_still_works_with_a_deprecation_warning(scifact, runs):
     new = bakeoff.evaluate(scifact.qrels, runs["bm25"], ["ndcg@10"])
     with pytest.warns(DeprecationWarning, match=r"evaluate\(qrels, run, measures\)"):
@@ -95,6 +98,7 @@ def holm_reference(p):
     return out
 
 
+@pytest.mark.slow  # SciFact, real models
 def test_compare_statistics_equal_independent_computations(scifact, runs):
     from scipy import stats
 
@@ -118,6 +122,7 @@ def test_compare_statistics_equal_independent_computations(scifact, runs):
         assert rep.mean(n, "ndcg@10") == pytest.approx(float(np.mean(x[n])), abs=1e-12)
 
 
+@pytest.mark.slow  # SciFact, real models
 def test_compare_t_test_equals_ranx_student(scifact, runs):
     names = ["bm25", "stem", "tfidf"]
     rx = ranx.compare(ranx.Qrels(qrels_dict(scifact.qrels)),
@@ -129,6 +134,7 @@ def test_compare_t_test_equals_ranx_student(scifact, runs):
         assert rep.mean(a, "ndcg@10") == pytest.approx(theirs[a]["scores"]["ndcg@10"], abs=1e-9)
 
 
+@pytest.mark.slow  # SciFact, real models
 def test_report_renderers(scifact, runs, tmp_path):
     evil = runs["tfidf"].renamed("<b>tf&idf</b>")
     rep = bakeoff.compare(scifact.qrels, {"bm25": runs["bm25"], "<b>tf&idf</b>": evil}, ["ndcg@10", "recall@100"],
@@ -157,6 +163,7 @@ def ranx_run(run):
     return to_ranx(run, list(run))
 
 
+@pytest.mark.slow  # SciFact, real models
 @pytest.mark.parametrize(("method", "norm", "params", "ours"), [
     ("rrf", None, {"k": 60}, {}),
     ("rrf", None, {"k": 10}, {"rank_constant": 10}),
@@ -181,6 +188,7 @@ def test_fuse_equals_ranx_fuse(runs, method, norm, params, ours):
             assert mine[d] == pytest.approx(s, abs=1e-9)
 
 
+@pytest.mark.slow  # SciFact, real models
 def test_fuse_equals_the_fusion_arm(scifact, runs, shared_cache):
     """The run-level verb and the arm compute the same fused ranking (depth 50 of each input)."""
     from bakeoff.arms.fusion import FuseArm

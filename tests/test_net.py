@@ -181,6 +181,7 @@ def test_no_retry_makes_a_retried_status_final_with_its_body(monkeypatch: pytest
     assert '"1 validation error' in err.value.body and KEY not in err.value.body and KEY not in str(err.value)
 
 
+@pytest.mark.slow  # waits by design
 def test_min_interval_spaces_request_starts_across_threads() -> None:
     interval = 0.3
     with Scripted() as srv:

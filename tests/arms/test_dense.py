@@ -12,6 +12,8 @@ from bakeoff.runner.context import Context
 from bakeoff.data.model import Corpus, Document, Queries, Query
 from bakeoff.data.ranking import rank
 
+pytestmark = pytest.mark.slow  # a real model
+
 pytest.importorskip("sentence_transformers")
 
 DOCS = [

@@ -15,10 +15,11 @@ from bakeoff.runner.context import Context
 from bakeoff.arms.dense import DenseArm
 from bakeoff.metrics import evaluate
 
+pytestmark = pytest.mark.slow  # SciFact and a real model
+
 MTEB = {"ndcg@10": 0.64508, "recall@10": 0.78333, "mrr@10": 0.60472}
 
 
-@pytest.mark.slow
 def test_dense_minilm_reproduces_mteb_scifact(scifact, shared_cache) -> None:
     arm = DenseArm()  # no model= : the offline bundled MiniLM
     ctx = Context(scifact.corpus, cache=shared_cache, progress=False)

@@ -57,6 +57,8 @@ from bakeoff.metrics import evaluate
 from bakeoff.runner.config import build_arms, parse_arm_spec
 from bakeoff.runner.context import Context
 
+pytestmark = pytest.mark.slow  # every arm type, real models included
+
 GOLDEN = Path(__file__).with_name("golden_runs.json")
 K = 10
 

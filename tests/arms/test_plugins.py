@@ -60,6 +60,7 @@ def site(tmp_path: Path) -> Path:
     return site
 
 
+@pytest.mark.slow  # the command line in a subprocess or a served app
 def test_installed_plugin_arm_runs_like_a_builtin(site: Path, tmp_path: Path) -> None:
     data = beir_folder(tmp_path / "data", corpus=CORPUS, queries=QUERIES, qrels=QRELS)
     out = tmp_path / "out"
@@ -89,6 +90,7 @@ def test_installed_plugin_arm_runs_like_a_builtin(site: Path, tmp_path: Path) ->
     assert again.returncode == 0 and json.loads((tmp_path / "out2" / "results.json").read_text())["arms"][0]["cached"]
 
 
+@pytest.mark.slow  # the command line in a subprocess or a served app
 def test_broken_plugin_is_one_line_naming_it(site: Path, tmp_path: Path) -> None:
     data = beir_folder(tmp_path / "data", corpus=CORPUS, queries=QUERIES, qrels=QRELS)
     proc = bakeoff(site, "run", "--beir", str(data), "--arm", "broken", "--no-progress", "--out", str(tmp_path / "o"),

@@ -17,6 +17,8 @@ from bakeoff.data.model import Corpus, Document, Queries
 from bakeoff.data.ranking import rank
 from bakeoff.errors import ConfigError
 
+pytestmark = pytest.mark.slow  # PostgreSQL
+
 pytest.importorskip("psycopg", reason="the [postgres] extra is not installed")
 
 DOCS = Corpus.from_documents([

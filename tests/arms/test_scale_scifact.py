@@ -12,6 +12,8 @@ from bakeoff.runner.run import run_bakeoff
 from bakeoff.runner.config import build_arms, parse_arm_spec
 from bakeoff.data.model import Corpus, Dataset
 
+pytestmark = pytest.mark.slow  # PostgreSQL, SciFact and a real model
+
 pytest.importorskip("sentence_transformers", reason="the [dense] extra is not installed")
 pytest.importorskip("faiss", reason="the [ann] extra is not installed")
 

@@ -21,6 +21,7 @@ def cli(*args: str, cache_dir: Path | None = None) -> tuple[int, str, str]:
     return proc.returncode, proc.stdout, proc.stderr
 
 
+@pytest.mark.slow  # the command line in a subprocess or a served app
 def test_run_flags_writes_results_and_runs(tmp_path):
     data = beir_folder(tmp_path / "data")
     out = tmp_path / "out"
@@ -44,6 +45,7 @@ def test_run_flags_writes_results_and_runs(tmp_path):
     assert code == 0 and read_results(out)["arms"][0]["cached"] is True
 
 
+@pytest.mark.slow  # the command line in a subprocess or a served app
 def test_run_toml_config(tmp_path):
     beir_folder(tmp_path / "data")
     cfg = write(tmp_path / "bake.toml", """
@@ -84,6 +86,7 @@ BAD_CASES = {
 }
 
 
+@pytest.mark.slow  # the command line in a subprocess or a served app
 @pytest.mark.parametrize("case", sorted(BAD_CASES))
 def test_bad_input_one_line_exit_2_no_output(tmp_path, case):
     kwargs, expected = BAD_CASES[case]
@@ -105,6 +108,7 @@ def test_qrels_doc_absent_from_corpus_warns_and_continues(tmp_path):
     assert "warning: 1 judgments name documents absent from the corpus (e.g. 'ghost')" in stderr
 
 
+@pytest.mark.slow  # the command line in a subprocess or a served app
 def test_config_errors_exit_2(tmp_path):
     data = beir_folder(tmp_path / "data")
     for arm, msg in [("nope", "unknown arm type 'nope'"), ("bm25:k1", "option 'k1' is not key=value"),

@@ -58,6 +58,7 @@ def test_chunk_ids_text_titles_and_metadata() -> None:
     assert odd.passages.ids == ("a#0", "a#1", "a#1#0")
 
 
+@pytest.mark.slow  # SciFact
 def test_minilm_token_windows_match_the_python_wordpiece_count(scifact: Dataset) -> None:
     """tokens=128,overlap=32 counts the tokens all-MiniLM-L6-v2 sees: the number of tokens per
     document agrees with transformers' pure-Python BertTokenizer (an independent WordPiece), and

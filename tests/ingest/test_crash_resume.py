@@ -19,6 +19,8 @@ import pytest
 
 from tests.support.oyez_api import OyezServer, make_cases
 
+pytestmark = pytest.mark.slow  # kills and restarts of a subprocess
+
 pytest.importorskip("jmespath")
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,7 +45,6 @@ def _faults(srv: OyezServer) -> dict[str, list[str]]:
             srv.detail_path(33): ["500", "500"]}
 
 
-@pytest.mark.slow
 def test_sigkill_at_random_moments_resumes_to_the_same_corpus(tmp_path: Path) -> None:
     rng = np.random.default_rng(18)
     with OyezServer(make_cases(60), sealed=11) as srv:

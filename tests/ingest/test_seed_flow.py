@@ -19,6 +19,8 @@ from tests.support.fake_openai_chat import FakeOpenAI, Reply
 from tests.support.oyez_api import OyezServer
 from tests.support.oyez_cases import CASES
 
+pytestmark = pytest.mark.slow  # a real model
+
 pytest.importorskip("jmespath")
 pytest.importorskip("pydantic")
 pytest.importorskip("sentence_transformers")
@@ -40,7 +42,6 @@ def cluster_answer(body: dict, i: int) -> Reply:
                  prompt_tokens=400, completion_tokens=60)
 
 
-@pytest.mark.slow
 def test_ingest_generate_clusters_run(tmp_path: Path, capsys) -> None:
     corpus = tmp_path / "oyez.jsonl"
     with OyezServer(CASES) as api:

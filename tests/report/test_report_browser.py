@@ -22,6 +22,8 @@ from tests.support.report_fixture import run_tiny
 from tests.support.browser import ARTIFACTS, CHROMIUM, require_browser
 from tests.support.browser import BROWSER_ARGS as ARGS
 
+pytestmark = pytest.mark.slow  # a browser
+
 
 class _Quiet(SimpleHTTPRequestHandler):
     def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - stdlib signature

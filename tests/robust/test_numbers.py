@@ -50,6 +50,7 @@ def _expected_grade(tok: str) -> int | None:
     return int(value)
 
 
+@pytest.mark.slow  # work at scale (thousands of queries, bootstrap loops)
 @SETTINGS
 @given(tok=numbers)
 @example(tok="99999999999999999999")

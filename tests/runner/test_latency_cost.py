@@ -115,6 +115,7 @@ def test_latency_sample_is_seeded_and_can_be_skipped():
     assert table_rows(res.to_dict())[1][0][-6].startswith("~")  # batch figure, marked
 
 
+@pytest.mark.slow  # a real model
 def test_api_usage_tokens_and_cost(tmp_path, monkeypatch):
     from tests.support.fake_openai import FakeOpenAI
 
@@ -145,6 +146,7 @@ def test_api_usage_tokens_and_cost(tmp_path, monkeypatch):
     assert h["cost"]["api_usd_per_1k_queries"] == pytest.approx(api["cost"]["api_usd_per_1k_queries"])
 
 
+@pytest.mark.slow  # the command line in a subprocess or a served app
 def test_cli_rate_latency_flags_and_fused_arms(tmp_path):
     data = beir_folder(tmp_path / "data")
     out = tmp_path / "out"
@@ -164,6 +166,7 @@ def test_cli_rate_latency_flags_and_fused_arms(tmp_path):
     assert code == 2 and "at least two arms" in stderr and len(stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow  # the command line in a subprocess or a served app
 def test_toml_fusion_and_run_keys(tmp_path):
     beir_folder(tmp_path / "data")
     (tmp_path / "bake.toml").write_text("""

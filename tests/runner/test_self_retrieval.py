@@ -52,6 +52,7 @@ MEASURES = [f"{m}@{k}" for m in ("ndcg", "map", "recall", "precision", "mrr", "h
 NAMES = {"NDCG": "ndcg", "MAP": "map", "Recall": "recall", "P": "precision"}
 
 
+@pytest.mark.slow  # SciFact
 def test_detection(dataset, scifact) -> None:
     assert self_retrieval(dataset) == {"queries": 25, "n": 25, "self_retrieval": True}
     assert self_retrieval(scifact)["self_retrieval"] is False  # no SciFact query id is a document id

@@ -55,7 +55,8 @@ def _dense(**opts):
 
 
 @pytest.mark.parametrize("arm_cls", [lambda: BM25Arm(stemmer="spanish"), lambda: TfidfArm(),
-                                     lambda: _dense(), lambda: _dense(model="use")],
+                                     pytest.param(lambda: _dense(), marks=pytest.mark.slow),  # a real model
+                                     pytest.param(lambda: _dense(model="use"), marks=pytest.mark.slow)],
                          ids=["bm25-spanish", "tfidf", "dense-minilm", "dense-use"])
 def test_as_of_mask_hides_other_versions(targets, arm_cls):
     corpus = targets_corpus(targets)

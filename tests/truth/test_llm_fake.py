@@ -169,6 +169,7 @@ def test_bad_batch_results_line_names_file_and_line(tmp_path: Path) -> None:
         ingest_batch(client, [_req()], tmp_path / "r.jsonl")
 
 
+@pytest.mark.slow  # waits by design
 def test_concurrency_limit_is_respected_and_order_kept() -> None:
     import threading
 

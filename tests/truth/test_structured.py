@@ -180,6 +180,7 @@ def test_an_overloaded_500_is_still_retried() -> None:
         assert client.generate(_req()).ok and sleeps == [0.5] and len(srv.requests) == 2
 
 
+@pytest.mark.slow  # the command line in a subprocess or a served app
 def test_the_cli_stops_at_a_refusal_with_one_line_and_writes_nothing(tmp_path: Path) -> None:
     corpus = tmp_path / "corpus.jsonl"
     corpus.write_text("".join(json.dumps({"_id": f"d{i}", "title": "", "text": f"Document {i} says that the river "
