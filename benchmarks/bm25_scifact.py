@@ -21,7 +21,7 @@ import Stemmer
 from bakeoff.arms import BM25Arm
 from bakeoff.runner.context import Context
 from bakeoff.data import load_beir
-from bakeoff.metrics import evaluate
+from bakeoff.metrics import score_run
 
 
 def best(fn, repeat: int) -> float:
@@ -74,7 +74,7 @@ def main() -> None:
             raw_s = min(raw_s, best(raw_search, 1))
             arm_s = min(arm_s, best(arm_search, 1))
         assert run is not None
-        ndcg = evaluate(run, ds.qrels, ["ndcg@10"], query_ids=ds.queries.ids).means["ndcg@10"]
+        ndcg = score_run(run, ds.qrels, ["ndcg@10"], query_ids=ds.queries.ids).means["ndcg@10"]
         print(f"{label:<10} {raw_build:>11.2f} {arm_build:>11.2f} {nq / raw_s:>9.0f} {nq / arm_s:>9.0f} "
               f"{raw_s / arm_s:>6.2f} {ndcg:>11.4f}")
     print("ratio = arm q/s / raw bm25s q/s")

@@ -70,12 +70,11 @@ def test_evaluate_equals_ranx(scifact, runs):
         assert ours["hit@10"] == pytest.approx(theirs["hit_rate@10"], abs=1e-9), name
 
 
-@pytest.mark.slow  # SciFact, real models
-def test_the_old_order_still_works_with_a_deprecation_warning(scifact, runs):
-    new = bakeoff.evaluate(scifact.qrels, runs["bm25"], ["ndcg@10"])
-    with pytest.warns(DeprecationWarning, match=r"evaluate\(qrels, run, measures\)"):
-        old = bakeoff.evaluate(runs["bm25"], scifact.qrels, ["ndcg@10"])
-    assert old.per_query == new.per_query
+def test_a_run_given_first_is_refused_with_the_order():
+    run = bakeoff.Run.from_scores("r", {"q": {"a": 1.0}})
+    qrels = bakeoff.Qrels({"q": {"a": 1}})
+    with pytest.raises(TypeError, match=r"evaluate\(qrels, run, measures\)"):
+        bakeoff.evaluate(run, qrels, ["ndcg@10"])
 
 
 def exact_sign_flip_p(d: np.ndarray) -> float:
@@ -220,22 +219,14 @@ def test_fuse_convex_and_refusals():
     assert dict(a["q"]) == {"x": 3.0, "y": 1.0}  # inputs untouched
 
 
-def test_the_face_is_short_lazy_and_keeps_old_names_with_a_warning():
+def test_the_face_is_short_lazy_and_has_no_old_names():
     assert len(bakeoff.__all__) <= 16
     assert {"evaluate", "compare", "fuse", "run_bakeoff", "load_beir", "read_qrels", "read_trec_run",
             "read_results", "open_dataset"} <= set(bakeoff.__all__)
     assert "Context" not in bakeoff.__all__ and "Context" not in dir(bakeoff)
-    from bakeoff.arms import BM25Arm as new_home
-    from bakeoff.runner.context import Context as ctx_home
-    from bakeoff.stats import compare as stats_compare
-
-    with pytest.warns(DeprecationWarning, match=r"bakeoff\.BM25Arm is deprecated: import it from bakeoff\.arms"):
-        assert bakeoff.BM25Arm is new_home
-    with pytest.warns(DeprecationWarning, match="bakeoff.Context is deprecated"):
-        from bakeoff import Context
-    assert Context is ctx_home
-    with pytest.warns(DeprecationWarning, match=r"use bakeoff\.compare\(qrels, runs, measures\)"):
-        assert bakeoff.compare_arms is stats_compare
+    for old in ("BM25Arm", "Context", "compare_arms", "StoredResults", "Measure"):  # names of the pre-release face
+        with pytest.raises(AttributeError):
+            getattr(bakeoff, old)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert bakeoff.evaluate.__module__ == "bakeoff.api"

@@ -396,12 +396,12 @@ def judged_at_k(runs: Mapping[str, Run], qrels: Qrels, *, k: int, query_ids: Seq
 
     A query missing from a run scores 0 (nothing retrieved, nothing judged).
     """
-    from .metrics import evaluate
+    from .metrics import score_run
 
     out: dict[str, dict[str, Any]] = {}
     name = f"judged@{k}"
     for arm, run in runs.items():
-        ev = evaluate(run, qrels, [name], query_ids=query_ids, relevance_level=-(2**31))
+        ev = score_run(run, qrels, [name], query_ids=query_ids, relevance_level=-(2**31))
         vals = {q: float(ev.per_query[name].get(q, 0.0)) for q in query_ids}
         out[arm] = {"mean": float(np.mean(list(vals.values()))) if vals else math.nan, "per_query": vals}
     return out

@@ -17,7 +17,7 @@ from bakeoff.data.model import Corpus, Dataset, Qrels, Queries, Run
 from bakeoff.errors import ConfigError
 from bakeoff.ingest.chunking import (ChunkSpec, aggregate_run, chunk_corpus, load_tokenizer, split_units,
                                      windows)
-from bakeoff.metrics import evaluate
+from bakeoff.metrics import score_run
 from bakeoff.runner.context import Context
 from bakeoff.runner.run import run_bakeoff
 
@@ -145,7 +145,7 @@ def test_run_bakeoff_chunked_equals_maxp_over_a_passage_index(tmp_path: Path) ->
             best[d] = max(best.get(d, float("-inf")), s)
         want = sorted(best.items(), key=lambda x: (x[1], x[0]), reverse=True)[:10]
         assert list(res.arms[0].run[q]) == want
-    ev = evaluate(res.arms[0].run, ds.qrels, res.measures, query_ids=ds.queries.ids)
+    ev = score_run(res.arms[0].run, ds.qrels, res.measures, query_ids=ds.queries.ids)
     assert dict(ev.means) == dict(res.arms[0].evaluation.means)
     info = res.dataset["chunk"]
     assert info["unit"] == "paragraphs" and info["n_passages"] == 72 and info["aggregate"] == "maxp"

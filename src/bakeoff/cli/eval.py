@@ -10,8 +10,6 @@ import typer
 
 from ._common import AveragingOpt
 
-DEFAULT = ["ndcg@10", "recall@10", "mrr@10", "precision@10", "map@10"]
-
 
 def eval_cmd(
     qrels: Annotated[Path, typer.Argument(help="Judgments: TREC qrels, BEIR TSV or a `bakeoff label` database.")],
@@ -34,7 +32,7 @@ def eval_cmd(
 ) -> None:
     """Evaluate a TREC run against judgments (ties broken as trec_eval does)."""
     from ..errors import ConfigError
-    from ..metrics import evaluate_files, parse_measures, trec_name
+    from ..metrics import DEFAULT_MEASURES, evaluate_files, parse_measures, trec_name
     from ._common import warn_all
 
     if complete and not trec and averaging is None:
@@ -44,7 +42,7 @@ def eval_cmd(
         raise ConfigError(f"--averaging {averaging} contradicts --trec-eval{' -c' if complete else ''}")
     rule = averaging or ("trec_eval-c" if complete else "trec_eval" if trec else "bakeoff")
     try:
-        measures = parse_measures(metric or DEFAULT)
+        measures = parse_measures(metric or DEFAULT_MEASURES)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
     done = evaluate_files(qrels, run, measures, averaging=rule, relevance_level=level,

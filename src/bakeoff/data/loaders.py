@@ -27,7 +27,7 @@ from typing import Any
 from ..errors import InputError, MissingDependencyError
 from .clean import CleanOptions
 from .extract import SUFFIXES, ExtractionError, extract
-from .ids import folder_files, id_problem
+from .ids import check_id, folder_files
 from .judgments import is_sqlite, read_judgments
 from .model import Corpus, Dataset, Qrels, Queries, Query
 from .trec import read_qrels, read_trec_run  # the TREC readers live in .trec (trec_eval's rules)
@@ -37,7 +37,6 @@ __all__ = [
     "LoadReport",
     "attach",
     "beir_qrels_path",
-    "check_id",
     "load_beir",
     "load_ir_datasets",
     "read_beir_corpus",
@@ -104,15 +103,6 @@ class LoadReport:
             "judged_queries_missing": self.judged_queries_missing,
             "empty_documents": self.empty_documents,
         }
-
-
-def check_id(value: str, *, path: PathLike, line: int | None, field: str) -> str:
-    """``value`` if it can be a document or query id (:func:`bakeoff.data.ids.id_problem`), else an
-    InputError naming the id and saying to rename it."""
-    problem = id_problem(value)
-    if problem is not None:
-        raise InputError(f"id {value[:40]!r} {problem}; rename the id", path=path, line=line, field=field)
-    return value
 
 
 def _lines(path: Path) -> Iterator[tuple[int, str]]:

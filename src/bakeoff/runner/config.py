@@ -202,7 +202,7 @@ class DatasetTable(Schema):
     chunk: dict[str, Any] | None = None
 
 
-class RunTable(Schema):
+class RunSettingsTable(Schema):
     """``[run]``: cutoff, depth, measures, output folder, cache policy, cost and latency settings."""
 
     k: PositiveInt = 10
@@ -244,7 +244,7 @@ class ConfigFile(Schema):
     """A whole bake-off TOML file."""
 
     dataset: DatasetTable
-    run: RunTable = RunTable()
+    run: RunSettingsTable = RunSettingsTable()
     arms: list[ArmTable] | None = None
     arm: list[ArmTable] | None = None
     engine: Literal["local", "ray"] | EngineTable | None = None

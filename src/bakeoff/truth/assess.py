@@ -50,7 +50,7 @@ from ..cache import Cache
 from ..data.model import Corpus, Qrels, Run
 from ..data.pool import Hole, holes
 from ..errors import ConfigError, InputError
-from ..metrics import evaluate
+from ..metrics import score_run
 from .llm import ChatRequest, Generation, LLMClient
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -434,8 +434,8 @@ def _side_by_side(results: Mapping[str, Any], runs: Mapping[str, Run], original:
         name = a["name"]
         if name not in runs:
             continue
-        before = evaluate(runs[name], original, measures, query_ids=query_ids, relevance_level=1)
-        after = evaluate(runs[name], merged, measures, query_ids=query_ids, relevance_level=1)
+        before = score_run(runs[name], original, measures, query_ids=query_ids, relevance_level=1)
+        after = score_run(runs[name], merged, measures, query_ids=query_ids, relevance_level=1)
         rows.append({"arm": name, "original": {m: before.means[m] for m in measures},
                      "with_assessed": {m: after.means[m] for m in measures}, "n_queries": len(before.query_ids)})
     return measures, rows
