@@ -126,7 +126,7 @@ def write_matrix(path: str | Path, per_query: PerQuery, *, query_ids: Sequence[s
             import pyarrow as pa
             import pyarrow.parquet as pq
         except ImportError:
-            raise MissingDependencyError("pyarrow", "parquet", "Parquet export") from None
+            raise MissingDependencyError("pyarrow", None, "Parquet export") from None
         cols = list(zip(*rows)) if rows else [[] for _ in header]
         table = pa.table({h: (pa.array(c, type=pa.string()) if i < 2 else pa.array(c, type=pa.float64()))
                           for i, (h, c) in enumerate(zip(header, cols))})

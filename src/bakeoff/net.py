@@ -145,7 +145,7 @@ def _httpx() -> Any:
     try:
         import httpx
     except ImportError as exc:  # pragma: no cover - httpx is a core dependency
-        raise MissingDependencyError("httpx", "core", "HTTP") from exc
+        raise MissingDependencyError("httpx", None, "HTTP") from exc
     return httpx
 
 

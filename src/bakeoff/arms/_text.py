@@ -41,7 +41,7 @@ def make_stemmer(language: str | None) -> Callable[[list[str]], list[str]] | Non
     try:
         import Stemmer
     except ImportError:
-        raise MissingDependencyError("PyStemmer", "lexical", "stemming") from None
+        raise MissingDependencyError("PyStemmer", None, "stemming") from None
     try:
         return Stemmer.Stemmer(str(language).lower()).stemWords  # type: ignore[no-any-return]
     except KeyError:

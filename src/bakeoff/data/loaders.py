@@ -289,7 +289,7 @@ def _iter_records(path: Path, fmt: str) -> Iterator[tuple[int, dict[str, Any]]]:
         try:
             import pyarrow.parquet as pq
         except ImportError:
-            raise MissingDependencyError("pyarrow", "parquet", "reading Parquet") from None
+            raise MissingDependencyError("pyarrow", None, "reading Parquet") from None
         try:
             pf = pq.ParquetFile(path)
         except Exception as exc:  # pyarrow raises several types for bad files
