@@ -19,9 +19,9 @@ import bm25s
 import Stemmer
 
 from bakeoff.arms import BM25Arm
-from bakeoff.runner.context import Context
 from bakeoff.data import load_beir
 from bakeoff.metrics import score_run
+from bakeoff.runner.context import Context
 
 
 def best(fn, repeat: int) -> float:
@@ -54,7 +54,7 @@ def main() -> None:
         raw.index(bm25s.tokenize(texts, stopwords="en", stemmer=stemmer, show_progress=False), show_progress=False)
         raw_build = time.perf_counter() - t0
 
-        def raw_search() -> None:
+        def raw_search(raw: bm25s.BM25 = raw, stemmer: Stemmer.Stemmer | None = stemmer) -> None:
             q = bm25s.tokenize(queries, stopwords="en", stemmer=stemmer, show_progress=False)
             raw.retrieve(q, k=10, show_progress=False, n_threads=1)
 
@@ -65,7 +65,7 @@ def main() -> None:
         arm_build = time.perf_counter() - t0
         run = None
 
-        def arm_search() -> None:
+        def arm_search(arm: BM25Arm = arm, ctx: Context = ctx) -> None:
             nonlocal run
             run = arm.search(ds.queries, k=10, ctx=ctx)
 

@@ -110,12 +110,12 @@ def scifact(args: argparse.Namespace, tmp: Path) -> list[dict[str, Any]]:
 
 def big(args: argparse.Namespace, tmp: Path) -> list[dict[str, Any]]:
     import numpy as np
+    from scaling import _load, generate
 
     from bakeoff.arms.exact import exact_search
     from bakeoff.arms.lexical import BM25Arm
     from bakeoff.data.model import Run
     from bakeoff.runner.context import Context
-    from scaling import _load, generate
 
     work = Path(args.workdir) / f"n{args.big}"
     t0 = time.perf_counter()

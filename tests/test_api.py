@@ -240,3 +240,12 @@ def test_the_face_is_short_lazy_and_has_no_old_names():
     assert loaded == "['bakeoff', 'bakeoff._lazy']"
     assert "bakeoff.arms.dense" not in subprocess.run([sys.executable, "-c", code], capture_output=True,
                                                        text=True, check=True).stdout
+
+
+@pytest.mark.parametrize("face", ["bakeoff", "bakeoff.arms", "bakeoff.data", "bakeoff.report", "bakeoff.train",
+                                  "bakeoff.truth", "bakeoff.tune"])
+def test_each_lazy_face_lists_exactly_its_exports(face):
+    import importlib
+
+    module = importlib.import_module(face)
+    assert sorted(module.__all__) == sorted(module._EXPORTS)

@@ -18,7 +18,7 @@ import pytest
 
 from bakeoff.data.model import Qrels, Run
 from bakeoff.data.trec import read_qrels, read_run_table
-from bakeoff.metrics import AVERAGING, score_run, evaluate_files, parse_measure
+from bakeoff.metrics import AVERAGING, evaluate_files, parse_measure, score_run
 
 from .test_metrics_trec_eval import FIX, TOL, expected_values, fixture
 
@@ -142,7 +142,7 @@ def test_relevance_level_2_reproduces_trec_eval_l2(spelling, tmp_path):
 
 def test_relevance_level_2_equals_ir_measures_on_graded_qrels():
     ir_measures = pytest.importorskip("ir_measures")
-    from ir_measures import AP, R, RR, P, Rprec, Success, nDCG
+    from ir_measures import AP, RR, P, R, Rprec, Success, nDCG
 
     qrels_file = FIX / "qrels.rel_level"
     run_file = FIX / "results.test"

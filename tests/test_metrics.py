@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from bakeoff.data.model import Qrels, Run
-from bakeoff.metrics import Measure, score_run, parse_measure, parse_measures
+from bakeoff.metrics import Measure, parse_measure, parse_measures, score_run
 
 
 def one(run_scores, qrels, measure, qid="q"):
@@ -73,7 +73,7 @@ def test_measures_are_values():
 
 
 class TestEdgeMatrix:
-    measures = ["ndcg@10", "recall@10", "mrr@10", "precision@10", "hit@10", "map@10"]
+    measures = ("ndcg@10", "recall@10", "mrr@10", "precision@10", "hit@10", "map@10")
 
     def test_empty_run_scores_zero(self):
         ev = score_run(Run.from_scores("r", {"q": {}}), Qrels({"q": {"a": 1}}), self.measures)

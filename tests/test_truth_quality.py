@@ -9,7 +9,7 @@ import pytest
 from bakeoff.data.model import Qrels, Queries, Query, Run
 from bakeoff.data.pool import holes, pool
 from bakeoff.diagnose import hole_counts, judged_at_k, leak_bucket_labels, leak_buckets, round_trip
-from bakeoff.metrics import score_run, parse_measure
+from bakeoff.metrics import parse_measure, score_run
 
 
 def _run(name: str, ranked: dict[str, list[str]]) -> Run:

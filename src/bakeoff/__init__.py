@@ -38,5 +38,9 @@ _EXPORTS = {
 }
 
 
-__all__ = sorted(_EXPORTS)
+#: The same names as _EXPORTS, written out for type checkers (tests/test_api.py checks they agree).
+__all__ = [
+    "BakeoffError", "Dataset", "Evaluation", "Qrels", "Report", "Results", "Run", "compare", "evaluate", "fuse",
+    "load_beir", "open_dataset", "read_qrels", "read_results", "read_trec_run", "run_bakeoff",
+]
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -24,14 +24,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .arms.fusion import (FUSE_METHODS, FUSE_NORMS, NORMS, canonical_method, canonical_norm, convex_scores,
-                          fuse_scores)
+from .arms.fusion import FUSE_METHODS, FUSE_NORMS, NORMS, canonical_method, canonical_norm, convex_scores, fuse_scores
 from .data.model import Qrels, Run
 from .data.ranking import NaNScoreError, rank
 from .data.trec import RunTable
 from .errors import ConfigError
-from .metrics import DEFAULT_MEASURES, Evaluation, Measure, averaging_rule, conventions_line, parse_measures
-from .metrics import score_run
+from .metrics import DEFAULT_MEASURES, Evaluation, Measure, averaging_rule, conventions_line, parse_measures, score_run
 from .stats import DEFAULT_RESAMPLES, Comparison, MeanStat, PairStat
 
 __all__ = ["FUSION_METHODS", "Report", "compare", "evaluate", "fuse"]
@@ -370,7 +368,7 @@ def fuse(
     named = _named_runs(runs)
     if len(named) < 2:
         raise ConfigError(f"fuse needs at least two runs, got {len(named)}")
-    given = {"rank_constant": rank_constant, "weights": weights, "gamma": gamma, "sigma": sigma}
+    given: dict[str, Any] = {"rank_constant": rank_constant, "weights": weights, "gamma": gamma, "sigma": sigma}
     if k is not None:
         if rank_constant is not None:
             raise ConfigError("fuse: give k= (ranx's name) or rank_constant=, not both")

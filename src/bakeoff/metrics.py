@@ -84,9 +84,27 @@ from .data.trec import _list_layout as _layout
 from .errors import ConfigError, InputError
 
 __all__ = [
-    "AVERAGING", "AVERAGING_ALIASES", "AVERAGING_TEXT", "DEFAULT_MEASURES", "LOWER_BOUND_MEASURES", "RECALL_LEVELS",
-    "Evaluation", "FileEvaluation", "Measure", "PRCurve", "averaging_rule", "conventions", "conventions_line", "pr_curve", "default_measures", "evaluate_files",
-    "measures_for", "parse_measure", "parse_measures", "score_run", "trec_name",
+    "AVERAGING",
+    "AVERAGING_ALIASES",
+    "AVERAGING_TEXT",
+    "DEFAULT_MEASURES",
+    "LOWER_BOUND_MEASURES",
+    "RECALL_LEVELS",
+    "Evaluation",
+    "FileEvaluation",
+    "Measure",
+    "PRCurve",
+    "averaging_rule",
+    "conventions",
+    "conventions_line",
+    "default_measures",
+    "evaluate_files",
+    "measures_for",
+    "parse_measure",
+    "parse_measures",
+    "pr_curve",
+    "score_run",
+    "trec_name",
 ]
 
 MeasureName = Literal["recall", "precision", "mrr", "ndcg", "ndcg_exp", "hit", "map", "rprec", "bpref", "judged"]
@@ -294,11 +312,12 @@ def _positions(group: np.ndarray) -> np.ndarray:
 def _rows_from_run(run: Run, queries: Sequence[str], qrels: Qrels, max_docs: int | None) -> _Rows:
     group: list[int] = []
     grade: list[int] = []
+    unjudged = int(_UNJUDGED)
     for j, q in enumerate(queries):
         judged = qrels.get(q)
         docs = run.doc_ids(q, max_docs)
         group.extend([j] * len(docs))
-        grade.extend(judged.get(d, _UNJUDGED) for d in docs)
+        grade.extend(judged.get(d, unjudged) for d in docs)
     g = np.asarray(group, dtype=np.int64)
     return _Rows(g, _positions(g), np.asarray(grade, dtype=np.int64))
 
@@ -488,9 +507,10 @@ def conventions(results: Mapping[str, object]) -> dict[str, object]:
     ``{"averaging", "averaging_text", "relevance_level", "identical_ids_removed", "identical_ids_how",
     "own_document_queries"}`` (files written before they were recorded: bakeoff's rule, level 1)."""
     rule = str(results.get("averaging") or "bakeoff")
-    ds = results.get("dataset")
-    ds = ds if isinstance(ds, Mapping) else {}
-    ident = ds.get("identical_ids") if isinstance(ds.get("identical_ids"), Mapping) else {}
+    dataset = results.get("dataset")
+    ds: Mapping[str, object] = dataset if isinstance(dataset, Mapping) else {}
+    ids = ds.get("identical_ids")
+    ident: Mapping[str, object] = ids if isinstance(ids, Mapping) else {}
     removed = bool(ident.get("removed", ds.get("ignore_identical_ids", False)))
     level = results.get("relevance_level", 1)
     return {"averaging": rule, "averaging_text": AVERAGING_TEXT.get(rule, rule),
@@ -525,9 +545,9 @@ def averaging_rule(averaging: str | None = None, *, trec_eval: bool = False, com
     if name not in AVERAGING:
         raise ValueError(f"unknown averaging rule {averaging!r}; known: {', '.join(AVERAGING)} "
                          f"(or {', '.join(AVERAGING_ALIASES)})")
-    if trec_eval or complete:
-        if (name, complete) not in (("trec_eval", False), ("trec_eval-c", True), ("trec_eval-c", False)):
-            raise ValueError(f"averaging={averaging!r} contradicts trec_eval={trec_eval}, complete={complete}")
+    if (trec_eval or complete) and (name, complete) not in (("trec_eval", False), ("trec_eval-c", True),
+                                                             ("trec_eval-c", False)):
+        raise ValueError(f"averaging={averaging!r} contradicts trec_eval={trec_eval}, complete={complete}")
     return name
 
 

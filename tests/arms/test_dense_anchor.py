@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import pytest
 
-from bakeoff.runner.context import Context
 from bakeoff.arms.dense import DenseArm
 from bakeoff.metrics import score_run
+from bakeoff.runner.context import Context
 
 pytestmark = pytest.mark.slow  # SciFact and a real model
 

@@ -47,8 +47,6 @@ from typing import Any
 
 import pytest
 
-from tests.support.fake_http import FakeServer, Reply
-
 from bakeoff.arms.base import Arm, subtree
 from bakeoff.data.model import Corpus, Document, Qrels, Queries, Run
 from bakeoff.data.writers import write_trec_run
@@ -56,6 +54,7 @@ from bakeoff.errors import MissingDependencyError
 from bakeoff.metrics import score_run
 from bakeoff.runner.config import build_arms, parse_arm_spec
 from bakeoff.runner.context import Context
+from tests.support.fake_http import FakeServer, Reply
 
 pytestmark = pytest.mark.slow  # every arm type, real models included
 

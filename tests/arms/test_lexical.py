@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from bakeoff.arms import BM25Arm, TfidfArm
-from bakeoff.runner.context import Context
 from bakeoff.data.model import Corpus, Document, Queries
 from bakeoff.errors import ConfigError
+from bakeoff.runner.context import Context
 
 DOCS = [
     Document("d1", "the cat sat on the mat"),

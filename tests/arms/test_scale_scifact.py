@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from bakeoff.arms.ann import recall_of_exact
-from bakeoff.runner.run import run_bakeoff
-from bakeoff.runner.config import build_arms, parse_arm_spec
 from bakeoff.data.model import Corpus, Dataset
+from bakeoff.runner.config import build_arms, parse_arm_spec
+from bakeoff.runner.run import run_bakeoff
 
 pytestmark = pytest.mark.slow  # PostgreSQL, SciFact and a real model
 

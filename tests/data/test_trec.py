@@ -23,7 +23,7 @@ from bakeoff.data.trec import (
     read_trec_run,
 )
 from bakeoff.errors import InputError
-from bakeoff.metrics import score_run, evaluate_files
+from bakeoff.metrics import evaluate_files, score_run
 
 
 @pytest.fixture(autouse=True, scope="module")

@@ -7,10 +7,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from bakeoff.runner.context import Context
 from bakeoff.data.model import Corpus, Document
 from bakeoff.engine import make_engine
 from bakeoff.errors import ConfigError
+from bakeoff.runner.context import Context
 
 pytest.importorskip("ray", reason="the [ray] extra is not installed")
 pytest.importorskip("sentence_transformers", reason="the [dense] extra is not installed")
@@ -106,7 +106,7 @@ def test_ray_rerank_identical_to_local(ray_local: Any, tmp_path: Any) -> None:
     assert runs["ray"].ranked == runs["local"].ranked  # same documents, order and float scores
     assert all(len(r) == 10 for r in runs["ray"].ranked.values())
     assert not list(caches["ray"].root.rglob("*.parts"))  # shards assembled into the rerank entry
-    names = lambda c: sorted(p.name for p in (c.root / "rerank").rglob("*.npy"))  # noqa: E731
+    names = lambda c: sorted(p.name for p in (c.root / "rerank").rglob("*.npy"))
     assert names(caches["ray"]) == names(caches["local"])  # same cache key: interchangeable entries
 
 

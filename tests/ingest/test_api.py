@@ -4,6 +4,7 @@ intermittent 500s, a timeout, a truncated body, robots.txt disallowing one path.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import urllib.parse
@@ -50,7 +51,7 @@ def assert_spacing(starts: list[float], interval: float, *, latency: float = 0.1
     up to ``latency``. Checked: every gap >= ``interval - latency``, the median gap >= 95 % of the
     interval, and the span >= ``(n - 1) * interval - latency``."""
     starts = sorted(starts)[1:]
-    gaps = [b - a for a, b in zip(starts, starts[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(starts)]
     assert min(gaps) >= interval - latency, gaps
     assert sorted(gaps)[len(gaps) // 2] >= 0.95 * interval, gaps
     assert starts[-1] - starts[0] >= (len(starts) - 1) * interval - latency, gaps
@@ -106,8 +107,8 @@ def test_oyez_every_unique_item_once_html_stripped_robots_and_rate(tmp_path: Pat
     assert len([e for e in details if e.route == srv.detail_path(8)]) == 2  # timed out once, then answered
     assert len([e for e in details if e.route == srv.detail_path(9)]) == 2  # truncated once, then whole
     # an honest User-Agent on every request
-    assert {e.user_agent for e in log} == {f"bakeoff/{prov['bakeoff_version']} (+https://pypi.org/project/bakeoff/; "
-                                           "ops@example.org)"}
+    assert {e.user_agent for e in log} == {(f"bakeoff/{prov['bakeoff_version']} (+https://pypi.org/project/bakeoff/; "
+                                           "ops@example.org)")}
     # rate: request starts are at least 1/20 s apart (the shared client spaces starts)
     assert_spacing([e.t for e in log], 1 / 20)
 

@@ -15,8 +15,7 @@ from bakeoff.arms import BM25Arm
 from bakeoff.cli import main
 from bakeoff.data.model import Corpus, Dataset, Qrels, Queries, Run
 from bakeoff.errors import ConfigError
-from bakeoff.ingest.chunking import (ChunkSpec, aggregate_run, chunk_corpus, load_tokenizer, split_units,
-                                     windows)
+from bakeoff.ingest.chunking import ChunkSpec, aggregate_run, chunk_corpus, load_tokenizer, split_units, windows
 from bakeoff.metrics import score_run
 from bakeoff.runner.context import Context
 from bakeoff.runner.run import run_bakeoff

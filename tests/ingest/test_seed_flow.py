@@ -30,7 +30,7 @@ def cluster_answer(body: dict, i: int) -> Reply:
     """A question about the first listed document, using two words of its text that are not the
     title's; D1 relevant (rank 1), the others judged not relevant."""
     prompt = body["messages"][-1]["content"] if "messages" in body else body["prompt"]
-    docs = re.findall(r"^\[(D\d+)\] (.*)$", prompt, flags=re.M)
+    docs = re.findall(r"^\[(D\d+)\] (.*)$", prompt, flags=re.MULTILINE)
     docs = [d for d in docs if "Vitamin D" not in d[1] and "walking" not in d[1] and "Calcium" not in d[1]]
     label, text = docs[0]
     words = [w.strip(".,;").lower() for w in text.split() if len(w) > 6][:3]

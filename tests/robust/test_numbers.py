@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from bakeoff.data.judgments import GRADE_LIMIT
 from bakeoff.data.trec import read_qrels, read_run_table
 from bakeoff.errors import BakeoffError
-from bakeoff.metrics import score_run, parse_measures
+from bakeoff.metrics import parse_measures, score_run
 from bakeoff.runner.config import load_config
 from bakeoff.runner.results import SCHEMA_VERSION, read_results
 

@@ -8,14 +8,13 @@ import json
 
 import pytest
 
-from bakeoff.runner.context import Context
-from bakeoff.runner.run import run_bakeoff
 from bakeoff.cache import Cache
-from bakeoff.runner.config import build_arms, parse_arm_spec
 from bakeoff.data.model import Corpus, Dataset, Document, Qrels, Queries, Query
 from bakeoff.report.terminal import table_rows
+from bakeoff.runner.config import build_arms, parse_arm_spec
+from bakeoff.runner.context import Context
 from bakeoff.runner.results import read_results
-
+from bakeoff.runner.run import run_bakeoff
 from tests.cli.test_cli import cli
 from tests.data.test_loaders import beir_folder
 

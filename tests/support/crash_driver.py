@@ -39,12 +39,12 @@ DEFAULT_DATA = ROOT.parent / "shared" / "data" / "scifact"
 
 def driver(args: argparse.Namespace) -> None:
     """Embed the corpus slice (cached, checkpointed), search, evaluate, write outputs."""
-    from bakeoff.runner.context import Context
     from bakeoff.arms.dense import DenseArm
     from bakeoff.cache import Cache
     from bakeoff.data import load_beir
     from bakeoff.data.model import Corpus
     from bakeoff.metrics import score_run
+    from bakeoff.runner.context import Context
 
     ds = load_beir(args.data, split="test")
     queries = ds.queries.subset(ds.queries.ids[: args.queries])

@@ -12,10 +12,9 @@ import pytest
 pytest.importorskip("httpx")
 pytest.importorskip("pydantic")
 
-from bakeoff.truth.llm import ChatRequest, LLMClient, LLMConfig, Price, ingest_batch, write_batch  # noqa: E402
-from bakeoff.truth.prompts import describe_schema  # noqa: E402
-
-from tests.support.fake_openai_chat import FakeOpenAI, Reply  # noqa: E402
+from bakeoff.truth.llm import ChatRequest, LLMClient, LLMConfig, Price, ingest_batch, write_batch
+from bakeoff.truth.prompts import describe_schema
+from tests.support.fake_openai_chat import FakeOpenAI, Reply
 
 GOOD = json.dumps({"query": "how do I copy a folder"})
 

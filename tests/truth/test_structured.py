@@ -18,11 +18,10 @@ import pytest
 pytest.importorskip("httpx")
 pytest.importorskip("pydantic")
 
-from bakeoff.truth.llm import ChatRequest, LLMClient, LLMConfig  # noqa: E402
-from bakeoff.truth.prompts import describe_schema  # noqa: E402
-from bakeoff.truth.structured import FORMS, RequestRefused, key_form, refusal  # noqa: E402
-
-from tests.support.fake_openai_chat import FakeOpenAI, Reply  # noqa: E402
+from bakeoff.truth.llm import ChatRequest, LLMClient, LLMConfig
+from bakeoff.truth.prompts import describe_schema
+from bakeoff.truth.structured import FORMS, RequestRefused, key_form, refusal
+from tests.support.fake_openai_chat import FakeOpenAI, Reply
 
 GOOD = json.dumps({"query": "how do I copy a folder"})
 

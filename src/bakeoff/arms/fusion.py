@@ -112,7 +112,6 @@ from __future__ import annotations
 
 import logging
 import math
-import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -131,12 +130,12 @@ __all__ = [
     "NORMS",
     "NORM_ALIASES",
     "UNSUPPORTED_METHODS",
-    "canonical_method",
-    "canonical_norm",
     "ConvexArm",
     "FuseArm",
     "RRFArm",
     "borda_scores",
+    "canonical_method",
+    "canonical_norm",
     "comb_anz",
     "comb_gmnz",
     "comb_max",

@@ -15,7 +15,7 @@ def eval_cmd(
     qrels: Annotated[Path, typer.Argument(help="Judgments: TREC qrels, BEIR TSV or a `bakeoff label` database.")],
     run: Annotated[Path, typer.Argument(help="TREC run file (qid Q0 docid rank score tag).")],
     metric: Annotated[list[str], typer.Option("--metric", "-m",
-                                              help="Measure, e.g. ndcg@10, P_5, map, Rprec, bpref (repeatable).")] = [],
+                                              help="Measure, e.g. ndcg@10, P_5, map, Rprec, bpref (repeatable).")] = [],  # noqa: B006 - typer passes a new list
     as_json: Annotated[bool, typer.Option("--json", help='Print {"measure": mean, ...} as JSON.')] = False,
     per_query: Annotated[bool, typer.Option("--per-query", "-q", help="Also print per-query values.")] = False,
     trec: Annotated[bool, typer.Option("--trec-eval", help="trec_eval's query set, measure names and "

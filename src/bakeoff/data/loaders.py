@@ -108,7 +108,7 @@ class LoadReport:
 def _lines(path: Path) -> Iterator[tuple[int, str]]:
     """Yield (1-based line number, text) of a UTF-8 file; undecodable bytes -> InputError."""
     try:
-        fh = open(path, "rb")
+        fh = open(path, "rb")  # noqa: SIM115 - closed by the `with fh:` below; opened apart to name each failure
     except FileNotFoundError:
         raise InputError("no such file", path=path) from None
     except IsADirectoryError:
@@ -292,7 +292,7 @@ def _iter_records(path: Path, fmt: str) -> Iterator[tuple[int, dict[str, Any]]]:
             raise MissingDependencyError("pyarrow", None, "reading Parquet") from None
         try:
             pf = pq.ParquetFile(path)
-        except Exception as exc:  # pyarrow raises several types for bad files
+        except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for bad files
             raise InputError(f"not a readable Parquet file ({exc})", path=path) from None
         row_no = 0
         for batch in pf.iter_batches(batch_size=4096):
@@ -526,7 +526,7 @@ def load_ir_datasets(name: str, *, clean: CleanOptions = CleanOptions()) -> Data
             judg.setdefault(qr.query_id, {})[qr.doc_id] = int(qr.relevance)
     except InputError:
         raise
-    except Exception as exc:  # network/download failures come in many types
+    except Exception as exc:  # noqa: BLE001 - network/download failures come in many types
         raise InputError(
             f"could not fetch this dataset ({type(exc).__name__}: {str(exc)[:200]}); "
             "ir_datasets downloads on first use and needs network access — use a local BEIR folder offline",

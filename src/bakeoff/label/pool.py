@@ -191,7 +191,8 @@ def pool_from_results(source: Path, *, depth: int, seed: int, dataset: Path | No
 
 def _dataset_folder(results: Mapping[str, Any], path: Path) -> Path:
     ds = results.get("dataset") or {}
-    src = ds.get("source") if isinstance(ds.get("source"), Mapping) else {}  # bakeoff demo: "bakeoff demo"
+    source = ds.get("source")
+    src: Mapping[str, Any] = source if isinstance(source, Mapping) else {}  # bakeoff demo: "bakeoff demo"
     if src.get("beir"):
         return Path(str(src["beir"]))
     if ds.get("truth"):  # bakeoff demo: the BEIR folder of its generated truth

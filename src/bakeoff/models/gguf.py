@@ -190,7 +190,7 @@ def resolve_local_model(spec: str, *, folder: Path | None = None) -> LocalModel:
         path = assemble_parts(m, folder)
         return LocalModel(name, path, m.prompt_style, f"{m.name}:{m.sha256[:16]}")
     path = Path(name).expanduser()
-    if not path.suffix.lower() == ".gguf" and not path.exists():
+    if path.suffix.lower() != ".gguf" and not path.exists():
         known = ", ".join([GEMMA, *BUNDLED])
         raise ConfigError(f"--llm local:{name}: not a bundled model ({known}) nor a .gguf file")
     if not path.is_file():

@@ -159,7 +159,7 @@ def hub_snapshot(repo_id: str) -> Path | None:
         from huggingface_hub import snapshot_download
 
         return Path(snapshot_download(repo_id, local_files_only=True))
-    except Exception:
+    except Exception:  # noqa: BLE001 - huggingface_hub raises several types for a model not downloaded
         return None
 
 

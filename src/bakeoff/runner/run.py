@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..arms.base import Arm, DocMask
 from ..cache import Cache
-from ..errors import ConfigError
 from ..data.model import Dataset, Run
-from ..metrics import Measure, averaging_rule, default_measures, score_run, measures_for
+from ..errors import ConfigError
+from ..metrics import Measure, averaging_rule, default_measures, measures_for, score_run
 from .context import Context
 from .costs import DEFAULT_HOURLY_RATE, arm_cost, arm_timing
 from .footprint import MIB, model_bytes
@@ -149,6 +149,7 @@ def run_bakeoff(
 
     def search(arm: Arm) -> tuple[Run, Run, int]:
         """(document run, the run the arm produced, the depth asked of the arm)."""
+        assert ctx is not None  # made below, before the first search
         if chunked is None:
             r = ctx.search(arm, dataset.queries, k=depth, mask=mask)
             return r, r, depth

@@ -45,7 +45,7 @@ from ..arms.registry import arm_type
 from ..cache import Cache, cache_key
 from ..data.model import Dataset, Run
 from ..errors import ConfigError
-from ..metrics import score_run, parse_measure
+from ..metrics import parse_measure, score_run
 from ..runner.config import ArmSpec, BakeoffConfig, build_arms
 from ..runner.context import Context
 from ..runner.results import ArmResult, Results
@@ -324,9 +324,9 @@ def run_tune(cfg: BakeoffConfig, spec: TuneSpec, *, cache: Cache | None, out: Pa
     base = fresh[spec.arm]
     if spec.dev.kind != "kfold":
         tuned = _variant(aspec, fresh, chosen["params"], name=tuned_name)
-        results = run_bakeoff(test_ds, [base, tuned], **kw)  # type: ignore[arg-type]
+        results = run_bakeoff(test_ds, [base, tuned], **kw)
     else:
-        results = run_bakeoff(test_ds, [base], **kw)  # type: ignore[arg-type]
+        results = run_bakeoff(test_ds, [base], **kw)
         picks_fp = [trials[p["index"]]["fingerprint"] for p in chosen["per_fold"]]
         again = Context(corpus=dev_ds.corpus, cache=cache, progress=progress)  # indexes afresh if not cached
         runs = {trials[p["index"]]["fingerprint"]: again.search(_variant(aspec, fresh, p["params"], name=spec.arm),
