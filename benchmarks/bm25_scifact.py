@@ -19,9 +19,9 @@ import bm25s
 import Stemmer
 
 from bakeoff.arms import BM25Arm
-from bakeoff.runner.context import Context
 from bakeoff.data import load_beir
-from bakeoff.metrics import evaluate
+from bakeoff.metrics import score_run
+from bakeoff.runner.context import Context
 
 
 def best(fn, repeat: int) -> float:
@@ -54,7 +54,7 @@ def main() -> None:
         raw.index(bm25s.tokenize(texts, stopwords="en", stemmer=stemmer, show_progress=False), show_progress=False)
         raw_build = time.perf_counter() - t0
 
-        def raw_search() -> None:
+        def raw_search(raw: bm25s.BM25 = raw, stemmer: Stemmer.Stemmer | None = stemmer) -> None:
             q = bm25s.tokenize(queries, stopwords="en", stemmer=stemmer, show_progress=False)
             raw.retrieve(q, k=10, show_progress=False, n_threads=1)
 
@@ -65,7 +65,7 @@ def main() -> None:
         arm_build = time.perf_counter() - t0
         run = None
 
-        def arm_search() -> None:
+        def arm_search(arm: BM25Arm = arm, ctx: Context = ctx) -> None:
             nonlocal run
             run = arm.search(ds.queries, k=10, ctx=ctx)
 
@@ -74,7 +74,7 @@ def main() -> None:
             raw_s = min(raw_s, best(raw_search, 1))
             arm_s = min(arm_s, best(arm_search, 1))
         assert run is not None
-        ndcg = evaluate(run, ds.qrels, ["ndcg@10"], query_ids=ds.queries.ids).means["ndcg@10"]
+        ndcg = score_run(run, ds.qrels, ["ndcg@10"], query_ids=ds.queries.ids).means["ndcg@10"]
         print(f"{label:<10} {raw_build:>11.2f} {arm_build:>11.2f} {nq / raw_s:>9.0f} {nq / arm_s:>9.0f} "
               f"{raw_s / arm_s:>6.2f} {ndcg:>11.4f}")
     print("ratio = arm q/s / raw bm25s q/s")

@@ -46,7 +46,7 @@ def measure(arm: Any, corpus: Any, queries: Any, qrels: Any | None, *, ctx: Any,
             tmp: Path) -> dict[str, Any]:
     """Index once, then search/write/evaluate at each depth (interleaved)."""
     from bakeoff.data.writers import write_trec_run
-    from bakeoff.metrics import default_measures, evaluate
+    from bakeoff.metrics import default_measures, score_run
 
     t0 = time.perf_counter()
     arm.index(corpus, ctx=ctx)
@@ -65,7 +65,7 @@ def measure(arm: Any, corpus: Any, queries: Any, qrels: Any | None, *, ctx: Any,
                   "docs_per_query": sum(len(runs[d].get(q)) for q in runs[d]) / max(1, len(runs[d]))}
         if qrels is not None:
             ms = [*(str(m) for m in default_measures(10, d)), "map", "recall@1000", "bpref"]
-            ev_s, ev = _best(lambda d=d, ms=ms: evaluate(runs[d], qrels, ms, query_ids=queries.ids), repeat)
+            ev_s, ev = _best(lambda d=d, ms=ms: score_run(runs[d], qrels, ms, query_ids=queries.ids), repeat)
             row[d]["evaluate_s"] = ev_s
             row[d]["means"] = {m: ev.means[m] for m in ("ndcg@10", "recall@100", "map", "recall@1000", "bpref")}
         path.unlink()
@@ -110,12 +110,12 @@ def scifact(args: argparse.Namespace, tmp: Path) -> list[dict[str, Any]]:
 
 def big(args: argparse.Namespace, tmp: Path) -> list[dict[str, Any]]:
     import numpy as np
+    from scaling import _load, generate
 
     from bakeoff.arms.exact import exact_search
     from bakeoff.arms.lexical import BM25Arm
     from bakeoff.data.model import Run
     from bakeoff.runner.context import Context
-    from scaling import _load, generate
 
     work = Path(args.workdir) / f"n{args.big}"
     t0 = time.perf_counter()

@@ -9,7 +9,7 @@
    fp32/fast/fp32/fast over ``--rounds`` so load drift hits both (1 s pause before each timed
    run); docs/s of each (best round, and every round's seconds) and the fast/fp32 time ratio. With the whole corpus, NDCG@10 of both dense arms on the
    test queries (queries fp32 on both sides, exact dot-product top 10,
-   :func:`bakeoff.metrics.evaluate`).
+   :func:`bakeoff.metrics.score_run`).
 2. **Cross-encoder**: (query, BM25 top-``--pairs-top``) pairs of the first ``--pairs-queries``
    test queries, scored by the fp32 PyTorch CrossEncoder and by ``backend=openvino`` (bf16);
    pairs/s and the speed-up.
@@ -66,7 +66,7 @@ def main() -> None:
 
     from bakeoff import load_beir
     from bakeoff.data.model import Run
-    from bakeoff.metrics import evaluate
+    from bakeoff.metrics import score_run
     from bakeoff.models.encoders import make_encoder
 
     ds = load_beir(args.data, split="test")
@@ -106,7 +106,7 @@ def main() -> None:
                 top = np.argsort(-scores, axis=1, kind="stable")[:, :10]
                 run = Run.from_scores(name, {qid: {ids[j]: float(scores[i, j]) for j in top[i]}
                                              for i, qid in enumerate(ds.queries.ids)})
-                print(f"NDCG@10 {name}: {evaluate(run, ds.qrels, ['ndcg@10']).means['ndcg@10']:.4f}")
+                print(f"NDCG@10 {name}: {score_run(run, ds.qrels, ['ndcg@10']).means['ndcg@10']:.4f}")
     if "cross" not in skip:
         from bakeoff.arms.lexical import BM25Arm
         from bakeoff.arms.rerank import pair_order

@@ -33,8 +33,12 @@ from pathlib import Path
 import numpy as np
 
 from bakeoff.data.loaders import load_beir
-from bakeoff.truth.answerability import (AnswerabilityOptions, answerability_scores, answerability_text,
-                                         open_answerability)
+from bakeoff.truth.answerability import (
+    AnswerabilityOptions,
+    answerability_scores,
+    answerability_text,
+    open_answerability,
+)
 from bakeoff.truth.drift import foreign_scripts
 from bakeoff.truth.leak import copied_run, leak, title_copy
 from bakeoff.truth.self_reference import refers_to_document

@@ -123,12 +123,12 @@ def _score(scorer, pairs, order, batch_size):
 
 def _ndcg(owners, scores, qrels, query_ids):
     from bakeoff.data.model import Run
-    from bakeoff.metrics import evaluate
+    from bakeoff.metrics import score_run
 
     per: dict[str, dict[str, float]] = {}
     for (qid, doc), s in zip(owners, scores, strict=True):
         per.setdefault(qid, {})[doc] = float(s)
-    return evaluate(Run.from_scores("rerank", per), qrels, ["ndcg@10"], query_ids=query_ids).means["ndcg@10"]
+    return score_run(Run.from_scores("rerank", per), qrels, ["ndcg@10"], query_ids=query_ids).means["ndcg@10"]
 
 
 def _timed(args, modes, scorers, load_s, pairs, order, owners, queries, times, loads, figures, ratios, agreements):

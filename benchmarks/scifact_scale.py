@@ -21,11 +21,11 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 def main() -> None:
     from bakeoff.arms.ann import recall_of_exact
-    from bakeoff.runner.run import run_bakeoff
     from bakeoff.cache import Cache
-    from bakeoff.runner.config import build_arms, parse_arm_spec
     from bakeoff.data import load_beir
     from bakeoff.report.terminal import print_table
+    from bakeoff.runner.config import build_arms, parse_arm_spec
+    from bakeoff.runner.run import run_bakeoff
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--beir", default=str(Path(__file__).resolve().parents[2] / "shared" / "data" / "scifact"))

@@ -38,6 +38,7 @@ def qrels_dict(qrels):
     return {q: dict(qrels[q]) for q in qrels}
 
 
+@pytest.mark.slow  # SciFact, real models
 def test_evaluate_takes_qrels_first_and_equals_pytrec_eval_per_query(scifact, runs):
     qrels = qrels_dict(scifact.qrels)
     measures = {"ndcg@10": "ndcg_cut_10", "recall@100": "recall_100", "precision@5": "P_5", "mrr": "recip_rank",
@@ -53,6 +54,7 @@ def test_evaluate_takes_qrels_first_and_equals_pytrec_eval_per_query(scifact, ru
     assert bakeoff.evaluate(qrels, runs["bm25"], "ndcg@10").means["ndcg@10"] == pytest.approx(0.6617, abs=5e-5)
 
 
+@pytest.mark.slow  # SciFact, real models
 def test_evaluate_equals_ranx(scifact, runs):
     qrels = qrels_dict(scifact.qrels)
     for name, run in runs.items():
@@ -68,11 +70,11 @@ def test_evaluate_equals_ranx(scifact, runs):
         assert ours["hit@10"] == pytest.approx(theirs["hit_rate@10"], abs=1e-9), name
 
 
-def test_the_old_order_still_works_with_a_deprecation_warning(scifact, runs):
-    new = bakeoff.evaluate(scifact.qrels, runs["bm25"], ["ndcg@10"])
-    with pytest.warns(DeprecationWarning, match=r"evaluate\(qrels, run, measures\)"):
-        old = bakeoff.evaluate(runs["bm25"], scifact.qrels, ["ndcg@10"])
-    assert old.per_query == new.per_query
+def test_a_run_given_first_is_refused_with_the_order():
+    run = bakeoff.Run.from_scores("r", {"q": {"a": 1.0}})
+    qrels = bakeoff.Qrels({"q": {"a": 1}})
+    with pytest.raises(TypeError, match=r"evaluate\(qrels, run, measures\)"):
+        bakeoff.evaluate(run, qrels, ["ndcg@10"])
 
 
 def exact_sign_flip_p(d: np.ndarray) -> float:
@@ -95,6 +97,7 @@ def holm_reference(p):
     return out
 
 
+@pytest.mark.slow  # SciFact, real models
 def test_compare_statistics_equal_independent_computations(scifact, runs):
     from scipy import stats
 
@@ -118,6 +121,7 @@ def test_compare_statistics_equal_independent_computations(scifact, runs):
         assert rep.mean(n, "ndcg@10") == pytest.approx(float(np.mean(x[n])), abs=1e-12)
 
 
+@pytest.mark.slow  # SciFact, real models
 def test_compare_t_test_equals_ranx_student(scifact, runs):
     names = ["bm25", "stem", "tfidf"]
     rx = ranx.compare(ranx.Qrels(qrels_dict(scifact.qrels)),
@@ -129,6 +133,7 @@ def test_compare_t_test_equals_ranx_student(scifact, runs):
         assert rep.mean(a, "ndcg@10") == pytest.approx(theirs[a]["scores"]["ndcg@10"], abs=1e-9)
 
 
+@pytest.mark.slow  # SciFact, real models
 def test_report_renderers(scifact, runs, tmp_path):
     evil = runs["tfidf"].renamed("<b>tf&idf</b>")
     rep = bakeoff.compare(scifact.qrels, {"bm25": runs["bm25"], "<b>tf&idf</b>": evil}, ["ndcg@10", "recall@100"],
@@ -157,6 +162,7 @@ def ranx_run(run):
     return to_ranx(run, list(run))
 
 
+@pytest.mark.slow  # SciFact, real models
 @pytest.mark.parametrize(("method", "norm", "params", "ours"), [
     ("rrf", None, {"k": 60}, {}),
     ("rrf", None, {"k": 10}, {"rank_constant": 10}),
@@ -181,6 +187,7 @@ def test_fuse_equals_ranx_fuse(runs, method, norm, params, ours):
             assert mine[d] == pytest.approx(s, abs=1e-9)
 
 
+@pytest.mark.slow  # SciFact, real models
 def test_fuse_equals_the_fusion_arm(scifact, runs, shared_cache):
     """The run-level verb and the arm compute the same fused ranking (depth 50 of each input)."""
     from bakeoff.arms.fusion import FuseArm
@@ -212,22 +219,14 @@ def test_fuse_convex_and_refusals():
     assert dict(a["q"]) == {"x": 3.0, "y": 1.0}  # inputs untouched
 
 
-def test_the_face_is_short_lazy_and_keeps_old_names_with_a_warning():
+def test_the_face_is_short_lazy_and_has_no_old_names():
     assert len(bakeoff.__all__) <= 16
     assert {"evaluate", "compare", "fuse", "run_bakeoff", "load_beir", "read_qrels", "read_trec_run",
             "read_results", "open_dataset"} <= set(bakeoff.__all__)
     assert "Context" not in bakeoff.__all__ and "Context" not in dir(bakeoff)
-    from bakeoff.arms import BM25Arm as new_home
-    from bakeoff.runner.context import Context as ctx_home
-    from bakeoff.stats import compare as stats_compare
-
-    with pytest.warns(DeprecationWarning, match=r"bakeoff\.BM25Arm is deprecated: import it from bakeoff\.arms"):
-        assert bakeoff.BM25Arm is new_home
-    with pytest.warns(DeprecationWarning, match="bakeoff.Context is deprecated"):
-        from bakeoff import Context
-    assert Context is ctx_home
-    with pytest.warns(DeprecationWarning, match=r"use bakeoff\.compare\(qrels, runs, measures\)"):
-        assert bakeoff.compare_arms is stats_compare
+    for old in ("BM25Arm", "Context", "compare_arms", "StoredResults", "Measure"):  # names of the pre-release face
+        with pytest.raises(AttributeError):
+            getattr(bakeoff, old)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert bakeoff.evaluate.__module__ == "bakeoff.api"
@@ -241,3 +240,12 @@ def test_the_face_is_short_lazy_and_keeps_old_names_with_a_warning():
     assert loaded == "['bakeoff', 'bakeoff._lazy']"
     assert "bakeoff.arms.dense" not in subprocess.run([sys.executable, "-c", code], capture_output=True,
                                                        text=True, check=True).stdout
+
+
+@pytest.mark.parametrize("face", ["bakeoff", "bakeoff.arms", "bakeoff.data", "bakeoff.report", "bakeoff.train",
+                                  "bakeoff.truth", "bakeoff.tune"])
+def test_each_lazy_face_lists_exactly_its_exports(face):
+    import importlib
+
+    module = importlib.import_module(face)
+    assert sorted(module.__all__) == sorted(module._EXPORTS)

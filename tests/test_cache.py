@@ -91,6 +91,7 @@ def test_composite_fingerprint_covers_its_inputs_code(monkeypatch: pytest.Monkey
     assert RRFArm(name="h", arms=[BM25Arm(), TfidfArm()]).fingerprint() != before
 
 
+@pytest.mark.slow  # a real model
 def test_encoder_and_cross_encoder_versions_reach_the_keys(monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("sentence_transformers", reason="the [dense] extra is not installed")
     from bakeoff.arms.dense import DenseArm
@@ -112,6 +113,7 @@ def test_encoder_and_cross_encoder_versions_reach_the_keys(monkeypatch: pytest.M
     assert rerank.fingerprint() != fp
 
 
+@pytest.mark.slow  # a real model
 def test_openvino_dense_fingerprint_covers_the_query_encoder(monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("openvino", reason="the [fast] extra is not installed")
     from bakeoff.arms.dense import DenseArm

@@ -18,7 +18,7 @@ import pytest
 
 from bakeoff.data.model import Qrels, Run
 from bakeoff.data.trec import read_qrels, read_run_table
-from bakeoff.metrics import AVERAGING, evaluate, evaluate_files, parse_measure
+from bakeoff.metrics import AVERAGING, evaluate_files, parse_measure, score_run
 
 from .test_metrics_trec_eval import FIX, TOL, expected_values, fixture
 
@@ -53,8 +53,8 @@ def test_trec_eval_with_and_without_c_differ_on_a_truncated_run(tmp_path):
     trec_eval: out.test.aqc is -c)."""
     qrels = read_qrels(FIX / "qrels.test")
     table = read_run_table(fixture("results.trunc", tmp_path))
-    plain = evaluate(table, qrels, ["map", "P@10"], averaging="trec_eval")
-    comp = evaluate(table, qrels, ["map", "P@10"], averaging="trec_eval-c")
+    plain = score_run(table, qrels, ["map", "P@10"], averaging="trec_eval")
+    comp = score_run(table, qrels, ["map", "P@10"], averaging="trec_eval-c")
     n, n_c = len(plain.query_ids), len(comp.query_ids)
     assert n < n_c == len(qrels)
     assert comp.means["map"] == pytest.approx(plain.means["map"] * n / n_c, abs=1e-12)
@@ -87,7 +87,7 @@ def test_trec_eval_averaging_is_pytrec_eval_over_its_queries(seed):
              "recip_rank": "mrr", "Rprec": "rprec", "bpref": "bpref"}
     ref = pytrec_eval.RelevanceEvaluator(qrels, {"P.5", "recall.10", "map", "ndcg_cut.10", "recip_rank",
                                                  "Rprec", "bpref"}).evaluate(run)
-    ev = evaluate(Run.from_scores("r", run), Qrels(qrels), list(pairs.values()), averaging="trec_eval")
+    ev = score_run(Run.from_scores("r", run), Qrels(qrels), list(pairs.values()), averaging="trec_eval")
     assert set(ev.query_ids) == set(ref)
     assert any(all(g == 0 for g in qrels[q].values()) for q in ref)  # a judged-0-only query is averaged
     for trec, ours in pairs.items():
@@ -101,7 +101,7 @@ def test_trec_eval_averaging_is_pytrec_eval_over_its_queries(seed):
 def test_the_three_rules_differ_only_in_their_query_sets(seed):
     qrels, run = _random_case(random.Random(seed))
     r, q = Run.from_scores("r", run), Qrels(qrels)
-    evs = {a: evaluate(r, q, ["P@5"], averaging=a) for a in AVERAGING}
+    evs = {a: score_run(r, q, ["P@5"], averaging=a) for a in AVERAGING}
     answered = {x for x in run if x in qrels}
     with_rel = {x for x in qrels if any(g >= 1 for g in qrels[x].values())}
     assert set(evs["trec_eval"].query_ids) == answered
@@ -124,10 +124,10 @@ def test_relevance_level_2_reproduces_trec_eval_l2(spelling, tmp_path):
     table = read_run_table(FIX / "results.test")
     if spelling == "level":
         measures = [parse_measure(m) for m in names]
-        ev = evaluate(table, qrels, measures, relevance_level=2, averaging="trec_eval")
+        ev = score_run(table, qrels, measures, relevance_level=2, averaging="trec_eval")
     else:
         measures = [parse_measure(f"{parse_measure(m)}(rel=2)") for m in names]
-        ev = evaluate(table, qrels, measures, averaging="trec_eval")
+        ev = score_run(table, qrels, measures, averaging="trec_eval")
     checked = 0
     for (m, q), value in want.items():
         if m.startswith("ndcg"):
@@ -142,7 +142,7 @@ def test_relevance_level_2_reproduces_trec_eval_l2(spelling, tmp_path):
 
 def test_relevance_level_2_equals_ir_measures_on_graded_qrels():
     ir_measures = pytest.importorskip("ir_measures")
-    from ir_measures import AP, R, RR, P, Rprec, Success, nDCG
+    from ir_measures import AP, RR, P, R, Rprec, Success, nDCG
 
     qrels_file = FIX / "qrels.rel_level"
     run_file = FIX / "results.test"
@@ -158,7 +158,7 @@ def test_relevance_level_2_equals_ir_measures_on_graded_qrels():
     qrels = read_qrels(qrels_file)
     table = read_run_table(run_file)
     ours = {text: parse_measure(text) for text in refs}
-    ev = evaluate(table, qrels, list(ours.values()), averaging="trec_eval")
+    ev = score_run(table, qrels, list(ours.values()), averaging="trec_eval")
     for text, ref in refs.items():
         key = str(ours[text])
         assert ev.means[key] == pytest.approx(want[ref], abs=1e-9), (text, key)
@@ -188,7 +188,7 @@ def test_measures_refusing_a_level(text):
 def test_a_measure_level_beats_the_evaluation_level():
     qrels = Qrels({"q": {"a": 2, "b": 1}})
     run = Run.from_scores("r", {"q": {"a": 1.0, "b": 2.0}})
-    ev = evaluate(run, qrels, ["P@1", "P(rel=1)@1", "P(rel=2)@1"], relevance_level=2)
+    ev = score_run(run, qrels, ["P@1", "P(rel=1)@1", "P(rel=2)@1"], relevance_level=2)
     assert ev.means == {"precision@1": 0.0, "precision@1(rel=1)": 1.0, "precision@1(rel=2)": 0.0}
 
 
@@ -234,7 +234,7 @@ def test_trec_eval_binary_on_a_bakeoff_run(case, run, averaging, level, tmp_path
     table = read_run_table(_bakeoff_file(tmp_path, run))
     names = sorted({m for m, _ in want if m != "num_q" and not m.startswith("iprec")})
     measures = [parse_measure(m) for m in names]
-    ev = evaluate(table, qrels, measures, averaging=averaging, relevance_level=level)
+    ev = score_run(table, qrels, measures, averaging=averaging, relevance_level=level)
     curve = pr_curve(table, qrels, averaging=averaging, relevance_level=level)
     assert want[("num_q", "all")] == len(ev.query_ids) == len(curve.query_ids)
     keys = [f"iprec_at_recall_{lv:.2f}" for lv in RECALL_LEVELS]

@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 
 from bakeoff.data.model import Qrels, Run
-from bakeoff.metrics import Measure, evaluate, parse_measure, parse_measures
+from bakeoff.metrics import Measure, parse_measure, parse_measures, score_run
 
 
 def one(run_scores, qrels, measure, qid="q"):
-    ev = evaluate(Run.from_scores("r", {qid: run_scores}), Qrels({qid: qrels}), [measure])
+    ev = score_run(Run.from_scores("r", {qid: run_scores}), Qrels({qid: qrels}), [measure])
     return ev.per_query[str(parse_measure(measure))][qid]
 
 
@@ -73,28 +73,28 @@ def test_measures_are_values():
 
 
 class TestEdgeMatrix:
-    measures = ["ndcg@10", "recall@10", "mrr@10", "precision@10", "hit@10", "map@10"]
+    measures = ("ndcg@10", "recall@10", "mrr@10", "precision@10", "hit@10", "map@10")
 
     def test_empty_run_scores_zero(self):
-        ev = evaluate(Run.from_scores("r", {"q": {}}), Qrels({"q": {"a": 1}}), self.measures)
+        ev = score_run(Run.from_scores("r", {"q": {}}), Qrels({"q": {"a": 1}}), self.measures)
         assert all(ev.per_query[m]["q"] == 0.0 for m in ev.per_query)
         assert ev.query_ids == ("q",)
 
     def test_query_missing_from_run_scores_zero_and_is_reported(self):
-        ev = evaluate(Run.from_scores("r", {"q1": {"a": 1.0}}), Qrels({"q1": {"a": 1}, "q2": {"b": 1}}), self.measures)
+        ev = score_run(Run.from_scores("r", {"q1": {"a": 1.0}}), Qrels({"q1": {"a": 1}, "q2": {"b": 1}}), self.measures)
         assert ev.per_query["recall@10"] == {"q1": 1.0, "q2": 0.0}
         assert ev.means["recall@10"] == 0.5
         assert ev.missing_from_run == ("q2",)
 
     def test_no_relevant_docs_excluded_from_means(self):
         qrels = Qrels({"q1": {"a": 1}, "q2": {"b": 0}})
-        ev = evaluate(Run.from_scores("r", {"q1": {"a": 1.0}, "q2": {"b": 1.0}}), qrels, self.measures)
+        ev = score_run(Run.from_scores("r", {"q1": {"a": 1.0}, "q2": {"b": 1.0}}), qrels, self.measures)
         assert ev.query_ids == ("q1",)
         assert ev.excluded["no_relevant"] == ("q2",)
         assert ev.means["mrr@10"] == 1.0
 
     def test_run_queries_without_judgments_are_reported_not_scored(self):
-        ev = evaluate(Run.from_scores("r", {"q1": {"a": 1.0}, "qx": {"a": 1.0}}), Qrels({"q1": {"a": 1}}), self.measures)
+        ev = score_run(Run.from_scores("r", {"q1": {"a": 1.0}, "qx": {"a": 1.0}}), Qrels({"q1": {"a": 1}}), self.measures)
         assert ev.excluded["not_judged"] == ("qx",)
         assert "qx" not in ev.per_query["ndcg@10"]
 
@@ -109,14 +109,14 @@ class TestEdgeMatrix:
         assert one({"a": 1.0}, {"a": 1}, "precision@1000") == pytest.approx(1 / 1000)
 
     def test_no_evaluable_queries_gives_nan_means(self):
-        ev = evaluate(Run.from_scores("r", {}), Qrels({"q": {"a": 0}}), ["ndcg@10"])
+        ev = score_run(Run.from_scores("r", {}), Qrels({"q": {"a": 0}}), ["ndcg@10"])
         assert math.isnan(ev.means["ndcg@10"]) and ev.query_ids == ()
 
     def test_evaluate_does_not_mutate_inputs(self):
         run = Run.from_scores("r", {"q": {"a": 1.0, "b": 2.0}})
         qrels = Qrels({"q": {"a": 1}})
         before = (run.fingerprint(), qrels.fingerprint())
-        evaluate(run, qrels, self.measures)
+        score_run(run, qrels, self.measures)
         assert (run.fingerprint(), qrels.fingerprint()) == before
 
 
@@ -147,13 +147,13 @@ def test_randomized_cross_check_against_pytrec_eval():
             runs[f"q{q}"] = {str(d): float(rng.integers(0, 4)) / 2 for d in retrieved}
             n_runs += 1
         ref = pytrec_eval.RelevanceEvaluator(qrels, trec_measures).evaluate(runs)
-        ours = evaluate(Run.from_scores("r", runs), Qrels(qrels), list(pairs))
+        ours = score_run(Run.from_scores("r", runs), Qrels(qrels), list(pairs))
         for q in runs:
             for mine, theirs in pairs.items():
                 worst = max(worst, abs(ours.per_query[mine][q] - ref[q][theirs]))
         # MRR@k with a true cutoff, derived independently from trec_eval's uncut recip_rank
         for k in (1, 3, 10):
-            cut = evaluate(Run.from_scores("r", runs), Qrels(qrels), [f"mrr@{k}"])
+            cut = score_run(Run.from_scores("r", runs), Qrels(qrels), [f"mrr@{k}"])
             for q in runs:
                 rr = ref[q]["recip_rank"]
                 expected = rr if rr > 0 and round(1 / rr) <= k else 0.0

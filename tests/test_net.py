@@ -4,17 +4,18 @@ Retry-After, timeouts, non-JSON bodies, rate spacing measured by the server, key
 from __future__ import annotations
 
 import email.utils
+import itertools
 import pickle
 import threading
 import time
 from typing import Any
 
 import pytest
-from tests.support.fake_http import FakeServer, Reply
 
 from bakeoff.errors import ConfigError
 from bakeoff.net import HttpClient, HttpError, retry_after_seconds
 from bakeoff.versions import bakeoff_version
+from tests.support.fake_http import FakeServer, Reply
 
 KEY = "sk-live-0123456789abcdefghijKLMNOPQRSTUV"  # 38 characters
 
@@ -136,11 +137,11 @@ def test_connection_refused_is_retried_then_reported() -> None:
 def test_non_json_body_is_retried_for_request_json_only() -> None:
     html = Reply(200, "<html>gateway hiccup</html>", content_type="text/html")
     with Scripted(html, Reply(200, {"fine": 1})) as srv:
-        client, slept = _client()
+        client, _slept = _client()
         assert client.request_json("GET", srv.url("/x")) == {"fine": 1}
         assert len(srv.requests) == 2 and client.n_retries == 1
     with Scripted(html) as srv:
-        client, slept = _client()
+        client, _slept = _client()
         resp = client.request("GET", srv.url("/x"))  # a plain request takes any 2xx body
         assert resp.text == "<html>gateway hiccup</html>" and len(srv.requests) == 1
     with Scripted(default=html) as srv:
@@ -153,7 +154,7 @@ def test_non_json_body_is_retried_for_request_json_only() -> None:
 def test_hooks_see_every_attempt_and_retry() -> None:
     seen: list[Any] = []
     with Scripted(Reply(429, headers={"Retry-After": "0.5"}), Reply(500)) as srv:
-        client, slept = _client(on_request=lambda: seen.append("request"),
+        client, _slept = _client(on_request=lambda: seen.append("request"),
                                 on_retry=lambda reason, delay: seen.append((reason, delay)))
         client.get_json(srv.url("/x"))
     assert seen == ["request", ("HTTP 429: Too Many Requests", 0.5), "request",
@@ -181,6 +182,7 @@ def test_no_retry_makes_a_retried_status_final_with_its_body(monkeypatch: pytest
     assert '"1 validation error' in err.value.body and KEY not in err.value.body and KEY not in str(err.value)
 
 
+@pytest.mark.slow  # waits by design
 def test_min_interval_spaces_request_starts_across_threads() -> None:
     interval = 0.3
     with Scripted() as srv:
@@ -192,7 +194,7 @@ def test_min_interval_spaces_request_starts_across_threads() -> None:
             t.join()
         client.get_json(srv.url("/last"))
         arrivals = sorted(r["t"] for r in srv.requests)
-    gaps = [b - a for a, b in zip(arrivals, arrivals[1:])]
+    gaps = [b - a for a, b in itertools.pairwise(arrivals)]
     assert len(arrivals) == 5
     # without spacing the four threads arrive within milliseconds; allow 0.1 s of scheduling jitter per gap
     # (the machine is shared) and check the whole span, where only the two ends jitter

@@ -102,6 +102,7 @@ def server() -> Iterator[Misbehaving]:
     srv.sock.close()
 
 
+@pytest.mark.slow  # waits by design
 def test_a_dripping_body_ends_at_the_whole_request_deadline(server: Misbehaving) -> None:
     client = HttpClient(timeout=3, retries=0)
     start = time.monotonic()
@@ -113,6 +114,7 @@ def test_a_dripping_body_ends_at_the_whole_request_deadline(server: Misbehaving)
     assert server.hits["/drip"] == 1
 
 
+@pytest.mark.slow  # waits by design
 def test_the_deadline_applies_to_each_attempt(server: Misbehaving) -> None:
     client = HttpClient(timeout=1, retries=1, backoff=0)
     start = time.monotonic()

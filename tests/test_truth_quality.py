@@ -9,7 +9,7 @@ import pytest
 from bakeoff.data.model import Qrels, Queries, Query, Run
 from bakeoff.data.pool import holes, pool
 from bakeoff.diagnose import hole_counts, judged_at_k, leak_bucket_labels, leak_buckets, round_trip
-from bakeoff.metrics import evaluate, parse_measure
+from bakeoff.metrics import parse_measure, score_run
 
 
 def _run(name: str, ranked: dict[str, list[str]]) -> Run:
@@ -25,7 +25,7 @@ def test_judged_at_k_by_hand() -> None:
     assert str(parse_measure("judged@3")) == "judged@3"
     with pytest.raises(ValueError):
         parse_measure("judged")
-    ev = evaluate(A, QRELS, ["judged@3", "judged@10"], query_ids=["q1", "q2", "q3"])
+    ev = score_run(A, QRELS, ["judged@3", "judged@10"], query_ids=["q1", "q2", "q3"])
     # q1 top 3 d1 d2 d3: d1 and d3 judged (grade 0 counts) -> 2/3; q2: d6 of the 2 retrieved -> 1/2;
     # q3 not in the run -> 0
     assert ev.per_query["judged@3"] == {"q1": pytest.approx(2 / 3), "q2": pytest.approx(1 / 2), "q3": 0.0}
@@ -50,7 +50,7 @@ def test_judged_at_k_matches_ir_measures() -> None:
         scores[qid] = {str(d): float(s) for d, s in zip(got, rng.permutation(len(got)))}
     run = Run.from_scores("r", scores)
     for k in (1, 5, 10, 20):
-        ours = evaluate(run, Qrels(qrels), [f"judged@{k}"], query_ids=list(qrels)).per_query[f"judged@{k}"]
+        ours = score_run(run, Qrels(qrels), [f"judged@{k}"], query_ids=list(qrels)).per_query[f"judged@{k}"]
         theirs = {m.query_id: m.value for m in ir_measures.iter_calc([ir_measures.Judged @ k], qrels, scores)}
         assert set(theirs) == set(ours)
         for q in ours:
@@ -59,7 +59,7 @@ def test_judged_at_k_matches_ir_measures() -> None:
 
 def test_pool_and_holes() -> None:
     p = pool({"a": A, "b": B}, k=3, query_ids=["q1", "q2"])
-    assert p["q1"] == {"d1": (["a", "b"], 1), "d2": (["a", "b"], 1), "d3": (["a"], 3), "d7": (["b"], 2)}
+    assert p["q1"] == {"d1": {"a": 1, "b": 3}, "d2": {"a": 2, "b": 1}, "d3": {"a": 3}, "d7": {"b": 2}}
     hs = holes({"a": A, "b": B}, QRELS, k=3, query_ids=["q1", "q2"])
     # q1: d2 (both arms, best rank 1), d7 (b only, rank 2); d1, d3 judged. q2: d5 (both), d9 (b only)
     assert [(h.query_id, h.doc_id, h.arms, h.best_rank, h.disputed) for h in hs] == [

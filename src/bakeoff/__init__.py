@@ -8,8 +8,7 @@ The public surface is a few verbs over values, in the argument order of ranx and
 It is re-exported here **lazily** (PEP 562): ``import bakeoff`` imports nothing else, and each
 name loads its own module on first use, so ``import bakeoff.metrics`` (or ``bakeoff eval``) loads
 no arm, model or training code. Importing the package has no side effects. Everything else lives
-in its subpackage (arms in :mod:`bakeoff.arms`, data types in :mod:`bakeoff.data`, ...); the names
-this face exported before keep working for one release with a :class:`DeprecationWarning`.
+in its subpackage (arms in :mod:`bakeoff.arms`, data types in :mod:`bakeoff.data`, ...).
 """
 
 from __future__ import annotations
@@ -39,24 +38,9 @@ _EXPORTS = {
 }
 
 
-def _moved(module: str, names: str) -> dict[str, tuple[str, str]]:
-    return {n: (f"{module}", f"import it from {module} (from {module} import {n})") for n in names.split()}
-
-
-#: Names this face exported before the short API; they keep working for one release, with a warning.
-_DEPRECATED = {
-    **_moved("bakeoff.arms", "Arm register_arm arm_types BM25Arm TfidfArm ConvexArm RRFArm RerankArm"),
-    **_moved("bakeoff.data", "CleanOptions FieldMap Corpus Document Queries Query rank"),
-    **_moved("bakeoff.data.datasets", "DatasetSpec open_corpus"),
-    **_moved("bakeoff.errors", "ConfigError InputError"),
-    **_moved("bakeoff.metrics", "Measure parse_measure"),
-    **_moved("bakeoff.report.model", "build_report"),
-    **_moved("bakeoff.runner.context", "Context"),
-    **_moved("bakeoff.runner.results", "StoredResults"),
-    **_moved("bakeoff.cache", "Cache"),
-    "compare_arms": ("bakeoff.stats:compare", ("use bakeoff.compare(qrels, runs, measures) on runs, or "
-                                               "bakeoff.stats.compare on per-query values")),
-}
-
-__all__ = sorted(_EXPORTS)
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, _DEPRECATED)
+#: The same names as _EXPORTS, written out for type checkers (tests/test_api.py checks they agree).
+__all__ = [
+    "BakeoffError", "Dataset", "Evaluation", "Qrels", "Report", "Results", "Run", "compare", "evaluate", "fuse",
+    "load_beir", "open_dataset", "read_qrels", "read_results", "read_trec_run", "run_bakeoff",
+]
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

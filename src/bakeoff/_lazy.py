@@ -11,17 +11,12 @@ A package ``__init__`` lists where each public name lives and gets a module
 module. A name resolved once is stored in the package namespace, so later
 lookups are plain attribute reads. Type checkers see the names through an
 ``if TYPE_CHECKING:`` block of real imports in the same ``__init__``.
-
-A name leaving a package face is listed in ``deprecated`` (name -> ``(target, advice)``): it
-keeps working, out of ``__all__`` and ``dir()``, and every access warns with a
-:class:`DeprecationWarning` carrying the advice (such a name is never cached, so each use warns).
 """
 
 from __future__ import annotations
 
 import importlib
 import sys
-import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -29,13 +24,11 @@ __all__ = ["lazy_exports"]
 
 
 def lazy_exports(
-    package: str, exports: Mapping[str, str], deprecated: Mapping[str, tuple[str, str]] | None = None
+    package: str, exports: Mapping[str, str]
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """``(__getattr__, __dir__)`` for ``package``; ``exports`` maps a public name to the module that
     defines it, relative (``".model"``) or absolute; ``".stats:compare"`` exports ``compare`` under
-    the given name. ``deprecated`` maps an old name to ``(target, advice)``: it resolves like an
-    export and warns ``"<package>.<name> is deprecated: <advice>"`` on every access."""
-    old = dict(deprecated or {})
+    the given name."""
 
     def resolve(name: str, target: str) -> Any:
         module, _, attr = target.partition(":")
@@ -44,10 +37,6 @@ def lazy_exports(
     def __getattr__(name: str) -> Any:
         target = exports.get(name)
         if target is None:
-            if name in old:
-                target, advice = old[name]
-                warnings.warn(f"{package}.{name} is deprecated: {advice}", DeprecationWarning, stacklevel=2)
-                return resolve(name, target)
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
         value = resolve(name, target)
         setattr(sys.modules[package], name, value)

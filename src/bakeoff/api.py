@@ -19,20 +19,17 @@ trec_eval); the statistics those of :mod:`bakeoff.stats`; the fusion formulas th
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .arms.fusion import (FUSE_METHODS, FUSE_NORMS, NORMS, canonical_method, canonical_norm, convex_scores,
-                          fuse_scores)
+from .arms.fusion import FUSE_METHODS, FUSE_NORMS, NORMS, canonical_method, canonical_norm, convex_scores, fuse_scores
 from .data.model import Qrels, Run
 from .data.ranking import NaNScoreError, rank
 from .data.trec import RunTable
 from .errors import ConfigError
-from .metrics import DEFAULT_MEASURES, Evaluation, Measure, averaging_rule, conventions_line, parse_measures
-from .metrics import evaluate as _evaluate
+from .metrics import DEFAULT_MEASURES, Evaluation, Measure, averaging_rule, conventions_line, parse_measures, score_run
 from .stats import DEFAULT_RESAMPLES, Comparison, MeanStat, PairStat
 
 __all__ = ["FUSION_METHODS", "Report", "compare", "evaluate", "fuse"]
@@ -91,14 +88,12 @@ def evaluate(
     ``relevance_level`` is trec_eval's ``-l`` (``"P(rel=2)@5"`` sets it for one measure),
     ``max_docs`` its ``-M``. See :mod:`bakeoff.metrics`.
 
-    The order ``evaluate(run, qrels, ...)`` of earlier releases still works, with a
-    :class:`DeprecationWarning`.
+    A run given first is a :class:`TypeError` naming the order.
     """
-    if isinstance(qrels, (Run, RunTable)) and isinstance(run, Qrels):
-        warnings.warn("evaluate(run, qrels, ...) is deprecated: the order is evaluate(qrels, run, measures), "
-                      "as in ranx and ir_measures", DeprecationWarning, stacklevel=2)
-        qrels, run = run, qrels
-    return _evaluate(_run(run), _qrels(qrels), _measures(measures), query_ids=query_ids,
+    if isinstance(qrels, (Run, RunTable)):
+        raise TypeError("evaluate takes the judgments first: evaluate(qrels, run, measures), as ranx and "
+                        f"ir_measures do; got a {type(qrels).__name__} first")
+    return score_run(_run(run), _qrels(qrels), _measures(measures), query_ids=query_ids,
                      relevance_level=relevance_level, averaging=averaging, trec_eval=trec_eval, complete=complete,
                      max_docs=max_docs)
 
@@ -288,7 +283,7 @@ def compare(
         rule = averaging_rule(averaging)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
-    evaluations = {n: _evaluate(r, q, ms, query_ids=qids, relevance_level=relevance_level, averaging=rule)
+    evaluations = {n: score_run(r, q, ms, query_ids=qids, relevance_level=relevance_level, averaging=rule)
                    for n, r in named.items()}
     first = next(iter(evaluations.values()))
     cutoffs = [m.k for m in _measures(ms) if m.k is not None]
@@ -373,7 +368,7 @@ def fuse(
     named = _named_runs(runs)
     if len(named) < 2:
         raise ConfigError(f"fuse needs at least two runs, got {len(named)}")
-    given = {"rank_constant": rank_constant, "weights": weights, "gamma": gamma, "sigma": sigma}
+    given: dict[str, Any] = {"rank_constant": rank_constant, "weights": weights, "gamma": gamma, "sigma": sigma}
     if k is not None:
         if rank_constant is not None:
             raise ConfigError("fuse: give k= (ranx's name) or rank_constant=, not both")

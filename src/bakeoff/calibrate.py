@@ -247,10 +247,12 @@ def fine_tuned_arms(
                          "final_loss": (rec.get("loss_curve") or [{}])[-1].get("loss"),
                          "data_fingerprint": rec.get("data_fingerprint"), "negatives": miner,
                          "params": rec.get("params")}
+        factory = arm_type("dense" if kind == "embedder" else "rerank")
+        assert factory is not None  # both are built-in arm types
         if kind == "embedder":
-            arms.append(arm_type("dense")(name=name, model=str(path)))
+            arms.append(factory(name=name, model=str(path)))
         else:
-            arms.append(arm_type("rerank")(name=name, base=first_stage, model=str(path), top=RERANK_TOP))
+            arms.append(factory(name=name, base=first_stage, model=str(path), top=RERANK_TOP))
     return arms, trained
 
 

@@ -26,6 +26,7 @@ run killed half-way resumes where it stopped.
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -35,8 +36,18 @@ from typing import Any
 from .cache import Cache
 from .data.loaders import FieldMap
 
-__all__ = ["DEMO_ARMS", "DemoReport", "run_demo", "truth_quality_lines", "judged_lines", "separation_line",
-           "BIGGER_MODEL_HINT", "MIN_DOC_CHARS", "MIN_QUERIES", "DEMO_ANSWERABILITY"]
+__all__ = [
+    "BIGGER_MODEL_HINT",
+    "DEMO_ANSWERABILITY",
+    "DEMO_ARMS",
+    "MIN_DOC_CHARS",
+    "MIN_QUERIES",
+    "DemoReport",
+    "judged_lines",
+    "run_demo",
+    "separation_line",
+    "truth_quality_lines",
+]
 
 #: Standard-library docstrings shorter than this (characters) are not sampled: below it sit the bare one-liners
 #: ("Deprecated AST node class. Unused in Python 3.", exception classes) that no question is answered by.
@@ -103,7 +114,7 @@ def truth_quality_lines(provenance: dict[str, Any]) -> list[str]:
     leak = provenance.get("leak")
     if leak and leak.get("mode") in ("target", "record"):
         bins = leak.get("bins") or []
-        labels = [f"{lo:.1f}-{hi:.1f}" for lo, hi in zip(bins[:-1], bins[1:], strict=False)]
+        labels = [f"{lo:.1f}-{hi:.1f}" for lo, hi in itertools.pairwise(bins)]
         quota = leak.get("quota")
         per_bin = ", ".join(f"{lab} {k}" + (f"/{q}" if quota else "")
                             for lab, k, q in zip(labels, leak["kept_by_bin"], quota or [None] * len(labels), strict=False))

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -54,30 +54,30 @@ from .data.pool import Hole
 from .errors import MissingDependencyError
 
 __all__ = [
+    "LEAK_EDGES",
     "TIE_TOL",
-    "metric_matrix",
-    "matrix_rows",
-    "write_matrix",
+    "BucketRow",
+    "Churn",
     "WinTieLoss",
+    "churn",
+    "coverage",
+    "decompose",
+    "disagreements",
+    "failures",
+    "hole_counts",
+    "judged_at_k",
+    "leak_bucket_labels",
+    "leak_buckets",
+    "length_buckets",
+    "matrix_rows",
+    "metadata_buckets",
+    "metric_matrix",
+    "oracle",
+    "relevant_count_buckets",
+    "round_trip",
     "win_tie_loss",
     "win_tie_loss_matrix",
-    "disagreements",
-    "Churn",
-    "churn",
-    "BucketRow",
-    "decompose",
-    "relevant_count_buckets",
-    "length_buckets",
-    "metadata_buckets",
-    "oracle",
-    "coverage",
-    "failures",
-    "judged_at_k",
-    "hole_counts",
-    "round_trip",
-    "leak_buckets",
-    "leak_bucket_labels",
-    "LEAK_EDGES",
+    "write_matrix",
 ]
 
 #: Two per-query values closer than this count as a tie.
@@ -126,8 +126,8 @@ def write_matrix(path: str | Path, per_query: PerQuery, *, query_ids: Sequence[s
             import pyarrow as pa
             import pyarrow.parquet as pq
         except ImportError:
-            raise MissingDependencyError("pyarrow", "parquet", "Parquet export") from None
-        cols = list(zip(*rows)) if rows else [[] for _ in header]
+            raise MissingDependencyError("pyarrow", None, "Parquet export") from None
+        cols: list[Sequence[Any]] = list(zip(*rows)) if rows else [[] for _ in header]
         table = pa.table({h: (pa.array(c, type=pa.string()) if i < 2 else pa.array(c, type=pa.float64()))
                           for i, (h, c) in enumerate(zip(header, cols))})
         buf = pa.BufferOutputStream()
@@ -357,7 +357,7 @@ def oracle(per_query: PerQuery, measure: str, *, query_ids: Sequence[str],
     }
 
 
-def coverage(qrels: Qrels, corpus_ids: Callable[[str], bool] | Any, *, query_ids: Sequence[str],
+def coverage(qrels: Qrels, corpus_ids: Container[str], *, query_ids: Sequence[str],
              relevance_level: int = 1) -> dict[str, Any]:
     """Queries whose relevant documents are absent from the corpus.
 
@@ -396,12 +396,12 @@ def judged_at_k(runs: Mapping[str, Run], qrels: Qrels, *, k: int, query_ids: Seq
 
     A query missing from a run scores 0 (nothing retrieved, nothing judged).
     """
-    from .metrics import evaluate
+    from .metrics import score_run
 
     out: dict[str, dict[str, Any]] = {}
     name = f"judged@{k}"
     for arm, run in runs.items():
-        ev = evaluate(run, qrels, [name], query_ids=query_ids, relevance_level=-(2**31))
+        ev = score_run(run, qrels, [name], query_ids=query_ids, relevance_level=-(2**31))
         vals = {q: float(ev.per_query[name].get(q, 0.0)) for q in query_ids}
         out[arm] = {"mean": float(np.mean(list(vals.values()))) if vals else math.nan, "per_query": vals}
     return out

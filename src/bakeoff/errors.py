@@ -48,12 +48,12 @@ class ConfigError(BakeoffError):
 
 
 class MissingDependencyError(BakeoffError):
-    """An optional extra is not installed; the message says which ``pip install`` fixes it."""
+    """An optional extra is not installed (or, ``extra=None``, a dependency of bakeoff itself is missing); the
+    message says which ``pip install`` fixes it."""
 
-    def __init__(self, package: str, extra: str, purpose: str) -> None:
-        super().__init__(
-            f"{purpose} needs the package '{package}': pip install 'bakeoff[{extra}]'"
-        )
+    def __init__(self, package: str, extra: str | None, purpose: str) -> None:
+        fix = f"pip install 'bakeoff[{extra}]'" if extra else f"pip install '{package}' (bakeoff itself needs it)"
+        super().__init__(f"{purpose} needs the package '{package}': {fix}")
 
 
 #: What to do about the operating-system errors a user can meet, by errno.

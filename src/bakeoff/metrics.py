@@ -38,7 +38,7 @@ Per query, with ``R`` the relevant set, ``rel_i`` = 1 if the document at rank
 Without ``@k`` a measure has no cutoff (the whole ranking counts), except
 ``precision`` and ``judged`` which require one; ``rprec`` and ``bpref`` take none.
 
-**Which queries are averaged** — three documented rules (:func:`evaluate`, ``averaging=``;
+**Which queries are averaged** — three documented rules (:func:`score_run`, ``averaging=``;
 :data:`AVERAGING`), stated under every table and stored in results.json:
 
 * ``"bakeoff"`` (default): every judged query (of ``query_ids``, by default every
@@ -84,9 +84,27 @@ from .data.trec import _list_layout as _layout
 from .errors import ConfigError, InputError
 
 __all__ = [
-    "AVERAGING", "AVERAGING_ALIASES", "AVERAGING_TEXT", "DEFAULT_MEASURES", "LOWER_BOUND_MEASURES", "RECALL_LEVELS",
-    "Evaluation", "FileEvaluation", "Measure", "PRCurve", "averaging_rule", "conventions", "conventions_line", "pr_curve", "default_measures", "evaluate", "evaluate_files",
-    "measures_for", "parse_measure", "parse_measures", "trec_name",
+    "AVERAGING",
+    "AVERAGING_ALIASES",
+    "AVERAGING_TEXT",
+    "DEFAULT_MEASURES",
+    "LOWER_BOUND_MEASURES",
+    "RECALL_LEVELS",
+    "Evaluation",
+    "FileEvaluation",
+    "Measure",
+    "PRCurve",
+    "averaging_rule",
+    "conventions",
+    "conventions_line",
+    "default_measures",
+    "evaluate_files",
+    "measures_for",
+    "parse_measure",
+    "parse_measures",
+    "pr_curve",
+    "score_run",
+    "trec_name",
 ]
 
 MeasureName = Literal["recall", "precision", "mrr", "ndcg", "ndcg_exp", "hit", "map", "rprec", "bpref", "judged"]
@@ -182,10 +200,6 @@ def parse_measures(texts: Iterable[str | Measure]) -> tuple[Measure, ...]:
     return tuple(out)
 
 
-DEFAULT_MEASURES: tuple[Measure, ...] = parse_measures(
-    ["ndcg@10", "recall@10", "mrr@10", "precision@10", "hit@10", "map@10", "recall@100"]
-)
-
 #: Measures that stay meaningful when only *some* relevant documents are known and the rest
 #: are unknown rather than wrong (citation-mined labels): they become lower bounds. Precision,
 #: MAP and NDCG read unjudged documents as non-relevant, so they are undefined there.
@@ -208,6 +222,11 @@ def default_measures(k: int, depth: int) -> tuple[Measure, ...]:
     than ``k``)."""
     names = [f"ndcg@{k}", f"recall@{k}", f"mrr@{k}", f"precision@{k}", f"hit@{k}", f"map@{k}"]
     return parse_measures(names + _deep(k, depth))
+
+
+#: The measures reported when none are asked for (``bakeoff run`` at k 10, ``bakeoff eval``, :func:`bakeoff.evaluate`):
+#: NDCG, Recall, MRR, Precision, Hit and MAP at 10, and Recall at 100.
+DEFAULT_MEASURES: tuple[Measure, ...] = default_measures(10, 100)
 
 
 def measures_for(label_kind: str, *, k: int, depth: int,
@@ -293,11 +312,12 @@ def _positions(group: np.ndarray) -> np.ndarray:
 def _rows_from_run(run: Run, queries: Sequence[str], qrels: Qrels, max_docs: int | None) -> _Rows:
     group: list[int] = []
     grade: list[int] = []
+    unjudged = int(_UNJUDGED)
     for j, q in enumerate(queries):
         judged = qrels.get(q)
         docs = run.doc_ids(q, max_docs)
         group.extend([j] * len(docs))
-        grade.extend(judged.get(d, _UNJUDGED) for d in docs)
+        grade.extend(judged.get(d, unjudged) for d in docs)
     g = np.asarray(group, dtype=np.int64)
     return _Rows(g, _positions(g), np.asarray(grade, dtype=np.int64))
 
@@ -487,9 +507,10 @@ def conventions(results: Mapping[str, object]) -> dict[str, object]:
     ``{"averaging", "averaging_text", "relevance_level", "identical_ids_removed", "identical_ids_how",
     "own_document_queries"}`` (files written before they were recorded: bakeoff's rule, level 1)."""
     rule = str(results.get("averaging") or "bakeoff")
-    ds = results.get("dataset")
-    ds = ds if isinstance(ds, Mapping) else {}
-    ident = ds.get("identical_ids") if isinstance(ds.get("identical_ids"), Mapping) else {}
+    dataset = results.get("dataset")
+    ds: Mapping[str, object] = dataset if isinstance(dataset, Mapping) else {}
+    ids = ds.get("identical_ids")
+    ident: Mapping[str, object] = ids if isinstance(ids, Mapping) else {}
     removed = bool(ident.get("removed", ds.get("ignore_identical_ids", False)))
     level = results.get("relevance_level", 1)
     return {"averaging": rule, "averaging_text": AVERAGING_TEXT.get(rule, rule),
@@ -524,13 +545,13 @@ def averaging_rule(averaging: str | None = None, *, trec_eval: bool = False, com
     if name not in AVERAGING:
         raise ValueError(f"unknown averaging rule {averaging!r}; known: {', '.join(AVERAGING)} "
                          f"(or {', '.join(AVERAGING_ALIASES)})")
-    if trec_eval or complete:
-        if (name, complete) not in (("trec_eval", False), ("trec_eval-c", True), ("trec_eval-c", False)):
-            raise ValueError(f"averaging={averaging!r} contradicts trec_eval={trec_eval}, complete={complete}")
+    if (trec_eval or complete) and (name, complete) not in (("trec_eval", False), ("trec_eval-c", True),
+                                                             ("trec_eval-c", False)):
+        raise ValueError(f"averaging={averaging!r} contradicts trec_eval={trec_eval}, complete={complete}")
     return name
 
 
-def evaluate(
+def score_run(
     run: Run | RunTable,
     qrels: Qrels,
     measures: Iterable[str | Measure] = DEFAULT_MEASURES,
@@ -609,7 +630,7 @@ class PRCurve:
     ``per_query[qid][j]`` is the query's interpolated precision at recall ``levels[j]``: the highest
     precision at any rank whose recall reaches that level, as trec_eval rounds it (:func:`pr_curve`; 0
     beyond the recall the run reaches, and for a query without relevant document). ``mean[j]`` averages it over ``query_ids`` (the
-    averaging rule ``rule``, as :func:`evaluate`).
+    averaging rule ``rule``, as :func:`score_run`).
     """
 
     levels: tuple[float, ...]
@@ -630,7 +651,7 @@ def pr_curve(
     legacy: bool = False,
 ) -> PRCurve:
     """The 11-point interpolated precision-recall curve of ``run`` (:class:`PRCurve`; trec_eval's
-    ``iprec_at_recall``, equal to pytrec_eval's per query). Queries are chosen as :func:`evaluate` does
+    ``iprec_at_recall``, equal to pytrec_eval's per query). Queries are chosen as :func:`score_run` does
     with the same arguments. With ``R`` relevant documents and the ``c``-th relevant one at rank
     ``i_c``, the interpolated precision at level ``l`` is ``max{c / i_c : c >= n_l}``, 0 when no
     retrieved relevant document qualifies, where ``n_l = max(1, round(l * R))`` (half away from zero) is
@@ -639,7 +660,7 @@ def pr_curve(
     implementations"; trec_eval 10 dropped it as not platform-safe): ``legacy=True`` gives theirs. The
     two differ on some levels of some queries (``R = 474``, level 0.1: the 47th or the 48th relevant
     document)."""
-    ev = evaluate(run, qrels, ["map"], query_ids=query_ids, relevance_level=relevance_level, averaging=averaging,
+    ev = score_run(run, qrels, ["map"], query_ids=query_ids, relevance_level=relevance_level, averaging=averaging,
                   max_docs=max_docs)
     queries = list(ev.query_ids)
     rows = _rows_from_table(run, queries, qrels, max_docs) if isinstance(run, RunTable) else \
@@ -711,7 +732,7 @@ def evaluate_files(
     max_docs: int | None = None,
     allow_duplicate_judgments: bool = False,
 ) -> FileEvaluation:
-    """Read a qrels file and a TREC run (:mod:`bakeoff.data.trec`) and :func:`evaluate` the run:
+    """Read a qrels file and a TREC run (:mod:`bakeoff.data.trec`) and :func:`score_run` the run:
     the whole of ``bakeoff eval``. The run is read as columns and scored without one Python
     object per line. Warnings: an empty run, judged queries missing from the run, run queries
     without judgments, queries without a relevant judgment, repeated judgments overridden,
@@ -725,7 +746,7 @@ def evaluate_files(
     qreport = TrecReadReport()
     qrels = read_qrels(qrels_path, allow_duplicates=allow_duplicate_judgments, report=qreport)
     table = read_run_table(run_path)
-    ev = evaluate(table, qrels, measures, relevance_level=relevance_level, averaging=rule, max_docs=max_docs)
+    ev = score_run(table, qrels, measures, relevance_level=relevance_level, averaging=rule, max_docs=max_docs)
     warnings: list[str] = [*qreport.warnings(str(qrels_path)), *table.report.warnings(str(run_path))]
     n_judged = len(qrels)
     if len(table) == 0:

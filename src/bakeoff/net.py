@@ -63,7 +63,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, Self
 
 from .errors import BakeoffError, ConfigError, MissingDependencyError
 from .redact import MIN_SECRET_PART, is_secret_name, redact_url, scrub, url_secrets
@@ -76,8 +76,8 @@ __all__ = [
     "RETRY_STATUS",
     "HttpClient",
     "HttpError",
-    "excerpt",
     "default_user_agent",
+    "excerpt",
     "retry_after_seconds",
     "scrub",
 ]
@@ -145,7 +145,7 @@ def _httpx() -> Any:
     try:
         import httpx
     except ImportError as exc:  # pragma: no cover - httpx is a core dependency
-        raise MissingDependencyError("httpx", "core", "HTTP") from exc
+        raise MissingDependencyError("httpx", None, "HTTP") from exc
     return httpx
 
 
@@ -240,7 +240,7 @@ class HttpClient:
                 self._client.close()
                 self._client = None
 
-    def __enter__(self) -> HttpClient:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

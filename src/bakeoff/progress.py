@@ -12,9 +12,9 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 __all__ = ["LineBar", "close_bars", "library_bars_off", "progress_bar", "ticking", "write_line"]
 
@@ -67,7 +67,7 @@ class LineBar:
             self.update(1)
         self.close()
 
-    def __enter__(self) -> LineBar:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -130,7 +130,7 @@ def library_bars_off(*, force: bool = False) -> Iterator[None]:
             os.environ[name] = "1"
         else:
             os.environ.setdefault(name, "1")
-    restore = []
+    restore: list[Callable[[], object]] = []
     if "huggingface_hub" in sys.modules:
         from huggingface_hub import utils as hub
 

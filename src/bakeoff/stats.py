@@ -49,16 +49,16 @@ import numpy as np
 __all__ = [
     "DEFAULT_RESAMPLES",
     "SMALL_SAMPLE",
+    "Comparison",
     "MeanStat",
     "PairStat",
-    "Comparison",
     "bootstrap_ci",
-    "paired_tests",
-    "holm",
     "cohens_dz",
     "compare",
-    "small_sample_note",
     "derive_rng",
+    "holm",
+    "paired_tests",
+    "small_sample_note",
 ]
 
 #: Bootstrap resamples and randomization-test permutations by default.

@@ -26,7 +26,7 @@ from typing import Any
 
 from .data.model import Corpus
 
-__all__ = ["SAFE_MODULES", "stdlib_corpus", "extract"]
+__all__ = ["SAFE_MODULES", "extract", "stdlib_corpus"]
 
 #: Standard-library modules imported for the demo corpus (sorted; all import without side effects).
 SAFE_MODULES: tuple[str, ...] = (

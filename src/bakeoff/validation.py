@@ -158,7 +158,7 @@ def validate(
     try:
         if isinstance(schema, type) and issubclass(schema, BaseModel):
             return schema.model_validate(data)  # type: ignore[return-value]
-        return TypeAdapter(schema).validate_python(data)  # type: ignore[no-any-return]
+        return TypeAdapter(schema).validate_python(data)
     except ValidationError as exc:
         errors = exc.errors(include_url=False)
         # the most specific problem: the deepest location (for a union, the member that got furthest)
@@ -313,19 +313,19 @@ def signature_model(func: Callable[..., Any], *, name: str, skip: Iterable[str] 
 class OpenSchema(Schema):
     """A :class:`Schema` that lets unknown keys through (for a callee that checks them itself)."""
 
-    model_config = ConfigDict(**{**SCHEMA_CONFIG, "extra": "allow"})  # type: ignore[typeddict-item]
+    model_config = ConfigDict(**{**SCHEMA_CONFIG, "extra": "allow"})
 
 
 class OptionsSchema(Schema):
     """Options written on a command line (``--arm``): a number given for a text option is that text."""
 
-    model_config = ConfigDict(**{**SCHEMA_CONFIG, "coerce_numbers_to_str": True})  # type: ignore[typeddict-item]
+    model_config = ConfigDict(**{**SCHEMA_CONFIG, "coerce_numbers_to_str": True})
 
 
 class OpenOptionsSchema(OptionsSchema):
     """:class:`OptionsSchema` letting unknown keys through (for a callee that checks them itself)."""
 
-    model_config = ConfigDict(**{**SCHEMA_CONFIG, "coerce_numbers_to_str": True,  # type: ignore[typeddict-item]
+    model_config = ConfigDict(**{**SCHEMA_CONFIG, "coerce_numbers_to_str": True,
                                  "extra": "allow"})
 
 

@@ -23,7 +23,7 @@ __all__ = ["ABSENT", "bakeoff_version", "installed_version", "version_of", "vers
 ABSENT = "absent"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def installed_version(dist: str) -> str | None:
     """The installed version of distribution ``dist`` (its PyPI name), or ``None``; read once per process
     (``importlib.metadata`` scans every ``site-packages`` entry per call: a cached RRF re-run asked 1,114

@@ -7,12 +7,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.support._vectors import FixedVectors, random_unit
 from bakeoff.arms.ann import AnnArm, recall_of_exact
-from bakeoff.runner.context import Context
-from bakeoff.runner.run import run_bakeoff
 from bakeoff.data.model import Corpus, Dataset, Document, Qrels, Queries, Run
 from bakeoff.errors import ConfigError
+from bakeoff.runner.context import Context
+from bakeoff.runner.run import run_bakeoff
+from tests.support._vectors import FixedVectors, random_unit
 
 pytest.importorskip("faiss", reason="the [ann] extra is not installed")
 

@@ -11,24 +11,25 @@ from __future__ import annotations
 
 import pytest
 
-from bakeoff.runner.context import Context
 from bakeoff.arms.dense import DenseArm
-from bakeoff.metrics import evaluate
+from bakeoff.metrics import score_run
+from bakeoff.runner.context import Context
+
+pytestmark = pytest.mark.slow  # SciFact and a real model
 
 MTEB = {"ndcg@10": 0.64508, "recall@10": 0.78333, "mrr@10": 0.60472}
 
 
-@pytest.mark.slow
 def test_dense_minilm_reproduces_mteb_scifact(scifact, shared_cache) -> None:
     arm = DenseArm()  # no model= : the offline bundled MiniLM
     ctx = Context(scifact.corpus, cache=shared_cache, progress=False)
     run = ctx.search(arm, scifact.queries, k=100)
-    ev = evaluate(run, scifact.qrels, list(MTEB), query_ids=scifact.queries.ids)
+    ev = score_run(run, scifact.qrels, list(MTEB), query_ids=scifact.queries.ids)
     assert len(ev.query_ids) == 300
     print("dense MiniLM on SciFact test: " + ", ".join(f"{m} {ev.means[m]:.5f}" for m in MTEB))
     for measure, published in MTEB.items():
         assert ev.means[measure] == pytest.approx(published, abs=5e-4), (measure, ev.means[measure])
     # every SciFact test query has a relevant document and an answer: the three averaging rules agree
     for rule in ("trec_eval", "trec_eval-c"):
-        other = evaluate(run, scifact.qrels, list(MTEB), query_ids=scifact.queries.ids, averaging=rule)
+        other = score_run(run, scifact.qrels, list(MTEB), query_ids=scifact.queries.ids, averaging=rule)
         assert other.query_ids == tuple(sorted(ev.query_ids)) and other.means == pytest.approx(ev.means, abs=1e-12)

@@ -50,6 +50,7 @@ def gemm_backend(request, monkeypatch):
     return request.param
 
 
+@pytest.mark.slow  # work at scale (thousands of queries, bootstrap loops)
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 2**32 - 1),
        shape=st.sampled_from([(40, 3), (300, 8), (500, 13), (1199, 384), (1203, 384), (1206, 384), (2593, 384),
@@ -180,6 +181,7 @@ def test_gemm_model_is_onnx_helpers_output() -> None:
     assert np.array_equal(got, (a.astype(np.float64) @ b.T.astype(np.float64)).astype(np.float32))
 
 
+@pytest.mark.slow  # work at scale (thousands of queries, bootstrap loops)
 def test_many_queries_and_mass_ties(gemm_backend) -> None:
     """Two query blocks (> 256 queries) and corpora made of a few repeated vectors: most documents tie, so the
     candidate store grows past its pruning limit; a mask and a tiny block size cut the corpus differently."""

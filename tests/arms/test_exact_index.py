@@ -56,6 +56,7 @@ def _check(index: ExactIndex, q: np.ndarray, ids: list[str], *, k: int, mask: np
         [np.float64(s).tobytes() for _, s in r] for r in want]
 
 
+@pytest.mark.slow  # work at scale (thousands of queries, bootstrap loops)
 @settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                  HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 2**32 - 1),
@@ -147,6 +148,7 @@ def test_saturating_kernel_falls_back(monkeypatch) -> None:
     _check(ExactIndex.build(docs, block=64), q, ids, k=9)
 
 
+@pytest.mark.slow  # work at scale (thousands of queries, bootstrap loops)
 def test_many_queries_mass_ties_and_edges(int8_path) -> None:
     rng = np.random.default_rng(11)
     distinct = rng.standard_normal((6, 24)).astype(np.float32)
@@ -211,6 +213,7 @@ def test_forked_child_searches(int8_path) -> None:
     assert call_in_fork(functools.partial(index.search, k=20), q, ids) == want
 
 
+@pytest.mark.slow  # a real model
 def test_dense_arm_builds_the_index_for_large_searches_with_the_same_run(monkeypatch) -> None:
     """The dense arm (real MiniLM) builds the index when a search is large enough and returns the same run."""
     pytest.importorskip("sentence_transformers")
@@ -246,6 +249,7 @@ def _indexed_dense_arm(corpus, ctx):
     return arm
 
 
+@pytest.mark.slow  # work at scale (thousands of queries, bootstrap loops)
 def test_cached_index_round_trips(tmp_path, monkeypatch) -> None:
     """to_cache / from_cache: the same index (arrays memory-mapped back), refused for other documents; the dense
     arm stores it and a fresh arm loads it instead of building."""
@@ -287,6 +291,7 @@ def test_cached_index_round_trips(tmp_path, monkeypatch) -> None:
     assert {q: got[q] for q in queries.ids} == {q: want[q] for q in queries.ids}
 
 
+@pytest.mark.slow  # work at scale (thousands of queries, bootstrap loops)
 def test_stored_index_serves_searches_below_the_threshold(tmp_path, monkeypatch) -> None:
     """Too few queries to pay for a build: none is built. Once a large search has stored the index, a fresh arm's
     small search of the same (large enough) corpus loads it (memory-mapped, never rebuilt) and returns the same

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from bakeoff.runner.context import Context
 from bakeoff.arms.external import ExternalError
 from bakeoff.arms.external.command import CommandArm
 from bakeoff.data.model import Corpus, Document, Queries
+from bakeoff.runner.context import Context
 
 CORPUS = Corpus.from_documents([Document(d, f"text {d}") for d in ("a", "b", "c", "d")])
 QUERIES = Queries.from_dict({"q1": "alpha", "q2": "beta"})

@@ -9,14 +9,14 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from tests.support.fake_http import FakeServer, Reply
 
-from bakeoff.runner.context import Context
 from bakeoff.arms.external import ExternalError, redact_url
 from bakeoff.arms.external.http import HttpArm, fill_template
 from bakeoff.arms.external.jsonpath import SelectorError, select
-from bakeoff.runner.config import build_arms, parse_arm_spec
 from bakeoff.data.model import Corpus, Document, Queries
+from bakeoff.runner.config import build_arms, parse_arm_spec
+from bakeoff.runner.context import Context
+from tests.support.fake_http import FakeServer, Reply
 
 CORPUS = Corpus.from_documents([Document(d, f"text {d}") for d in ("a", "b", "c", "d", "e")])
 QUERIES = Queries.from_dict({"q1": "alpha", "q2": "beta gamma", "q3": "delta"})

@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 
 from bakeoff.arms.base import Arm
-from bakeoff.runner.context import Context
 from bakeoff.arms.fusion import ConvexArm, FuseArm, RRFArm, normalize_scores
 from bakeoff.arms.lexical import BM25Arm
 from bakeoff.cache import Cache
-from bakeoff.runner.config import build_arms, parse_arm_spec
 from bakeoff.data.model import Corpus, Document, Queries, Run
 from bakeoff.errors import ConfigError
+from bakeoff.runner.config import build_arms, parse_arm_spec
+from bakeoff.runner.context import Context
 
 
 class FixedArm(Arm):
@@ -186,8 +186,8 @@ def test_cli_specs_compose_by_name():
 
 
 def test_cached_flag_is_per_run_not_per_arm(tmp_path):
-    from bakeoff.runner.run import run_bakeoff
     from bakeoff.data.model import Dataset, Qrels
+    from bakeoff.runner.run import run_bakeoff
 
     ds = Dataset(DOCS, Q, Qrels({"q1": {"d1": 1}, "q2": {"a": 1}}))
     cache = Cache(tmp_path / "c")

@@ -21,6 +21,8 @@ from bakeoff.arms.lexical import BM25Arm, TfidfArm
 from bakeoff.data.ranking import rank
 from bakeoff.runner.context import Context
 
+pytestmark = pytest.mark.slow  # SciFact and real models
+
 ranx = pytest.importorskip("ranx", reason="ranx (test extra) is the reference implementation")
 numba_typed = pytest.importorskip("numba.typed")
 numba_types = pytest.importorskip("numba.core.types")
@@ -75,7 +77,6 @@ def ours(runs_, names, qids, **kw):
     return {q: fuse_scores([runs_[n].get(q) for n in names], **kw) for q in qids}
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("pair", PAIRS, ids=["+".join(p) for p in PAIRS])
 def test_score_methods_equal_ranx_for_every_norm(runs, pair):
     runs_, qids = runs
@@ -86,7 +87,6 @@ def test_score_methods_equal_ranx_for_every_norm(runs, pair):
             check_equal(got, ranx.fuse(rx, norm=rnorm, method=method), qids)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("pair", PAIRS, ids=["+".join(p) for p in PAIRS])
 def test_rank_methods_equal_ranx(runs, pair):
     runs_, qids = runs
@@ -98,7 +98,6 @@ def test_rank_methods_equal_ranx(runs, pair):
     check_equal(ours(runs_, pair, qids, method="borda"), ranx.fuse(rx, norm=None, method="bordafuse"), qids)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("pair", PAIRS, ids=["+".join(p) for p in PAIRS])
 def test_weighted_methods_equal_ranx(runs, pair):
     runs_, qids = runs
@@ -123,7 +122,6 @@ def test_weighted_methods_equal_ranx(runs, pair):
                 ranx.fuse(scored, norm=None, method="wsum", params={"weights": w}), qids)
 
 
-@pytest.mark.slow
 def test_arms_give_the_pure_functions_scores(runs, scifact):
     """The arms (through ctx.search, cut to k) rank by exactly these scores."""
     runs_, qids = runs

@@ -47,15 +47,16 @@ from typing import Any
 
 import pytest
 
-from tests.support.fake_http import FakeServer, Reply
-
 from bakeoff.arms.base import Arm, subtree
 from bakeoff.data.model import Corpus, Document, Qrels, Queries, Run
 from bakeoff.data.writers import write_trec_run
 from bakeoff.errors import MissingDependencyError
-from bakeoff.metrics import evaluate
+from bakeoff.metrics import score_run
 from bakeoff.runner.config import build_arms, parse_arm_spec
 from bakeoff.runner.context import Context
+from tests.support.fake_http import FakeServer, Reply
+
+pytestmark = pytest.mark.slow  # every arm type, real models included
 
 GOLDEN = Path(__file__).with_name("golden_runs.json")
 K = 10
@@ -163,7 +164,7 @@ for line in sys.stdin:
 
 def metrics_of(run: Run) -> dict[str, float]:
     """The run's :data:`MEASURES` (means over the six queries) against :data:`QRELS`."""
-    means = evaluate(run, Qrels(QRELS), MEASURES).means
+    means = score_run(run, Qrels(QRELS), MEASURES).means
     return {m: float(means[m]) for m in sorted(means)}
 
 

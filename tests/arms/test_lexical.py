@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from bakeoff.arms import BM25Arm, TfidfArm
-from bakeoff.runner.context import Context
 from bakeoff.data.model import Corpus, Document, Queries
 from bakeoff.errors import ConfigError
+from bakeoff.runner.context import Context
 
 DOCS = [
     Document("d1", "the cat sat on the mat"),
@@ -113,6 +113,7 @@ def test_config_feeds_fingerprint():
         BM25Arm(method="okapi-ish")
 
 
+@pytest.mark.slow  # SciFact
 def test_scifact_bm25_reproduces_published_tutorial(scifact):
     """bm25s default (lucene, k1=1.5, b=0.75, English stopwords), title + text, unstemmed and
     Snowball-stemmed: the tutorial's 0.6617/0.7739/0.6312 and 0.6863/0.8187/0.6492."""

@@ -8,14 +8,16 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.support._vectors import FixedVectors, random_unit
-from bakeoff.runner.context import Context
 from bakeoff.arms.external import ExternalError
 from bakeoff.arms.external._pg import connect
 from bakeoff.arms.external.postgres import PgFtsArm, PgVectorArm, vector_literal
 from bakeoff.data.model import Corpus, Document, Queries
 from bakeoff.data.ranking import rank
 from bakeoff.errors import ConfigError
+from bakeoff.runner.context import Context
+from tests.support._vectors import FixedVectors, random_unit
+
+pytestmark = pytest.mark.slow  # PostgreSQL
 
 pytest.importorskip("psycopg", reason="the [postgres] extra is not installed")
 

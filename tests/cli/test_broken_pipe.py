@@ -9,7 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.support.report_fixture import write_tiny_beir
+
+pytestmark = pytest.mark.slow  # the command line in a subprocess or a served app
 
 
 def _closed_stdout(*args: str, cache: Path) -> tuple[int, str]:

@@ -20,6 +20,8 @@ from bakeoff.cli import main
 from tests.cli.test_demo_corpus import TOPICS, _doc, _reply
 from tests.support.fake_openai_chat import FakeOpenAI
 
+pytestmark = pytest.mark.slow  # a real model
+
 ARMS = ["--arm", "tfidf", "--arm", "bm25", "--arm", "bm25-stem=bm25:stemmer=english", "--arm", "l=bm25:method=bm25l"]
 
 #: Human queries: other words than the documents use, one judged document each.
@@ -46,7 +48,6 @@ def _run(args: list[str], capsys) -> tuple[int, str, str]:
     return rc, cap.out, cap.err
 
 
-@pytest.mark.slow
 def test_calibrate_writes_a_record_whose_figures_match_the_results(tmp_path: Path, capsys, monkeypatch) -> None:
     data = _judged(tmp_path / "judged")
     out = tmp_path / "cal"
@@ -186,7 +187,6 @@ def _ranked(path: Path) -> dict[str, list[str]]:
     return out
 
 
-@pytest.mark.slow
 def test_calibrate_fine_tunes_on_a_train_split_by_document_and_evaluates_the_test_split(tmp_path: Path, capsys) -> None:
     """Real fine-tunes of the bundled MiniLM (embedder and cross-encoder) on the synthetic train split; a re-run
     trains nothing."""
@@ -245,7 +245,6 @@ def test_calibrate_fine_tunes_on_a_train_split_by_document_and_evaluates_the_tes
     assert not list(tmp_path.glob(".*calibrating-*")) and not list((tmp_path / "cache" / "finetuned").rglob(".*partial*"))
 
 
-@pytest.mark.slow
 def test_calibrate_judges_the_pool_and_calibrates_again_on_the_widened_truth(tmp_path: Path, capsys) -> None:
     """``--pool-depth 2``: every unjudged document in some arm's top 2 of each synthetic query is judged by
     query likelihood (the real Gemma 3 270M in-process); the pooled qrels hold the source at 2 and a judged

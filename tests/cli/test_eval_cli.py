@@ -7,6 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.slow  # the command line in a subprocess or a served app
+
 
 def cli(*args: str) -> tuple[int, str, str]:
     proc = subprocess.run([sys.executable, "-m", "bakeoff", "eval", *args], capture_output=True, text=True, timeout=120,

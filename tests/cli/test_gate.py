@@ -18,6 +18,8 @@ from bakeoff.cli import main
 from bakeoff.runner.results import read_results
 from tests.support.report_fixture import write_tiny_beir
 
+pytestmark = pytest.mark.slow  # the command line in a subprocess or a served app
+
 SAME_DOC = """import json, sys
 for line in sys.stdin:
     q = json.loads(line)

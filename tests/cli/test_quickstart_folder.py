@@ -20,6 +20,8 @@ from bakeoff.cli import main
 from tests.ingest.test_documents import make_pdf
 from tests.support.fake_openai_chat import FakeOpenAI, Reply
 
+pytestmark = pytest.mark.slow  # a real model
+
 #: (file below "Mes documents", topic, how the query asks about it): names with spaces, accents, nested folders,
 #: one stem with two extensions; two files of each format.
 FILES = [("Rapport annuel 2023.pdf", "volcano", "origin explained simply"),
@@ -70,7 +72,6 @@ def _reply(body: dict, i: int) -> Reply:
     return Reply(200, json.dumps({"query": f"{topic} {FILES[TOPICS.index(topic)][2]}"}))
 
 
-@pytest.mark.slow
 def test_readme_quickstart_on_a_folder_whose_names_hold_spaces_and_accents(tmp_path: Path, capsys) -> None:
     docs = tmp_path / "Mes documents"
     for rel, topic, _ in FILES:

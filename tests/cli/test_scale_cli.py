@@ -24,6 +24,7 @@ def tiny_beir(tmp_path: Path) -> Path:
     return d
 
 
+@pytest.mark.slow  # PostgreSQL
 def test_cli_runs_pgfts_and_command_arms(tiny_beir: Path, tmp_path: Path, pg_dsn: str, capsys: pytest.CaptureFixture[str]) -> None:
     script = tmp_path / "ret.py"
     script.write_text("import json,sys\nfor l in sys.stdin:\n    q=json.loads(l)\n"

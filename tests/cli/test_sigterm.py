@@ -63,7 +63,7 @@ def test_sigterm_during_calibrate_removes_its_staging_folder_and_exits_143(tmp_p
         assert held, proc.communicate(timeout=5)
         assert list(tmp_path.glob(".cal.calibrating-*")), "the staging folder exists while waiting"
         proc.send_signal(signal.SIGTERM)
-        stdout, stderr = proc.communicate(timeout=60)
+        _stdout, stderr = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()

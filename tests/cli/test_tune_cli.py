@@ -15,7 +15,7 @@ from tests.data.test_loaders import beir_folder, write
 
 def cli(*args: str) -> tuple[int, str, str]:
     proc = subprocess.run([sys.executable, "-m", "bakeoff", "tune", *args], capture_output=True, text=True,
-                          timeout=600)
+                          timeout=600, check=False)
     return proc.returncode, proc.stdout, proc.stderr
 
 
@@ -38,6 +38,7 @@ def config(tmp_path: Path, tune: str) -> Path:
     return p
 
 
+@pytest.mark.slow  # the command line in a subprocess or a served app
 def test_toml_tune_table_end_to_end(tmp_path):
     cfg = config(tmp_path, '[tune]\narm = "bm25"\ndev = "train"\nmeasure = "mrr@10"\n'
                            '[tune.params]\nk1 = [0.5, 1.5]\nmethod = ["lucene", "robertson"]')
@@ -77,6 +78,7 @@ def test_bad_input_one_line_exit_2_nothing_written(tmp_path, args, tune, message
     assert not out.exists()
 
 
+@pytest.mark.slow  # SciFact
 def test_dev_split_sharing_test_queries_is_refused(tmp_path, scifact_path):
     """SciFact's train split holds two queries whose text equals a test query's: refused like the
     fine-tuning hygiene, one line naming them; --drop-leaks is the way out."""

@@ -12,7 +12,6 @@ from bakeoff.data.datasets import DatasetSpec, open_corpus, open_dataset
 from bakeoff.data.loaders import FieldMap, load_beir
 from bakeoff.data.model import Dataset
 from bakeoff.errors import ConfigError, InputError
-
 from tests.data.test_loaders import beir_folder, write
 
 

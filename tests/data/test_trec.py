@@ -23,7 +23,7 @@ from bakeoff.data.trec import (
     read_trec_run,
 )
 from bakeoff.errors import InputError
-from bakeoff.metrics import evaluate, evaluate_files
+from bakeoff.metrics import evaluate_files, score_run
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -131,7 +131,7 @@ def test_inf_scores_are_numbers(tmp_path):
     # the shape: the documents scored ±inf are the relevant ones; inf must rank first (NDCG@10 0.8772,
     # as pytrec_eval computes it), not last
     qrels = Qrels({"q": {"big": 1, "small": 1}})
-    ev = evaluate(read_trec_run(p), qrels, ["ndcg@10"])
+    ev = score_run(read_trec_run(p), qrels, ["ndcg@10"])
     assert ev.means["ndcg@10"] == pytest.approx((1 + 1 / math.log2(5)) / (1 + 1 / math.log2(3)))  # 0.8772
     pytrec_eval = pytest.importorskip("pytrec_eval")
     ref = pytrec_eval.RelevanceEvaluator({"q": {"big": 1, "small": 1}}, {"ndcg_cut.10"}).evaluate(
@@ -142,8 +142,8 @@ def test_inf_scores_are_numbers(tmp_path):
 def test_reversed_lines_give_the_same_evaluation(tmp_path):
     lines = ["q Q0 a 1 0.1 t", "q Q0 b 2 0.9 t", "q Q0 c 3 0.5 t", "q Q0 d 4 0.7 t", "q Q0 e 5 0.5 t"]
     qrels = Qrels({"q": {"a": 1, "c": 2, "e": 1}})
-    one = evaluate(read_trec_run(write(tmp_path / "a", "\n".join(lines) + "\n")), qrels, ["ndcg@10", "map"])
-    two = evaluate(read_trec_run(write(tmp_path / "b", "\n".join(lines[::-1]) + "\n")), qrels, ["ndcg@10", "map"])
+    one = score_run(read_trec_run(write(tmp_path / "a", "\n".join(lines) + "\n")), qrels, ["ndcg@10", "map"])
+    two = score_run(read_trec_run(write(tmp_path / "b", "\n".join(lines[::-1]) + "\n")), qrels, ["ndcg@10", "map"])
     assert one.means == two.means
 
 
@@ -210,7 +210,7 @@ def test_fast_reader_equals_line_reader(tmp_path_factory, rows, sep, shuffle):
     assert fast.to_run().ranked == slow.to_run().ranked
     qrels = Qrels({"q1": {d: 1 for _, d, _ in rows[::2]}, "q2": {rows[0][1]: 2}})
     ms = ["ndcg@3", "map", "mrr", "precision@2", "bpref", "rprec"]
-    assert evaluate(fast, qrels, ms).per_query == evaluate(slow.to_run(), qrels, ms).per_query
+    assert score_run(fast, qrels, ms).per_query == score_run(slow.to_run(), qrels, ms).per_query
 
 
 # ---- NaN / inf / ties: NDCG equals pytrec_eval -------------------------------------------------------------------
@@ -229,7 +229,7 @@ def test_ndcg_with_inf_and_ties_equals_pytrec_eval(run, judged):
         judged = {**judged, next(iter(judged)): 1}
     ref = pytrec_eval.RelevanceEvaluator({"q": judged}, {"ndcg_cut.3", "ndcg_cut.10", "ndcg", "map", "P.5"})
     want = ref.evaluate({"q": run})["q"]
-    ev = evaluate(Run.from_scores("r", {"q": run}), Qrels({"q": judged}), ["ndcg@3", "ndcg@10", "ndcg", "map",
+    ev = score_run(Run.from_scores("r", {"q": run}), Qrels({"q": judged}), ["ndcg@3", "ndcg@10", "ndcg", "map",
                                                                            "precision@5"]).per_query
     for mine, theirs in (("ndcg@3", "ndcg_cut_3"), ("ndcg@10", "ndcg_cut_10"), ("ndcg", "ndcg"), ("map", "map"),
                          ("precision@5", "P_5")):

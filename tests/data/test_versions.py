@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from bakeoff.data.model import Qrels
-from bakeoff.errors import InputError
 from bakeoff.data.versions import Versions, read_targets
+from bakeoff.errors import InputError
 
 FIX = Path(__file__).parents[1] / "fixtures" / "citations"
 

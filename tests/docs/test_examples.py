@@ -46,6 +46,7 @@ def test_the_pages_have_examples() -> None:
     assert {n: o for n, _, o in EXAMPLES}["docs/api.md#1"] is not None  # its output is checked
 
 
+@pytest.mark.slow  # SciFact
 @pytest.mark.parametrize(("where", "code", "expected"), EXAMPLES, ids=[e[0] for e in EXAMPLES])
 def test_example_runs(where: str, code: str, expected: str | None, tmp_path: Path, monkeypatch, scifact_path) -> None:
     if EXAMPLE_DATA in code:

@@ -61,8 +61,8 @@ def test_help_marker_renders_the_command_help() -> None:
 
 def test_sphinx_roles_become_code_spans() -> None:
     rewrite = hook("griffe_sphinx_roles").rewrite
-    text = ("Score a :class:`~bakeoff.data.model.Run` with :func:`bakeoff.metrics.evaluate`, "
+    text = ("Score a :class:`~bakeoff.data.model.Run` with :func:`bakeoff.metrics.score_run`, "
             ":meth:`Arm.search` and :py:attr:`~x.y`; :func:`the rule <bakeoff.data.ranking.rank>`.\n\n"
             "Layout::\n\n    [run]\n    k = 10\n\nA C++ ``a::b`` stays.")
-    assert rewrite(text) == ("Score a `Run` with `bakeoff.metrics.evaluate`, `Arm.search` and `y`; `the rule`.\n\n"
+    assert rewrite(text) == ("Score a `Run` with `bakeoff.metrics.score_run`, `Arm.search` and `y`; `the rule`.\n\n"
                              "Layout:\n\n    [run]\n    k = 10\n\nA C++ ``a::b`` stays.")

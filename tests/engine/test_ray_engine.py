@@ -7,10 +7,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from bakeoff.runner.context import Context
 from bakeoff.data.model import Corpus, Document
 from bakeoff.engine import make_engine
 from bakeoff.errors import ConfigError
+from bakeoff.runner.context import Context
 
 pytest.importorskip("ray", reason="the [ray] extra is not installed")
 pytest.importorskip("sentence_transformers", reason="the [dense] extra is not installed")
@@ -39,6 +39,7 @@ def _corpus(n: int = 96) -> Corpus:
     return Corpus.from_documents(docs)
 
 
+@pytest.mark.slow  # Ray
 def test_ray_engine_bit_identical_to_local(ray_local: Any, tmp_path: Any) -> None:
     from bakeoff.arms.dense import DenseArm
     from bakeoff.cache import Cache
@@ -58,6 +59,7 @@ def test_ray_engine_bit_identical_to_local(ray_local: Any, tmp_path: Any) -> Non
     assert not list(ray_cache.root.rglob("*.parts"))
 
 
+@pytest.mark.slow  # Ray
 def test_ray_engine_resumes_from_existing_shards(ray_local: Any, cache: Any) -> None:
     from bakeoff.engine.ray_engine import RayEngine
 
@@ -82,6 +84,7 @@ def test_ray_engine_resumes_from_existing_shards(ray_local: Any, cache: Any) -> 
     assert hit2 and np.array_equal(arr2, arr)
 
 
+@pytest.mark.slow  # Ray, a real model
 def test_ray_rerank_identical_to_local(ray_local: Any, tmp_path: Any) -> None:
     """Cross-encoder scoring of (query, document) pairs on Ray actors == the local rerank arm."""
     from bakeoff.arms.lexical import BM25Arm
@@ -103,7 +106,7 @@ def test_ray_rerank_identical_to_local(ray_local: Any, tmp_path: Any) -> None:
     assert runs["ray"].ranked == runs["local"].ranked  # same documents, order and float scores
     assert all(len(r) == 10 for r in runs["ray"].ranked.values())
     assert not list(caches["ray"].root.rglob("*.parts"))  # shards assembled into the rerank entry
-    names = lambda c: sorted(p.name for p in (c.root / "rerank").rglob("*.npy"))  # noqa: E731
+    names = lambda c: sorted(p.name for p in (c.root / "rerank").rglob("*.npy"))
     assert names(caches["ray"]) == names(caches["local"])  # same cache key: interchangeable entries
 
 
@@ -117,6 +120,7 @@ def test_make_engine_specs() -> None:
         make_engine({"ray": "auto", "bogus": 1})
 
 
+@pytest.mark.slow  # Ray
 def test_ray_engine_resumes_from_the_local_checkpoint_parts(ray_local: Any, tmp_path: Any) -> None:
     """Ray and the local path share one checkpoint protocol (bakeoff.cache.RowCheckpoint): parts left by
     an interrupted local run are read by Ray, which computes only the missing chunks, and the entry Ray

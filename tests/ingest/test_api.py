@@ -4,6 +4,7 @@ intermittent 500s, a timeout, a truncated body, robots.txt disallowing one path.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import urllib.parse
@@ -50,13 +51,14 @@ def assert_spacing(starts: list[float], interval: float, *, latency: float = 0.1
     up to ``latency``. Checked: every gap >= ``interval - latency``, the median gap >= 95 % of the
     interval, and the span >= ``(n - 1) * interval - latency``."""
     starts = sorted(starts)[1:]
-    gaps = [b - a for a, b in zip(starts, starts[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(starts)]
     assert min(gaps) >= interval - latency, gaps
     assert sorted(gaps)[len(gaps) // 2] >= 0.95 * interval, gaps
     assert starts[-1] - starts[0] >= (len(starts) - 1) * interval - latency, gaps
     return gaps
 
 
+@pytest.mark.slow  # waits by design (a rate limit)
 def test_oyez_every_unique_item_once_html_stripped_robots_and_rate(tmp_path: Path, capsys) -> None:
     with OyezServer(CASES) as srv:
         page1 = "/cases?page=1&per_page=10"
@@ -105,12 +107,13 @@ def test_oyez_every_unique_item_once_html_stripped_robots_and_rate(tmp_path: Pat
     assert len([e for e in details if e.route == srv.detail_path(8)]) == 2  # timed out once, then answered
     assert len([e for e in details if e.route == srv.detail_path(9)]) == 2  # truncated once, then whole
     # an honest User-Agent on every request
-    assert {e.user_agent for e in log} == {f"bakeoff/{prov['bakeoff_version']} (+https://pypi.org/project/bakeoff/; "
-                                           "ops@example.org)"}
+    assert {e.user_agent for e in log} == {(f"bakeoff/{prov['bakeoff_version']} (+https://pypi.org/project/bakeoff/; "
+                                           "ops@example.org)")}
     # rate: request starts are at least 1/20 s apart (the shared client spaces starts)
     assert_spacing([e.t for e in log], 1 / 20)
 
 
+@pytest.mark.slow  # waits by design (a rate limit)
 def test_default_rate_is_one_request_per_second(tmp_path: Path, capsys) -> None:
     """Measured once with the default --rate: the gaps between request starts."""
     with OyezServer(CASES[:3], sealed=None) as srv:
@@ -149,6 +152,7 @@ def test_pagination_styles_get_every_item_once(tmp_path: Path, capsys, style: st
         assert pages[:2] == ["/v4/cases", "/v4/cases?page=2"]
 
 
+@pytest.mark.slow  # waits by design
 def test_concurrency_limit_is_observed(tmp_path: Path, capsys) -> None:
     with OyezServer(make_cases(12), sealed=None, detail_delay=0.25) as srv:
         code = ingest(srv.base_url + "/cases", tmp_path / "c.jsonl", "--per-page", "20", "--start-page", "0",
@@ -159,6 +163,7 @@ def test_concurrency_limit_is_observed(tmp_path: Path, capsys) -> None:
     assert [d["id"] for d in read_jsonl(tmp_path / "c.jsonl")] == srv.expected_ids()
 
 
+@pytest.mark.slow  # waits by design
 def test_rerun_makes_no_request_refresh_revalidates_with_conditional_requests(tmp_path: Path, capsys) -> None:
     with OyezServer(CASES[:12]) as srv:
         url, out = srv.base_url + "/cases", tmp_path / "c.jsonl"
@@ -188,6 +193,7 @@ def test_rerun_makes_no_request_refresh_revalidates_with_conditional_requests(tm
     assert "details: 0 fetched, 11 not modified" in captured.out
 
 
+@pytest.mark.slow  # waits by design
 def test_failed_items_are_counted_and_retried_on_request(tmp_path: Path, capsys) -> None:
     with OyezServer(CASES[:6], sealed=None) as srv:
         srv.faults = {srv.detail_path(2): ["500"] * 4}
@@ -207,6 +213,7 @@ def test_failed_items_are_counted_and_retried_on_request(tmp_path: Path, capsys)
     assert [d["id"] for d in read_jsonl(out)] == [str(srv.case_id(i)) for i in range(6)]
 
 
+@pytest.mark.slow  # waits by design
 def test_transport_failures_of_single_items_are_counted_not_fatal(tmp_path: Path, capsys) -> None:
     import time
 
@@ -232,6 +239,7 @@ def test_transport_failures_of_single_items_are_counted_not_fatal(tmp_path: Path
     assert took < 10  # the dripping detail ended at its 1 s deadline, not after its whole body
 
 
+@pytest.mark.slow  # waits by design
 def test_robots_crawl_delay_widens_the_spacing(tmp_path: Path, capsys) -> None:
     with OyezServer(CASES[:2], sealed=None, robots="User-agent: bakeoff\nCrawl-delay: 1\n") as srv:
         assert ingest(srv.base_url + "/cases", tmp_path / "c.jsonl", "--per-page", "10", "--start-page", "0",
@@ -252,6 +260,7 @@ def test_ignore_robots_fetches_the_disallowed_item(tmp_path: Path) -> None:
     assert len(read_jsonl(tmp_path / "c.jsonl")) == 6
 
 
+@pytest.mark.slow  # waits by design
 def test_missing_ids_are_counted_and_all_missing_is_one_line_error(tmp_path: Path, capsys) -> None:
     with OyezServer(CASES[:8], sealed=None, no_id=(2, 5)) as srv:
         out = tmp_path / "c.jsonl"

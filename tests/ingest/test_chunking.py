@@ -15,9 +15,8 @@ from bakeoff.arms import BM25Arm
 from bakeoff.cli import main
 from bakeoff.data.model import Corpus, Dataset, Qrels, Queries, Run
 from bakeoff.errors import ConfigError
-from bakeoff.ingest.chunking import (ChunkSpec, aggregate_run, chunk_corpus, load_tokenizer, split_units,
-                                     windows)
-from bakeoff.metrics import evaluate
+from bakeoff.ingest.chunking import ChunkSpec, aggregate_run, chunk_corpus, load_tokenizer, split_units, windows
+from bakeoff.metrics import score_run
 from bakeoff.runner.context import Context
 from bakeoff.runner.run import run_bakeoff
 
@@ -58,6 +57,7 @@ def test_chunk_ids_text_titles_and_metadata() -> None:
     assert odd.passages.ids == ("a#0", "a#1", "a#1#0")
 
 
+@pytest.mark.slow  # SciFact
 def test_minilm_token_windows_match_the_python_wordpiece_count(scifact: Dataset) -> None:
     """tokens=128,overlap=32 counts the tokens all-MiniLM-L6-v2 sees: the number of tokens per
     document agrees with transformers' pure-Python BertTokenizer (an independent WordPiece), and
@@ -144,7 +144,7 @@ def test_run_bakeoff_chunked_equals_maxp_over_a_passage_index(tmp_path: Path) ->
             best[d] = max(best.get(d, float("-inf")), s)
         want = sorted(best.items(), key=lambda x: (x[1], x[0]), reverse=True)[:10]
         assert list(res.arms[0].run[q]) == want
-    ev = evaluate(res.arms[0].run, ds.qrels, res.measures, query_ids=ds.queries.ids)
+    ev = score_run(res.arms[0].run, ds.qrels, res.measures, query_ids=ds.queries.ids)
     assert dict(ev.means) == dict(res.arms[0].evaluation.means)
     info = res.dataset["chunk"]
     assert info["unit"] == "paragraphs" and info["n_passages"] == 72 and info["aggregate"] == "maxp"

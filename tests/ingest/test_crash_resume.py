@@ -19,6 +19,8 @@ import pytest
 
 from tests.support.oyez_api import OyezServer, make_cases
 
+pytestmark = pytest.mark.slow  # kills and restarts of a subprocess
+
 pytest.importorskip("jmespath")
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,7 +45,6 @@ def _faults(srv: OyezServer) -> dict[str, list[str]]:
             srv.detail_path(33): ["500", "500"]}
 
 
-@pytest.mark.slow
 def test_sigkill_at_random_moments_resumes_to_the_same_corpus(tmp_path: Path) -> None:
     rng = np.random.default_rng(18)
     with OyezServer(make_cases(60), sealed=11) as srv:
@@ -52,7 +53,7 @@ def test_sigkill_at_random_moments_resumes_to_the_same_corpus(tmp_path: Path) ->
         srv.run, srv.faults = 100, _faults(srv)
         ref = tmp_path / "ref" / "corpus.jsonl"
         ref.parent.mkdir()
-        done = subprocess.run(_cmd(url, ref), env=_env(), capture_output=True, text=True, timeout=300)
+        done = subprocess.run(_cmd(url, ref), env=_env(), capture_output=True, text=True, timeout=300, check=False)
         assert done.returncode == 0, done.stderr
         total = len(srv.requests(run=100))
 
@@ -76,7 +77,8 @@ def test_sigkill_at_random_moments_resumes_to_the_same_corpus(tmp_path: Path) ->
             made += len(srv.requests(run=i))
             assert not out.exists()  # the corpus appears only when the ingest is complete
         srv.run = N_KILLS
-        final = subprocess.run(_cmd(url, out), env=_env(), capture_output=True, text=True, timeout=300)
+        final = subprocess.run(_cmd(url, out), env=_env(), capture_output=True, text=True, timeout=300,
+                               check=False)
         assert final.returncode == 0, final.stderr
         log = [e for e in srv.requests() if e.run != 100]
 

@@ -19,6 +19,8 @@ from tests.support.fake_openai_chat import FakeOpenAI, Reply
 from tests.support.oyez_api import OyezServer
 from tests.support.oyez_cases import CASES
 
+pytestmark = pytest.mark.slow  # a real model
+
 pytest.importorskip("jmespath")
 pytest.importorskip("pydantic")
 pytest.importorskip("sentence_transformers")
@@ -28,7 +30,7 @@ def cluster_answer(body: dict, i: int) -> Reply:
     """A question about the first listed document, using two words of its text that are not the
     title's; D1 relevant (rank 1), the others judged not relevant."""
     prompt = body["messages"][-1]["content"] if "messages" in body else body["prompt"]
-    docs = re.findall(r"^\[(D\d+)\] (.*)$", prompt, flags=re.M)
+    docs = re.findall(r"^\[(D\d+)\] (.*)$", prompt, flags=re.MULTILINE)
     docs = [d for d in docs if "Vitamin D" not in d[1] and "walking" not in d[1] and "Calcium" not in d[1]]
     label, text = docs[0]
     words = [w.strip(".,;").lower() for w in text.split() if len(w) > 6][:3]
@@ -40,7 +42,6 @@ def cluster_answer(body: dict, i: int) -> Reply:
                  prompt_tokens=400, completion_tokens=60)
 
 
-@pytest.mark.slow
 def test_ingest_generate_clusters_run(tmp_path: Path, capsys) -> None:
     corpus = tmp_path / "oyez.jsonl"
     with OyezServer(CASES) as api:

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-from tests.support.browser import ARTIFACTS, BROWSER_ARGS, CHROMIUM  # noqa: E402,F401  (re-exported for the label tests)
+from tests.support.browser import ARTIFACTS, BROWSER_ARGS, CHROMIUM  # noqa: F401  (re-exported for the label tests)
 
 INJECT = '<script>window.__pwned = 1;</script><img src=x onerror="window.__pwned = 2">'
 
@@ -98,7 +98,7 @@ class Server:
         # started in the background of a script (which leaves SIGINT ignored for it and its children)
         self.proc = subprocess.Popen([sys.executable, "-m", "bakeoff", "label", *args, "--port", "0", "--no-progress"],
                                      stdout=subprocess.PIPE, stderr=self._fh, env=env(cache_dir), cwd=ROOT,
-                                     preexec_fn=_default_sigint)
+                                     preexec_fn=_default_sigint)  # noqa: PLW1509 - the child only calls signal()
         self.url = ""
         deadline = time.monotonic() + timeout
         assert self.proc.stdout is not None

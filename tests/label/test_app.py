@@ -8,15 +8,14 @@ import re
 import pytest
 
 pytest.importorskip("starlette")
-from starlette.testclient import TestClient  # noqa: E402
+from starlette.testclient import TestClient
 
-from bakeoff.data.model import Corpus, Document  # noqa: E402
-from bakeoff.label.app import CSP, make_app  # noqa: E402
-from bakeoff.label.guard import KEY_HEADER, cookie_name  # noqa: E402
-from bakeoff.label.pool import PooledDoc  # noqa: E402
-from bakeoff.label.sources import SourceQuery  # noqa: E402
-from bakeoff.label.store import Store  # noqa: E402
-
+from bakeoff.data.model import Corpus, Document
+from bakeoff.label.app import CSP, make_app
+from bakeoff.label.guard import KEY_HEADER, cookie_name
+from bakeoff.label.pool import PooledDoc
+from bakeoff.label.sources import SourceQuery
+from bakeoff.label.store import Store
 
 KEY = "k" * 32
 

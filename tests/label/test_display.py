@@ -48,6 +48,7 @@ def test_annotator_names_any_script():
         assert annotator_name(bad) is None
 
 
+@pytest.mark.slow  # a browser
 def test_long_arabic_and_unicode_name_in_the_browser(tmp_path, browser):
     para = "Vitamin D deficiency weakens bone density <script>window.__pwned = 1;</script> in adults. "
     huge = para * (300_000 // len(para))  # a 300 KB document
@@ -142,6 +143,7 @@ def test_guidelines_file_checked(tmp_path):
     assert e.value.line == 1
 
 
+@pytest.mark.slow  # a browser
 def test_guidelines_shown_and_exported(tmp_path, browser):
     import json
 

@@ -18,6 +18,8 @@ import pytest
 from tests.label.fixtures import BROWSER_ARGS, CHROMIUM, Server, settle, write_beir
 from tests.support.browser import require_browser
 
+pytestmark = pytest.mark.slow  # a browser or a served app
+
 
 def _written(db: Path) -> tuple[int, int, int]:
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)

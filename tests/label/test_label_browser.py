@@ -37,6 +37,8 @@ from tests.label.fixtures import (
     write_synthetic,
 )
 
+pytestmark = pytest.mark.slow  # a browser
+
 
 class Watch:
     """Collects page errors and every request URL of a page."""
@@ -101,7 +103,6 @@ def latency_summary(page) -> dict:
             "samples": rec}
 
 
-@pytest.mark.slow
 def test_scifact_judge_undo_kill_restart_second_annotator(tmp_path, scifact_path, shared_cache, browser):
     ARTIFACTS.mkdir(exist_ok=True)
     db = tmp_path / "judgments.sqlite"

@@ -24,6 +24,8 @@ from tests.label.fixtures import (
     write_beir,
 )
 
+pytestmark = pytest.mark.slow  # a browser or a served app
+
 SHOTS = Path("/tmp/label-shots")
 
 

@@ -120,8 +120,8 @@ def test_review_accept_edit_reject_and_refusals(tmp_path):
     assert r.qid == "s1"
     assert s.review("rita", "s1", "edit", "  fixed   text ") == "fixed text"
     assert s.review("rita", "s2", "reject") is None
-    rows = dict((q, (t, o, st)) for q, t, o, st in s._conn.execute(
-        "SELECT qid, text, original_text, status FROM queries WHERE source = 'synthetic'"))
+    rows = {q: (t, o, st) for q, t, o, st in s._conn.execute(
+        "SELECT qid, text, original_text, status FROM queries WHERE source = 'synthetic'")}
     assert rows == {"s0": ("synthetic 0", "synthetic 0", "accepted"), "s1": ("fixed text", "synthetic 1", "edited"),
                     "s2": ("synthetic 2", "synthetic 2", "rejected")}
     assert s.review_undo("rita") == "undo: query s2 is pending again"

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # real model loads, the command line in a subprocess
+
 torch = pytest.importorskip("torch")
 
 _PROBE = """

@@ -10,7 +10,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.support.report_fixture import write_tiny_beir
+
+pytestmark = pytest.mark.slow  # the command line in a subprocess or a served app
 
 
 def test_rerank_arm_with_the_seeded_head_prints_only_its_own_warning(tmp_path: Path) -> None:

@@ -20,6 +20,8 @@ from bakeoff.models.cross_encoders import CrossEncoderScorer
 from bakeoff.models.cross_encoders.first_token import applies, first_token_model
 from bakeoff.models.cross_encoders.scorer import _hf_model
 
+pytestmark = pytest.mark.slow  # a real model
+
 TEXTS = [
     "Vitamin D is made in the skin when it is exposed to sunlight.",
     "Smoking tobacco is the leading cause of lung cancer worldwide, according to many cohort studies.",

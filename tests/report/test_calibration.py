@@ -103,6 +103,7 @@ def _sides(seed=0, n_h=200, n_s=150, shift=(0.0, 0.0, 0.0, 0.0)):
     return h, s
 
 
+@pytest.mark.slow  # work at scale (thousands of queries, bootstrap loops)
 def test_bootstrap_point_values_and_bias_ci_match_scipy():
     h, s = _sides(shift=(0.0, 0.15, 0.0, 0.0))
     res = bootstrap_agreement(h, s, arms=ARMS, rng=np.random.default_rng(1), n_resamples=3000)
@@ -123,6 +124,7 @@ def test_bootstrap_point_values_and_bias_ci_match_scipy():
     assert res["bias"]["A"]["ci_low"] < 0 < res["bias"]["A"]["ci_high"]
 
 
+@pytest.mark.slow  # work at scale (thousands of queries, bootstrap loops)
 def test_bootstrap_tau_ci_matches_an_independent_loop():
     h, s = _sides(seed=3, n_h=60, n_s=60)
     res = bootstrap_agreement(h, s, arms=ARMS, rng=np.random.default_rng(2), n_resamples=3000)

@@ -11,7 +11,7 @@ import pytest
 from scipy import stats
 
 from bakeoff.data.leak_bins import DEFAULT_LEAK_TARGET, JUDGED_LEAK_SHARES, leak_bin, normalise_shares
-from bakeoff.report.leak_match import MIN_ESS, leak_matched, leak_weights, queries_needed, weighted_sign_flip
+from bakeoff.report.leak_match import MIN_ESS, leak_weights, queries_needed, weighted_sign_flip
 from bakeoff.report.model import build_report
 
 M = "ndcg@10"

@@ -70,6 +70,7 @@ def test_truth_quality_in_report_json_terminal_and_holes_file(tmp_path: Path) ->
     assert "Truth quality" in printed and f"Judged@{k}" in printed and "Leak-robust verdict" in printed
 
 
+@pytest.mark.slow  # a browser
 def test_truth_quality_section_in_chromium(tmp_path: Path) -> None:
     require_browser()
     pytest.importorskip("plotly")

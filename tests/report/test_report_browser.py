@@ -8,23 +8,24 @@ Needs Debian's ``chromium`` (`make install` installs it: scripts/system-deps.sh)
 from __future__ import annotations
 
 import contextlib
-import json
 import functools
 import io
+import json
 import threading
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
-from tests.support.report_fixture import run_tiny
-
 from tests.support.browser import ARTIFACTS, CHROMIUM, require_browser
 from tests.support.browser import BROWSER_ARGS as ARGS
+from tests.support.report_fixture import run_tiny
+
+pytestmark = pytest.mark.slow  # a browser
 
 
 class _Quiet(SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - stdlib signature
+    def log_message(self, format: str, *args: object) -> None:
         pass
 
 
@@ -120,6 +121,6 @@ def test_report_in_headless_chromium(served_report: tuple[str, Path]) -> None:
             browser.close()
     assert errors == []
     # offline: the page loaded nothing but itself
-    assert all(u.startswith("http://127.0.0.1:") or u.startswith("data:") for u in requests), requests
+    assert all(u.startswith(("http://127.0.0.1:", "data:")) for u in requests), requests
     assert (ARTIFACTS / "report-explorer.png").stat().st_size > 10_000
     assert (ARTIFACTS / "report-page.png").stat().st_size > 50_000

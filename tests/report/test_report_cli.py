@@ -50,12 +50,12 @@ def test_report_json_statistics_and_diagnostics(reported, tiny) -> None:
     assert len(rep["stats"]["pairs"]) == 3 * len(rep["measures"])
     assert rep["stats"]["n_resamples"] == int(RESAMPLES)
     # bm25 and tfidf score identically on every query here: no crash, p = 1, zero CI
-    same = [p for p in rep["stats"]["pairs"] if p["a"] == "bm25" and p["b"] == "tfidf" and p["measure"] == "mrr@3"][0]
+    same = next(p for p in rep["stats"]["pairs"] if p["a"] == "bm25" and p["b"] == "tfidf" and p["measure"] == "mrr@3")
     assert same["diff"] == 0.0 and same["p_perm"] == 1.0 and same["diff_ci_low"] == 0.0 and same["d_z"] == 0.0
     # stemmer beats bm25 on q8, q9 (1 vs 0) and q10 (1/3 vs 0): exact test over 2**10 patterns; only the
     # 8 sign patterns of the three non-zero differences matter, |mean| >= observed for all-plus and all-minus
-    st = [p for p in rep["stats"]["pairs"] if p["a"] == "bm25" and p["b"] == "bm25:stemmer=english"
-          and p["measure"] == "mrr@3"][0]
+    st = next(p for p in rep["stats"]["pairs"] if p["a"] == "bm25" and p["b"] == "bm25:stemmer=english"
+          and p["measure"] == "mrr@3")
     assert st["exact"] and st["p_perm"] == pytest.approx(2 / 8)
     assert st["diff"] == pytest.approx(-(1 + 1 + 1 / 3) / 10)
     # Holm over the 3 pairs on mrr@3: raw p = 0.25, 1 (bm25/tfidf), 0.25 -> 0.75, 1, 0.75
@@ -85,7 +85,7 @@ def test_report_json_statistics_and_diagnostics(reported, tiny) -> None:
     assert {r["bucket"] for r in dec[0]["rows"]} == {"single-relevant", "multi-relevant"}
     assert any(d["by"] == "metadata: topic" for d in rep["diagnostics"]["decomposition"])
     # disagreeing queries carry their text
-    dis = [d for d in rep["diagnostics"]["disagreements"] if d["b"] == "bm25:stemmer=english" and d["a"] == "bm25"][0]
+    dis = next(d for d in rep["diagnostics"]["disagreements"] if d["b"] == "bm25:stemmer=english" and d["a"] == "bm25")
     assert {r["query_id"] for r in dis["queries"]} == {"q8", "q9", "q10"}
     assert any(r["text"] == "runners lowered pressures" for r in dis["queries"])
 

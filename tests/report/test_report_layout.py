@@ -55,6 +55,7 @@ def crowded_report(tmp_path):
         server.server_close()
 
 
+@pytest.mark.slow  # a browser
 def test_report_page_layout(crowded_report):
     from playwright.sync_api import sync_playwright
 

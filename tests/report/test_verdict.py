@@ -94,6 +94,7 @@ def test_best_significantly_better_than_all() -> None:
                              f"(Holm {fmt_p(_pair_p(rep, 'dense', 'bm25'))}).")
 
 
+@pytest.mark.slow  # a real model
 def test_tied_but_best_is_also_cheapest() -> None:
     base = _base()
     other = _tied(base)

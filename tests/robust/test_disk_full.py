@@ -17,6 +17,8 @@ import pytest
 
 from tests.support.tmpfs import mounted_tmpfs
 
+pytestmark = pytest.mark.slow  # SciFact
+
 RUN = ["run", "--arm", "bm25", "--cache", "off", "--latency-sample", "0", "--no-progress"]
 
 

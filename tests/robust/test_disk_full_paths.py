@@ -25,6 +25,8 @@ from tests.support.fake_openai_chat import FakeOpenAI, Reply
 from tests.support.oyez_api import OyezServer, make_cases
 from tests.support.tmpfs import mounted_tmpfs
 
+pytestmark = pytest.mark.slow  # the command line in a subprocess on a full disk
+
 FULL = "No space left on device (free some space, or write elsewhere, and run again)"
 
 
@@ -203,7 +205,6 @@ def test_a_model_a_library_writes(disk: Path, disk_size: str, weights: int) -> N
     assert [p for p in disk.rglob("*") if p.is_file()] == []   # the staging folder is gone
 
 
-@pytest.mark.slow
 def test_an_exported_onnx_model(disk: Path, tmp_path: Path) -> None:
     """The int8 cross-encoder is exported to ONNX into the cache by torch and onnxruntime (a real model load)."""
     pytest.importorskip("onnxruntime")

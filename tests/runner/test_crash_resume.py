@@ -18,6 +18,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+pytestmark = pytest.mark.slow  # SciFact
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -28,7 +30,6 @@ def _crash_module():
     return mod
 
 
-@pytest.mark.slow
 def test_sigkill_mid_encode_then_resume_is_bit_identical(scifact_path: Path, tmp_path: Path) -> None:
     pytest.importorskip("sentence_transformers")
     ct = _crash_module()

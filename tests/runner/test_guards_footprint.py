@@ -126,6 +126,7 @@ def _in_fresh_interpreter(function: str) -> str:
     return proc.stdout.strip().splitlines()[-1]
 
 
+@pytest.mark.slow  # work at scale (thousands of queries, bootstrap loops)
 def test_peak_memory_per_arm_and_nested() -> None:
     import json
 
@@ -185,6 +186,7 @@ def test_garbage_freed_inside_the_window_does_not_hide_an_arms_memory() -> None:
     assert 30 <= float(_in_fresh_interpreter("_garbage_window_added_mb")) <= 60
 
 
+@pytest.mark.slow  # a real model
 def test_model_bytes(tmp_path: Path) -> None:
     from bakeoff.arms.dense import DenseArm
     from bakeoff.arms.lexical import BM25Arm
@@ -263,6 +265,7 @@ def _dense_twice() -> str:
     return json.dumps(out)
 
 
+@pytest.mark.slow  # a real model
 def test_a_dense_arm_never_reports_less_memory_than_its_model() -> None:
     import json
 

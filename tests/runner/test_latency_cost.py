@@ -8,14 +8,13 @@ import json
 
 import pytest
 
-from bakeoff.runner.context import Context
-from bakeoff.runner.run import run_bakeoff
 from bakeoff.cache import Cache
-from bakeoff.runner.config import build_arms, parse_arm_spec
 from bakeoff.data.model import Corpus, Dataset, Document, Qrels, Queries, Query
 from bakeoff.report.terminal import table_rows
+from bakeoff.runner.config import build_arms, parse_arm_spec
+from bakeoff.runner.context import Context
 from bakeoff.runner.results import read_results
-
+from bakeoff.runner.run import run_bakeoff
 from tests.cli.test_cli import cli
 from tests.data.test_loaders import beir_folder
 
@@ -115,6 +114,7 @@ def test_latency_sample_is_seeded_and_can_be_skipped():
     assert table_rows(res.to_dict())[1][0][-6].startswith("~")  # batch figure, marked
 
 
+@pytest.mark.slow  # a real model
 def test_api_usage_tokens_and_cost(tmp_path, monkeypatch):
     from tests.support.fake_openai import FakeOpenAI
 
@@ -145,6 +145,7 @@ def test_api_usage_tokens_and_cost(tmp_path, monkeypatch):
     assert h["cost"]["api_usd_per_1k_queries"] == pytest.approx(api["cost"]["api_usd_per_1k_queries"])
 
 
+@pytest.mark.slow  # the command line in a subprocess or a served app
 def test_cli_rate_latency_flags_and_fused_arms(tmp_path):
     data = beir_folder(tmp_path / "data")
     out = tmp_path / "out"
@@ -164,6 +165,7 @@ def test_cli_rate_latency_flags_and_fused_arms(tmp_path):
     assert code == 2 and "at least two arms" in stderr and len(stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow  # the command line in a subprocess or a served app
 def test_toml_fusion_and_run_keys(tmp_path):
     beir_folder(tmp_path / "data")
     (tmp_path / "bake.toml").write_text("""

@@ -7,12 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from bakeoff.arms.lexical import BM25Arm, TfidfArm
 from bakeoff.arms.fusion import RRFArm
+from bakeoff.arms.lexical import BM25Arm, TfidfArm
 from bakeoff.errors import InputError
 from bakeoff.runner.results import StoredArm, StoredResults, read_results
 from bakeoff.runner.run import run_bakeoff
-
 from tests.runner.test_run_policy import _dataset
 
 

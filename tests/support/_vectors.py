@@ -8,9 +8,9 @@ from typing import Any
 import numpy as np
 
 from bakeoff.arms.base import Arm, DocMask
-from bakeoff.runner.context import Context
 from bakeoff.data.model import Corpus, Queries, Run
 from bakeoff.data.ranking import top_k_indices
+from bakeoff.runner.context import Context
 
 
 class FixedVectors(Arm):

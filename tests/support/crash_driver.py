@@ -39,12 +39,12 @@ DEFAULT_DATA = ROOT.parent / "shared" / "data" / "scifact"
 
 def driver(args: argparse.Namespace) -> None:
     """Embed the corpus slice (cached, checkpointed), search, evaluate, write outputs."""
-    from bakeoff.runner.context import Context
     from bakeoff.arms.dense import DenseArm
     from bakeoff.cache import Cache
     from bakeoff.data import load_beir
     from bakeoff.data.model import Corpus
-    from bakeoff.metrics import evaluate
+    from bakeoff.metrics import score_run
+    from bakeoff.runner.context import Context
 
     ds = load_beir(args.data, split="test")
     queries = ds.queries.subset(ds.queries.ids[: args.queries])
@@ -54,7 +54,7 @@ def driver(args: argparse.Namespace) -> None:
     ctx = Context(corpus, cache=Cache(args.cache), progress=False)
     emb = arm.embed_corpus(corpus, ctx=ctx)
     run = ctx.search(arm, queries, k=10)
-    ev = evaluate(run, ds.qrels, ["ndcg@10"], query_ids=queries.ids)
+    ev = score_run(run, ds.qrels, ["ndcg@10"], query_ids=queries.ids)
     out = Path(args.out)
     np.save(out / "emb.npy", np.asarray(emb))
     (out / "result.json").write_text(json.dumps({"ndcg@10": ev.means["ndcg@10"],

@@ -47,10 +47,10 @@ class FakeServer:
             def log_message(self, *args: Any) -> None:  # keep test output clean
                 pass
 
-            def do_GET(self) -> None:  # noqa: N802
+            def do_GET(self) -> None:
                 fake._serve(self, "GET")
 
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 fake._serve(self, "POST")
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

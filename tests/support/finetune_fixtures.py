@@ -46,10 +46,8 @@ def make_tiny_beir(root: Path, *, name: str = "tiny") -> Path:
     folder = root / name
     (folder / "qrels").mkdir(parents=True, exist_ok=True)
     with open(folder / "corpus.jsonl", "w", encoding="utf-8") as fh:
-        for i, (topic, text) in enumerate(TOPICS):
-            fh.write(json.dumps({"_id": f"d{i}", "title": topic.title(), "text": f"Science facts. {topic}: {text}."}) + "\n")
-        for j, text in enumerate(FILLER):
-            fh.write(json.dumps({"_id": f"f{j}", "title": "", "text": text}) + "\n")
+        fh.writelines(json.dumps({"_id": f"d{i}", "title": topic.title(), "text": f"Science facts. {topic}: {text}."}) + "\n" for i, (topic, text) in enumerate(TOPICS))
+        fh.writelines(json.dumps({"_id": f"f{j}", "title": "", "text": text}) + "\n" for j, text in enumerate(FILLER))
     with open(folder / "queries.jsonl", "w", encoding="utf-8") as qf, \
             open(folder / "qrels" / "train.tsv", "w", encoding="utf-8") as tr, \
             open(folder / "qrels" / "test.tsv", "w", encoding="utf-8") as te:

@@ -38,7 +38,7 @@ import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
 
 
 @dataclass
@@ -120,7 +120,7 @@ class OyezServer:
                 except (BrokenPipeError, ConnectionResetError):
                     pass
 
-            def do_GET(self) -> None:  # noqa: C901 - one dispatcher for a test server
+            def do_GET(self) -> None:
                 route = urllib.parse.urlsplit(self.path).path
                 is_detail = route.startswith("/cases/")
                 with srv._lock:
@@ -279,11 +279,11 @@ class OyezServer:
         with self._lock:
             return [e for e in self.log if (run is None or e.run == run) and e.route.startswith(prefix)]
 
-    def __enter__(self) -> OyezServer:
+    def __enter__(self) -> Self:
         self.thread.start()
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.server.shutdown()
         self.server.server_close()
 

@@ -35,11 +35,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def driver(args: argparse.Namespace) -> None:
-    from bakeoff.runner.context import Context
     from bakeoff.arms.lexical import BM25Arm
     from bakeoff.arms.rerank import RerankArm
     from bakeoff.cache import Cache
     from bakeoff.data import load_beir
+    from bakeoff.runner.context import Context
 
     ds = load_beir(args.data, split="test")
     queries = ds.queries.subset(ds.queries.ids[: args.queries])

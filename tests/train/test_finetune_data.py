@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from bakeoff.runner.context import Context
 from bakeoff.arms.lexical import BM25Arm
 from bakeoff.data.model import Queries
+from bakeoff.runner.context import Context
 from bakeoff.train.data import (
     load_training_data,
     mine_negatives,
@@ -55,7 +55,7 @@ def test_parse_dataset_spec(tmp_path: Path) -> None:
 def test_mining_excludes_judged_documents(tmp_path: Path) -> None:
     folder = make_tiny_beir(tmp_path)
     data = load_training_data(folder, "train")
-    qid = sorted(data.positives)[0]
+    qid = min(data.positives)
     pos = data.positives[qid]
     run = Context(corpus=data.corpus, progress=False).search(
         BM25Arm(), Queries.from_dict({qid: data.queries[qid]}), k=10)

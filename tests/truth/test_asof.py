@@ -13,18 +13,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bakeoff.runner.context import Context
 from bakeoff.arms.lexical import BM25Arm, TfidfArm
-from bakeoff.runner.run import run_bakeoff
 from bakeoff.cli import main
+from bakeoff.data.datasets import load_mined
 from bakeoff.data.model import Queries, Query
+from bakeoff.data.versions import Versions, as_of_masks, read_targets
 from bakeoff.errors import ConfigError
 from bakeoff.report.terminal import table_rows
-from bakeoff.data.datasets import load_mined
+from bakeoff.runner.context import Context
+from bakeoff.runner.run import run_bakeoff
 from bakeoff.truth.mined import mine_citations, targets_corpus, write_mined
 from bakeoff.truth.patterns import load_patterns
 from bakeoff.truth.sources import read_sources
-from bakeoff.data.versions import Versions, as_of_masks, read_targets
 
 FIX = Path(__file__).parents[1] / "fixtures" / "citations"
 
@@ -55,7 +55,8 @@ def _dense(**opts):
 
 
 @pytest.mark.parametrize("arm_cls", [lambda: BM25Arm(stemmer="spanish"), lambda: TfidfArm(),
-                                     lambda: _dense(), lambda: _dense(model="use")],
+                                     pytest.param(lambda: _dense(), marks=pytest.mark.slow),  # a real model
+                                     pytest.param(lambda: _dense(model="use"), marks=pytest.mark.slow)],
                          ids=["bm25-spanish", "tfidf", "dense-minilm", "dense-use"])
 def test_as_of_mask_hides_other_versions(targets, arm_cls):
     corpus = targets_corpus(targets)

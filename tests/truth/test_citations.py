@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from bakeoff.data.versions import Versions, read_targets
 from bakeoff.errors import InputError
 from bakeoff.truth.citations import MineOptions, NgramIndex, find_mentions, mine_source, paragraphs
 from bakeoff.truth.mined import mine_citations
 from bakeoff.truth.patterns import builtin_patterns, load_patterns, parse_text_date
 from bakeoff.truth.sources import read_sources
-from bakeoff.data.versions import Versions, read_targets
 
 FIX = Path(__file__).parents[1] / "fixtures" / "citations"
 PH = "[CITA OMITIDA]"

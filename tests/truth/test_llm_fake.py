@@ -12,10 +12,9 @@ import pytest
 pytest.importorskip("httpx")
 pytest.importorskip("pydantic")
 
-from bakeoff.truth.llm import ChatRequest, LLMClient, LLMConfig, Price, ingest_batch, write_batch  # noqa: E402
-from bakeoff.truth.prompts import describe_schema  # noqa: E402
-
-from tests.support.fake_openai_chat import FakeOpenAI, Reply  # noqa: E402
+from bakeoff.truth.llm import ChatRequest, LLMClient, LLMConfig, Price, ingest_batch, write_batch
+from bakeoff.truth.prompts import describe_schema
+from tests.support.fake_openai_chat import FakeOpenAI, Reply
 
 GOOD = json.dumps({"query": "how do I copy a folder"})
 
@@ -169,6 +168,7 @@ def test_bad_batch_results_line_names_file_and_line(tmp_path: Path) -> None:
         ingest_batch(client, [_req()], tmp_path / "r.jsonl")
 
 
+@pytest.mark.slow  # waits by design
 def test_concurrency_limit_is_respected_and_order_kept() -> None:
     import threading
 

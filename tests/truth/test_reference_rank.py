@@ -6,8 +6,14 @@ import numpy as np
 import pytest
 
 from bakeoff.errors import ConfigError
-from bakeoff.truth.reference_rank import (RankedScore, ReferenceRankOptions, rank_against, rank_all,
-                                          rank_by_pairs, reference_rows)
+from bakeoff.truth.reference_rank import (
+    RankedScore,
+    ReferenceRankOptions,
+    rank_against,
+    rank_all,
+    rank_by_pairs,
+    reference_rows,
+)
 
 
 def test_rank_counts_ties_against_the_query() -> None:
@@ -28,7 +34,7 @@ def test_p_value_and_kept() -> None:
     opts = ReferenceRankOptions()
     assert RankedScore(0.7, 5, 99).p == 0.05 and RankedScore(0.7, 5, 99).kept(opts)
     assert not RankedScore(0.7, 6, 99).kept(opts)
-    for bad in (dict(references=0), dict(alpha=0.0), dict(alpha=1.0), dict(alpha=float("nan"))):
+    for bad in ({"references": 0}, {"alpha": 0.0}, {"alpha": 1.0}, {"alpha": float("nan")}):
         with pytest.raises(ConfigError):
             ReferenceRankOptions(**bad)  # type: ignore[arg-type]
 

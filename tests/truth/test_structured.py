@@ -18,11 +18,10 @@ import pytest
 pytest.importorskip("httpx")
 pytest.importorskip("pydantic")
 
-from bakeoff.truth.llm import ChatRequest, LLMClient, LLMConfig  # noqa: E402
-from bakeoff.truth.prompts import describe_schema  # noqa: E402
-from bakeoff.truth.structured import FORMS, RequestRefused, key_form, refusal  # noqa: E402
-
-from tests.support.fake_openai_chat import FakeOpenAI, Reply  # noqa: E402
+from bakeoff.truth.llm import ChatRequest, LLMClient, LLMConfig
+from bakeoff.truth.prompts import describe_schema
+from bakeoff.truth.structured import FORMS, RequestRefused, key_form, refusal
+from tests.support.fake_openai_chat import FakeOpenAI, Reply
 
 GOOD = json.dumps({"query": "how do I copy a folder"})
 
@@ -180,6 +179,7 @@ def test_an_overloaded_500_is_still_retried() -> None:
         assert client.generate(_req()).ok and sleeps == [0.5] and len(srv.requests) == 2
 
 
+@pytest.mark.slow  # the command line in a subprocess or a served app
 def test_the_cli_stops_at_a_refusal_with_one_line_and_writes_nothing(tmp_path: Path) -> None:
     corpus = tmp_path / "corpus.jsonl"
     corpus.write_text("".join(json.dumps({"_id": f"d{i}", "title": "", "text": f"Document {i} says that the river "

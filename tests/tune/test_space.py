@@ -61,7 +61,7 @@ def test_refusals(params, kw, msg):
 
 def test_unknown_option_names_the_closest():
     assert arm_options(BM25Arm)[:4] == ["k1", "b", "delta", "method"]
-    assert "arms" not in arm_options(RRFArm) and {"k", "depth", "weights"} <= set(arm_options(RRFArm))
+    assert "arms" not in arm_options(RRFArm) and {"rank_constant", "depth", "weights"} <= set(arm_options(RRFArm))
     with pytest.raises(ConfigError, match="has no parameter 'k2'; did you mean 'k1'\\?"):
         check_options(SearchSpace.build({"k2": [1.0]}), BM25Arm, arm="bm25", type_name="bm25")
     with pytest.raises(ConfigError, match="wires arms together"):
@@ -69,11 +69,11 @@ def test_unknown_option_names_the_closest():
 
 
 def test_the_issue_parameters_are_tunable_options():
-    """BM25 k1/b/method, RRF k/depth/weights, convex weight/norm, rerank top, ANN ef_search/nprobe."""
+    """BM25 k1/b/method, RRF rank_constant/depth/weights, convex weight/norm, rerank top, ANN ef_search/nprobe."""
     from bakeoff.arms.registry import arm_type
 
-    for type_name, names in [("bm25", ["k1", "b", "method"]), ("rrf", ["k", "depth", "weights"]),
-                             ("convex", ["weight", "norm"]), ("fuse", ["method", "norm", "k", "weights", "depth"]),
+    for type_name, names in [("bm25", ["k1", "b", "method"]), ("rrf", ["rank_constant", "depth", "weights"]),
+                             ("convex", ["weight", "norm"]), ("fuse", ["method", "norm", "rank_constant", "weights", "depth"]),
                              ("rerank", ["top"]), ("ann", ["ef_search", "nprobe"])]:
         check_options(SearchSpace.build({n: [1] for n in names}), arm_type(type_name), arm="x", type_name=type_name)
     with pytest.raises(ConfigError, match="did you mean 'ef_search'"):

@@ -15,8 +15,8 @@ from bakeoff.arms.lexical import BM25Arm
 from bakeoff.cache import Cache
 from bakeoff.data import load_beir
 from bakeoff.errors import ConfigError
-from bakeoff.runner.context import Context
 from bakeoff.runner.config import DEFAULT_DEPTH
+from bakeoff.runner.context import Context
 from bakeoff.runner.results import read_results
 from bakeoff.tune.inputs import tune_from_inputs
 
@@ -39,8 +39,8 @@ def judged(ds):
 
 
 def run_tune(tmp_path, cache, **kw):
-    base = dict(config=None, beir=Path(kw.pop("beir")), arms=["bm25"], cache=cache, progress=False,
-                n_resamples=2000, latency_sample=0)
+    base = {"config": None, "beir": Path(kw.pop("beir")), "arms": ["bm25"], "cache": cache, "progress": False,
+                "n_resamples": 2000, "latency_sample": 0}
     return tune_from_inputs(**{**base, **kw})
 
 

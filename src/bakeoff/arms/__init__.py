@@ -25,5 +25,9 @@ _EXPORTS = {
     "RerankArm": ".rerank", "arm_type": ".registry", "arm_types": ".registry",
 }
 
-__all__ = sorted(_EXPORTS)
+#: The same names as _EXPORTS, written out for type checkers (tests/test_api.py checks they agree).
+__all__ = [
+    "Arm", "ArmContext", "BM25Arm", "ConvexArm", "DocMask", "RRFArm", "RerankArm", "TfidfArm", "arm_type", "arm_types",
+    "register_arm",
+]
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -26,7 +26,7 @@ def stopword_list(name: str | None) -> tuple[str, ...]:
 
     try:
         words = _infer_stopwords(str(name).lower())
-    except Exception:
+    except Exception:  # noqa: BLE001 - bm25s raises any type for an unknown language
         words = None
     if not words:
         raise ConfigError(f"unknown stopword language {name!r} (e.g. english, spanish, none)")
@@ -41,9 +41,9 @@ def make_stemmer(language: str | None) -> Callable[[list[str]], list[str]] | Non
     try:
         import Stemmer
     except ImportError:
-        raise MissingDependencyError("PyStemmer", "lexical", "stemming") from None
+        raise MissingDependencyError("PyStemmer", None, "stemming") from None
     try:
-        return Stemmer.Stemmer(str(language).lower()).stemWords  # type: ignore[no-any-return]
+        return Stemmer.Stemmer(str(language).lower()).stemWords
     except KeyError:
         raise ConfigError(
             f"unknown stemmer language {language!r}; PyStemmer knows: {', '.join(Stemmer.algorithms())}"

@@ -180,7 +180,7 @@ class AnnArm(Arm):
             self._index = faiss.deserialize_index(np.asarray(blob, dtype=np.uint8))
             self.built_from_cache = True
         else:
-            emb = self.base.embed_corpus(corpus, ctx=ctx)  # type: ignore[attr-defined]
+            emb = self.base.embed_corpus(corpus, ctx=ctx)
             prev = faiss.omp_get_max_threads()
             faiss.omp_set_num_threads(max(1, self.build_threads))
             try:
@@ -207,12 +207,12 @@ class AnnArm(Arm):
         faiss = _faiss()
         if self._index is None or self._corpus is None:
             raise RuntimeError("index() must run before search()")
-        q = np.ascontiguousarray(self.base.embed_queries(queries, ctx=ctx), dtype=np.float32)  # type: ignore[attr-defined]
+        q = np.ascontiguousarray(self.base.embed_queries(queries, ctx=ctx), dtype=np.float32)
         ids = self._corpus.ids
         out: dict[str, tuple[tuple[str, float], ...]] = {}
         for m, rows in group_by_mask(queries, mask):
             bits = None if m is None else np.packbits(np.asarray(m, dtype=bool), bitorder="little")
-            selector = None if bits is None else faiss.IDSelectorBitmap(len(m), faiss.swig_ptr(bits))
+            selector = None if m is None or bits is None else faiss.IDSelectorBitmap(len(m), faiss.swig_ptr(bits))
             params = self._params(selector)
             sub = q[rows]
             kk = min(k, len(ids))

@@ -23,6 +23,7 @@ that query. Queries absent from ``M`` search the whole corpus.
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import json
 from abc import ABC, abstractmethod
@@ -62,6 +63,12 @@ class ArmContext(Protocol):
     def ensure_indexed(self, arm: Arm) -> None: ...
 
 
+class Versioned(Protocol):
+    """A class whose code computes part of an arm's output, with its own ``code_version``."""
+
+    code_version: str
+
+
 class Arm(ABC):
     """Base class of all arms. Subclasses set ``type`` and implement the abstract methods."""
 
@@ -80,7 +87,7 @@ class Arm(ABC):
     #: Classes (not config) whose code computes part of the output, each with its own
     #: ``code_version`` (e.g. the rerank arm's cross-encoder scorer); see :meth:`code_versions`.
     #: Components that appear in :meth:`config` (an encoder's identity) carry theirs there.
-    code_components: ClassVar[tuple[type, ...]] = ()
+    code_components: ClassVar[tuple[builtins.type[Versioned], ...]] = ()
 
     def __init__(self, *, name: str | None = None) -> None:
         self.name = name or self.type
@@ -119,7 +126,7 @@ class Arm(ABC):
         in their own fingerprints)."""
         out = {self.type: str(self.code_version)}
         for comp in self.code_components:
-            out[comp.__name__] = str(getattr(comp, "code_version"))
+            out[comp.__name__] = str(comp.code_version)
         return out
 
     def fingerprint(self) -> str:

@@ -479,7 +479,8 @@ class _Candidates:
 
     def _joined(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         if len(self.parts) != 1:
-            self.parts = [tuple(np.concatenate(a) for a in zip(*self.parts, strict=True))]  # type: ignore[misc]
+            qi, doc, hi = (np.concatenate(a) for a in zip(*self.parts, strict=True))
+            self.parts = [(qi, doc, hi)]
         return self.parts[0]
 
     def prune(self, qs: int, L: np.ndarray, *, final: bool = False) -> None:

@@ -253,13 +253,14 @@ class ExactIndex:
             return None
         codes = cache.get_array("exact-index-codes", key, mmap=True)
         order = cache.get_array("exact-index-order", key, mmap=True)
-        stats = [np.asarray(meta[f], dtype=np.float64) for f in ("scale", "resid", "norm32", "norm64")]
+        scale, resid, norm32, norm64 = stats = [np.asarray(meta[f], dtype=np.float64)
+                                                for f in ("scale", "resid", "norm32", "norm64")]
         nb = -(-docs.shape[0] // int(meta["block"]))
         if (codes is None or order is None or codes.shape != docs.shape or codes.dtype != np.uint8
                 or order.shape != (docs.shape[0],) or order.dtype != np.int64 or any(a.shape != (nb,) for a in stats)):
             return None
         _ort_matmul_int()
-        return cls(docs, order, codes, *stats, int(meta["block"]), True)
+        return cls(docs, order, codes, scale, resid, norm32, norm64, int(meta["block"]), True)
 
     def search(self, q: np.ndarray, doc_ids: Sequence[str], *, k: int, mask: np.ndarray | None = None,
                max_block: int = 1 << 24, progress: bool = False, desc: str = "exact search") -> list[Ranked]:

@@ -27,8 +27,7 @@ Three arm types:
     score(d) = sum over inputs i with d in R_i of w_i / (k_rrf + r_i(d))
 
 ``k_rrf`` is the RRF constant (default 60; option ``rank_constant``, Elasticsearch's and OpenSearch's
-name for it; its old name ``k`` still works for one release, with a deprecation warning, but reads like the
-cutoff ``k`` of every other option), ``w_i`` the input's weight
+name for it, not ``k``, which is the cutoff of every other option), ``w_i`` the input's weight
 (default 1 each: plain RRF). A document absent from an input's top ``depth`` gets
 nothing from that input.
 
@@ -113,7 +112,6 @@ from __future__ import annotations
 
 import logging
 import math
-import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -132,12 +130,12 @@ __all__ = [
     "NORMS",
     "NORM_ALIASES",
     "UNSUPPORTED_METHODS",
-    "canonical_method",
-    "canonical_norm",
     "ConvexArm",
     "FuseArm",
     "RRFArm",
     "borda_scores",
+    "canonical_method",
+    "canonical_norm",
     "comb_anz",
     "comb_gmnz",
     "comb_max",
@@ -433,20 +431,6 @@ def _positive_int(value: Any, key: str, type_name: str) -> int:
     return out
 
 
-def _rank_constant(rank_constant: Any, k: Any, type_name: str) -> Any:
-    """The RRF constant given as ``rank_constant``, or under its old name ``k`` (a deprecation warning,
-    logged for the command line and raised as :class:`DeprecationWarning` for Python callers)."""
-    if k is None:
-        return rank_constant
-    if rank_constant is not None:
-        raise ConfigError(f"{type_name}: give rank_constant= (the RRF constant); k= is its old name, not both")
-    msg = (f"{type_name}: k= for the RRF constant is deprecated and will be removed in the next release; "
-           f"write rank_constant={k} (k means a cutoff everywhere else)")
-    log.warning("%s", msg)
-    warnings.warn(msg, DeprecationWarning, stacklevel=4)
-    return k
-
-
 def _rrf_constant(k: Any, type_name: str) -> float:
     try:
         out = float(k)
@@ -529,16 +513,15 @@ class RRFArm(_FusionArm):
     """(Weighted) reciprocal rank fusion of two or more arms (formula in the module docstring).
 
     Options: ``arms`` (the inputs, ``a+b`` on the CLI), ``rank_constant`` (the RRF constant
-    ``k_rrf``, default 60; ``k`` is its deprecated old name), ``depth`` (candidates taken from
+    ``k_rrf``, default 60), ``depth`` (candidates taken from
     each input, default 100), ``weights`` (one per input, ``2+1`` on the CLI, >= 0;
     default 1 each).
     """
 
     def __init__(self, *, name: str | None = None, arms: Any = None, rank_constant: NonNegative | None = None,
-                 depth: PositiveInt = 100, weights: Any = None, k: NonNegative | None = None) -> None:
+                 depth: PositiveInt = 100, weights: Any = None) -> None:
         super().__init__(name=name, arms=arms, depth=depth)
-        c = _rank_constant(rank_constant, k, "rrf")
-        self.k_rrf = _rrf_constant(60 if c is None else c, "rrf")
+        self.k_rrf = _rrf_constant(60 if rank_constant is None else rank_constant, "rrf")
         self.weights = _free_weights(weights, len(self.arms), "rrf")
 
     def config(self) -> dict[str, Any]:
@@ -613,13 +596,13 @@ class FuseArm(_FusionArm):
     ``rrf``, ``isr``, ``log_isr``, ``logn_isr``, ``borda``; ``gamma`` for gmnz, ``sigma`` for logn_isr),
     ``norm`` (``minmax`` default, ``zscore``, ``sum``, ``rank``, ``none``; for the score-based methods),
     ``weights`` (one per input, >= 0; for sum/mnz/rrf/borda), ``rank_constant`` (the RRF constant,
-    default 60; for rrf only; ``k`` is its deprecated old name), ``depth`` (candidates per input,
+    default 60; for rrf only), ``depth`` (candidates per input,
     default 100). An option the method does not use is refused.
     """
 
     def __init__(self, *, name: str | None = None, arms: Any = None, method: str = "sum", norm: str | None = None,
                  weights: Any = None, rank_constant: float | None = None, depth: int = 100,
-                 k: float | None = None, gamma: float | None = None, sigma: float | None = None) -> None:
+                 gamma: float | None = None, sigma: float | None = None) -> None:
         super().__init__(name=name, arms=arms, depth=depth)
         self.method = canonical_method(method)
         norm = canonical_norm(norm)
@@ -639,10 +622,10 @@ class FuseArm(_FusionArm):
         self.norm = None if self.method not in _SCORE_BASED else str(norm or "minmax").lower()
         if self.norm is not None and self.norm not in FUSE_NORMS:
             raise ConfigError(f"fuse: norm must be one of {', '.join(FUSE_NORMS)}, got {norm!r}")
-        if (k is not None or rank_constant is not None) and self.method != "rrf":
+        if rank_constant is not None and self.method != "rrf":
             raise ConfigError(f"fuse: rank_constant= is the RRF constant, for method=rrf only (method={self.method})")
-        c = _rank_constant(rank_constant, k, "fuse")
-        self.k_rrf = _rrf_constant(60 if c is None else c, "fuse") if self.method == "rrf" else None
+        self.k_rrf = _rrf_constant(60 if rank_constant is None else rank_constant, "fuse") if self.method == "rrf" \
+            else None
         if weights is not None and self.method not in _WEIGHTED:
             raise ConfigError(f"fuse: weights= is for methods {', '.join(_WEIGHTED)}, not {self.method}")
         self.weights = _free_weights(weights, len(self.arms), "fuse")

@@ -101,7 +101,7 @@ class BM25Arm(Arm):
         try:
             import bm25s
         except ImportError:
-            raise MissingDependencyError("bm25s", "lexical", "the bm25 arm") from None
+            raise MissingDependencyError("bm25s", None, "the bm25 arm") from None
         tokens = self._tokenize(corpus.full_texts(), ctx=ctx, ids=True)
         retriever = bm25s.BM25(k1=self.k1, b=self.b, delta=self.delta, method=self.method)
         retriever.index(tokens, show_progress=False)
@@ -179,7 +179,7 @@ class TfidfArm(Arm):
         try:
             from sklearn.feature_extraction.text import TfidfVectorizer
         except ImportError:
-            raise MissingDependencyError("scikit-learn", "lexical", "the tfidf arm") from None
+            raise MissingDependencyError("scikit-learn", None, "the tfidf arm") from None
         analyzer = make_analyzer(lower=self.lower, stopwords=self.stopwords, stemmer=self.stemmer)
         self._vectorizer = TfidfVectorizer(analyzer=analyzer, sublinear_tf=self.sublinear_tf, min_df=self.min_df,
                                            dtype=np.float64)

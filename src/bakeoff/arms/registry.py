@@ -90,7 +90,7 @@ def _load_plugin(ep: EntryPoint) -> ArmFactory:
         return ARM_TYPES[ep.name]
     try:
         obj = ep.load()
-    except Exception as exc:  # a plugin may fail in any way; report it in one line
+    except Exception as exc:  # noqa: BLE001 - a plugin may fail in any way; report it in one line
         detail = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
         raise ConfigError(f"{_describe(ep)} failed to load: {detail}") from None
     if not (isinstance(obj, type) and issubclass(obj, Arm)):
@@ -160,10 +160,14 @@ _NOT_OPTIONS: tuple[str, ...] = ("encoder",)
 _SCHEMAS: dict[Any, type[Schema]] = {}
 
 
+def _constructor(cls: type[Any]) -> Any:
+    return cls.__init__
+
+
 def options_schema(factory: ArmFactory) -> type[Schema]:
     """The option schema of an arm type: its constructor's keyword parameters (see the module docstring)."""
     if factory not in _SCHEMAS:
-        init = factory.__init__ if isinstance(factory, type) else factory
+        init = _constructor(factory) if isinstance(factory, type) else factory
         label = getattr(factory, "type", getattr(factory, "__name__", "arm"))
         _SCHEMAS[factory] = signature_model(init, name=f"{label}_options", skip=_NOT_OPTIONS,
                                             any_type=REFERENCE_OPTIONS)
@@ -183,7 +187,7 @@ def validate_options(type_name: str, options: Mapping[str, Any], *, where: str,
         line = line_of((*line_prefix, "type")) if line_of is not None else None
         head = where + (f":{line}" if line else "") + ": " + (f"{context}: " if context else "")
         raise ConfigError(f"{head}unknown arm type {type_name!r}{tip}; known: {', '.join(known)}")
-    model = validate(options_schema(factory), dict(options), where=where, line_of=line_of, line_prefix=line_prefix,
+    model: Schema = validate(options_schema(factory), dict(options), where=where, line_of=line_of, line_prefix=line_prefix,
                      noun="option", context=context)
     out = {key: getattr(model, key) for key in options if key in type(model).model_fields}
     out.update(model.model_extra or {})

@@ -43,7 +43,7 @@ def _command() -> typer.core.TyperGroup:
     signature; tests call :func:`main` hundreds of times)."""
     from ._common import plain_help
 
-    return plain_help(typer.main.get_command(build_app()))  # type: ignore[no-any-return]
+    return plain_help(typer.main.get_command(build_app()))
 
 
 class _OneLine(logging.Formatter):
@@ -63,7 +63,7 @@ def close_bars() -> None:
     close()
 
 
-class _BarSafeHandler(logging.StreamHandler):  # type: ignore[type-arg]
+class _BarSafeHandler(logging.StreamHandler):
     """Log lines on stderr on a line of their own, never on a progress bar's line."""
 
     def emit(self, record: logging.LogRecord) -> None:
@@ -206,7 +206,7 @@ def _main_bars(args: list[str], argv: list[str] | None) -> int:
     from ..progress import library_bars_off  # imported when used: building the app stays light
 
     with library_bars_off(force=asked) if bars_off else contextlib.nullcontext(), \
-            contextlib.redirect_stdout(_NamedStdout(sys.stdout)):  # type: ignore[type-var]
+            contextlib.redirect_stdout(_NamedStdout(sys.stdout)):
         return _main(argv)
 
 

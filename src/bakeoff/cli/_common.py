@@ -206,7 +206,11 @@ def _unescape(text: str) -> str:
     return text.replace("\\[", "[")
 
 
-class HelpFormatter(typer.Context.formatter_class):  # type: ignore[misc,name-defined]
+#: click's help formatter, as typer ships it (typer >= 0.20 vendors click): the base of :class:`HelpFormatter`.
+_ClickHelpFormatter: Any = typer.Context.formatter_class
+
+
+class HelpFormatter(_ClickHelpFormatter):
     """``--help`` as plain text that reads at 80 columns (wider terminals use up to 100).
 
     Options are a two-column list: the option and its metavar, then its help, wrapped to the width.

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -15,43 +15,43 @@ def calibrate(
     out: Annotated[Path, typer.Option(callback=folder_path, help="Output folder (calibration.json, truth/, human/, synthetic/).")],
     llm: Annotated[str, typer.Option(help="local[:NAME|PATH.gguf], openai:<model>, ollama:<model> or URL|<model>.")] = "local",
     n: Annotated[int, typer.Option("-n", help="Synthetic queries wanted (documents sampled).")] = 150,
-    arm: Annotated[Optional[list[str]], typer.Option("--arm", help="An arm [NAME=]TYPE[:k=v,...] (repeatable; default: nine arms; ft-dense, and with --ft-rerank ft-rerank, are added).")] = None,
+    arm: Annotated[list[str] | None, typer.Option("--arm", help="An arm [NAME=]TYPE[:k=v,...] (repeatable; default: nine arms; ft-dense, and with --ft-rerank ft-rerank, are added).")] = None,
     train_fraction: Annotated[float, typer.Option(help="Share of synthetic source documents whose queries fine-tune ft-dense and ft-rerank, in [0, 1) (0: no fine-tuned arms).")] = 0.5,
     ft_rerank: Annotated[bool, typer.Option("--ft-rerank", help="Also train ft-rerank, a cross-encoder on the train split (opt-in).")] = False,
     rerank_base: Annotated[str, typer.Option(help="Arm whose results give the hard negatives (and whose top 20 ft-rerank reranks).")] = "bm25-stem",
-    measure: Annotated[Optional[list[str]], typer.Option("--measure", callback=measure_names, help="Measure compared (repeatable; the first decides the verdict).")] = None,
+    measure: Annotated[list[str] | None, typer.Option("--measure", callback=measure_names, help="Measure compared (repeatable; the first decides the verdict).")] = None,
     gen_seed: Annotated[int, typer.Option("--gen-seed", help="Seed of the document sample and of generation.")] = 0,
     leak_mode: Annotated[str, typer.Option(help="record, target or cut (as bakeoff generate).")] = "record",
     leak_target: Annotated[str, typer.Option(help="Leak the verdict weights queries to: default, uniform, five shares or a judged folder.")] = "default",
-    queries_like: Annotated[Optional[Path], typer.Option(help="Real queries of this collection (text or JSONL, no judgments): style examples and the leak target.")] = None,
+    queries_like: Annotated[Path | None, typer.Option(help="Real queries of this collection (text or JSONL, no judgments): style examples and the leak target.")] = None,
     leak_threshold: Annotated[float, typer.Option(help="--leak-mode cut: reject queries whose leak is above this.")] = 0.35,
     regenerations: Annotated[int, typer.Option(help="Regenerations of a rejected query.")] = 3,
     candidates: Annotated[int, typer.Option(min=1, help="Queries per document and round (best of n).")] = 1,
     mask_share: Annotated[float, typer.Option(min=0.0, max=1.0, help="Share of documents shown with half their rare words masked (opt-in; see the docs).")] = 0.0,
-    max_doc_chars: Annotated[Optional[int], typer.Option(help="Characters of each document shown to the model.")] = None,
+    max_doc_chars: Annotated[int | None, typer.Option(help="Characters of each document shown to the model.")] = None,
     min_doc_chars: Annotated[int, typer.Option(help="Never sample documents shorter than this (characters).")] = 60,
     answerability: Annotated[str, typer.Option(help="Answerability scorer (as generate): use, minilm, … or off.")] = "use",
     answerability_alpha: Annotated[float, typer.Option(help="Rank rule: share of reference documents the source may lose to.")] = 0.05,
     answerability_references: Annotated[int, typer.Option(help="Rank rule: random reference documents.")] = 99,
     style: Annotated[str, typer.Option(help="Query style: question, keywords or typos.")] = "question",
     prompt_lang: Annotated[str, typer.Option(help="Language of the prompt: en or es.")] = "en",
-    persona: Annotated[Optional[str], typer.Option(help="Who searches.")] = None,
-    instruction: Annotated[Optional[str], typer.Option(help="Extra instruction added to the prompt.")] = None,
-    preset: Annotated[Optional[str], typer.Option(help="Named constraint set: need-not-document.")] = None,
-    examples: Annotated[Optional[Path], typer.Option(help="JSONL of {\"document\", \"query\"} examples (default: none).")] = None,
+    persona: Annotated[str | None, typer.Option(help="Who searches.")] = None,
+    instruction: Annotated[str | None, typer.Option(help="Extra instruction added to the prompt.")] = None,
+    preset: Annotated[str | None, typer.Option(help="Named constraint set: need-not-document.")] = None,
+    examples: Annotated[Path | None, typer.Option(help="JSONL of {\"document\", \"query\"} examples (default: none).")] = None,
     bootstrap: Annotated[int, typer.Option(min=0, help="Examples bootstrapped from a pilot round (0: zero-shot).")] = 0,
-    concurrency: Annotated[Optional[int], typer.Option(min=1, help="Requests in flight (as bakeoff generate).")] = None,
-    price: Annotated[Optional[str], typer.Option(help="USD per 1M tokens 'prompt,completion'.")] = None,
-    reasoning_effort: Annotated[Optional[str], typer.Option(help="Reasoning models: minimal, low, medium or high.")] = None,
+    concurrency: Annotated[int | None, typer.Option(min=1, help="Requests in flight (as bakeoff generate).")] = None,
+    price: Annotated[str | None, typer.Option(help="USD per 1M tokens 'prompt,completion'.")] = None,
+    reasoning_effort: Annotated[str | None, typer.Option(help="Reasoning models: minimal, low, medium or high.")] = None,
     pool_depth: Annotated[int, typer.Option(min=0, help="Also judge every arm's top DEPTH for each synthetic query and calibrate on that widened truth (0: off).")] = 0,
     pool_method: Annotated[str, typer.Option(help="How the pool is judged: likelihood, yesno, expected or umbrela (as bakeoff assess --method).")] = "likelihood",
-    pool_llm: Annotated[Optional[str], typer.Option(help="The pool's judge (default: --llm); never the model of an arm you compare.")] = None,
+    pool_llm: Annotated[str | None, typer.Option(help="The pool's judge (default: --llm); never the model of an arm you compare.")] = None,
     pool_threshold: Annotated[float, typer.Option(help="likelihood: a pooled document is relevant at this PMI (nats/token) or more.")] = 1.0,
     resamples: Annotated[int, typer.Option(min=1, help="Bootstrap resamples and permutations (smallest p-value 1/(N+1)).")] = 10000,
     seed: SeedOpt = 0,
     alpha: AlphaOpt = 0.05,
     cache: Annotated[str, typer.Option(help="Cache policy: use, refresh or off.")] = "use",
-    cache_dir: Annotated[Optional[Path], typer.Option(help="Cache folder.")] = None,
+    cache_dir: Annotated[Path | None, typer.Option(help="Cache folder.")] = None,
     progress: ProgressOpt = True,
 ) -> None:
     """Generate synthetic queries over a judged corpus, split them by source document, fine-tune an
@@ -63,8 +63,8 @@ def calibrate(
     from ..truth.answerability import AnswerabilityOptions
     from ..truth.assess import AssessOptions
     from ..truth.prompts import PromptControl, read_examples
-    from ..truth.reference_rank import ReferenceRankOptions
     from ..truth.queries_like import read_queries_like
+    from ..truth.reference_rank import ReferenceRankOptions
     from ..truth.synthetic import DescribeOptions, leak_target_shares
 
     prompt = PromptControl(style=style, lang=prompt_lang, persona=persona, instruction=instruction,  # type: ignore[arg-type]

@@ -3,28 +3,38 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
-from ._common import (finish_gate, DEFAULT_RESAMPLES, folder_path, output_format, AlphaOpt, DeltaOpt, ProgressOpt,
-                      ResamplesOpt, SeedOpt, show_report)
+from ._common import (
+    DEFAULT_RESAMPLES,
+    AlphaOpt,
+    DeltaOpt,
+    ProgressOpt,
+    ResamplesOpt,
+    SeedOpt,
+    finish_gate,
+    folder_path,
+    output_format,
+    show_report,
+)
 
 
 def compare_cmd(
     first: Annotated[Path, typer.Argument(help="results.json (or its folder) of the first result set.")],
     second: Annotated[Path, typer.Argument(help="results.json (or its folder) of the second result set.")],
-    out: Annotated[Optional[Path], typer.Option(callback=folder_path, help="Also write report.json/.html/.tex and per_query files here.")] = None,
-    data: Annotated[Optional[Path], typer.Option(help="BEIR folder, if the dataset moved since the runs.")] = None,
+    out: Annotated[Path | None, typer.Option(callback=folder_path, help="Also write report.json/.html/.tex and per_query files here.")] = None,
+    data: Annotated[Path | None, typer.Option(help="BEIR folder, if the dataset moved since the runs.")] = None,
     resamples: ResamplesOpt = DEFAULT_RESAMPLES,
     seed: SeedOpt = 0,
     alpha: AlphaOpt = 0.05,
-    delta: DeltaOpt = [],
+    delta: DeltaOpt = [],  # noqa: B006 - typer passes a new list
     html: Annotated[bool, typer.Option(help="With --out, write report.html (needs the [report] extra).")] = True,
     progress: ProgressOpt = True,
     fail_if_worse: Annotated[list[str], typer.Option(
         "--fail-if-worse", help="CI gate: exit 1 when NEW is significantly worse than BASE on this measure "
-        "(repeatable).")] = [],
+        "(repeatable).")] = [],  # noqa: B006 - typer passes a new list
     margin: Annotated[float, typer.Option(help="With --fail-if-worse: drops up to this much never fail.")] = 0.0,
     summary: Annotated[str, typer.Option("--summary", callback=output_format, help="text (tables) or md: "
                                          "GitHub-flavoured Markdown on stdout (verdict, table, gate), e.g. for "

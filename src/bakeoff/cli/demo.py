@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -12,17 +12,17 @@ from ._common import make_cache
 
 def demo(
     out: Annotated[Path, typer.Option(help="Output folder (truth/ BEIR folder and results.json).")] = Path("results/demo"),
-    corpus: Annotated[Optional[Path], typer.Option(help="Your corpus (default: the standard library's docstrings).")] = None,
+    corpus: Annotated[Path | None, typer.Option(help="Your corpus (default: the standard library's docstrings).")] = None,
     llm: Annotated[str, typer.Option(help="local[:NAME|PATH.gguf], openai:<model>, ollama:<model> or URL|<model>.")] = "local",
     id_field: Annotated[str, typer.Option("--id-field", help="Records: field of the document id.")] = "id",
     text_field: Annotated[str, typer.Option("--text-field", help="Records: field of the text.")] = "text",
-    title_field: Annotated[Optional[str], typer.Option("--title-field", help="Records: field of the title.")] = "title",
+    title_field: Annotated[str | None, typer.Option("--title-field", help="Records: field of the title.")] = "title",
     n: Annotated[int, typer.Option("-n", help="Documents to write queries for.")] = 100,
     seed: Annotated[int, typer.Option(help="Seed of the document sample and of generation.")] = 0,
     cache: Annotated[str, typer.Option(help="Cache policy: use, refresh or off.")] = "use",
-    cache_dir: Annotated[Optional[Path], typer.Option(help="Cache folder.")] = None,
+    cache_dir: Annotated[Path | None, typer.Option(help="Cache folder.")] = None,
     progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
-    min_doc_chars: Annotated[Optional[int], typer.Option(help="Never sample documents shorter than this (characters).")] = None,
+    min_doc_chars: Annotated[int | None, typer.Option(help="Never sample documents shorter than this (characters).")] = None,
 ) -> None:
     """Corpus (stdlib docstrings or --corpus) -> LLM-written queries, filtered -> TF-IDF, BM25, BM25+stemmer, dense, RRF -> verdict."""
     from ..data.loaders import FieldMap

@@ -10,14 +10,12 @@ import typer
 
 from ._common import AveragingOpt
 
-DEFAULT = ["ndcg@10", "recall@10", "mrr@10", "precision@10", "map@10"]
-
 
 def eval_cmd(
     qrels: Annotated[Path, typer.Argument(help="Judgments: TREC qrels, BEIR TSV or a `bakeoff label` database.")],
     run: Annotated[Path, typer.Argument(help="TREC run file (qid Q0 docid rank score tag).")],
     metric: Annotated[list[str], typer.Option("--metric", "-m",
-                                              help="Measure, e.g. ndcg@10, P_5, map, Rprec, bpref (repeatable).")] = [],
+                                              help="Measure, e.g. ndcg@10, P_5, map, Rprec, bpref (repeatable).")] = [],  # noqa: B006 - typer passes a new list
     as_json: Annotated[bool, typer.Option("--json", help='Print {"measure": mean, ...} as JSON.')] = False,
     per_query: Annotated[bool, typer.Option("--per-query", "-q", help="Also print per-query values.")] = False,
     trec: Annotated[bool, typer.Option("--trec-eval", help="trec_eval's query set, measure names and "
@@ -34,7 +32,7 @@ def eval_cmd(
 ) -> None:
     """Evaluate a TREC run against judgments (ties broken as trec_eval does)."""
     from ..errors import ConfigError
-    from ..metrics import evaluate_files, parse_measures, trec_name
+    from ..metrics import DEFAULT_MEASURES, evaluate_files, parse_measures, trec_name
     from ._common import warn_all
 
     if complete and not trec and averaging is None:
@@ -44,7 +42,7 @@ def eval_cmd(
         raise ConfigError(f"--averaging {averaging} contradicts --trec-eval{' -c' if complete else ''}")
     rule = averaging or ("trec_eval-c" if complete else "trec_eval" if trec else "bakeoff")
     try:
-        measures = parse_measures(metric or DEFAULT)
+        measures = parse_measures(metric or DEFAULT_MEASURES)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
     done = evaluate_files(qrels, run, measures, averaging=rule, relevance_level=level,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
@@ -17,7 +17,7 @@ TrainOpt = Annotated[str, typer.Option("--train", help="Training data: BEIR fold
 OutOpt = Annotated[Path, typer.Option("--out", help="Output model folder (written atomically).")]
 TestOpt = Annotated[list[str], typer.Option("--test", help="Held-out FOLDER[:split], never trained on "
                                             "(repeatable).")]
-CorpusOpt = Annotated[Optional[Path], typer.Option(help="Corpus for a training folder without corpus.jsonl (e.g. a synthetic set).")]
+CorpusOpt = Annotated[Path | None, typer.Option(help="Corpus for a training folder without corpus.jsonl (e.g. a synthetic set).")]
 EpochsOpt = Annotated[float, typer.Option()]
 LrOpt = Annotated[float, typer.Option("--lr", help="Peak learning rate.")]
 WarmupOpt = Annotated[float, typer.Option(help="Warm-up fraction of the steps.")]
@@ -34,7 +34,7 @@ def embedder(
     train: TrainOpt,
     out: OutOpt,
     base: Annotated[str, typer.Option(help="Base model: folder, hub name, or 'minilm' (bundled, offline).")] = "minilm",
-    test: TestOpt = [],
+    test: TestOpt = [],  # noqa: B006 - typer passes a new list
     corpus: CorpusOpt = None,
     hard_negatives: Annotated[str, typer.Option(help="none, qrels (grade 0), provenance (synthetic set) or bm25.")] = "none",
     n_negatives: Annotated[int, typer.Option(help="Hard negatives kept per query.")] = 1,
@@ -45,7 +45,7 @@ def embedder(
     seed: SeedOpt = 0,
     cached: Annotated[bool, typer.Option(help="CachedMultipleNegativesRankingLoss (big batches, small memory).")] = False,
     mini_batch_size: Annotated[int, typer.Option(help="Mini-batch of the cached loss.")] = 8,
-    max_seq_length: Annotated[Optional[int], typer.Option(help="Truncate texts to this many tokens.")] = None,
+    max_seq_length: Annotated[int | None, typer.Option(help="Truncate texts to this many tokens.")] = None,
     val_fraction: ValFractionOpt = 0.1,
     val_corpus_size: Annotated[int, typer.Option(help="Documents ranked during validation.")] = 500,
     evals: EvalsOpt = 3,
@@ -74,7 +74,7 @@ def reranker(
     train: TrainOpt,
     out: OutOpt,
     base: Annotated[str, typer.Option(help="Initial model: folder, hub name, or 'minilm' (bundled, offline).")] = "minilm",
-    test: TestOpt = [],
+    test: TestOpt = [],  # noqa: B006 - typer passes a new list
     corpus: CorpusOpt = None,
     negatives: Annotated[str, typer.Option(help="bm25 (mined with --miner), qrels (grade 0) or provenance.")] = "bm25",
     miner: Annotated[str, typer.Option(help="Arm whose top-k is mined for negatives, e.g. bm25 or dense:model=minilm.")] = "bm25",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -19,22 +19,22 @@ def generate(
     seed: Annotated[int, typer.Option(help="Seed of sampling, clustering and generation.")] = 0,
     leak_mode: Annotated[str, typer.Option(help="describe: record (the verdict weights by leak), target (a quota) or cut.")] = "record",
     leak_target: Annotated[str, typer.Option(help="Leak the verdict weights queries to: default, uniform, 'a,b,c,d,e' or a judged folder.")] = "default",
-    queries_like: Annotated[Optional[Path], typer.Option(help="describe: real queries of this collection (text or JSONL, no judgments): style examples and the leak target.")] = None,
+    queries_like: Annotated[Path | None, typer.Option(help="describe: real queries of this collection (text or JSONL, no judgments): style examples and the leak target.")] = None,
     leak_threshold: Annotated[float, typer.Option(help="Reject queries whose leak is above this (--leak-mode cut, clusters).")] = 0.35,
     regenerations: Annotated[int, typer.Option(help="describe: regenerations of a rejected query.")] = 3,
     candidates: Annotated[int, typer.Option(min=1, help="describe: queries per document and round (best of n).")] = 1,
     mask_share: Annotated[float, typer.Option(min=0.0, max=1.0, help="describe: share of documents shown with half their rare words masked (opt-in; see the docs).")] = 0.0,
-    stratify_by: Annotated[Optional[str], typer.Option(help="describe: metadata field to stratify sampling by.")] = None,
+    stratify_by: Annotated[str | None, typer.Option(help="describe: metadata field to stratify sampling by.")] = None,
     lang: Annotated[str, typer.Option(help="Common-word list of the leak metric: en or es.")] = "en",
-    max_doc_chars: Annotated[Optional[int], typer.Option(help="Characters of each document shown to the model.")] = None,
+    max_doc_chars: Annotated[int | None, typer.Option(help="Characters of each document shown to the model.")] = None,
     cluster_size: Annotated[int, typer.Option(help="clusters: documents per KMeans cluster (about).")] = 10,
     questions_per_cluster: Annotated[int, typer.Option(help="clusters: questions asked per cluster.")] = 2,
     grades: Annotated[str, typer.Option(help="clusters: grade by relevant rank, 'g1,g2,...;default'.")] = "3,2,2;1",
-    encoder: Annotated[Optional[str], typer.Option(help="clusters: dense model for the embeddings (default MiniLM).")] = None,
+    encoder: Annotated[str | None, typer.Option(help="clusters: dense model for the embeddings (default MiniLM).")] = None,
     encoder_key_env: Annotated[str, typer.Option(help="clusters: variable holding an openai: encoder's key.")] = "OPENAI_API_KEY",
     specificity: Annotated[str, typer.Option(help="Specificity scorer: off, local[:NAME|PATH] or a server.")] = "off",
-    specificity_threshold: Annotated[Optional[float], typer.Option(help="Keep queries whose specificity (nats/token) is at least this (default 1.0).")] = None,
-    specificity_top: Annotated[Optional[float], typer.Option(help="Keep only this top fraction of queries by specificity.")] = None,
+    specificity_threshold: Annotated[float | None, typer.Option(help="Keep queries whose specificity (nats/token) is at least this (default 1.0).")] = None,
+    specificity_top: Annotated[float | None, typer.Option(help="Keep only this top fraction of queries by specificity.")] = None,
     answerability: Annotated[str, typer.Option(help="Scorer: use, minilm, cross-encoder:<model>, bi-encoder:<model> or off.")] = "use",
     answerability_threshold: Annotated[float | None, typer.Option(help="An absolute rule instead of the rank rule: keep queries whose answerability score is at least this.")] = None,
     answerability_alpha: Annotated[float, typer.Option(help="Rank rule: keep a query when its document beats all but this share of the reference documents.")] = 0.05,
@@ -43,22 +43,22 @@ def generate(
     min_doc_chars: Annotated[int, typer.Option(help="describe: never sample documents shorter than this (characters).")] = 60,
     style: Annotated[str, typer.Option(help="Query style: question, keywords or typos.")] = "question",
     prompt_lang: Annotated[str, typer.Option(help="Language of the prompt and its examples: en or es.")] = "en",
-    persona: Annotated[Optional[str], typer.Option(help="Who searches, e.g. 'a tenant in a deposit dispute'.")] = None,
-    instruction: Annotated[Optional[str], typer.Option(help="Extra instruction added to the prompt.")] = None,
-    preset: Annotated[Optional[str], typer.Option(help="Named constraint set: need-not-document (alias seed000).")] = None,
-    examples: Annotated[Optional[Path], typer.Option(help="describe: JSONL of {\"document\", \"query\"} examples shown to the model (default: none).")] = None,
+    persona: Annotated[str | None, typer.Option(help="Who searches, e.g. 'a tenant in a deposit dispute'.")] = None,
+    instruction: Annotated[str | None, typer.Option(help="Extra instruction added to the prompt.")] = None,
+    preset: Annotated[str | None, typer.Option(help="Named constraint set: need-not-document (alias seed000).")] = None,
+    examples: Annotated[Path | None, typer.Option(help="describe: JSONL of {\"document\", \"query\"} examples shown to the model (default: none).")] = None,
     bootstrap: Annotated[int, typer.Option(min=0, help="describe: examples bootstrapped from a pilot round (0: none).")] = 0,
-    reasoning_effort: Annotated[Optional[str], typer.Option(help="Reasoning models: minimal, low, medium or high.")] = None,
+    reasoning_effort: Annotated[str | None, typer.Option(help="Reasoning models: minimal, low, medium or high.")] = None,
     test_fraction: Annotated[float, typer.Option(help="Share of queries in qrels/test.tsv (rest: train).")] = 0.5,
-    concurrency: Annotated[Optional[int], typer.Option(min=1, help="Requests in flight (default 4; local: server slots).")] = None,
-    price: Annotated[Optional[str], typer.Option(help="USD per 1M tokens 'prompt,completion' (overrides the table).")] = None,
+    concurrency: Annotated[int | None, typer.Option(min=1, help="Requests in flight (default 4; local: server slots).")] = None,
+    price: Annotated[str | None, typer.Option(help="USD per 1M tokens 'prompt,completion' (overrides the table).")] = None,
     id_field: Annotated[str, typer.Option("--id-field")] = "id",
     text_field: Annotated[str, typer.Option("--text-field")] = "text",
-    title_field: Annotated[Optional[str], typer.Option("--title-field")] = "title",
-    batch_out: Annotated[Optional[Path], typer.Option(help="Write uncached requests as an OpenAI batch JSONL file instead of asking.")] = None,
-    batch_in: Annotated[Optional[Path], typer.Option(help="Ingest an OpenAI batch results JSONL into the cache first.")] = None,
+    title_field: Annotated[str | None, typer.Option("--title-field")] = "title",
+    batch_out: Annotated[Path | None, typer.Option(help="Write uncached requests as an OpenAI batch JSONL file instead of asking.")] = None,
+    batch_in: Annotated[Path | None, typer.Option(help="Ingest an OpenAI batch results JSONL into the cache first.")] = None,
     cache: Annotated[str, typer.Option(help="Cache policy: use, refresh or off.")] = "use",
-    cache_dir: Annotated[Optional[Path], typer.Option(help="Cache folder.")] = None,
+    cache_dir: Annotated[Path | None, typer.Option(help="Cache folder.")] = None,
     progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
 ) -> None:
     """Write LLM-generated queries and judgments for CORPUS as a BEIR folder; then `bakeoff run --beir OUT`.
@@ -73,10 +73,10 @@ def generate(
     from ..truth.answerability import AnswerabilityOptions
     from ..truth.generate import generate_truth
     from ..truth.prompts import PromptControl, read_examples
+    from ..truth.queries_like import read_queries_like
     from ..truth.reference_rank import ReferenceRankOptions
     from ..truth.repair import GradeMap
     from ..truth.specificity import DEFAULT_THRESHOLD, SpecificityOptions
-    from ..truth.queries_like import read_queries_like
     from ..truth.synthetic import ClusterOptions, DescribeOptions, leak_target_shares
 
     if mode not in ("describe", "clusters"):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -31,34 +31,34 @@ FILES_EXAMPLES = ("\b\nExamples:\n"
 def api(
     url: Annotated[str, typer.Argument(help="The listing URL, e.g. https://api.example.org/cases")],
     out: Annotated[Path, typer.Option(help="Corpus file to write: .jsonl or .parquet (records id, title, text, fields).")],
-    items: Annotated[Optional[str], typer.Option(help="JMESPath of the item list in a listing page (default: the page itself).")] = None,
+    items: Annotated[str | None, typer.Option(help="JMESPath of the item list in a listing page (default: the page itself).")] = None,
     pagination: Annotated[str, typer.Option(help="page | offset | cursor | link | none.")] = "page",
-    page_param: Annotated[Optional[str], typer.Option(help="Query parameter of the page / offset / cursor (default page, offset, cursor).")] = None,
-    size_param: Annotated[Optional[str], typer.Option(help="Query parameter of the page size (default per_page; offset style: limit).")] = None,
-    per_page: Annotated[Optional[int], typer.Option(help="Items per page to ask for (page/offset styles).")] = None,
-    start_page: Annotated[Optional[int], typer.Option(help="First page number (default 1) or offset (default 0).")] = None,
-    next_: Annotated[Optional[str], typer.Option("--next", help="cursor style: JMESPath of the next cursor or next-page link in the body.")] = None,
+    page_param: Annotated[str | None, typer.Option(help="Query parameter of the page / offset / cursor (default page, offset, cursor).")] = None,
+    size_param: Annotated[str | None, typer.Option(help="Query parameter of the page size (default per_page; offset style: limit).")] = None,
+    per_page: Annotated[int | None, typer.Option(help="Items per page to ask for (page/offset styles).")] = None,
+    start_page: Annotated[int | None, typer.Option(help="First page number (default 1) or offset (default 0).")] = None,
+    next_: Annotated[str | None, typer.Option("--next", help="cursor style: JMESPath of the next cursor or next-page link in the body.")] = None,
     stop_on: Annotated[str, typer.Option(help="page/offset styles: stop on a 'short' or only an 'empty' page.")] = "short",
-    max_pages: Annotated[Optional[int], typer.Option(help="Read at most this many listing pages.")] = None,
-    detail_field: Annotated[Optional[str], typer.Option(help="JMESPath of each item's detail URL (e.g. href); fetched per item.")] = None,
-    detail_template: Annotated[Optional[str], typer.Option(help="RFC 6570 template of the detail URL over the item's fields.")] = None,
+    max_pages: Annotated[int | None, typer.Option(help="Read at most this many listing pages.")] = None,
+    detail_field: Annotated[str | None, typer.Option(help="JMESPath of each item's detail URL (e.g. href); fetched per item.")] = None,
+    detail_template: Annotated[str | None, typer.Option(help="RFC 6570 template of the detail URL over the item's fields.")] = None,
     id_: Annotated[str, typer.Option("--id", help="JMESPath of the document id.")] = "id",
-    title: Annotated[Optional[str], typer.Option(help="JMESPath of the title.")] = None,
-    text: Annotated[list[str], typer.Option("--text", help="JMESPath of a text part; repeat to join several (blank line between).")] = ["text"],
-    field: Annotated[list[str], typer.Option("--field", help="NAME=JMESPATH copied into the metadata; repeatable.")] = [],
+    title: Annotated[str | None, typer.Option(help="JMESPath of the title.")] = None,
+    text: Annotated[list[str], typer.Option("--text", help="JMESPath of a text part; repeat to join several (blank line between).")] = ["text"],  # noqa: B006 - typer passes a new list
+    field: Annotated[list[str], typer.Option("--field", help="NAME=JMESPATH copied into the metadata; repeatable.")] = [],  # noqa: B006 - typer passes a new list
     strip_html: Annotated[bool, typer.Option(help="Reduce HTML markup in title and text to text.")] = False,
     normalize_space: Annotated[bool, typer.Option(help="Normalise Unicode spaces and newlines.")] = False,
     min_chars: Annotated[int, typer.Option(help="Drop documents whose cleaned text is shorter.")] = 0,
     rate: Annotated[float, typer.Option(help="Requests per second at most (0: no limit).")] = 1.0,
     concurrency: Annotated[int, typer.Option(help="Detail requests in flight at most.")] = 1,
-    contact: Annotated[Optional[str], typer.Option(help="E-mail or URL for the site operator, added to the User-Agent.")] = None,
+    contact: Annotated[str | None, typer.Option(help="E-mail or URL for the site operator, added to the User-Agent.")] = None,
     ignore_robots: Annotated[bool, typer.Option("--ignore-robots", help="Do not read or obey robots.txt (only with the site's permission).")] = False,
     timeout: Annotated[float, typer.Option(help="Seconds a whole request may take before a retry.")] = 30.0,
     retries: Annotated[int, typer.Option(help="Retries of a failed request (timeouts, 429, 5xx, bodies that are not JSON).")] = 3,
     backoff_max: Annotated[float, typer.Option(help="Longest wait between retries, seconds (also caps Retry-After).")] = 30.0,
-    header: Annotated[list[str], typer.Option("--header", help="Extra request header 'Name: value'; repeatable.")] = [],
-    api_key_env: Annotated[Optional[str], typer.Option(help="NAME of the environment variable holding a bearer token.")] = None,
-    state: Annotated[Optional[Path], typer.Option(help="Resume state file (default OUT.state.sqlite).")] = None,
+    header: Annotated[list[str], typer.Option("--header", help="Extra request header 'Name: value'; repeatable.")] = [],  # noqa: B006 - typer passes a new list
+    api_key_env: Annotated[str | None, typer.Option(help="NAME of the environment variable holding a bearer token.")] = None,
+    state: Annotated[Path | None, typer.Option(help="Resume state file (default OUT.state.sqlite).")] = None,
     restart: Annotated[bool, typer.Option("--restart", help="Discard the resume state and start over.")] = False,
     refresh: Annotated[bool, typer.Option("--refresh", help="Walk again, revalidating every stored response.")] = False,
     retry_failed: Annotated[bool, typer.Option("--retry-failed", help="Fetch again the items that failed.")] = False,

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
-import click
 import typer
 from typer.core import TyperGroup
 
@@ -16,7 +15,7 @@ from ..errors import MissingDependencyError
 class _DefaultServe(TyperGroup):
     """``bakeoff label DATASET ...`` means ``bakeoff label serve DATASET ...``."""
 
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:  # typer's click.Context (vendored by typer >= 0.20)
         if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
             args = ["serve", *args]
         return super().parse_args(ctx, args)
@@ -36,33 +35,33 @@ EXAMPLES = ("\b\nExamples:\n"
 @label_app.command("serve", epilog=EXAMPLES)
 def serve_cmd(
     db: Annotated[Path, typer.Option("--db", help="Judgments database (SQLite; created if absent).")],
-    dataset: Annotated[Optional[Path], typer.Argument(help="BEIR folder (a synthetic set with --review); with --from "
+    dataset: Annotated[Path | None, typer.Argument(help="BEIR folder (a synthetic set with --review); with --from "
                                                         "or an existing --db, the one they record.")] = None,
-    from_results: Annotated[Optional[Path], typer.Option(
+    from_results: Annotated[Path | None, typer.Option(
         "--from", help="Pool from a results folder (top --depth) or a "
                        "holes.tsv of bakeoff report.")] = None,
-    pool: Annotated[list[str], typer.Option("--pool", help="Pool arm, [NAME=]TYPE[:key=value,...]; repeatable.")] = [],
-    depth: Annotated[Optional[int], typer.Option(help="Top documents pooled per arm (default 20).")] = None,
-    annotator: Annotated[Optional[str], typer.Option(help="Your name (else the page asks).")] = None,
+    pool: Annotated[list[str], typer.Option("--pool", help="Pool arm, [NAME=]TYPE[:key=value,...]; repeatable.")] = [],  # noqa: B006 - typer passes a new list
+    depth: Annotated[int | None, typer.Option(help="Top documents pooled per arm (default 20).")] = None,
+    annotator: Annotated[str | None, typer.Option(help="Your name (else the page asks).")] = None,
     port: Annotated[int, typer.Option(help="Port; 0 picks a free one.")] = 8765,
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
     split: Annotated[str, typer.Option(help="qrels split whose queries are judged.")] = "test",
     review: Annotated[bool, typer.Option("--review", help="Review the synthetic set's queries (accept/edit/reject) "
                                          "before judging them.")] = False,
-    log: Annotated[Optional[Path], typer.Option("--log", help="Query log: one query per line, or JSONL "
+    log: Annotated[Path | None, typer.Option("--log", help="Query log: one query per line, or JSONL "
                                                 '{"query": ..., "count": N}.')] = None,
-    sample: Annotated[Optional[int], typer.Option(help="Judge a seeded sample of this many queries.")] = None,
+    sample: Annotated[int | None, typer.Option(help="Judge a seeded sample of this many queries.")] = None,
     weighted: Annotated[bool, typer.Option("--weighted",
                                            help="Query logs: sample by frequency (else uniform).")] = False,
-    seed: Annotated[Optional[int], typer.Option(help="Seed of sampling, pool order and routing (default 0).")] = None,
-    overlap: Annotated[Optional[float], typer.Option(help="Share of queries routed to a second annotator "
+    seed: Annotated[int | None, typer.Option(help="Seed of sampling, pool order and routing (default 0).")] = None,
+    overlap: Annotated[float | None, typer.Option(help="Share of queries routed to a second annotator "
                                                      "(default 0.1).")] = None,
-    guidelines: Annotated[Optional[Path], typer.Option(help="Judging guidelines (a TOML file) shown in "
+    guidelines: Annotated[Path | None, typer.Option(help="Judging guidelines (a TOML file) shown in "
                                                        "the app.")] = None,
-    gold: Annotated[Optional[int], typer.Option(help="Known-answer check items per query (default "
+    gold: Annotated[int | None, typer.Option(help="Known-answer check items per query (default "
                                                 "0).")] = None,
     cache: Annotated[str, typer.Option(help="Run cache policy: use, refresh or off.")] = "use",
-    cache_dir: Annotated[Optional[Path], typer.Option(help="Cache folder (default $BAKEOFF_CACHE_DIR).")] = None,
+    cache_dir: Annotated[Path | None, typer.Option(help="Cache folder (default $BAKEOFF_CACHE_DIR).")] = None,
     progress: Annotated[bool, typer.Option(help="Show progress bars while pooling.")] = True,
 ) -> None:
     """Start the labelling app on 127.0.0.1 and print its URL (Ctrl-C stops it; nothing is lost)."""

@@ -3,25 +3,34 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
-from ._common import (DEFAULT_RESAMPLES, folder_path, output_format, AlphaOpt, DeltaOpt, ProgressOpt, ResamplesOpt,
-                      SeedOpt, show_report)
+from ._common import (
+    DEFAULT_RESAMPLES,
+    AlphaOpt,
+    DeltaOpt,
+    ProgressOpt,
+    ResamplesOpt,
+    SeedOpt,
+    folder_path,
+    output_format,
+    show_report,
+)
 
 
 def report_cmd(
     results_dir: Annotated[Path, typer.Argument(help="Folder written by `bakeoff run --out` (or its results.json).")],
-    out: Annotated[Optional[Path], typer.Option(callback=folder_path, help="Where to write the report files (default: RESULTS_DIR).")] = None,
-    data: Annotated[Optional[Path], typer.Option(help="BEIR folder, if the dataset moved since the run.")] = None,
+    out: Annotated[Path | None, typer.Option(callback=folder_path, help="Where to write the report files (default: RESULTS_DIR).")] = None,
+    data: Annotated[Path | None, typer.Option(help="BEIR folder, if the dataset moved since the run.")] = None,
     resamples: ResamplesOpt = DEFAULT_RESAMPLES,
     seed: SeedOpt = 0,
     alpha: AlphaOpt = 0.05,
-    delta: DeltaOpt = [],
+    delta: DeltaOpt = [],  # noqa: B006 - typer passes a new list
     html: Annotated[bool, typer.Option(help="Write report.html (needs the \\[report] extra).")] = True,
     progress: ProgressOpt = True,
-    calibration: Annotated[Optional[Path], typer.Option(help="The generator's calibration.json to show beside the verdict (default: looked up).")] = None,
+    calibration: Annotated[Path | None, typer.Option(help="The generator's calibration.json to show beside the verdict (default: looked up).")] = None,
     fmt: Annotated[str, typer.Option("--format", callback=output_format, help="text (tables) or md: GitHub-flavoured "
                                      "Markdown on stdout and in report.md.")] = "text",
 ) -> None:

@@ -3,65 +3,73 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
-from ._common import (AveragingOpt, RelevanceLevelOpt, finish_gate, finite, folder_path, make_cache, measure_names,
-                      write_staged)
+from ._common import (
+    AveragingOpt,
+    RelevanceLevelOpt,
+    finish_gate,
+    finite,
+    folder_path,
+    make_cache,
+    measure_names,
+    write_staged,
+)
 
 
 def run(
-    config: Annotated[Optional[Path], typer.Argument(help="TOML file naming the dataset and the arms.")] = None,
-    beir: Annotated[Optional[Path], typer.Option(help="BEIR folder (corpus.jsonl, queries.jsonl, qrels/).")] = None,
-    irds: Annotated[Optional[str], typer.Option(help="ir_datasets id, e.g. beir/scifact/test.")] = None,
-    corpus: Annotated[Optional[Path], typer.Option(help="Corpus: JSONL/CSV/Parquet records or a folder of files.")] = None,
-    queries: Annotated[Optional[Path], typer.Option(help="Queries (BEIR JSONL or id<TAB>text).")] = None,
-    qrels: Annotated[Optional[Path], typer.Option(help="Judgments (BEIR TSV or TREC qrels).")] = None,
+    config: Annotated[Path | None, typer.Argument(help="TOML file naming the dataset and the arms.")] = None,
+    beir: Annotated[Path | None, typer.Option(help="BEIR folder (corpus.jsonl, queries.jsonl, qrels/).")] = None,
+    irds: Annotated[str | None, typer.Option(help="ir_datasets id, e.g. beir/scifact/test.")] = None,
+    corpus: Annotated[Path | None, typer.Option(help="Corpus: JSONL/CSV/Parquet records or a folder of files.")] = None,
+    queries: Annotated[Path | None, typer.Option(help="Queries (BEIR JSONL or id<TAB>text).")] = None,
+    qrels: Annotated[Path | None, typer.Option(help="Judgments (BEIR TSV or TREC qrels).")] = None,
     split: Annotated[str, typer.Option(help="qrels split of a BEIR folder.")] = "test",
     id_field: Annotated[str, typer.Option("--id-field", help="Record field holding the document id.")] = "id",
-    text_field: Annotated[list[str], typer.Option("--text-field", help="Record text field; repeat for one document per field.")] = ["text"],
-    title_field: Annotated[Optional[str], typer.Option("--title-field", help="Record field holding the title.")] = "title",
-    arm: Annotated[list[str], typer.Option("--arm", help="[NAME=]TYPE[:key=value,...]; repeatable.")] = [],
-    k: Annotated[Optional[int], typer.Option(min=1, help="Cutoff for the reported metrics.")] = None,
-    depth: Annotated[Optional[int], typer.Option(min=1, help="Documents retrieved per query and written to runs/ (>= k; default 1000).")] = None,
+    text_field: Annotated[list[str], typer.Option("--text-field", help="Record text field; repeat for one document per field.")] = ["text"],  # noqa: B006 - typer passes a new list
+    title_field: Annotated[str | None, typer.Option("--title-field", help="Record field holding the title.")] = "title",
+    arm: Annotated[list[str], typer.Option("--arm", help="[NAME=]TYPE[:key=value,...]; repeatable.")] = [],  # noqa: B006 - typer passes a new list
+    k: Annotated[int | None, typer.Option(min=1, help="Cutoff for the reported metrics.")] = None,
+    depth: Annotated[int | None, typer.Option(min=1, help="Documents retrieved per query and written to runs/ (>= k; default 1000).")] = None,
     measure: Annotated[list[str], typer.Option("--measure", callback=measure_names,
-                                               help="Measure to compute (repeatable), e.g. ndcg@10.")] = [],
-    out: Annotated[Optional[Path], typer.Option(callback=folder_path,
+                                               help="Measure to compute (repeatable), e.g. ndcg@10.")] = [],  # noqa: B006 - typer passes a new list
+    out: Annotated[Path | None, typer.Option(callback=folder_path,
                                                 help="Output folder for results.json and runs/.")] = None,
-    cache: Annotated[Optional[str], typer.Option(help="Cache policy: use, refresh or off.")] = None,
-    cache_dir: Annotated[Optional[Path], typer.Option(callback=folder_path, help="Cache folder (default "
+    cache: Annotated[str | None, typer.Option(help="Cache policy: use, refresh or off.")] = None,
+    cache_dir: Annotated[Path | None, typer.Option(callback=folder_path, help="Cache folder (default "
                                                       "$BAKEOFF_CACHE_DIR or ~/.cache/bakeoff).")] = None,
     strip_html: Annotated[bool, typer.Option(help="Reduce HTML markup to text.")] = False,
     normalize_space: Annotated[bool, typer.Option(help="Normalise Unicode spaces and newlines.")] = False,
     dedupe: Annotated[bool, typer.Option(help="Keep the first of duplicate document ids (default: error).")] = False,
     min_chars: Annotated[int, typer.Option(min=0, help="Drop documents shorter than this many characters.")] = 0,
     progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
-    hourly_rate: Annotated[Optional[float], typer.Option(
+    hourly_rate: Annotated[float | None, typer.Option(
         "--hourly-rate", min=0, callback=finite, help="Machine price in USD/hour for $/1k queries (default 0.08925, a 2-vCPU cloud VM).")] = None,
-    latency_sample: Annotated[Optional[int], typer.Option(
+    latency_sample: Annotated[int | None, typer.Option(
         "--latency-sample", min=0, help="Queries timed one by one per arm for p50/p95 latency (0: skip).")] = None,
-    latency_seed: Annotated[Optional[int], typer.Option("--latency-seed", help="Seed of the latency sample.")] = None,
-    as_of: Annotated[Optional[bool], typer.Option("--as-of/--latest", help="Versioned corpora: the versions in force on each "
+    latency_seed: Annotated[int | None, typer.Option("--latency-seed", help="Seed of the latency sample.")] = None,
+    as_of: Annotated[bool | None, typer.Option("--as-of/--latest", help="Versioned corpora: the versions in force on each "
                      "query's date (default) or the latest.")] = None,
     only_single: Annotated[bool, typer.Option("--only-single", help="Citation-mined folders: only queries "
                            "citing exactly one target.")] = False,
     unmasked: Annotated[bool, typer.Option("--unmasked", help="Citation-mined folders: the unmasked control "
                         "queries (measures how much masking matters).")] = False,
-    engine: Annotated[Optional[str], typer.Option(help="Corpus-encoding engine: local (default) or ray.")] = None,
-    ray_address: Annotated[Optional[str], typer.Option(help="Ray cluster for --engine ray: auto, ADDRESS or local.")] = None,
-    chunk: Annotated[Optional[str], typer.Option(help="Split documents into passages, e.g. "
+    engine: Annotated[str | None, typer.Option(help="Corpus-encoding engine: local (default) or ray.")] = None,
+    ray_address: Annotated[str | None, typer.Option(help="Ray cluster for --engine ray: auto, ADDRESS or local.")] = None,
+    chunk: Annotated[str | None, typer.Option(help="Split documents into passages, e.g. "
                      "tokens=128,overlap=32.")] = None,
-    aggregate: Annotated[Optional[str], typer.Option(help="With --chunk: document score, maxp (default) or "
+    aggregate: Annotated[str | None, typer.Option(help="With --chunk: document score, maxp (default) or "
                          "firstp.")] = None,
     fail_under: Annotated[list[str], typer.Option("--fail-under", help="CI gate: exit 1 below a floor "
-                          "[ARM:]MEASURE=VALUE (repeatable).")] = [],
-    ignore_identical_ids: Annotated[Optional[bool], typer.Option(
+                          "[ARM:]MEASURE=VALUE (repeatable).")] = [],  # noqa: B006 - typer passes a new list
+    ignore_identical_ids: Annotated[bool | None, typer.Option(
         "--ignore-identical-ids/--keep-identical-ids", help="Remove each query's own id from its ranking (default: "
         "when the queries are documents of the corpus, as ArguAna's and Quora's are).")] = None,
     averaging: AveragingOpt = None,
     relevance_level: RelevanceLevelOpt = None,
-    max_empty_share: Annotated[Optional[float], typer.Option(
+    max_empty_share: Annotated[float | None, typer.Option(
         "--max-empty-share", help="An arm empty for more than this share of queries is broken (default 0.5).")] = None,
 ) -> None:
     """Run a bake-off and print one table; with --out, write results.json and TREC runs."""

@@ -15,10 +15,10 @@ def tune(
         help="TOML file: \\[dataset], \\[\\[arms]] and optionally \\[tune].")] = None,
     beir: Annotated[Path | None, typer.Option(help="BEIR folder (instead of a CONFIG).")] = None,
     split: Annotated[str, typer.Option(help="Test split of the BEIR folder (never used for choosing).")] = "test",
-    arm: Annotated[list[str], typer.Option("--arm", help="[NAME=]TYPE[:key=value,...]; repeatable.")] = [],
+    arm: Annotated[list[str], typer.Option("--arm", help="[NAME=]TYPE[:key=value,...]; repeatable.")] = [],  # noqa: B006 - typer passes a new list
     tune_arm: Annotated[str | None, typer.Option("--tune", help="Name of the arm to tune (\\[tune] arm).")] = None,
     param: Annotated[list[str], typer.Option("--param", help="NAME=v1,v2,... or NAME=LOW:HIGH[:log]; "
-                                             "repeatable.")] = [],
+                                             "repeatable.")] = [],  # noqa: B006 - typer passes a new list
     dev: Annotated[str | None, typer.Option(help="Dev split: a split name (train), slice:F or kfold:N.")] = None,
     search: Annotated[str | None, typer.Option(help="grid (default) or random.")] = None,
     trials: Annotated[int | None, typer.Option(help="Random search: number of settings drawn.")] = None,

@@ -37,5 +37,11 @@ _EXPORTS = {
     **dict.fromkeys(("write_beir", "write_beir_qrels", "write_trec_qrels", "write_trec_run"), ".writers"),
 }
 
-__all__ = sorted(_EXPORTS)
+#: The same names as _EXPORTS, written out for type checkers (tests/test_api.py checks they agree).
+__all__ = [
+    "CleanOptions", "Corpus", "Dataset", "Document", "FieldMap", "LoadReport", "Qrels", "Queries", "Query", "Run",
+    "load_beir", "load_ir_datasets", "rank", "read_beir_corpus", "read_beir_queries", "read_folder", "read_qrels",
+    "read_records", "read_trec_run", "top_k", "top_k_indices", "write_beir", "write_beir_qrels", "write_trec_qrels",
+    "write_trec_run",
+]
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

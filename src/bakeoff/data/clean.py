@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import html
-import unicodedata
 import re
+import unicodedata
 from dataclasses import dataclass
 from html.parser import HTMLParser
 
@@ -40,9 +40,9 @@ class CleanOptions:
 
 
 class _TextExtractor(HTMLParser):
-    _SKIP = {"script", "style", "noscript", "template", "head"}
-    _BLOCK = {"p", "div", "br", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "section",
-              "article", "blockquote", "pre", "table", "ul", "ol", "dd", "dt", "hr"}
+    _SKIP = frozenset({"script", "style", "noscript", "template", "head"})
+    _BLOCK = frozenset({"p", "div", "br", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "section",
+              "article", "blockquote", "pre", "table", "ul", "ol", "dd", "dt", "hr"})
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)

@@ -41,8 +41,19 @@ import numpy as np
 
 from ..errors import ConfigError, InputError
 from .clean import CleanOptions
-from .loaders import (FieldMap, LoadReport, attach, beir_qrels_path, load_beir, load_ir_datasets, read_beir_corpus,
-                      read_beir_queries, read_folder, read_qrels, read_records)
+from .loaders import (
+    FieldMap,
+    LoadReport,
+    attach,
+    beir_qrels_path,
+    load_beir,
+    load_ir_datasets,
+    read_beir_corpus,
+    read_beir_queries,
+    read_folder,
+    read_qrels,
+    read_records,
+)
 from .model import Corpus, Dataset, Qrels, label_kind_of
 from .versions import Versions, as_of_masks
 
@@ -218,8 +229,8 @@ def _open_beir(root: Path, *, split: str, corpus: str | None, clean: CleanOption
                     merged.setdefault(q, {})[d] = max(g, merged.get(q, {}).get(d, g))
         first = parts[0]
         allq = read_beir_queries(root / "queries.jsonl")
-        queries = allq.subset([q for q in sorted(merged) if q in allq])
-        return Dataset(first.corpus, queries, Qrels(merged), name=first.name, split=split, info=first.info)
+        judged = allq.subset([q for q in sorted(merged) if q in allq])
+        return Dataset(first.corpus, judged, Qrels(merged), name=first.name, split=split, info=first.info)
     if corpus is None:
         return load_beir(root, split=split, clean=clean)
     qrels_path = beir_qrels_path(root, split)

@@ -121,7 +121,7 @@ def _html(path: Path) -> Extracted:
         raise MissingDependencyError("lxml", "ingest", "Reading HTML files") from None
     try:
         doc = lxml.html.fromstring(raw if markup is None else markup.encode("utf-8"))
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - lxml raises several types for unreadable HTML
         if not raw.strip():
             return Extracted("", "")
         raise ExtractionError(f"not readable HTML ({type(exc).__name__})") from None

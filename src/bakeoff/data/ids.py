@@ -29,7 +29,7 @@ from typing import Any
 
 from ..errors import InputError
 
-__all__ = ["bad_id_char", "file_ids", "folder_files", "id_problem", "source_path"]
+__all__ = ["bad_id_char", "check_id", "file_ids", "folder_files", "id_problem", "source_path"]
 
 #: Characters an id may not contain: control characters (C0, DEL, C1), Unicode whitespace (line and
 #: paragraph separators included) and lone surrogates.
@@ -58,6 +58,15 @@ def id_problem(text: str) -> str | None:
     c = text[i]
     kind = "whitespace" if c.isspace() else "a control character"
     return f"contains {kind} (U+{ord(c):04X}), which the TREC format cannot carry"
+
+
+def check_id(value: str, *, path: str | os.PathLike[str], line: int | None, field: str) -> str:
+    """``value`` if it can be a document or query id (:func:`id_problem`), else the one
+    :class:`~bakeoff.errors.InputError` every reader gives: the file, line and field, why, and the id."""
+    problem = id_problem(value)
+    if problem is not None:
+        raise InputError(f"{problem}: {value[:40]!r}; rename the id", path=path, line=line, field=field)
+    return value
 
 
 def _base_id(rel: str) -> str:

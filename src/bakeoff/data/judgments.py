@@ -51,10 +51,10 @@ GRADE_LIMIT = 1000
 __all__ = [
     "APPLICATION_ID",
     "GRADES",
-    "HumanJudgments",
     "SCHEMA",
     "SCHEMA_VERSION",
     "SQLITE_HEADER",
+    "HumanJudgments",
     "connect_readonly",
     "is_sqlite",
     "read_judgments",

@@ -27,7 +27,7 @@ from typing import Any
 from ..errors import InputError, MissingDependencyError
 from .clean import CleanOptions
 from .extract import SUFFIXES, ExtractionError, extract
-from .ids import folder_files, id_problem
+from .ids import check_id, folder_files
 from .judgments import is_sqlite, read_judgments
 from .model import Corpus, Dataset, Qrels, Queries, Query
 from .trec import read_qrels, read_trec_run  # the TREC readers live in .trec (trec_eval's rules)
@@ -37,7 +37,6 @@ __all__ = [
     "LoadReport",
     "attach",
     "beir_qrels_path",
-    "check_id",
     "load_beir",
     "load_ir_datasets",
     "read_beir_corpus",
@@ -106,19 +105,10 @@ class LoadReport:
         }
 
 
-def check_id(value: str, *, path: PathLike, line: int | None, field: str) -> str:
-    """``value`` if it can be a document or query id (:func:`bakeoff.data.ids.id_problem`), else an
-    InputError naming the id and saying to rename it."""
-    problem = id_problem(value)
-    if problem is not None:
-        raise InputError(f"id {value[:40]!r} {problem}; rename the id", path=path, line=line, field=field)
-    return value
-
-
 def _lines(path: Path) -> Iterator[tuple[int, str]]:
     """Yield (1-based line number, text) of a UTF-8 file; undecodable bytes -> InputError."""
     try:
-        fh = open(path, "rb")
+        fh = open(path, "rb")  # noqa: SIM115 - closed by the `with fh:` below; opened apart to name each failure
     except FileNotFoundError:
         raise InputError("no such file", path=path) from None
     except IsADirectoryError:
@@ -299,10 +289,10 @@ def _iter_records(path: Path, fmt: str) -> Iterator[tuple[int, dict[str, Any]]]:
         try:
             import pyarrow.parquet as pq
         except ImportError:
-            raise MissingDependencyError("pyarrow", "parquet", "reading Parquet") from None
+            raise MissingDependencyError("pyarrow", None, "reading Parquet") from None
         try:
             pf = pq.ParquetFile(path)
-        except Exception as exc:  # pyarrow raises several types for bad files
+        except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for bad files
             raise InputError(f"not a readable Parquet file ({exc})", path=path) from None
         row_no = 0
         for batch in pf.iter_batches(batch_size=4096):
@@ -536,7 +526,7 @@ def load_ir_datasets(name: str, *, clean: CleanOptions = CleanOptions()) -> Data
             judg.setdefault(qr.query_id, {})[qr.doc_id] = int(qr.relevance)
     except InputError:
         raise
-    except Exception as exc:  # network/download failures come in many types
+    except Exception as exc:  # noqa: BLE001 - network/download failures come in many types
         raise InputError(
             f"could not fetch this dataset ({type(exc).__name__}: {str(exc)[:200]}); "
             "ir_datasets downloads on first use and needs network access — use a local BEIR folder offline",

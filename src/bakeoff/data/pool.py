@@ -7,8 +7,9 @@ then reads them as non-relevant. :func:`holes` lists them.
 
 Conventions:
 
-* ``pool(q) = ∪_arms top_k(arm, q)``; a document's ``arms`` are those that put it in
-  their top ``k`` and ``best_rank`` its best 1-based rank among them.
+* ``pool(q) = ∪_arms top_k(arm, q)`` (TREC's depth-k pooling; :func:`pool`, also what ``bakeoff label``
+  shows people), with the 1-based rank at which each arm retrieved each document. A hole's ``arms`` are
+  those that put it in their top ``k`` and ``best_rank`` its best rank among them.
 * A *hole* is a pooled document with no judgment at all for ``q`` (grade 0 counts as
   judged). It is ``disputed`` when some arms of the pool put it in their top ``k`` and
   others did not (the arms disagree about it, so it can change their order); a hole
@@ -42,16 +43,15 @@ class Hole:
                 "best_rank": self.best_rank, "disputed": self.disputed}
 
 
-def pool(runs: Mapping[str, Run], *, k: int, query_ids: Sequence[str]) -> dict[str, dict[str, tuple[list[str], int]]]:
-    """``{qid: {doc: (arms, best_rank)}}``: every document in some arm's top ``k``."""
-    out: dict[str, dict[str, tuple[list[str], int]]] = {}
+def pool(runs: Mapping[str, Run], *, k: int, query_ids: Sequence[str]) -> dict[str, dict[str, dict[str, int]]]:
+    """``{qid: {doc: {arm: rank}}}``: every document in some arm's top ``k``, in the order first met (runs in
+    their order, each by rank), with the 1-based rank of each arm that retrieved it, arms in the runs' order."""
+    out: dict[str, dict[str, dict[str, int]]] = {}
     for q in query_ids:
-        docs: dict[str, tuple[list[str], int]] = {}
+        docs: dict[str, dict[str, int]] = {}
         for name, run in runs.items():
             for i, d in enumerate(run.doc_ids(q, k), start=1):
-                arms, best = docs.get(d, ([], i))
-                arms.append(name)
-                docs[d] = (arms, min(best, i))
+                docs.setdefault(d, {})[name] = i
         out[q] = docs
     return out
 
@@ -62,7 +62,7 @@ def holes(runs: Mapping[str, Run], qrels: Qrels, *, k: int, query_ids: Sequence[
     out: list[Hole] = []
     for q, docs in pool(runs, k=k, query_ids=query_ids).items():
         judged = qrels.get(q)
-        rows = [Hole(q, d, tuple(arms), best, len(arms) < n_arms) for d, (arms, best) in docs.items()
+        rows = [Hole(q, d, tuple(ranks), min(ranks.values()), len(ranks) < n_arms) for d, ranks in docs.items()
                 if d not in judged]
         rows.sort(key=lambda h: (h.best_rank, -len(h.arms), h.doc_id))
         out.extend(rows)

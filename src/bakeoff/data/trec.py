@@ -26,7 +26,7 @@ BOM is dropped). **Scores** are decimal numbers or ``±inf``/``±infinity`` (ord
 numbers); NaN, and a decimal beyond float64's range (``1e400``, which would silently
 become infinite), are errors naming file and line. **Ids** that the TREC format cannot
 carry are refused: control characters (NUL, C0, DEL, C1) and Unicode whitespace
-(:func:`bakeoff.data.ids.id_problem`, the one id rule), so whatever bakeoff reads it can also write and
+(:func:`bakeoff.data.ids.check_id`, the one id rule), so whatever bakeoff reads it can also write and
 read back.
 
 Speed: a well-formed run (one kind of separator, used singly; no comments) is parsed
@@ -51,7 +51,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
-from .ids import id_problem
+from .ids import check_id
 from .judgments import GRADE_LIMIT, is_sqlite, read_judgments
 from .model import Qrels, Run
 from .ranking import rank_rows
@@ -114,11 +114,7 @@ def _text(tok: bytes, path: Path, no: int, name: str) -> str:
 
 
 def _id(tok: bytes, path: Path, no: int, name: str) -> str:
-    s = _text(tok, path, no, name)
-    problem = id_problem(s)
-    if problem is not None:
-        raise InputError(f"{problem}: {s!r}", path=path, line=no, field=name)
-    return s
+    return check_id(_text(tok, path, no, name), path=path, line=no, field=name)
 
 
 def _score(tok: bytes, path: Path, no: int) -> float:
@@ -202,7 +198,7 @@ class RunTable:
     is a list of str, or a pyarrow string array when the fast reader made the table (use
     :meth:`doc_ids` to read it).
 
-    The compact form that :func:`bakeoff.metrics.evaluate` scores without making one Python
+    The compact form that :func:`bakeoff.metrics.score_run` scores without making one Python
     object per line; :meth:`to_run` gives the :class:`~bakeoff.data.model.Run`."""
 
     name: str

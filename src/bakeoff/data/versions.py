@@ -38,9 +38,9 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import InputError
 from .loaders import _iter_records
 from .model import Corpus, Qrels, Queries
-from ..errors import InputError
 
 __all__ = ["TargetVersion", "Versions", "as_of_masks", "parse_date", "read_targets", "version_id"]
 

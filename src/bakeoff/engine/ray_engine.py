@@ -30,6 +30,7 @@ Addresses: ``"local"`` starts an in-process local cluster (``num_cpus``),
 from __future__ import annotations
 
 import copy
+import importlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -150,7 +151,7 @@ class RayEngine:
                              include_dashboard=False, log_to_driver=False, configure_logging=False)
                 else:
                     ray.init(address=self.address, log_to_driver=False)
-            except Exception as exc:  # ConnectionError and friends, with multi-line texts
+            except Exception as exc:  # noqa: BLE001 - ConnectionError and friends, with multi-line texts
                 raise BakeoffError(f"cannot start or join Ray at {self.address!r}: {' '.join(str(exc).split())[:300]}") from None
         return ray
 
@@ -164,7 +165,7 @@ class RayEngine:
         cache: Cache | None,
         kind: str,
         key: str,
-        texts: Sequence[str],
+        texts: Sequence[str] | Sequence[tuple[str, str]],
         encoder: Any = None,
         text_kind: str = "doc",
         batch_size: int = 32,
@@ -194,20 +195,20 @@ class RayEngine:
         todo = ckpt.pending()
         got: dict[int, np.ndarray] = {}
         if todo:
-            ray = self._init()
-            import ray.data
+            self._init()
+            ray_data = importlib.import_module("ray.data")  # the Data library, loaded only here
 
             # bakeoff draws its own progress bar; Ray Data's bars and per-stage logs would flood stderr
-            dctx = ray.data.DataContext.get_current()
+            dctx = ray_data.DataContext.get_current()
             dctx.enable_progress_bars = False
             dctx.enable_operator_progress_bars = False
 
             pairs = len(texts) > 0 and isinstance(texts[0], tuple)
             rows = [{"start": s, "end": e, "texts": [t[0] for t in texts[s:e]], "seconds": [t[1] for t in texts[s:e]]}
                     if pairs else {"start": s, "end": e, "texts": list(texts[s:e])} for s, e in todo]
-            ds = ray.data.from_items(rows, override_num_blocks=min(len(todo), max(1, self.actors * 4)))
+            ds = ray_data.from_items(rows, override_num_blocks=min(len(todo), max(1, self.actors * 4)))
             out = ds.map_batches(_EncodeChunk, fn_constructor_kwargs={"factory": encoder_factory}, batch_size=1,
-                                 batch_format="numpy", compute=ray.data.ActorPoolStrategy(size=self.actors),
+                                 batch_format="numpy", compute=ray_data.ActorPoolStrategy(size=self.actors),
                                  num_cpus=self.cpus_per_actor)
             bar = progress_bar(total=sum(e - s for s, e in todo), desc=desc or "encode (ray)", enabled=progress,
                                unit=unit)
@@ -221,10 +222,10 @@ class RayEngine:
             bar.close()
         chunks: list[np.ndarray] = []
         for s, e in ckpt.chunks():
-            arr = got[s] if s in got else ckpt.load_part(s, e)
-            if arr is None:  # pragma: no cover - a part vanished while we ran
+            part = got[s] if s in got else ckpt.load_part(s, e)
+            if part is None:  # pragma: no cover - a part vanished while we ran
                 raise BakeoffError(f"ray engine: chunk {s}-{e} of {kind}/{key} is missing")
-            chunks.append(arr)
+            chunks.append(part)
         return ckpt.finish(chunks), False
 
     def score_pairs(

@@ -257,22 +257,22 @@ class _Walker:
                     items.append((self._key(rec, durl), durl, rec))
                 nxt = pag.next_url(base=src.url, current=next_url, body=page.body, headers=page.headers,
                                    n_items=len(rows), position=int(pos or 0))
-                note = None
+                stop: str | None = None
                 keys = [k for k, _, _ in items]
                 prev = st.page_keys(st.n_pages() - 1) if st.n_pages() else None
                 if nxt is not None and nxt in visited | {next_url}:
-                    note = f"the next page {nxt} was already read in this pass (a loop); stopped"
+                    stop = f"the next page {nxt} was already read in this pass (a loop); stopped"
                     nxt = None
                 elif pag.style in ("page", "offset") and keys and prev == keys:
-                    note = (f"page {next_url} repeats the previous page's items; stopped (does the server "
+                    stop = (f"page {next_url} repeats the previous page's items; stopped (does the server "
                             f"honour the {pag.page_param!r} parameter?)")
                     nxt = None
-                if note:
-                    log.warning(note)
+                if stop:
+                    log.warning(stop)
                 st.record_page(url=next_url, items=items, n_rows=len(rows), next_url=nxt,
                                next_pos=pag.position_after(int(pos or 0), len(rows)) if nxt else None,
                                response=(next_url, page.raw, page.etag, page.last_modified, page.content_type),
-                               item_status="done" if no_detail else "pending", note=note,
+                               item_status="done" if no_detail else "pending", note=stop,
                                not_modified=page.outcome == "not_modified")
                 visited.add(next_url)
                 bar.update(1)

@@ -65,7 +65,7 @@ def write_corpus(corpus: Corpus, path: str | os.PathLike[str]) -> dict[str, Any]
             import pyarrow as pa
             import pyarrow.parquet as pq
         except ImportError:
-            raise MissingDependencyError("pyarrow", "parquet", "Writing Parquet") from None
+            raise MissingDependencyError("pyarrow", None, "Writing Parquet") from None
         try:
             table = pa.Table.from_pylist(recs)
         except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:

@@ -39,7 +39,7 @@ import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from .._io import sqlite_connect
 from ..errors import ConfigError
@@ -111,7 +111,7 @@ class IngestState:
     def close(self) -> None:
         self.db.close()
 
-    def __enter__(self) -> IngestState:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -125,7 +125,7 @@ class IngestState:
             self.db.execute("BEGIN IMMEDIATE")
             return self.db
 
-        def __exit__(self, exc_type: Any, *rest: object) -> None:
+        def __exit__(self, exc_type: type[BaseException] | None, *rest: object) -> None:
             self.db.execute("ROLLBACK" if exc_type else "COMMIT")
 
     def tx(self) -> IngestState._Tx:

@@ -27,9 +27,12 @@ SHOWN_CHARS = 3000
 SLACK = 300
 #: Shortest query word marked in documents.
 MIN_WORD = 3
-_STOP = frozenset("""a an and are as at be but by can did do does for from had has have how if in into is it its
-may not of on or that the their then there these this those to was were what when where which who why will
-with would you your""".split())
+_STOP = frozenset([
+    "a", "an", "and", "are", "as", "at", "be", "but", "by", "can", "did", "do", "does", "for", "from", "had", "has",
+    "have", "how", "if", "in", "into", "is", "it", "its", "may", "not", "of", "on", "or", "that", "the", "their",
+    "then", "there", "these", "this", "those", "to", "was", "were", "what", "when", "where", "which", "who", "why",
+    "will", "with", "would", "you", "your",
+])
 _WORD = re.compile(r"\w+")
 
 

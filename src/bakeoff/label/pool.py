@@ -1,5 +1,5 @@
 """Pooling: the documents a person judges for a query are the union of the pool arms' top
-``depth`` (TREC-style depth-k pooling), shown in a seeded random order so that the order
+``depth`` (TREC-style depth-k pooling, :func:`bakeoff.data.pool.pool`), shown in a seeded random order so that the order
 does not reveal which arm found a document or how high it ranked.
 
 Per query: the union of each arm's first ``depth`` documents (package tie rule order),
@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..data.model import Qrels, Queries, Run
+from ..data.pool import pool
 from ..errors import InputError
 
 if TYPE_CHECKING:
@@ -71,13 +72,10 @@ def ranked_pool(runs: Sequence[tuple[str, Run]], query_ids: Sequence[str], *, de
     """qid -> the union of the runs' top ``depth`` in display order, without the pairs
     ``known`` already judges; a query left with nothing is absent."""
     out: dict[str, list[PooledDoc]] = {}
+    pooled = pool(dict(runs), k=depth, query_ids=query_ids)
     for qid in query_ids:
         judged = known.get(qid) if known is not None and qid in known else {}
-        union: dict[str, dict[str, int]] = {}
-        for name, run in runs:
-            for rank, doc_id in enumerate(run.doc_ids(qid, depth), start=1):
-                if doc_id not in judged:
-                    union.setdefault(doc_id, {})[name] = rank
+        union = {d: ranks for d, ranks in pooled[qid].items() if d not in judged}
         if union or known is None:
             out[qid] = shuffled(qid, union, seed=seed)
     return out
@@ -193,7 +191,8 @@ def pool_from_results(source: Path, *, depth: int, seed: int, dataset: Path | No
 
 def _dataset_folder(results: Mapping[str, Any], path: Path) -> Path:
     ds = results.get("dataset") or {}
-    src = ds.get("source") if isinstance(ds.get("source"), Mapping) else {}  # bakeoff demo: "bakeoff demo"
+    source = ds.get("source")
+    src: Mapping[str, Any] = source if isinstance(source, Mapping) else {}  # bakeoff demo: "bakeoff demo"
     if src.get("beir"):
         return Path(str(src["beir"]))
     if ds.get("truth"):  # bakeoff demo: the BEIR folder of its generated truth

@@ -23,25 +23,32 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import quote
 from typing import Any
+from urllib.parse import quote
 
 import numpy as np
 from starlette.applications import Starlette
 
 from ..cache import Cache, default_cache_dir
+from ..data.datasets import DatasetSpec, open_dataset
 from ..data.judgments import connect_readonly, read_meta
 from ..data.model import Dataset, Queries
 from ..errors import ConfigError, InputError
-from ..data.datasets import DatasetSpec, open_dataset
 from ..runner.config import build_arms, parse_arm_spec
 from ..runner.context import Context
 from .app import NAME_RULE, annotator_name, make_app, valid_annotator
 from .guard import allowed_hosts, new_key
 from .guidelines import read_guidelines
 from .pool import ResultsPool, pool_from_results, pool_queries, with_gold
-from .sources import (QuerySet, SourceQuery, dataset_queries, log_queries, routed_twice, sample_indices,
-                      synthetic_queries)
+from .sources import (
+    QuerySet,
+    SourceQuery,
+    dataset_queries,
+    log_queries,
+    routed_twice,
+    sample_indices,
+    synthetic_queries,
+)
 from .store import Store, now
 
 __all__ = ["LabelOptions", "Session", "open_session", "serve_labelling"]
@@ -306,7 +313,7 @@ def open_session(o: LabelOptions) -> Iterator[Session]:
                              "from": {**{k: v for k, v in rp.info.items() if k != "already_judged_by_query"},
                                       "source": settings["from"],
                                       "already_judged": sum(n for q, n in by_query.items() if q in chosen)}}
-            new_meta = {
+            new_meta: dict[str, Any] = {
                 "dataset": {"name": ds.name, "split": ds.split, "path": str(folder.resolve()),
                             "corpus_fingerprint": fp, "n_docs": len(ds.corpus)},
                 "pool": pool_meta,

@@ -35,9 +35,9 @@ from typing import Any
 
 import numpy as np
 
+from ..data.clean import normalise_query as normalise
 from ..data.model import Dataset
 from ..errors import ConfigError, InputError
-from ..data.clean import normalise_query as normalise
 
 __all__ = ["QuerySet", "SourceQuery", "dataset_queries", "log_queries", "read_query_log", "routed_twice",
            "sample_indices", "synthetic_queries", "unit_hash"]

@@ -49,7 +49,7 @@ import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -82,7 +82,7 @@ _HAS_WORK = f"EXISTS (SELECT 1 FROM pool p WHERE p.qid = q.qid AND NOT {_MINE} A
 
 def now() -> str:
     """UTC time as ISO 8601 with milliseconds (sorts as text)."""
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 class Refused(Exception):
@@ -277,7 +277,7 @@ class Store:
             self._conn.execute("COMMIT")
 
     def _params(self, a: str, **kw: Any) -> dict[str, Any]:
-        cutoff = (datetime.now(timezone.utc) - timedelta(minutes=CLAIM_MINUTES)).isoformat(timespec="milliseconds")
+        cutoff = (datetime.now(UTC) - timedelta(minutes=CLAIM_MINUTES)).isoformat(timespec="milliseconds")
         return {"a": a, "cutoff": cutoff, **kw}
 
     # -- pooling ----------------------------------------------------------------------
@@ -359,10 +359,10 @@ class Store:
         with self._lock:
             with self._tx(write=False) as c:  # the usual case only reads: no commit to wait for
                 cur = self._cursor(c, a, "label")
-                if cur is not None and (cur[0] is None or (self._visible(c, a, cur[0])
-                                                           and self._ppos(c, cur[0], cur[1]) >= 0)):
-                    if cur[0] is not None or self._next_work(c, a, None, None) == (None, None):
-                        return self._build_view(c, a, cur[0], cur[1], message)
+                if (cur is not None and (cur[0] is None or (self._visible(c, a, cur[0])
+                                                            and self._ppos(c, cur[0], cur[1]) >= 0))
+                        and (cur[0] is not None or self._next_work(c, a, None, None) == (None, None))):
+                    return self._build_view(c, a, cur[0], cur[1], message)
             with self._tx() as c:
                 qid, doc = self._next_work(c, a, None, None)
                 self._set_cursor(c, a, "label", qid, doc)
@@ -646,7 +646,7 @@ class Store:
                             "queries WHERE qid = ? AND source = 'synthetic'", (qid,)).fetchone()
             if row is None:
                 raise Refused(f"query {qid!r} is not a synthetic query under review")
-            cur_text, original, status, by, at, pooled_at, pos = row
+            cur_text, original, status, by, at, _pooled_at, pos = row
             if decision == "reject":
                 new_text, new_status = cur_text, "rejected"
             elif decision in ("accept", "edit"):

@@ -247,6 +247,6 @@ def infer_batches(compiled: Any, feeds: Sequence[Mapping[str, np.ndarray]], *,
     return [r for r in results if r is not None]
 
 
-def token_count_order(counts: Sequence[int]) -> np.ndarray:
+def token_count_order(counts: Sequence[int] | np.ndarray) -> np.ndarray:
     """Permutation putting items in descending token count (stable): batches with least padding."""
     return np.argsort(-np.asarray(counts, dtype=np.int64), kind="stable")

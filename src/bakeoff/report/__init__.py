@@ -14,5 +14,6 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
 
 _EXPORTS = {"print_table": ".terminal", "table_rows": ".terminal"}
 
-__all__ = sorted(_EXPORTS)
+#: The same names as _EXPORTS, written out for type checkers (tests/test_api.py checks they agree).
+__all__ = ["print_table", "table_rows"]
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -484,7 +484,7 @@ def summary_line(record: Mapping[str, Any]) -> str:
     corpus = (record.get("corpus") or {}).get("name") or "a judged corpus"
     lo, val = tau.get("ci_low"), tau.get("value")
     defined = isinstance(val, (int, float)) and math.isfinite(val)
-    if not defined:
+    if not defined or not isinstance(val, (int, float)):
         matched = "matched" if v.get("same_pick") else "did not match"
     else:
         matched = ("matched" if isinstance(lo, (int, float)) and lo > 0 and v.get("same_pick")
@@ -510,10 +510,10 @@ def _pooled_lines(pooled: Mapping[str, Any] | None) -> list[str]:
     judge = pooled.get("judge") or {}
     c = judge.get("counts") or {}
     model = (judge.get("llm") or {}).get("model")
-    lines = ["", f"pooled judgments (top {pooled.get('depth')} of every arm, judged by {model}, "
+    lines = ["", (f"pooled judgments (top {pooled.get('depth')} of every arm, judged by {model}, "
                  f"{(judge.get('parameters') or {}).get('method')}): {c.get('assessed')} of {c.get('holes')} pooled "
                  f"documents judged, {pooled.get('relevant_added_per_query', 0):.1f} relevant per query beside its "
-                 f"source ({pooled.get('grading')})"]
+                 f"source ({pooled.get('grading')})")]
     for m, block in (pooled.get("measures") or {}).items():
         agr = block["agreement"]
         f = agr["figures"]
@@ -742,11 +742,11 @@ def scatter_svg(plot: Mapping[str, Any], *, measure: str, size: int = 360) -> st
     def py(v: float) -> float:
         return size - px(v)
 
-    parts = [f'<svg class="calibration-plot" xmlns="http://www.w3.org/2000/svg" width="{size}" height="{size}" '
-             f'viewBox="0 0 {size} {size}" role="img" aria-label="synthetic vs human {escape(measure)} per arm">',
+    parts = [(f'<svg class="calibration-plot" xmlns="http://www.w3.org/2000/svg" width="{size}" height="{size}" '
+             f'viewBox="0 0 {size} {size}" role="img" aria-label="synthetic vs human {escape(measure)} per arm">'),
              f'<rect x="{m0}" y="{size - m1}" width="{m1 - m0}" height="{m1 - m0}" fill="none" stroke="#999"/>',
-             f'<line x1="{px(lo):.1f}" y1="{py(lo):.1f}" x2="{px(hi):.1f}" y2="{py(hi):.1f}" stroke="#bbb" '
-             'stroke-dasharray="4 3"><title>y = x: same score on both truths</title></line>']
+             (f'<line x1="{px(lo):.1f}" y1="{py(lo):.1f}" x2="{px(hi):.1f}" y2="{py(hi):.1f}" stroke="#bbb" '
+             'stroke-dasharray="4 3"><title>y = x: same score on both truths</title></line>')]
     for t in np.linspace(lo, hi, 5):
         parts.append(f'<text x="{px(t):.1f}" y="{size - m0 + 16}" font-size="10" text-anchor="middle">{t:.2f}</text>')
         parts.append(f'<text x="{m0 - 4}" y="{py(t) + 3:.1f}" font-size="10" text-anchor="end">{t:.2f}</text>')
@@ -756,7 +756,7 @@ def scatter_svg(plot: Mapping[str, Any], *, measure: str, size: int = 360) -> st
                  f'transform="rotate(-90 12 {size / 2:.0f})">synthetic {escape(measure)}</text>')
     for a in arms:
         x, y = hm.get(a), sm.get(a)
-        if not all(isinstance(v, (int, float)) and math.isfinite(v) for v in (x, y)):
+        if not (isinstance(x, (int, float)) and isinstance(y, (int, float)) and math.isfinite(x) and math.isfinite(y)):
             continue
         xl, xh = (hci.get(a) or [x, x])
         yl, yh = (sci.get(a) or [y, y])

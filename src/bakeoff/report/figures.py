@@ -53,8 +53,11 @@ def figure_pair(report: Mapping[str, Any]) -> tuple[str, str] | None:
     best, pick = v.get("best"), v.get("pick")
     if best and pick and best != pick:
         return pick, best
-    means = {a["name"]: (a["metrics"].get(m) or {}).get("mean") for a in report["arms"]}
-    order = sorted(arms, key=lambda a: -(means[a] if means[a] is not None else float("-inf")))
+    means: dict[str, float] = {}
+    for a in report["arms"]:
+        mean = (a["metrics"].get(m) or {}).get("mean")
+        means[a["name"]] = float("-inf") if mean is None else mean
+    order = sorted(arms, key=lambda a: -means[a])
     return order[0], order[1]
 
 

@@ -33,12 +33,28 @@ from ..data.ids import source_path
 from ..data.model import Dataset, Run
 from ..errors import MissingDependencyError
 from ..metrics import conventions_line
-from .terminal import (_letters, leak_bucket_rows, leak_matched_line, leak_matched_rows, pair_rows, report_rows,
-                       truth_quality_rows, verdict_measure)
+from .terminal import (
+    _letters,
+    leak_bucket_rows,
+    leak_matched_line,
+    leak_matched_rows,
+    pair_rows,
+    report_rows,
+    truth_quality_rows,
+    verdict_measure,
+)
 from .tuning import tuning_section
 
-__all__ = ["render_html", "write_html", "json_for_html", "pareto_front", "explorer_data", "plotly_js", "label_offsets",
-           "natural_key"]
+__all__ = [
+    "explorer_data",
+    "json_for_html",
+    "label_offsets",
+    "natural_key",
+    "pareto_front",
+    "plotly_js",
+    "render_html",
+    "write_html",
+]
 
 SNIPPET_CHARS = 220
 TOP_N = 10
@@ -131,6 +147,10 @@ def natural_key(text: str) -> tuple[tuple[int, int | str], ...]:
     return tuple((0, int(t)) if t.isdigit() else (1, t) for t in re.findall(r"\d+|\D+", text))
 
 
+def _positive_or_nan(v: float) -> float:
+    return v if v > 0 else math.nan
+
+
 def _figures(report: Mapping[str, Any]) -> list[dict[str, Any]]:
     arms = [a["name"] for a in report["arms"]]
     primary = report["primary"]
@@ -138,8 +158,8 @@ def _figures(report: Mapping[str, Any]) -> list[dict[str, Any]]:
     figs: list[dict[str, Any]] = []
 
     # A latency of 0 (e.g. a cached arm whose time was not measured) cannot sit on a log axis: left out.
-    pts = [(a["name"], (lambda v: v if v > 0 else math.nan)(_num(a.get("latency_ms"))),
-            _num(a["metrics"][primary]["mean"])) for a in report["arms"]]
+    pts = [(a["name"], _positive_or_nan(_num(a.get("latency_ms"))), _num(a["metrics"][primary]["mean"]))
+           for a in report["arms"]]
     kinds = sorted({a.get("latency_kind", "batch ms/query") for a in report["arms"] if (a.get("latency_ms") or 0) > 0})
     front = set(pareto_front(pts))
     fpts = sorted([p for p in pts if p[0] in front], key=lambda p: p[1])
@@ -180,7 +200,8 @@ def _figures(report: Mapping[str, Any]) -> list[dict[str, Any]]:
     wtl = {(w["a"], w["b"]): w for w in report["diagnostics"]["win_tie_loss"][wtl_m]}
     z, text = [], []
     for a in arms:
-        zr, tr = [], []
+        zr: list[float | None] = []
+        tr: list[str] = []
         for b in arms:
             w = wtl.get((a, b))
             if w is None:
@@ -203,12 +224,12 @@ def _figures(report: Mapping[str, Any]) -> list[dict[str, Any]]:
     leak = report.get("leak")
     if leak:
         if leak.get("values"):
-            tr = {"type": "histogram", "x": leak["values"], "nbinsx": 20, "name": "leak"}
+            trace = {"type": "histogram", "x": leak["values"], "nbinsx": 20, "name": "leak"}
         else:
             h = leak["histogram"]
-            tr = {"type": "bar", "x": [(a + b) / 2 for a, b in zip(h["edges"], h["edges"][1:])], "y": h["counts"],
-                  "name": "leak"}
-        figs.append({"id": "plot-leak", "data": [tr],
+            trace = {"type": "bar", "x": [(a + b) / 2 for a, b in zip(h["edges"], h["edges"][1:])], "y": h["counts"],
+                     "name": "leak"}
+        figs.append({"id": "plot-leak", "data": [trace],
                      "layout": {"title": {"text": "Leak: share of a query's rare words found in its source document"},
                                 "xaxis": {"title": {"text": "leak"}}, "yaxis": {"title": {"text": "queries"}},
                                 "margin": {"t": 50}}})
@@ -283,8 +304,8 @@ def _body(report: Mapping[str, Any]) -> str:
     ds = report["dataset"]
     st = report["stats"]
     parts = [f"<h1>bakeoff report: {e(str(ds.get('name')))} ({e(str(ds.get('split')))})</h1>",
-             f'<p class="muted">{report["n_queries"]} evaluated queries, {e(str(ds.get("n_docs")))} documents, '
-             f'k={report["k"]}; generated {e(report["created"])} by bakeoff {e(report["bakeoff_version"])}.</p>']
+             (f'<p class="muted">{report["n_queries"]} evaluated queries, {e(str(ds.get("n_docs")))} documents, '
+             f'k={report["k"]}; generated {e(report["created"])} by bakeoff {e(report["bakeoff_version"])}.</p>')]
     parts.append(_verdict_html(report))
     if report.get("note"):
         parts.append(f'<p class="note" id="small-sample-note">{e(report["note"])}</p>')

@@ -128,7 +128,7 @@ def queries_needed(d: Sequence[float] | np.ndarray, w: Sequence[float] | np.ndar
     s = math.sqrt(max(_wmean((d - delta) ** 2, w), 0.0))
     ess = w.sum() ** 2 / (w ** 2).sum()
     need_ess = ((norm.ppf(1 - alpha / 2) + norm.ppf(power)) * s / abs(delta)) ** 2
-    return int(math.ceil(need_ess * d.size / ess))
+    return math.ceil(need_ess * d.size / ess)
 
 
 def leak_matched(per_query: Mapping[str, Mapping[str, Mapping[str, float]]], *, leak: Mapping[str, float],
@@ -165,7 +165,7 @@ def leak_matched(per_query: Mapping[str, Mapping[str, Mapping[str, float]]], *, 
     by_bin = [{"bin": labels[b], "n": int((bins_of == b).sum()), "target": lw["target"][b],
                "means": {a: float(x[a][bins_of == b].mean()) for a in arms} if (bins_of == b).any() else {}}
               for b in range(len(labels))]
-    pairs = []
+    pairs: list[dict[str, Any]] = []
     for i, a in enumerate(arms):
         for b in arms[i + 1:]:
             d = x[a] - x[b]

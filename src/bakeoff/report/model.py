@@ -62,8 +62,8 @@ from typing import Any
 
 from .. import diagnose as dg
 from ..data.model import Dataset, Run
-from ..versions import bakeoff_version
 from ..stats import DEFAULT_RESAMPLES, compare
+from ..versions import bakeoff_version
 
 __all__ = ["REPORT_SCHEMA_VERSION", "build_report", "composite_pairs", "find_leak", "primary_measure"]
 
@@ -436,8 +436,8 @@ def build_report(
             diag["failures"] = {}
             for a in arms:
                 if a in runs:
-                    f = dg.failures(runs[a], dataset.qrels, k=k, query_ids=qids, exclude=cov["uncoverable"])
-                    diag["failures"][a] = {"count": len(f), "queries": f}
+                    fails = dg.failures(runs[a], dataset.qrels, k=k, query_ids=qids, exclude=cov["uncoverable"])
+                    diag["failures"][a] = {"count": len(fails), "queries": fails}
 
     if leak is None:
         leak = find_leak(results["dataset"].get("source"), dataset, qids)
@@ -449,7 +449,7 @@ def build_report(
         "schema": "bakeoff.report",
         "schema_version": REPORT_SCHEMA_VERSION,
         "bakeoff_version": bakeoff_version(),
-        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "sources": list(sources),
         "dataset": dict(results["dataset"]),
         "k": k,

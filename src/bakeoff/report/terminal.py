@@ -359,6 +359,11 @@ def leak_matched_line(lm: Mapping[str, Any]) -> str:
     return txt
 
 
+def _ranks(arms: Sequence[str], means: Mapping[str, float]) -> dict[str, int]:
+    """Each arm's 1-based rank by mean, highest first."""
+    return {a: r for r, a in enumerate(sorted(arms, key=lambda a: -means[a]), start=1)}
+
+
 def print_truth_quality(report: Mapping[str, Any], console: Any) -> None:
     """The truth-quality table, the holes summary and the leak-robust verdict (when present)."""
     from rich.markup import escape
@@ -387,9 +392,9 @@ def print_truth_quality(report: Mapping[str, Any], console: Any) -> None:
                           "the arm that would filter).", soft_wrap=True)
     lm = tq.get("leak_matched")
     if lm:
-        h, rows = leak_matched_rows(lm)
+        head, rows = leak_matched_rows(lm)
         t = Table(title=f"Leak-matched {lm['measure']}: the verdict's table (queries weighted to people's leak)")
-        for i, c in enumerate(h):
+        for i, c in enumerate(head):
             t.add_column(escape(c), justify="left" if i == 0 else "right")
         for r in rows:
             t.add_row(*(escape(c) for c in r))
@@ -401,10 +406,10 @@ def print_truth_quality(report: Mapping[str, Any], console: Any) -> None:
         console.print(f"Leak-robust verdict on {lb['measure']} (queries per leak bucket: {counts}); a win that holds "
                       "only at high leak is a win on words copied from the answer.", soft_wrap=True)
         for pair in lb["pairs"]:
-            h, rows = leak_bucket_rows(pair)
+            head, rows = leak_bucket_rows(pair)
             t = Table(title=f"{pair['a']} - {pair['b']} by leak bucket (delta {pair['delta']:+.4f}; * = significant "
                             f"after Holm within the bucket, alpha={lb['alpha']})")
-            for i, c in enumerate(h):
+            for i, c in enumerate(head):
                 t.add_column(c, justify="left" if i == 0 else "right")
             for r in rows:
                 t.add_row(*(escape(c) for c in r))
@@ -428,7 +433,7 @@ def print_agreement(agr: Mapping[str, Any], *, file: IO[str] | None = None) -> N
                                                       else "taken as synthetic")
         t.add_column(f"{lab} ({tag})", justify="right")
         t.add_column("rank", justify="right")
-    ranks = [{a: r for r, a in enumerate(sorted(agr["arms"], key=lambda a, m=m: -m[a]), start=1)} for m in agr["means"]]
+    ranks = [_ranks(agr["arms"], m) for m in agr["means"]]
     for a in agr["arms"]:
         t.add_row(escape(a), _fmt(agr["means"][0][a]), str(ranks[0][a]), _fmt(agr["means"][1][a]), str(ranks[1][a]))
     console.print(t)

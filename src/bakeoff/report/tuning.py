@@ -60,8 +60,8 @@ def _plot(tune: Mapping[str, Any], name: str) -> str:
     def y_of(v: float) -> float:
         return T + (H - T - B) * (1 - (v - y_lo) / (y_hi - y_lo))
 
-    out = [f'<svg class="tune-plot" role="img" viewBox="0 0 {W} {H}" width="{W}" height="{H}" '
-           f'xmlns="http://www.w3.org/2000/svg" aria-label="{e(tune["measure"])} vs {e(name)}">',
+    out = [(f'<svg class="tune-plot" role="img" viewBox="0 0 {W} {H}" width="{W}" height="{H}" '
+           f'xmlns="http://www.w3.org/2000/svg" aria-label="{e(tune["measure"])} vs {e(name)}">'),
            f'<rect x="{L}" y="{T}" width="{W - L - R}" height="{H - T - B}" fill="#fafafa" stroke="#ccc"/>']
     for i in range(5):  # y grid and ticks
         v = y_lo + (y_hi - y_lo) * i / 4
@@ -85,7 +85,7 @@ def _plot(tune: Mapping[str, Any], name: str) -> str:
             groups.setdefault(_key(t["params"][other]), []).append(t)
         for i, (g, ts) in enumerate(groups.items()):
             color = PALETTE[i % len(PALETTE)]
-            pts = sorted(((x_of(t["params"][name]), y_of(float(t["dev"]))) for t in ts))
+            pts = sorted((x_of(t["params"][name]), y_of(float(t["dev"]))) for t in ts)
             out.append(f'<polyline fill="none" stroke="{color}" stroke-width="1.6" '
                        f'points="{" ".join(f"{x:.1f},{y:.1f}" for x, y in pts)}"/>')
             out += [f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3" fill="{color}"/>' for x, y in pts]
@@ -113,7 +113,9 @@ def _plot(tune: Mapping[str, Any], name: str) -> str:
                    f'fill="none" stroke="#d62728" stroke-width="2"><title>chosen: {e(_params(t["params"]))}</title>'
                    "</circle>")
     legend.append(("#d62728", "chosen"))
-    placed, x, row = [], L + 6, 0
+    placed: list[tuple[float, int, str, str]] = []
+    x = L + 6
+    row = 0
     for color, label in legend:
         width = 22 + 6.5 * len(label)
         if x + width > W - R and x > L + 6:  # wrap to a new legend row
@@ -140,7 +142,7 @@ def _params(p: Mapping[str, Any]) -> str:
 
 def _chosen(tune: Mapping[str, Any]) -> Sequence[Mapping[str, Any]]:
     ch = tune["chosen"]
-    return ch["per_fold"] if "per_fold" in ch else [ch]
+    return ch.get("per_fold", [ch])
 
 
 def _f(v: Any) -> str:
@@ -157,9 +159,9 @@ def tuning_section(report: Mapping[str, Any]) -> str:
     dev = tune["dev"]
     r = tune["result"]
     parts = [f'<h2 id="tuning">Tuning: {e(tune["arm"])} ({e(tune["type"])})</h2>',
-             f'<p>{len(tune["trials"])} settings ({e(tune["space"]["search"])} search) scored on '
+             (f'<p>{len(tune["trials"])} settings ({e(tune["space"]["search"])} search) scored on '
              f'{e(dev["describe"])} ({dev["n_queries"]} dev queries, never the test queries); chosen by '
-             f'{e(m)}: {e(tune["tie_rule"])}.</p>']
+             f'{e(m)}: {e(tune["tie_rule"])}.</p>')]
     if dev.get("dropped_leaks"):
         parts.append(f'<p class="muted">{len(dev["dropped_leaks"])} dev queries equal to test queries were dropped: '
                      f'{e(", ".join(f"{a}~{b}" for a, b, _ in dev["dropped_leaks"]))}.</p>')

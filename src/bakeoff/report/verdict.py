@@ -421,10 +421,10 @@ def build_verdict(report: Mapping[str, Any]) -> dict[str, Any]:
     if out["below"] and len(arms) > 1:
         fastest = min((a for a in mean if costs[a]["latency_ms"] is not None),
                       key=lambda a: costs[a]["latency_ms"], default=None)  # type: ignore[arg-type,return-value]
-        row = next((r for r in out["below"] if r["name"] == fastest), None)
-        if row is not None and fastest is not None:
+        below = next((r for r in out["below"] if r["name"] == fastest), None)
+        if below is not None and fastest is not None:
             lines.append(f"The fastest arm, {fastest} (p50 {_fmt_cost('latency_ms', costs[fastest]['latency_ms'])} ms), "
-                         f"is significantly below {best} on {m} by {row['diff']:.4f} (Holm {fmt_p(row['p_holm'])}).")
+                         f"is significantly below {best} on {m} by {below['diff']:.4f} (Holm {fmt_p(below['p_holm'])}).")
     oracle = ((report.get("diagnostics") or {}).get("oracle") or {}).get(m)
     if oracle and len(arms) > 1 and oracle.get("mean") is not None:
         out["oracle"] = {"mean": oracle["mean"], "headroom": oracle.get("headroom")}
@@ -487,7 +487,7 @@ def _matched_lines(head: str, matched: Mapping[str, Any], unweighted: Mapping[st
                     "(fewer from a generator that copies less)." if need and runner else "")
         head = (f"No pick: {where}, these {n} synthetic queries count as {ess:.1f} (effective sample size, below "
                 f"{MIN_ESS:.0f}): the generator's queries copy their documents' words far more than people's do. "
-                f"Unweighted, {ub} has the highest mean {m} ({unweighted.get(ub, float('nan')):.4f}), which may come "
+                f"Unweighted, {ub} has the highest mean {m} ({unweighted[ub] if ub is not None else float('nan'):.4f}), which may come "
                 f"from the copied words.{more}")
         return head, lines
     head = f"On the {n} queries {where}, effective sample size {ess:.1f}: {head}"

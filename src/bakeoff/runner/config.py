@@ -28,8 +28,17 @@ from ..data.clean import CleanOptions
 from ..data.datasets import DatasetSpec
 from ..data.loaders import FieldMap
 from ..errors import BakeoffError, ConfigError
-from ..validation import (Fraction, NonNegative, NonNegativeInt, OpenSchema, Positive, PositiveInt, Schema,
-                          toml_key_line, validate)
+from ..validation import (
+    Fraction,
+    NonNegative,
+    NonNegativeInt,
+    OpenSchema,
+    Positive,
+    PositiveInt,
+    Schema,
+    toml_key_line,
+    validate,
+)
 
 __all__ = ["DEFAULT_DEPTH", "ArmSpec", "BakeoffConfig", "build_arms", "load_config", "parse_arm_spec", "parse_value"]
 
@@ -109,11 +118,11 @@ def build_arms(specs: Sequence[ArmSpec]) -> list[Arm]:
         assert factory is not None  # validate_options refused unknown types
         for key in ("arms", "base"):
             if key in opts and isinstance(opts[key], str):
-                names = [n.strip() for n in opts[key].split("+") if n.strip()]
-                missing = [n for n in names if n not in built]
+                refs = [n.strip() for n in opts[key].split("+") if n.strip()]
+                missing = [n for n in refs if n not in built]
                 if missing:
                     raise ConfigError(f"arm {spec.name!r}: {key}= names unknown arm(s) {missing}; define them first")
-                resolved = [built[n] for n in names]
+                resolved = [built[n] for n in refs]
                 opts[key] = resolved if key == "arms" else resolved[0]
         try:
             arm = factory(name=spec.name, **opts)
@@ -202,7 +211,7 @@ class DatasetTable(Schema):
     chunk: dict[str, Any] | None = None
 
 
-class RunTable(Schema):
+class RunSettingsTable(Schema):
     """``[run]``: cutoff, depth, measures, output folder, cache policy, cost and latency settings."""
 
     k: PositiveInt = 10
@@ -216,7 +225,7 @@ class RunTable(Schema):
     #: guards and the CI floor (:mod:`bakeoff.runner.guards`, :func:`bakeoff.report.gate.fail_under`)
     ignore_identical_ids: bool | None = None
     max_empty_share: Fraction = 0.5
-    fail_under: dict[str, float] = {}
+    fail_under: dict[str, float] = {}  # noqa: RUF012 - pydantic copies a field's default per instance
     #: which queries are averaged and the relevance level (:mod:`bakeoff.metrics`)
     averaging: Literal["bakeoff", "trec_eval", "trec_eval-c", "intersection"] = "bakeoff"
     relevance_level: int = 1
@@ -244,7 +253,7 @@ class ConfigFile(Schema):
     """A whole bake-off TOML file."""
 
     dataset: DatasetTable
-    run: RunTable = RunTable()
+    run: RunSettingsTable = RunSettingsTable()
     arms: list[ArmTable] | None = None
     arm: list[ArmTable] | None = None
     engine: Literal["local", "ray"] | EngineTable | None = None
@@ -289,7 +298,7 @@ def load_config(path: str | Path) -> BakeoffConfig:
         return toml_key_line(text, key)
 
     where = str(path)
-    doc = validate(ConfigFile, raw, where=where, line_of=line_of)
+    doc: ConfigFile = validate(ConfigFile, raw, where=where, line_of=line_of)
     base = path.parent
     ds = doc.dataset
     chunk = None

@@ -8,6 +8,7 @@ would index and share its cache entries (and its crash-safe checkpoints).
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import numpy as np
 
@@ -27,7 +28,7 @@ def embed_corpus(corpus: Corpus, *, model: str | None = None, cache: Cache | Non
     (default ``$OPENAI_BASE_URL``, else the public API), as ``--llm openai:...`` does."""
     from ..arms.dense import DenseArm
 
-    opts: dict[str, str] = {}
+    opts: dict[str, Any] = {}
     if model is not None and model.lower().startswith("openai:"):
         opts["api_key_env"] = api_key_env or "OPENAI_API_KEY"
         url = base_url or os.environ.get("OPENAI_BASE_URL")

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..arms.base import Arm, DocMask
 from ..cache import Cache
-from ..errors import ConfigError
 from ..data.model import Dataset, Run
-from ..metrics import Measure, averaging_rule, default_measures, evaluate, measures_for
+from ..errors import ConfigError
+from ..metrics import Measure, averaging_rule, default_measures, measures_for, score_run
 from .context import Context
 from .costs import DEFAULT_HOURLY_RATE, arm_cost, arm_timing
 from .footprint import MIB, model_bytes
@@ -149,6 +149,7 @@ def run_bakeoff(
 
     def search(arm: Arm) -> tuple[Run, Run, int]:
         """(document run, the run the arm produced, the depth asked of the arm)."""
+        assert ctx is not None  # made below, before the first search
         if chunked is None:
             r = ctx.search(arm, dataset.queries, k=depth, mask=mask)
             return r, r, depth
@@ -167,14 +168,14 @@ def run_bakeoff(
         guards: dict[str, Any] = {}
         if ignore_identical_ids:
             run, guards["identical_ids_removed"] = drop_identical_ids(run)
-        evaluation = evaluate(run, dataset.qrels, ms, query_ids=dataset.queries.ids, averaging=averaging,
+        evaluation = score_run(run, dataset.qrels, ms, query_ids=dataset.queries.ids, averaging=averaging,
                               relevance_level=relevance_level)
         # under trec_eval's rule an unanswered query is not evaluated: the guard counts every judged query
         guard_ids = (evaluation.query_ids if averaging != "trec_eval"
                      else tuple(q for q in dataset.queries.ids if q in dataset.qrels))
         guards["empty"] = empty_guard(run, guard_ids, max_share=max_empty_share)
         # judged@k (metrics module docstring): how much of the top k the labels cover, same queries
-        judged = evaluate(run, dataset.qrels, [f"judged@{k}"], query_ids=evaluation.query_ids)
+        judged = score_run(run, dataset.qrels, [f"judged@{k}"], query_ids=evaluation.query_ids)
         guards["judged"] = {"k": k, "mean": float(judged.means[f"judged@{k}"])}
         guards["footprint"] = _footprint(arm, ctx)
         fp = arm.fingerprint()

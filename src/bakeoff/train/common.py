@@ -30,12 +30,12 @@ from ..models.training_record import TRAINING_FILE, read_training_record
 
 __all__ = [
     "TRAINING_FILE",
-    "require_training_deps",
-    "scoped_global_rng",
     "prepare_out",
     "publish",
-    "write_training_record",
     "read_training_record",
+    "require_training_deps",
+    "scoped_global_rng",
+    "write_training_record",
 ]
 
 def require_training_deps() -> None:

@@ -32,11 +32,11 @@ from ..errors import ConfigError, InputError
 
 __all__ = [
     "TrainingData",
-    "parse_dataset_spec",
     "load_split",
     "load_training_data",
-    "read_provenance_negatives",
     "mine_negatives",
+    "parse_dataset_spec",
+    "read_provenance_negatives",
     "split_validation",
 ]
 
@@ -197,8 +197,8 @@ def mine_negatives(
 ) -> dict[str, tuple[str, ...]]:
     """Per query, the first ``n`` documents of ``arm``'s top-``depth`` (default BM25)
     that are not in ``exclude[qid]`` (its judged documents), in rank order."""
-    from ..runner.context import Context
     from ..arms.lexical import BM25Arm
+    from ..runner.context import Context
 
     arm = arm or BM25Arm()
     ctx = ctx or Context(corpus=corpus, progress=False)
@@ -276,7 +276,7 @@ def split_validation(qids: Sequence[str], *, fraction: float, max_queries: int, 
     """(train ids, validation ids): a seeded permutation of the sorted ids; the
     validation slice is its first ``min(max_queries, round(fraction * n))`` ids."""
     ids = sorted(qids)
-    n_val = min(max_queries, int(round(fraction * len(ids))))
+    n_val = min(max_queries, round(fraction * len(ids)))
     if n_val <= 0 or len(ids) < 2:
         return ids, []
     n_val = min(n_val, len(ids) - 1)

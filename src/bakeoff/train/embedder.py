@@ -31,7 +31,7 @@ from .common import require_training_deps
 from .data import TrainingData
 from .trainer import Recipe, Setup, Trained, TrainParams, fit
 
-__all__ = ["EmbedderParams", "finetune_embedder", "embedder_rows", "validation_corpus"]
+__all__ = ["EmbedderParams", "embedder_rows", "finetune_embedder", "validation_corpus"]
 
 log = logging.getLogger("bakeoff")
 
@@ -95,7 +95,11 @@ def finetune_embedder(
     """Train, keep the best checkpoint, write a sentence-transformers folder at ``out`` with
     ``bakeoff_training.json``; return that record (steps: :func:`bakeoff.train.trainer.fit`)."""
     require_training_deps()
-    from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer, SentenceTransformerTrainingArguments
+    from sentence_transformers import (
+        SentenceTransformer,
+        SentenceTransformerTrainer,
+        SentenceTransformerTrainingArguments,
+    )
     from sentence_transformers.base.sampler import BatchSamplers
     from sentence_transformers.sentence_transformer.evaluation import InformationRetrievalEvaluator
     from sentence_transformers.sentence_transformer.losses import (
@@ -113,9 +117,10 @@ def finetune_embedder(
         evaluator = None
         base_val: dict[str, float] = {}
         if val_ids:
+            corpus: dict[str, Any] = validation_corpus(data, val_ids, size=params.val_corpus_size, seed=params.seed)
             evaluator = InformationRetrievalEvaluator(
                 queries={q: data.queries[q] for q in val_ids},
-                corpus=validation_corpus(data, val_ids, size=params.val_corpus_size, seed=params.seed),
+                corpus=corpus,
                 relevant_docs={q: set(data.positives[q]) for q in val_ids},
                 name="val", ndcg_at_k=[10], mrr_at_k=[10], precision_recall_at_k=[10], accuracy_at_k=[10],
                 map_at_k=[10], write_csv=False, batch_size=params.batch_size,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from ..arms.base import Arm
 from ..errors import ConfigError
@@ -75,11 +75,13 @@ def finetune(
         data = data.subset([q for q in data.positives if q not in drop])
     if kind == "embedder":
         log.info("training on %s: %d queries, %d pairs", data.label, len(data.positives), data.n_pairs)
-        return finetune_embedder(data, base=base, out=out, params=params or EmbedderParams(), hygiene=hygiene,
+        return finetune_embedder(data, base=base, out=out, params=cast(EmbedderParams | None, params) or EmbedderParams(),
+                                 hygiene=hygiene,
                                  overwrite=overwrite, progress=progress)
     log.info("training on %s: %d queries, %d positives, %d with mined negatives", data.label, len(data.positives),
              data.n_pairs, len(data.negatives))
-    return finetune_reranker(data, base=base, out=out, params=params or RerankerParams(), hygiene=hygiene,
+    return finetune_reranker(data, base=base, out=out, params=cast(RerankerParams | None, params) or RerankerParams(),
+                             hygiene=hygiene,
                              overwrite=overwrite, progress=progress,
                              miner={"arm": miner_spec, "depth": mine_depth, "n_negatives": n_negatives,
                                     "source": negatives})

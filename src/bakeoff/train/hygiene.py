@@ -21,7 +21,7 @@ from typing import Any
 from ..data.clean import normalise_query
 from ..errors import ConfigError
 
-__all__ = ["normalise", "find_leaks", "check_hygiene", "check_held_out", "SplitLeakError"]
+__all__ = ["SplitLeakError", "check_held_out", "check_hygiene", "find_leaks", "normalise"]
 
 log = logging.getLogger("bakeoff")
 

@@ -103,7 +103,7 @@ def finetune_reranker(
         evaluator = None
         random_ndcg = None
         if val_ids:
-            samples = [
+            samples: list[dict[str, str | list[str]]] = [
                 {"query": data.queries[q], "positive": [texts[pos_of[d]] for d in data.positives[q]],
                  "documents": [texts[pos_of[d]] for d in data.negatives.get(q, ())]}
                 for q in val_ids

@@ -76,32 +76,32 @@ def training_arguments(
     training within bf16 rounding, and the choice is recorded with the other parameters.
     """
     eval_steps = max(1, -(-total_steps // max(1, params.evals)))
-    return dict(
-        output_dir=str(scratch),
-        num_train_epochs=params.epochs,
-        max_steps=params.max_steps,
-        per_device_train_batch_size=params.batch_size,
-        per_device_eval_batch_size=params.batch_size,
-        learning_rate=params.learning_rate,
-        warmup_steps=params.warmup_ratio,
-        seed=params.seed,
-        data_seed=params.seed,
-        use_cpu=True,
-        bf16=bool(params.bf16),
-        report_to="none",
-        logging_steps=1,
-        eval_strategy="steps" if evaluator else "no",
-        eval_steps=eval_steps if evaluator else None,
-        save_strategy="steps" if evaluator else "no",
-        save_steps=eval_steps,
-        save_total_limit=2 if evaluator else None,
-        load_best_model_at_end=bool(evaluator),
-        metric_for_best_model=metric if evaluator else None,
-        greater_is_better=True,
-        disable_tqdm=not (progress and bool(getattr(sys.stderr, "isatty", lambda: False)())),
-        dataloader_num_workers=0,
-        save_only_model=True,
-    )
+    return {
+        "output_dir": str(scratch),
+        "num_train_epochs": params.epochs,
+        "max_steps": params.max_steps,
+        "per_device_train_batch_size": params.batch_size,
+        "per_device_eval_batch_size": params.batch_size,
+        "learning_rate": params.learning_rate,
+        "warmup_steps": params.warmup_ratio,
+        "seed": params.seed,
+        "data_seed": params.seed,
+        "use_cpu": True,
+        "bf16": bool(params.bf16),
+        "report_to": "none",
+        "logging_steps": 1,
+        "eval_strategy": "steps" if evaluator else "no",
+        "eval_steps": eval_steps if evaluator else None,
+        "save_strategy": "steps" if evaluator else "no",
+        "save_steps": eval_steps,
+        "save_total_limit": 2 if evaluator else None,
+        "load_best_model_at_end": bool(evaluator),
+        "metric_for_best_model": metric if evaluator else None,
+        "greater_is_better": True,
+        "disable_tqdm": not (progress and bool(getattr(sys.stderr, "isatty", lambda: False)())),
+        "dataloader_num_workers": 0,
+        "save_only_model": True,
+    }
 
 
 def loss_curve(history: list[Mapping[str, Any]]) -> tuple[list[dict[str, float]], list[dict[str, float]]]:

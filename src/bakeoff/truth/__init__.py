@@ -29,5 +29,10 @@ _EXPORTS = {
                     ".synthetic"),
 }
 
-__all__ = sorted(_EXPORTS)
+#: The same names as _EXPORTS, written out for type checkers (tests/test_api.py checks they agree).
+__all__ = [
+    "ChatRequest", "ClusterOptions", "DescribeOptions", "GradeMap", "LLMClient", "LLMConfig", "LocalLLMServer", "Price",
+    "SyntheticTruth", "cluster_truth", "describe_truth", "ingest_batch", "leak", "leak_histogram", "leak_stats",
+    "parse_llm_spec", "rare_terms", "repair_question", "write_batch",
+]
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

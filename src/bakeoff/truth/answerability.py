@@ -43,8 +43,7 @@ from __future__ import annotations
 import contextlib
 import math
 import threading
-from collections.abc import Sequence
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 

@@ -50,7 +50,7 @@ from ..cache import Cache
 from ..data.model import Corpus, Qrels, Run
 from ..data.pool import Hole, holes
 from ..errors import ConfigError, InputError
-from ..metrics import evaluate
+from ..metrics import score_run
 from .llm import ChatRequest, Generation, LLMClient
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -58,10 +58,32 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from .specificity import QueryLikelihood
 
-__all__ = ["ASSESS_INSTRUCTION", "COMPLETION_GRAMMAR", "METHODS", "AssessOptions", "AssessOutcome", "Judgment",
-           "assess_completion", "assess_messages", "assess_request", "assess_results", "assess_schema", "grade_pairs",
-           "judge_completion", "judge_holes", "judge_likelihood", "judge_messages", "judge_pairs", "merged_qrels", "pooled_qrels",
-           "PoolJudgment", "POOLED_GRADE", "SOURCE_GRADE", "prompt_hash", "read_judgment"]
+__all__ = [
+    "ASSESS_INSTRUCTION",
+    "COMPLETION_GRAMMAR",
+    "METHODS",
+    "POOLED_GRADE",
+    "SOURCE_GRADE",
+    "AssessOptions",
+    "AssessOutcome",
+    "Judgment",
+    "PoolJudgment",
+    "assess_completion",
+    "assess_messages",
+    "assess_request",
+    "assess_results",
+    "assess_schema",
+    "grade_pairs",
+    "judge_completion",
+    "judge_holes",
+    "judge_likelihood",
+    "judge_messages",
+    "judge_pairs",
+    "merged_qrels",
+    "pooled_qrels",
+    "prompt_hash",
+    "read_judgment",
+]
 
 log = logging.getLogger("bakeoff")
 
@@ -255,8 +277,8 @@ def judge_messages(query: str, passage: str, method: str) -> tuple[dict[str, str
 def judge_completion(query: str, passage: str, method: str) -> str:
     """A few-shot completion prompt of a logprob method for base models, ending where the grade (or Yes/No) goes."""
     if method == "yesno":
-        parts = ["Relevance assessments: does the passage answer the query, fully or in part, or give evidence for or "
-                 "against it?\n\n"]
+        parts = [("Relevance assessments: does the passage answer the query, fully or in part, or give evidence for or "
+                 "against it?\n\n")]
         parts += [f"Query: {q}\nPassage: {p}\nAnswers the query: {a}\n\n" for q, p, a in _YESNO_SHOTS]
         parts.append(f"Query: {query}\nPassage: {passage}\nAnswers the query:")
         return "".join(parts)
@@ -298,9 +320,9 @@ def read_judgment(logprobs: Mapping[str, float], method: str, *, relevant_from: 
     total = sum(m.values())
     if total <= 0:
         return Judgment(None, error="no grade 0-3 among the most likely answers")
-    p = {g: m.get(g, 0.0) / total for g in range(4)}
-    e = sum(g * pg for g, pg in p.items())
-    return Judgment(int(e + 0.5), p_relevant=sum(pg for g, pg in p.items() if g >= relevant_from), expected=e)
+    probs = {g: m.get(g, 0.0) / total for g in range(4)}
+    e = sum(g * pg for g, pg in probs.items())
+    return Judgment(int(e + 0.5), p_relevant=sum(pg for g, pg in probs.items() if g >= relevant_from), expected=e)
 
 
 def judge_pairs(client: LLMClient, pairs: Sequence[tuple[str, str]], *, options: AssessOptions = AssessOptions(),
@@ -360,8 +382,8 @@ def judge_likelihood(lm: QueryLikelihood, pairs: Sequence[tuple[str, str]], *,
     """
     from .specificity import SpecificityOptions, specificity_scores
 
-    so = SpecificityOptions(threshold=None, max_doc_chars=options.max_doc_chars, baseline=options.baseline,
-                            seed=options.seed)
+    so = SpecificityOptions(threshold=None, max_doc_chars=options.max_doc_chars,
+                            baseline="none" if options.baseline == "none" else "random", seed=options.seed)
     scored = specificity_scores(pairs, lm, options=so, cache=cache, others=others, progress=progress, stats=stats)
     grades = [options.relevant_from if s.score >= options.threshold else (1 if s.score >= 0 else 0) for s in scored]
     return [Judgment(g, score=s.score) for g, s in zip(grades, scored, strict=True)]
@@ -434,8 +456,8 @@ def _side_by_side(results: Mapping[str, Any], runs: Mapping[str, Run], original:
         name = a["name"]
         if name not in runs:
             continue
-        before = evaluate(runs[name], original, measures, query_ids=query_ids, relevance_level=1)
-        after = evaluate(runs[name], merged, measures, query_ids=query_ids, relevance_level=1)
+        before = score_run(runs[name], original, measures, query_ids=query_ids, relevance_level=1)
+        after = score_run(runs[name], merged, measures, query_ids=query_ids, relevance_level=1)
         rows.append({"arm": name, "original": {m: before.means[m] for m in measures},
                      "with_assessed": {m: after.means[m] for m in measures}, "n_queries": len(before.query_ids)})
     return measures, rows

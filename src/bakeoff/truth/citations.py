@@ -39,10 +39,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..data.versions import Versions
 from ..errors import ConfigError
 from .patterns import PatternSet, parse_text_date
 from .sources import Source
-from ..data.versions import Versions
 
 __all__ = [
     "Mention",

@@ -33,16 +33,9 @@ MAX_BORROWED = 1
 #: Words that carry a question's form, not its content, per prompt language.
 FUNCTION_WORDS: Mapping[str, frozenset[str]] = {
     "en": frozenset(
-        "what which who whom whose when where why how is are was were be been being do does did can could "
-        "should would will may might must the a an of in on at to for from by with and or but not no nor as "
-        "that this these those it its their they there than then into about between during after before "
-        "over under through per via any some all each i me my we us our you your he him his she her they them"
-        .split()),
+        ["what", "which", "who", "whom", "whose", "when", "where", "why", "how", "is", "are", "was", "were", "be", "been", "being", "do", "does", "did", "can", "could", "should", "would", "will", "may", "might", "must", "the", "a", "an", "of", "in", "on", "at", "to", "for", "from", "by", "with", "and", "or", "but", "not", "no", "nor", "as", "that", "this", "these", "those", "it", "its", "their", "they", "there", "than", "then", "into", "about", "between", "during", "after", "before", "over", "under", "through", "per", "via", "any", "some", "all", "each", "i", "me", "my", "we", "us", "our", "you", "your", "he", "him", "his", "she", "her", "they", "them"]),
     "es": frozenset(
-        "qué que cuál cuáles cual quién quiénes cuándo cuando dónde donde por porqué cómo como es son era "
-        "eran fue ser está están hay puede pueden debe el la los las un una unos unas lo de del al a en con "
-        "sin para sobre entre y o u ni no se su sus este esta estos estas ese esa más menos muy todo todos "
-        "cada algún alguna yo me mi mis nosotros nos nuestro tú te tu tus usted él ella ellos ellas les le".split()),
+        ["qué", "que", "cuál", "cuáles", "cual", "quién", "quiénes", "cuándo", "cuando", "dónde", "donde", "por", "porqué", "cómo", "como", "es", "son", "era", "eran", "fue", "ser", "está", "están", "hay", "puede", "pueden", "debe", "el", "la", "los", "las", "un", "una", "unos", "unas", "lo", "de", "del", "al", "a", "en", "con", "sin", "para", "sobre", "entre", "y", "o", "u", "ni", "no", "se", "su", "sus", "este", "esta", "estos", "estas", "ese", "esa", "más", "menos", "muy", "todo", "todos", "cada", "algún", "alguna", "yo", "me", "mi", "mis", "nosotros", "nos", "nuestro", "tú", "te", "tu", "tus", "usted", "él", "ella", "ellos", "ellas", "les", "le"]),
 }
 
 

@@ -33,8 +33,14 @@ from ..data.loaders import FieldMap
 from ..data.model import Corpus
 from ..errors import ConfigError
 from .llm import LLMClient, Usage
-from .synthetic import (ClusterOptions, DescribeOptions, SyntheticTruth, cluster_leak_filter, cluster_truth,
-                        describe_truth)
+from .synthetic import (
+    ClusterOptions,
+    DescribeOptions,
+    SyntheticTruth,
+    cluster_leak_filter,
+    cluster_truth,
+    describe_truth,
+)
 
 __all__ = ["Embed", "GenerateOutcome", "generate_truth", "open_llm"]
 

@@ -14,13 +14,24 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from functools import lru_cache
+from functools import cache
 from importlib.resources import files
 
 import numpy as np
 
-__all__ = ["LANGUAGES", "common_words", "copied_run", "mask_rare_terms", "rare_terms", "leak", "leak_histogram", "leak_stats", "title_copy",
-           "words", "DEFAULT_BINS"]
+__all__ = [
+    "DEFAULT_BINS",
+    "LANGUAGES",
+    "common_words",
+    "copied_run",
+    "leak",
+    "leak_histogram",
+    "leak_stats",
+    "mask_rare_terms",
+    "rare_terms",
+    "title_copy",
+    "words",
+]
 
 LANGUAGES: tuple[str, ...] = ("en", "es")
 _TOKEN = re.compile(r"[^\W\d_]+")
@@ -28,7 +39,7 @@ _TOKEN = re.compile(r"[^\W\d_]+")
 DEFAULT_BINS: tuple[float, ...] = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 
 
-@lru_cache(maxsize=None)
+@cache
 def common_words(lang: str = "en") -> frozenset[str]:
     """The shipped common-word list of ``lang`` (``en`` or ``es``)."""
     if lang not in LANGUAGES:

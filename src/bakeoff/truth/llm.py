@@ -46,31 +46,40 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Self
 
 from .._io import atomic_open
 from ..cache import Cache, cache_key
 from ..errors import ConfigError, InputError
 from ..net import HttpClient, HttpError
-from .structured import (FORMS, Form, Refusal, RequestRefused, fallback_note, is_refusal, key_form, refusal,
-                         response_format_body)
+from .structured import (
+    FORMS,
+    Form,
+    Refusal,
+    RequestRefused,
+    fallback_note,
+    is_refusal,
+    key_form,
+    refusal,
+    response_format_body,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from pydantic import BaseModel
 
 __all__ = [
-    "Price",
     "DEFAULT_PRICES",
-    "LLMConfig",
+    "REASONING_PREFIXES",
     "ChatRequest",
     "Generation",
-    "Usage",
     "LLMClient",
-    "parse_llm_spec",
-    "write_batch",
+    "LLMConfig",
+    "Price",
+    "Usage",
     "ingest_batch",
     "is_reasoning_model",
-    "REASONING_PREFIXES",
+    "parse_llm_spec",
+    "write_batch",
 ]
 
 log = logging.getLogger("bakeoff")
@@ -233,7 +242,7 @@ class ChatRequest:
 class Generation:
     """The outcome of one request: ``value`` (validated) or ``error`` (a failure)."""
 
-    value: Any | None
+    value: Any  # the validated answer; None when the request failed (``ok`` is False)
     raw: str | None = None
     error: str | None = None
     prompt_tokens: int = 0
@@ -428,7 +437,7 @@ class LLMClient:
         for http in self._servers:
             http.close()
 
-    def __enter__(self) -> LLMClient:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

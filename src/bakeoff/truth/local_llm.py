@@ -46,7 +46,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from ..cache import default_cache_dir
 from ..errors import BakeoffError
@@ -257,7 +257,7 @@ class LocalLLMServer:
             cmd.append("--jinja")
         return cmd
 
-    def start(self) -> LocalLLMServer:
+    def start(self) -> Self:
         """Start the servers (all at once) and wait until each answers; on failure none is left running."""
         self.binary = llama_server_binary()
         llama_server_version(self.binary)  # an unusable binary fails here, in one line
@@ -320,7 +320,7 @@ class LocalLLMServer:
             fh.close()
         self._logs = []
 
-    def __enter__(self) -> LocalLLMServer:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

@@ -161,8 +161,8 @@ def mine_folder(*, targets: str | os.PathLike[str], sources: str | os.PathLike[s
     """``bakeoff mine citations``: read the target versions, the sources and the pattern file,
     mine, and write the folder ``out`` (recording the inputs' paths and sha256).
     Returns the mined set (counts, problems) and the folder written."""
-    pset = load_patterns(patterns)
-    mined = mine_citations(read_targets(targets), read_sources(sources), pset, options=options, progress=progress)
+    pset = load_patterns(Path(patterns))
+    mined = mine_citations(read_targets(Path(targets)), read_sources(Path(sources)), pset, options=options, progress=progress)
     path = write_mined(out, mined, inputs={"targets": str(targets), "sources": str(sources),
                                            "patterns": str(patterns)})
     return mined, path

@@ -267,7 +267,7 @@ def load_patterns(path: str | Path) -> PatternSet:
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"invalid TOML: {exc}", path=path) from None
     text = path.read_text(encoding="utf-8")
-    doc = validate(PatternFile, raw, where=str(path), line_of=lambda key: toml_key_line(text, key), error=InputError)
+    doc: PatternFile = validate(PatternFile, raw, where=str(path), line_of=lambda key: toml_key_line(text, key), error=InputError)
     law = [doc.law] if isinstance(doc.law, str) else list(doc.law)
     decree = [doc.decree] if isinstance(doc.decree, str) else list(doc.decree)
     tables = doc.pattern if doc.patterns is None else [*doc.pattern, *doc.patterns]

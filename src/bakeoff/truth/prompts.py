@@ -27,9 +27,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-__all__ = ["describe_schema", "cluster_schema", "describe_messages", "describe_completion", "describe_system",
-           "cluster_messages", "cluster_completion", "DESCRIBE_INSTRUCTION", "CLUSTER_INSTRUCTION", "PromptControl",
-           "PRESETS", "PRESET_ALIASES", "QUERY_STYLES", "PROMPT_LANGS", "STEER", "read_examples", "shot_queries"]
+__all__ = [
+    "CLUSTER_INSTRUCTION",
+    "DESCRIBE_INSTRUCTION",
+    "PRESETS",
+    "PRESET_ALIASES",
+    "PROMPT_LANGS",
+    "QUERY_STYLES",
+    "STEER",
+    "PromptControl",
+    "cluster_completion",
+    "cluster_messages",
+    "cluster_schema",
+    "describe_completion",
+    "describe_messages",
+    "describe_schema",
+    "describe_system",
+    "read_examples",
+    "shot_queries",
+]
 
 QueryStyle = Literal["question", "keywords", "typos"]
 PromptLang = Literal["en", "es"]
@@ -139,7 +155,7 @@ class PromptControl:
             raise ConfigError(f"query style must be one of {', '.join(QUERY_STYLES)}, got {self.style!r}")
         if self.lang not in PROMPT_LANGS:
             raise ConfigError(f"prompt language must be one of {', '.join(PROMPT_LANGS)}, got {self.lang!r}")
-        if self.preset in PRESET_ALIASES:
+        if self.preset is not None and self.preset in PRESET_ALIASES:
             object.__setattr__(self, "preset", PRESET_ALIASES[self.preset])
         if self.preset is not None and self.preset not in PRESETS:
             raise ConfigError(f"unknown prompt preset {self.preset!r}; known: {', '.join(PRESETS)}")

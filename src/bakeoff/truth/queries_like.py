@@ -23,6 +23,7 @@ import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -83,9 +84,9 @@ def estimated_leak_shares(queries: Sequence[str], corpus: Corpus, *, lang: str =
     from .answerability import open_answerability
     from .leak import leak
 
-    sc = scorer if scorer is not None else open_answerability("use")
+    sc: Any = scorer if scorer is not None else open_answerability("use")
     docs = [f"{t}\n{x}" if t else x for t, x in zip(corpus.titles, corpus.texts, strict=True)]
-    m = np.asarray(sc.score_matrix(list(queries), docs))  # type: ignore[union-attr]
+    m = np.asarray(sc.score_matrix(list(queries), docs))
     top = m.argmax(axis=1)
     values = [leak(q, f"{corpus.titles[int(r)]} {corpus.texts[int(r)]}", lang=lang) for q, r in zip(queries, top)]
     counts = leak_bin_counts(values)

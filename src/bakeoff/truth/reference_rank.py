@@ -98,7 +98,7 @@ def rank_all(own_rows: Sequence[int], own_scores: Sequence[float], ref_rows: np.
     out = []
     for i, (row, own) in enumerate(zip(own_rows, own_scores, strict=True)):
         keep = np.flatnonzero(ref_rows != row)[: options.references]
-        out.append(RankedScore(float(own), rank_against(float(own), ref_scores[i, keep]), int(len(keep))))
+        out.append(RankedScore(float(own), rank_against(float(own), ref_scores[i, keep]), len(keep)))
     return out
 
 

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["GradeMap", "RepairedQuestion", "repair_question", "REPAIR_KINDS"]
+__all__ = ["REPAIR_KINDS", "GradeMap", "RepairedQuestion", "repair_question"]
 
 REPAIR_KINDS: tuple[str, ...] = ("empty_question", "hallucinated_id", "duplicate_id", "duplicate_rank",
                                  "irrelevant_above_relevant", "left_out", "no_relevant")

@@ -27,7 +27,7 @@ import numpy as np
 
 from ..data.model import Corpus
 
-__all__ = ["sample_rows", "sampled_mix", "split_of", "eligible_rows", "MISSING"]
+__all__ = ["MISSING", "eligible_rows", "sample_rows", "sampled_mix", "split_of"]
 
 MISSING = "<missing>"
 
@@ -83,11 +83,11 @@ def sample_rows(corpus: Corpus, n: int, *, rng: np.random.Generator, stratify_by
         return picked if eligible is None else np.asarray(eligible, dtype=np.int64)[picked]
     strata = _strata(corpus, stratify_by, eligible)
     alloc = _allocate({g: len(rows) for g, rows in strata.items()}, n)
-    picked: list[int] = []
+    chosen: list[int] = []
     for g, rows in strata.items():
         if alloc[g]:
-            picked.extend(int(x) for x in rng.choice(np.asarray(rows), size=alloc[g], replace=False))
-    return np.asarray(picked, dtype=np.int64)
+            chosen.extend(int(x) for x in rng.choice(np.asarray(rows), size=alloc[g], replace=False))
+    return np.asarray(chosen, dtype=np.int64)
 
 
 def sampled_mix(corpus: Corpus, rows: Iterable[int], field: str) -> dict[str, dict[str, Any]]:

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..data.loaders import _json_lines, _lines
-from ..errors import InputError
 from ..data.versions import parse_date
+from ..errors import InputError
 
 __all__ = ["Source", "read_sources"]
 

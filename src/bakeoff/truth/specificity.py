@@ -45,7 +45,7 @@ import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, Self
 
 import numpy as np
 
@@ -109,7 +109,7 @@ def _no_repack() -> Iterator[None]:
 
     original = low.llama_model_default_params
 
-    def no_extra_bufts():  # type: ignore[no-untyped-def]
+    def no_extra_bufts():
         params = original()
         params.use_extra_bufts = False
         return params
@@ -168,7 +168,7 @@ class LlamaLikelihood:
             self._batch = None
         self._llm.close()
 
-    def __enter__(self) -> LlamaLikelihood:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -253,7 +253,7 @@ class CompletionsLikelihood:
     def close(self) -> None:
         self._http.close()
 
-    def __enter__(self) -> CompletionsLikelihood:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

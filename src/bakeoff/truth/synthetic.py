@@ -75,8 +75,19 @@ from .sampling import eligible_rows, sample_rows, sampled_mix, split_of
 from .self_reference import refers_to_document
 from .specificity import QueryLikelihood, SpecificityOptions, keep_mask, score_stats, specificity_scores
 
-__all__ = ["DescribeOptions", "ClusterOptions", "SyntheticTruth", "describe_truth", "cluster_truth",
-           "cluster_corpus", "LEAK_BINS", "LEAK_MODES", "leak_bin", "leak_quota", "leak_target_shares"]
+__all__ = [
+    "LEAK_BINS",
+    "LEAK_MODES",
+    "ClusterOptions",
+    "DescribeOptions",
+    "SyntheticTruth",
+    "cluster_corpus",
+    "cluster_truth",
+    "describe_truth",
+    "leak_bin",
+    "leak_quota",
+    "leak_target_shares",
+]
 
 log = logging.getLogger("bakeoff")
 
@@ -125,9 +136,9 @@ def leak_target_shares(spec: str, *, lang: str = "en") -> tuple[float, ...]:
     if not Path(spec).exists():
         raise ConfigError(f"--leak-target must be default, uniform, {len(LEAK_BINS) + 1} comma-separated shares or a judged "
                           f"dataset folder, got {spec!r}")
-    from ..data.datasets import open_dataset
+    from ..data.datasets import DatasetSpec, open_dataset
 
-    ds, _ = open_dataset(spec, plain=True)
+    ds, _ = open_dataset(DatasetSpec(beir=spec), plain=True)
     shares = judged_leak_shares(ds.queries, ds.qrels, ds.corpus, lang=lang)
     if shares is None:
         raise ConfigError(f"--leak-target {spec}: no judged query with a relevant document in its corpus")
@@ -413,7 +424,8 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
         last = attempt == n_rounds - 1
         examples = shot_queries(control) | frozenset(q for _, q in pool)
 
-        def control_for(r: int, number: int) -> PromptControl:
+        def control_for(r: int, number: int, control: PromptControl = control,
+                        pool: tuple[tuple[str, str], ...] = pool) -> PromptControl:
             """The pool's examples shown to request ``number`` of row ``r``: ``bootstrap`` of them, drawn
             with ``default_rng([seed, r, number])`` and shown in pool order (a small model copies the
             examples it sees; a different draw per request keeps one example from being copied everywhere)."""
@@ -502,12 +514,13 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
                                           n_docs=len(corpus), options=ans, cache=client.cache)
                 ranks = [x.rank for x in got]
                 all_ranks.extend(x.rank for x in got)
-                passes = [x.kept(ans.reference) for x in got]  # type: ignore[union-attr, arg-type]
+                passes = [x.kept(ans.reference) for x in got]  # type: ignore[arg-type]
             else:
                 passes = [a >= ans_thr for a in answers]  # type: ignore[operator]
         best: dict[int, int] = {}  # row -> index of its best candidate passing answerability
 
-        def room(i: int) -> bool:
+        def room(i: int, waived_after: int | None = waived_after,
+                 candidates: list[tuple[int, str, float]] = candidates) -> bool:
             """Candidate ``i``'s leak bin still has room under the quota (always, without one)."""
             if quota is None or waived_after is not None:
                 return True
@@ -638,8 +651,8 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
                  "steered": {"reached_room": steer_tries[0], "judged": steer_tries[1]} if quota is not None else None,
                  "quota_waived_after_round": waived_after},
         "counts": {"sampled": len(rows), "kept": len(qids), **dict(counts)},
-        "documents": {"corpus": len(corpus), "eligible": int(len(eligible)),
-                      "too_short": len(corpus) - int(len(eligible)), "min_doc_chars": o.min_doc_chars},
+        "documents": {"corpus": len(corpus), "eligible": len(eligible),
+                      "too_short": len(corpus) - len(eligible), "min_doc_chars": o.min_doc_chars},
         "rejections": {"failed": counts["failed"], "copied_example": counts["copied_example"],
                        "too_short": counts["too_short"], "refers_to_document": counts["refers_to_document"],
                        "foreign_script": counts["foreign_script"], "borrowed_example": counts["borrowed_example"],
@@ -659,7 +672,7 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
                                   titles=[corpus.titles[corpus.position[m["source_doc"]]] for m in metas],
                                   style=o.prompt.style)
     if spec is not None:
-        kept_spec = [accepted[r][3] for r in accepted if accepted[r][3] is not None]
+        kept_spec = [s for r in accepted if (s := accepted[r][3]) is not None]
         prov["specificity"] = {"scorer": scorer.identity(), "options": asdict(spec),  # type: ignore[union-attr]
                                "all_candidates": score_stats(all_spec, threshold=spec.threshold),
                                "kept": score_stats(kept_spec, threshold=spec.threshold),
@@ -735,9 +748,9 @@ def cluster_corpus(vectors: np.ndarray, *, cluster_size: int, seed: int) -> np.n
     ``max(1, round(N / cluster_size))`` clusters over L2-normalised ``vectors``."""
     from sklearn.cluster import KMeans
 
-    x = np.asarray(vectors, dtype=np.float32)
-    norms = np.linalg.norm(x, axis=1, keepdims=True)
-    x = x / np.where(norms == 0, 1, norms)
+    raw = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(raw, axis=1, keepdims=True)
+    x = raw / np.where(norms == 0, 1, norms)
     k = max(1, min(len(x), round(len(x) / cluster_size)))
     return KMeans(n_clusters=k, random_state=seed, n_init=1).fit_predict(x).astype(np.int64)
 
@@ -857,7 +870,8 @@ def cluster_truth(corpus: Corpus, client: LLMClient, *, vectors: np.ndarray | No
         got = specificity_scores(pairs, scorer, options=spec, cache=client.cache, progress=progress,  # type: ignore[arg-type]
                                  stats=spec_stats, others=_random_others(corpus, spec))
         spec_scores = [x.score for x in got]
-    qids, texts, metas, judg, negatives = [], [], [], {}, {}
+    qids: list[str] = []
+    texts, metas, judg, negatives = [], [], {}, {}
     if ans is not None and ans.keep_fraction is not None:
         passing = [i for i, a in enumerate(ans_scores) if a is not None and a >= ans_thr]  # type: ignore[operator]
         top_mask = answer_keep_mask([ans_scores[i] for i in passing], threshold=None,  # type: ignore[misc]
@@ -908,7 +922,7 @@ def cluster_truth(corpus: Corpus, client: LLMClient, *, vectors: np.ndarray | No
                                 list(cluster_messages([("D1", "<document text>")], n_questions=o.questions_per_cluster,
                                                       control=o.prompt)))},
         "parameters": {**asdict(o), "schema": schema.model_json_schema()},
-        "clustering": {"n_clusters": int(len(sizes)), "mean_size": float(sizes.mean()),
+        "clustering": {"n_clusters": len(sizes), "mean_size": float(sizes.mean()),
                        "min_size": int(sizes.min()), "max_size": int(sizes.max()), "used": len(chosen)},
         "repairs": dict(repairs),
         "counts": {"kept": len(qids), **dict(counts)},

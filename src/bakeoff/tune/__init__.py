@@ -18,5 +18,6 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
 _EXPORTS = {"DevSplit": ".devsplit", "SearchSpace": ".space", "TuneOutput": ".sweep", "TuneSpec": ".sweep",
             "run_tune": ".sweep", "tune_spec_from_table": ".sweep"}
 
-__all__ = sorted(_EXPORTS)
+#: The same names as _EXPORTS, written out for type checkers (tests/test_api.py checks they agree).
+__all__ = ["DevSplit", "SearchSpace", "TuneOutput", "TuneSpec", "run_tune", "tune_spec_from_table"]
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

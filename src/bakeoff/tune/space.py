@@ -140,7 +140,8 @@ class SearchSpace:
         """The trials' option settings, in trial order (module docstring)."""
         if self.search == "grid":
             names = self.names
-            return [dict(zip(names, combo)) for combo in itertools.product(*(v for _, v in self.params))]
+            grid = [v for _, v in self.params if not isinstance(v, Range)]  # build() refuses ranges in a grid
+            return [dict(zip(names, combo, strict=True)) for combo in itertools.product(*grid)]
         rng = np.random.default_rng(self.seed)
         out: list[dict[str, Any]] = []
         seen: set[str] = set()

@@ -23,8 +23,8 @@ def summary_lines(tune: Mapping[str, Any], *, max_trials: int = 40) -> list[str]
     with CIs and the paired test."""
     m = tune["measure"]
     dev = tune["dev"]
-    out = [f"tune {tune['arm']} ({tune['type']}) on {dev['describe']}: {dev['n_queries']} dev queries, "
-           f"{len(tune['trials'])} trials ({tune['space']['search']}), chosen by {m}; {tune['tie_rule']}."]
+    out = [(f"tune {tune['arm']} ({tune['type']}) on {dev['describe']}: {dev['n_queries']} dev queries, "
+           f"{len(tune['trials'])} trials ({tune['space']['search']}), chosen by {m}; {tune['tie_rule']}.")]
     if dev.get("dropped_leaks"):
         pairs = ", ".join(f"{a}~{b}" for a, b, _ in dev["dropped_leaks"])
         out.append(f"  dropped {len(dev['dropped_leaks'])} dev queries equal to test queries: {pairs}")

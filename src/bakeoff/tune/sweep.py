@@ -45,7 +45,7 @@ from ..arms.registry import arm_type
 from ..cache import Cache, cache_key
 from ..data.model import Dataset, Run
 from ..errors import ConfigError
-from ..metrics import evaluate, parse_measure
+from ..metrics import parse_measure, score_run
 from ..runner.config import ArmSpec, BakeoffConfig, build_arms
 from ..runner.context import Context
 from ..runner.results import ArmResult, Results
@@ -268,7 +268,7 @@ def run_tune(cfg: BakeoffConfig, spec: TuneSpec, *, cache: Cache | None, out: Pa
         if isinstance(hit, dict):
             return hit, True, time.perf_counter() - s0
         run = ctx.search(arm, dev_ds.queries, k=depth, mask=dev_mask)
-        values = dict(evaluate(run, dev_ds.qrels, [measure], query_ids=dev_ds.queries.ids,
+        values = dict(score_run(run, dev_ds.qrels, [measure], query_ids=dev_ds.queries.ids,
                                averaging=cfg.averaging, relevance_level=cfg.relevance_level).per_query[measure])
         if cache is not None:
             cache.put_json("tune-score", key, values)
@@ -324,9 +324,9 @@ def run_tune(cfg: BakeoffConfig, spec: TuneSpec, *, cache: Cache | None, out: Pa
     base = fresh[spec.arm]
     if spec.dev.kind != "kfold":
         tuned = _variant(aspec, fresh, chosen["params"], name=tuned_name)
-        results = run_bakeoff(test_ds, [base, tuned], **kw)  # type: ignore[arg-type]
+        results = run_bakeoff(test_ds, [base, tuned], **kw)
     else:
-        results = run_bakeoff(test_ds, [base], **kw)  # type: ignore[arg-type]
+        results = run_bakeoff(test_ds, [base], **kw)
         picks_fp = [trials[p["index"]]["fingerprint"] for p in chosen["per_fold"]]
         again = Context(corpus=dev_ds.corpus, cache=cache, progress=progress)  # indexes afresh if not cached
         runs = {trials[p["index"]]["fingerprint"]: again.search(_variant(aspec, fresh, p["params"], name=spec.arm),
@@ -334,7 +334,7 @@ def run_tune(cfg: BakeoffConfig, spec: TuneSpec, *, cache: Cache | None, out: Pa
                 for p in chosen["per_fold"]}
         ranked = {q: runs[picks_fp[fold_of[q]]].get(q) for q in test_ds.queries.ids if q in fold_of}
         cv_run = Run.from_ranked(tuned_name, ranked)
-        ev = evaluate(cv_run, test_ds.qrels, results.measures, query_ids=test_ds.queries.ids,
+        ev = score_run(cv_run, test_ds.qrels, results.measures, query_ids=test_ds.queries.ids,
                       averaging=cfg.averaging, relevance_level=cfg.relevance_level)
         fp = hashlib.sha256(json.dumps(picks_fp).encode()).hexdigest()
         results.arms.append(ArmResult(name=tuned_name, type=aspec.type,

@@ -11,7 +11,7 @@ from ...data.ranking import rank
 from ...errors import BakeoffError
 from ...redact import SECRET_WORDS, is_secret_name, redact_url
 
-__all__ = ["ExternalError", "redact_url", "SECRET_WORDS", "is_secret_name", "ranked_from_hits", "apply_mask"]
+__all__ = ["SECRET_WORDS", "ExternalError", "apply_mask", "is_secret_name", "ranked_from_hits", "redact_url"]
 
 
 class ExternalError(BakeoffError):

