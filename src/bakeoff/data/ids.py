@@ -11,7 +11,7 @@ the same ids): a file's id is its path relative to the folder, ``/``-separated, 
 and ``a.docx`` stay apart), in Unicode NFC (a name stored decomposed, as macOS does, gives the id typed on any
 keyboard), each run of characters the id rule refuses replaced by one ``_`` (``My Docs/Annual Report.pdf``
 becomes ``My_Docs/Annual_Report.pdf``). Two files that would get the same id are told apart
-deterministically: a path that already is a valid id keeps it; the others, in code-point order of their
+deterministically: a path that already is a valid id in NFC keeps it; the others, in code-point order of their
 paths, take the first free id among ``stem``, ``stem~2``, ``stem~3`` ... (suffix kept). Every non-folder
 entry below the folder takes part, whatever its type and whether it can be read, so a file's id does not
 depend on which reader lists it. The original relative path is kept in the document's metadata (``path``)
