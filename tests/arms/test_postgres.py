@@ -300,3 +300,15 @@ def test_pgvector_hnsw_deeper_than_ef_search_returns_k_rows(pg_dsn: str) -> None
         assert np.allclose([s for _, s in deep[q]], [want[d] for d, _ in deep[q]], atol=1e-5)
     recall = np.mean([len(set(deep.doc_ids(q)) & set(exact.doc_ids(q))) / 50 for q in queries.ids])
     assert recall >= 0.9
+
+
+def test_shared_buffers_setting_is_read_or_refused_in_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    from bakeoff.arms.external._pg import shared_buffers_mb
+
+    monkeypatch.setenv("BAKEOFF_PG_SHARED_BUFFERS_MB", "512")
+    assert shared_buffers_mb() == 512
+    monkeypatch.setenv("BAKEOFF_PG_SHARED_BUFFERS_MB", "4")
+    assert shared_buffers_mb() == 16  # PostgreSQL needs a few; the floor is 16 MB
+    monkeypatch.setenv("BAKEOFF_PG_SHARED_BUFFERS_MB", "2GB")
+    with pytest.raises(ConfigError, match=r"BAKEOFF_PG_SHARED_BUFFERS_MB must be a whole number of megabytes, got '2GB'"):
+        shared_buffers_mb()

@@ -111,8 +111,12 @@ def shared_buffers_mb() -> int:
     default 128 MB and 2 GB (``$BAKEOFF_PG_SHARED_BUFFERS_MB`` overrides). The default 128 MB holds
     less than a 100k x 384 pgvector HNSW index (~200 MB), and every page the search then reads from
     the operating system's cache instead of shared memory costs time (the docs' benchmarks page, retired experiments)."""
-    env = os.environ.get("BAKEOFF_PG_SHARED_BUFFERS_MB")
+    env = os.environ.get("BAKEOFF_PG_SHARED_BUFFERS_MB", "").strip()
     if env:
+        if not env.isdigit():
+            from ...errors import ConfigError
+
+            raise ConfigError(f"BAKEOFF_PG_SHARED_BUFFERS_MB must be a whole number of megabytes, got {env!r}")
         return max(16, int(env))
     try:
         phys = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20
