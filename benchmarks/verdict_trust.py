@@ -102,7 +102,7 @@ def main() -> None:
 
         record = run_calibration(dataset=str(a.data), out=work / "cal", options=opts, llm=a.llm, arms=DEFAULT_ARMS,
                                  cache=cache, progress=False, n_resamples=a.resamples, seed=0, train_fraction=0.0,
-                                 pool=AssessOptions(depth=a.pool_depth) if a.pool_depth else None,
+                                 pool=AssessOptions(depth=a.pool_depth, method="likelihood") if a.pool_depth else None,  # calibrate --pool-method default
                                  echo=lambda s: None)
         wall = time.perf_counter() - t0
         prov = json.loads((work / "cal" / "truth" / "provenance.json").read_text())
