@@ -144,6 +144,9 @@ SUITE: dict[str, Bench] = {
     "llm_layout": Bench(
         "llama-server layouts on this machine: servers x slots x threads, prompt cache, batch size (describe requests)",
         "llm_layout.py", ("-r", "16"), quick=("-r", "4"), json=True, needs=("scifact",)),
+    "likelihood_workers": Bench(
+        "Query likelihood in one process vs one worker process per core (assess --method likelihood, the pool judge)",
+        "likelihood_workers.py", ("-n", "60"), quick=("-n", "16"), json=True, needs=("scifact",)),
     "assessor_agreement": Bench(
         "`bakeoff assess` grades against SciFact's human labels (Cohen's kappa, ROC AUC)",
         "assessor_agreement.py", ("-n", "40", "--methods", "likelihood,yesno", "--max-doc-chars", "4000"),

@@ -108,7 +108,7 @@ def test_own_document_scores_above_another_document_in_process(lm, cache) -> Non
     assert s[0].score > 0 and s[2].score > 0
     assert s[0].lp_base == s[1].lp_base  # one empty-document baseline per query
     assert s[0].score == pytest.approx(s[0].lp_doc - s[0].lp_base)
-    assert stats == {"evaluated": 6, "cached": 2}  # 4 pairs + 2 baselines; baselines of repeated queries hit
+    assert stats == {"evaluated": 6, "cached": 0}  # 4 pairs + 2 baselines, a repeated query's baseline read once
     again: dict[str, int] = {}
     s2 = specificity_scores(pairs, lm, cache=cache, stats=again, options=none)
     assert again["evaluated"] == 0 and [x.score for x in s2] == [x.score for x in s]
@@ -216,3 +216,32 @@ def test_describe_rejects_an_off_topic_query_and_regenerates(lm, cache) -> None:
     assert [g["outcome"] for g in prov["generations"]] == ["low_specificity", "kept"]
     assert prov["generations"][0]["specificity"] < 0.5
     assert prov["specificity"]["all_candidates"]["n"] == 2 and prov["specificity"]["kept"]["n"] == 1
+
+
+@pytest.mark.slow
+def test_worker_processes_score_what_the_calling_process_scores(lm, cache) -> None:
+    """Enough pairs for the parallel path (two worker processes with a model copy each): the scores equal
+    the serial ones of the same model, every value lands in the cache, and a second
+    call evaluates nothing."""
+    from bakeoff.truth import specificity as sp
+
+    docs = [DOC_GCD, DOC_ZIP, DOC_SLEEP]
+    queries = [f"{w} {q}" for w in ("how", "where", "why", "when", "please tell me how", "explain how",
+                                    "in python how", "quickly how", "simply how", "exactly how", "again how")
+               for q in ("to divide numbers", "to unpack a zip file", "to wait a second")]
+    pairs = [(q, d) for d in docs for q in queries]  # 99 pairs; with the random baseline 99 + 3 * 66 jobs
+    others = [DOC_GCD, DOC_ZIP, DOC_SLEEP, "os.getcwd()\nReturn the current working directory.",
+              "json.dumps(obj)\nSerialize obj to a JSON formatted str."]
+    opts = SpecificityOptions(n_random=2, seed=3)
+    assert len(pairs) + 2 * len(pairs) >= sp.PARALLEL_MIN
+    serial_stats: dict[str, int] = {}
+    serial = specificity_scores(pairs, lm, options=opts, others=others, workers=1, stats=serial_stats)
+    decoded = lm.decoded_tokens
+    stats: dict[str, int] = {}
+    parallel = specificity_scores(pairs, lm, options=opts, others=others, cache=cache, workers=2, stats=stats)
+    assert lm.decoded_tokens > decoded  # the workers' decoding is counted on the model that asked
+    assert stats == {"evaluated": serial_stats["evaluated"], "cached": 0}
+    assert parallel == serial  # each run of one document goes whole to one worker: the same decode batches
+    again: dict[str, int] = {}
+    assert specificity_scores(pairs, lm, options=opts, others=others, cache=cache, workers=2, stats=again) == parallel
+    assert again == {"evaluated": 0, "cached": serial_stats["evaluated"]}

@@ -21,8 +21,8 @@ document score near 0, questions about something else below 0.
 Log-probabilities come from a :class:`QueryLikelihood` backend:
 
 * :class:`LlamaLikelihood` — a GGUF model in-process through llama-cpp-python (default: the
-  bundled Gemma 3 270M). It keeps its own KV cache: consecutive calls that share a token prefix
-  (the same document, several queries) only decode the new tokens, and logits are requested
+  bundled Gemma 3 270M). It keeps its own KV cache: consecutive calls that share a document only
+  decode the new query (see :meth:`LlamaLikelihood.token_logprobs`), and logits are requested
   only for the positions that predict query tokens (the 262k-entry vocabulary makes
   all-position logits the dominant cost). Weight repacking is off while the model loads (see
   :mod:`bakeoff.truth.local_llm`; ``BAKEOFF_LLAMA_REPACK=1`` turns it on).
@@ -183,25 +183,33 @@ class LlamaLikelihood:
         return self.token_logprobs(head, tail)
 
     def token_logprobs(self, head: Sequence[int], tail: Sequence[int]) -> list[float]:
-        """``log p(tail[i] | head + tail[:i])`` for each i; reuses the KV cache of the longest common
-        prefix with the previous call."""
+        """``log p(tail[i] | head + tail[:i])`` for each i.
+
+        When the previous call had the same ``head``, its KV cache is reused and only ``[head[-1]] + tail``
+        is decoded; otherwise the cache is cleared and ``head + tail`` decoded from the start (never a
+        partial reuse). So a score depends on its own (prefix, query) and on one thing more: whether it was
+        the first of a run of calls with that prefix. Quantized matrix products round differently for
+        different batch shapes (a few hundredths of a nat per token on the bundled models), and
+        :func:`specificity_scores` keeps every run of one prefix together, in one process, in job order."""
         if not tail:
             return []
         tokens = list(head) + list(tail)
         if len(tokens) > self.n_ctx:
             raise BakeoffError(f"prompt of {len(tokens)} tokens exceeds the context window of {self.n_ctx}")
         need_from = len(head) - 1  # position whose logits predict tail[0]
-        common = 0
-        for a, b in zip(self._tokens, tokens):
-            if a != b:
-                break
-            common += 1
-        start = min(common, need_from)
         mem = self._low.llama_get_memory(self._llm.ctx)
-        if not self._low.llama_memory_seq_rm(mem, -1, start, -1):
+        if self._tokens[:len(head)] == list(head) and self._low.llama_memory_seq_rm(mem, -1, need_from, -1):
+            start = need_from
+        else:
             self._low.llama_memory_clear(mem, True)
             start = 0
         self._tokens = tokens[:start]
+        return self._decode(tokens, start=start, want_from=need_from)
+
+    def _decode(self, tokens: Sequence[int], *, start: int, want_from: int) -> list[float]:
+        """Decode ``tokens[start:]`` (the KV cache holds ``tokens[:start]``) in batches of ``n_batch``;
+        return ``log p(tokens[pos + 1])`` for each position ``want_from <= pos < len(tokens) - 1``."""
+        mem = self._low.llama_get_memory(self._llm.ctx)
         out: list[float] = []
         ctx = self._llm.ctx
         for b0 in range(start, len(tokens), self.n_batch):
@@ -215,7 +223,7 @@ class LlamaLikelihood:
                 batch.pos[i] = pos
                 batch.n_seq_id[i] = 1
                 batch.seq_id[i][0] = 0
-                flag = need_from <= pos < len(tokens) - 1
+                flag = want_from <= pos < len(tokens) - 1
                 batch.logits[i] = flag
                 if flag:
                     wanted.append((i, tokens[pos + 1]))
@@ -324,65 +332,142 @@ class SpecificityScore:
     n_tokens: int
 
 
-def _cached_mean_lp(lm: QueryLikelihood, prefix: str, query: str, cache: Cache | None,
-                    stats: dict[str, int]) -> tuple[float, int]:
-    key = cache_key({"kind": "specificity-lp", "model": lm.identity(), "prefix": prefix, "query": query,
-                     "code_version": CODE_VERSION})
-    if cache is not None:
-        hit = cache.get_json("specificity", key)
+def _lp_key(lm: QueryLikelihood, prefix: str, query: str) -> str:
+    return cache_key({"kind": "specificity-lp", "model": lm.identity(), "prefix": prefix, "query": query,
+                      "code_version": CODE_VERSION})
+
+
+def _mean(values: Sequence[float]) -> tuple[float, int]:
+    return (float(np.mean(values)) if values else 0.0), len(values)
+
+
+#: Fewer uncached evaluations than this run in the calling process: starting a worker and loading its
+#: model copy costs about a second, a query a few tens of milliseconds.
+PARALLEL_MIN = 64
+_worker_lm: LlamaLikelihood | None = None  # the model of a worker process (set by _worker_start)
+
+
+def _worker_start(model_path: str, n_ctx: int, n_batch: int) -> None:
+    global _worker_lm
+    _worker_lm = LlamaLikelihood(model_path=Path(model_path), n_ctx=n_ctx, n_batch=n_batch, n_threads=1)
+
+
+def _worker_eval(jobs: Sequence[tuple[str, str]]) -> tuple[list[tuple[float, int]], int]:
+    lm = _worker_lm
+    assert lm is not None
+    before = lm.decoded_tokens
+    out = [_mean(lm.logprobs(prefix, " " + query)) for prefix, query in jobs]
+    return out, lm.decoded_tokens - before
+
+
+def default_workers() -> int:
+    """Processes scoring query likelihood in-process: one per usable core (the local servers' rule,
+    :func:`bakeoff.truth.local_llm.default_servers`, ``$BAKEOFF_LLM_SERVERS``), each one thread."""
+    from .local_llm import default_servers
+
+    return default_servers()
+
+
+def _mean_lps(lm: QueryLikelihood, jobs: Sequence[tuple[str, str]], *, cache: Cache | None, stats: dict[str, int],
+              progress: bool, workers: int) -> list[tuple[float, int]]:
+    """``(mean lp, tokens)`` of every ``(prefix, query)`` job, in order: from the cache, else evaluated in
+    job order (consecutive jobs sharing a prefix reuse its KV cache). With an in-process model, ``workers``
+    > 1 and at least :data:`PARALLEL_MIN` jobs to evaluate, each run of one prefix goes whole to one of
+    ``workers`` processes with a model copy each (one thread each), so the values are the serial ones.
+    Every value is cached as soon as it is known."""
+    from ..progress import progress_bar
+
+    done: dict[tuple[str, str], tuple[float, int]] = {}
+    todo: list[tuple[str, str]] = []
+    seen: set[tuple[str, str]] = set()
+    for job in jobs:
+        if job in seen:
+            continue
+        seen.add(job)
+        hit = cache.get_json("specificity", _lp_key(lm, *job)) if cache is not None else None
         if hit is not None:
             stats["cached"] += 1
-            return float(hit["mean"]), int(hit["n"])
-    values = lm.logprobs(prefix, " " + query)
-    stats["evaluated"] += 1
-    mean = float(np.mean(values)) if values else 0.0
-    if cache is not None:
-        cache.put_json("specificity", key, {"mean": mean, "n": len(values), "model": lm.identity()})
-    return mean, len(values)
+            done[job] = (float(hit["mean"]), int(hit["n"]))
+        else:
+            todo.append(job)
+
+    def keep(job: tuple[str, str], value: tuple[float, int]) -> None:
+        done[job] = value
+        stats["evaluated"] += 1
+        if cache is not None:
+            cache.put_json("specificity", _lp_key(lm, *job), {"mean": value[0], "n": value[1], "model": lm.identity()})
+
+    bar = progress_bar(total=len(todo), desc="query likelihood", enabled=progress, unit="q")
+    try:
+        if workers > 1 and len(todo) >= PARALLEL_MIN and isinstance(lm, LlamaLikelihood):
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor, as_completed
+
+            chunks: list[list[tuple[str, str]]] = []  # runs of one prefix, whole (see LlamaLikelihood.token_logprobs)
+            for job in todo:
+                if chunks and chunks[-1][0][0] == job[0]:
+                    chunks[-1].append(job)
+                else:
+                    chunks.append([job])
+            with ProcessPoolExecutor(max_workers=min(workers, len(chunks)), mp_context=multiprocessing.get_context("spawn"),
+                                     initializer=_worker_start,
+                                     initargs=(str(lm.model_path), lm.n_ctx, lm.n_batch)) as pool:
+                futures = {pool.submit(_worker_eval, chunk): chunk for chunk in chunks}
+                for fut in as_completed(futures):
+                    values, decoded = fut.result()
+                    lm.decoded_tokens += decoded
+                    for job, value in zip(futures[fut], values, strict=True):
+                        keep(job, value)
+                    bar.update(len(values))
+        else:
+            for job in todo:
+                keep(job, _mean(lm.logprobs(job[0], " " + job[1])))
+                bar.update(1)
+    finally:
+        bar.close()
+    return [done[job] for job in jobs]
 
 
 def specificity_scores(pairs: Sequence[tuple[str, str]], lm: QueryLikelihood, *, options: SpecificityOptions = SpecificityOptions(),
                        cache: Cache | None = None, others: Sequence[str] = (), progress: bool = False,
-                       stats: dict[str, int] | None = None) -> list[SpecificityScore]:
+                       stats: dict[str, int] | None = None, workers: int | None = None) -> list[SpecificityScore]:
     """Score ``(query, document text)`` pairs (results in input order).
 
     Pairs are evaluated grouped by document, so a backend with prefix reuse reads each
-    document once. ``others`` are the candidate documents of the ``random`` baseline (a
-    document equal to the pair's own is never drawn); ``stats`` (if given) receives counts
-    ``evaluated`` and ``cached``.
+    document once; then, for the ``random`` baseline, every query after each reference document in turn.
+    ``others`` are the candidate documents of the ``random`` baseline (a document equal to the pair's own is
+    never drawn); ``stats`` (if given) receives counts ``evaluated`` and ``cached``; ``workers``: processes
+    for an in-process model (default :func:`default_workers`; see :func:`_mean_lps`).
     """
-    from ..progress import progress_bar
-
     o = options
     st: dict[str, int] = stats if stats is not None else {}
     st.setdefault("evaluated", 0)
     st.setdefault("cached", 0)
     prefixes = [specificity_prefix(d, max_doc_chars=o.max_doc_chars) for _, d in pairs]
     order = sorted(range(len(pairs)), key=lambda i: (prefixes[i], i))
-    lp_doc: dict[int, tuple[float, int]] = {}
-    bar = progress_bar(total=len(pairs), desc="specificity", enabled=progress, unit="q")
-    for i in order:
-        lp_doc[i] = _cached_mean_lp(lm, prefixes[i], pairs[i][0], cache, st)
-        bar.update(1)
-    bar.close()
-    base: dict[int, float] = {}
+    jobs = [(prefixes[i], pairs[i][0]) for i in order]
+    refs: list[str] = []
     if o.baseline == "none":
         empty = specificity_prefix("", max_doc_chars=o.max_doc_chars)
-        for i, (q, _) in enumerate(pairs):
-            base[i] = _cached_mean_lp(lm, empty, q, cache, st)[0]
+        jobs += [(empty, q) for q, _ in pairs]
     else:
         refs = baseline_documents(others, n=o.n_random, seed=o.seed)
-        ref_prefixes = [specificity_prefix(x, max_doc_chars=o.max_doc_chars) for x in refs]
         # one pass per reference document over every query: its prefix is decoded once
-        per_ref: dict[int, dict[int, float]] = {}
-        for k, prefix in enumerate(ref_prefixes):
-            for i, (q, _) in enumerate(pairs):
-                if refs[k] != pairs[i][1]:
-                    per_ref.setdefault(i, {})[k] = _cached_mean_lp(lm, prefix, q, cache, st)[0]
-        for i in range(len(pairs)):
-            base[i] = float(np.mean(list(per_ref[i].values())))
-    return [SpecificityScore(score=lp_doc[i][0] - base[i], lp_doc=lp_doc[i][0], lp_base=base[i], n_tokens=lp_doc[i][1])
-            for i in range(len(pairs))]
+        for ref in refs:
+            prefix = specificity_prefix(ref, max_doc_chars=o.max_doc_chars)
+            jobs += [(prefix, q) for q, d in pairs if ref != d]
+    values = dict(zip(jobs, _mean_lps(lm, jobs, cache=cache, stats=st, progress=progress,
+                                      workers=default_workers() if workers is None else workers), strict=True))
+    out = []
+    for i, (q, d) in enumerate(pairs):
+        lp_doc = values[(prefixes[i], q)]
+        if o.baseline == "none":
+            base = values[(specificity_prefix("", max_doc_chars=o.max_doc_chars), q)][0]
+        else:
+            base = float(np.mean([values[(specificity_prefix(ref, max_doc_chars=o.max_doc_chars), q)][0]
+                                  for ref in refs if ref != d]))
+        out.append(SpecificityScore(score=lp_doc[0] - base, lp_doc=lp_doc[0], lp_base=base, n_tokens=lp_doc[1]))
+    return out
 
 
 def baseline_documents(others: Sequence[str], *, n: int, seed: int) -> list[str]:
