@@ -8,11 +8,12 @@ from typing import Annotated
 import typer
 
 from ._common import make_cache
+from ._generator import LlmOpt
 
 
 def assess_cmd(
     results_dir: Annotated[Path, typer.Argument(help="Folder written by `bakeoff run --out` (or its results.json).")],
-    llm: Annotated[str, typer.Option(help="local[:NAME|PATH.gguf], openai:<model>, ollama:<model> or URL|<model>.")] = "local",
+    llm: LlmOpt = "local",
     arms: Annotated[str | None, typer.Option(help="Comma-separated arms to pool (default: all).")] = None,
     depth: Annotated[int, typer.Option(help="Pool each arm's top DEPTH documents.")] = 10,
     max_pairs: Annotated[int | None, typer.Option(help="Grade at most this many holes (disputed first).")] = None,

@@ -8,12 +8,39 @@ from typing import Annotated
 import typer
 
 from ._common import AlphaOpt, ProgressOpt, SeedOpt, folder_path, make_cache, measure_names
+from ._generator import (
+    AnswerabilityAlphaOpt,
+    AnswerabilityOpt,
+    AnswerabilityReferencesOpt,
+    BootstrapOpt,
+    CandidatesOpt,
+    ConcurrencyOpt,
+    ExamplesOpt,
+    InstructionOpt,
+    LeakModeOpt,
+    LeakTargetOpt,
+    LeakThresholdOpt,
+    LlmOpt,
+    MaskShareOpt,
+    MaxDocCharsOpt,
+    MinDocCharsOpt,
+    PersonaOpt,
+    PresetOpt,
+    PriceOpt,
+    PromptLangOpt,
+    QueriesLikeOpt,
+    ReasoningEffortOpt,
+    RegenerationsOpt,
+    StyleOpt,
+    answerability_options,
+    prompt_control,
+)
 
 
 def calibrate(
     dataset: Annotated[str, typer.Option(help="Judged corpus: BEIR folder, ir_datasets name or bake-off TOML file.")],
     out: Annotated[Path, typer.Option(callback=folder_path, help="Output folder (calibration.json, truth/, human/, synthetic/).")],
-    llm: Annotated[str, typer.Option(help="local[:NAME|PATH.gguf], openai:<model>, ollama:<model> or URL|<model>.")] = "local",
+    llm: LlmOpt = "local",
     n: Annotated[int, typer.Option("-n", help="Synthetic queries wanted (documents sampled).")] = 150,
     arm: Annotated[list[str] | None, typer.Option("--arm", help="An arm [NAME=]TYPE[:k=v,...] (repeatable; default: nine arms; ft-dense, and with --ft-rerank ft-rerank, are added).")] = None,
     train_fraction: Annotated[float, typer.Option(help="Share of synthetic source documents whose queries fine-tune ft-dense and ft-rerank, in [0, 1) (0: no fine-tuned arms).")] = 0.5,
@@ -21,28 +48,28 @@ def calibrate(
     rerank_base: Annotated[str, typer.Option(help="Arm whose results give the hard negatives (and whose top 20 ft-rerank reranks).")] = "bm25-stem",
     measure: Annotated[list[str] | None, typer.Option("--measure", callback=measure_names, help="Measure compared (repeatable; the first decides the verdict).")] = None,
     gen_seed: Annotated[int, typer.Option("--gen-seed", help="Seed of the document sample and of generation.")] = 0,
-    leak_mode: Annotated[str, typer.Option(help="record, target or cut (as bakeoff generate).")] = "record",
-    leak_target: Annotated[str, typer.Option(help="Leak the verdict weights queries to: default, uniform, five shares or a judged folder.")] = "default",
-    queries_like: Annotated[Path | None, typer.Option(help="Real queries of this collection (text or JSONL, no judgments): style examples and the leak target.")] = None,
-    leak_threshold: Annotated[float, typer.Option(help="--leak-mode cut: reject queries whose leak is above this.")] = 0.35,
-    regenerations: Annotated[int, typer.Option(help="Regenerations of a rejected query.")] = 3,
-    candidates: Annotated[int, typer.Option(min=1, help="Queries per document and round (best of n).")] = 1,
-    mask_share: Annotated[float, typer.Option(min=0.0, max=1.0, help="Share of documents shown with half their rare words masked (opt-in; see the docs).")] = 0.0,
-    max_doc_chars: Annotated[int | None, typer.Option(help="Characters of each document shown to the model.")] = None,
-    min_doc_chars: Annotated[int, typer.Option(help="Never sample documents shorter than this (characters).")] = 60,
-    answerability: Annotated[str, typer.Option(help="Answerability scorer (as generate): use, minilm, … or off.")] = "use",
-    answerability_alpha: Annotated[float, typer.Option(help="Rank rule: share of reference documents the source may lose to.")] = 0.05,
-    answerability_references: Annotated[int, typer.Option(help="Rank rule: random reference documents.")] = 99,
-    style: Annotated[str, typer.Option(help="Query style: question, keywords or typos.")] = "question",
-    prompt_lang: Annotated[str, typer.Option(help="Language of the prompt: en or es.")] = "en",
-    persona: Annotated[str | None, typer.Option(help="Who searches.")] = None,
-    instruction: Annotated[str | None, typer.Option(help="Extra instruction added to the prompt.")] = None,
-    preset: Annotated[str | None, typer.Option(help="Named constraint set: need-not-document.")] = None,
-    examples: Annotated[Path | None, typer.Option(help="JSONL of {\"document\", \"query\"} examples (default: none).")] = None,
-    bootstrap: Annotated[int, typer.Option(min=0, help="Examples bootstrapped from a pilot round (0: zero-shot).")] = 0,
-    concurrency: Annotated[int | None, typer.Option(min=1, help="Requests in flight (as bakeoff generate).")] = None,
-    price: Annotated[str | None, typer.Option(help="USD per 1M tokens 'prompt,completion'.")] = None,
-    reasoning_effort: Annotated[str | None, typer.Option(help="Reasoning models: minimal, low, medium or high.")] = None,
+    leak_mode: LeakModeOpt = "record",
+    leak_target: LeakTargetOpt = "default",
+    queries_like: QueriesLikeOpt = None,
+    leak_threshold: LeakThresholdOpt = 0.35,
+    regenerations: RegenerationsOpt = 3,
+    candidates: CandidatesOpt = 1,
+    mask_share: MaskShareOpt = 0.0,
+    max_doc_chars: MaxDocCharsOpt = None,
+    min_doc_chars: MinDocCharsOpt = 60,
+    answerability: AnswerabilityOpt = "use",
+    answerability_alpha: AnswerabilityAlphaOpt = 0.05,
+    answerability_references: AnswerabilityReferencesOpt = 99,
+    style: StyleOpt = "question",
+    prompt_lang: PromptLangOpt = "en",
+    persona: PersonaOpt = None,
+    instruction: InstructionOpt = None,
+    preset: PresetOpt = None,
+    examples: ExamplesOpt = None,
+    bootstrap: BootstrapOpt = 0,
+    concurrency: ConcurrencyOpt = None,
+    price: PriceOpt = None,
+    reasoning_effort: ReasoningEffortOpt = None,
     pool_depth: Annotated[int, typer.Option(min=0, help="Also judge every arm's top DEPTH for each synthetic query and calibrate on that widened truth (0: off).")] = 0,
     pool_method: Annotated[str, typer.Option(help="How the pool is judged: likelihood, yesno, expected or umbrela (as bakeoff assess --method).")] = "likelihood",
     pool_llm: Annotated[str | None, typer.Option(help="The pool's judge (default: --llm); never the model of an arm you compare.")] = None,
@@ -60,24 +87,20 @@ def calibrate(
     `bakeoff report` shows beside the verdict of any run by the same generator."""
     from ..calibrate import DEFAULT_ARMS, DEFAULT_MEASURES, run_calibration
     from ..report.calibration import calibration_text
-    from ..truth.answerability import AnswerabilityOptions
     from ..truth.assess import AssessOptions
-    from ..truth.prompts import PromptControl, read_examples
     from ..truth.queries_like import read_queries_like
-    from ..truth.reference_rank import ReferenceRankOptions
     from ..truth.synthetic import DescribeOptions, leak_target_shares
 
-    prompt = PromptControl(style=style, lang=prompt_lang, persona=persona, instruction=instruction,  # type: ignore[arg-type]
-                           preset=preset, examples=read_examples(examples) if examples else None)
+    prompt = prompt_control(style=style, lang=prompt_lang, persona=persona, instruction=instruction, preset=preset,
+                            examples=examples)
     extra: dict = {"max_doc_chars": max_doc_chars} if max_doc_chars else {}
     opts = DescribeOptions(
         n=n, seed=gen_seed, leak_threshold=leak_threshold, max_regenerations=regenerations, lang=prompt_lang,
         min_doc_chars=min_doc_chars, candidates=candidates, leak_mode=leak_mode,
         leak_target=leak_target_shares(leak_target, lang=prompt_lang), leak_target_source=leak_target,
-            queries_like=read_queries_like(queries_like) if queries_like else None, mask_share=mask_share, bootstrap=bootstrap, prompt=prompt,
-        answerability=None if answerability == "off" else AnswerabilityOptions(
-            reference=ReferenceRankOptions(references=answerability_references, alpha=answerability_alpha,
-                                           seed=gen_seed)), **extra)
+        queries_like=read_queries_like(queries_like) if queries_like else None, mask_share=mask_share,
+        bootstrap=bootstrap, prompt=prompt, answerability=answerability_options(
+            answerability, alpha=answerability_alpha, references=answerability_references, seed=gen_seed), **extra)
     record = run_calibration(
         dataset=dataset, out=out, options=opts, llm=llm, arms=arm or DEFAULT_ARMS,
         measures=measure or DEFAULT_MEASURES, cache=make_cache(cache, cache_dir), progress=progress,

@@ -8,12 +8,13 @@ from typing import Annotated
 import typer
 
 from ._common import make_cache
+from ._generator import LlmOpt
 
 
 def demo(
     out: Annotated[Path, typer.Option(help="Output folder (truth/ BEIR folder and results.json).")] = Path("results/demo"),
     corpus: Annotated[Path | None, typer.Option(help="Your corpus (default: the standard library's docstrings).")] = None,
-    llm: Annotated[str, typer.Option(help="local[:NAME|PATH.gguf], openai:<model>, ollama:<model> or URL|<model>.")] = "local",
+    llm: LlmOpt = "local",
     id_field: Annotated[str, typer.Option("--id-field", help="Records: field of the document id.")] = "id",
     text_field: Annotated[str, typer.Option("--text-field", help="Records: field of the text.")] = "text",
     title_field: Annotated[str | None, typer.Option("--title-field", help="Records: field of the title.")] = "title",

@@ -8,25 +8,52 @@ from typing import Annotated
 import typer
 
 from ._common import make_cache
+from ._generator import (
+    AnswerabilityAlphaOpt,
+    AnswerabilityOpt,
+    AnswerabilityReferencesOpt,
+    BootstrapOpt,
+    CandidatesOpt,
+    ConcurrencyOpt,
+    ExamplesOpt,
+    InstructionOpt,
+    LeakModeOpt,
+    LeakTargetOpt,
+    LeakThresholdOpt,
+    LlmOpt,
+    MaskShareOpt,
+    MaxDocCharsOpt,
+    MinDocCharsOpt,
+    PersonaOpt,
+    PresetOpt,
+    PriceOpt,
+    PromptLangOpt,
+    QueriesLikeOpt,
+    ReasoningEffortOpt,
+    RegenerationsOpt,
+    StyleOpt,
+    answerability_options,
+    prompt_control,
+)
 
 
 def generate(
     mode: Annotated[str, typer.Argument(help="describe (one answer per query) or clusters (graded answers).")],
     corpus: Annotated[Path, typer.Option(help="BEIR folder, corpus.jsonl, records file or text folder.")],
     out: Annotated[Path, typer.Option(help="Output BEIR folder (queries.jsonl, qrels/, provenance.json).")],
-    llm: Annotated[str, typer.Option(help="local[:NAME|PATH.gguf], openai:<model>, ollama:<model> or URL|<model>.")] = "local",
+    llm: LlmOpt = "local",
     n: Annotated[int, typer.Option("-n", help="Number of queries wanted.")] = 200,
     seed: Annotated[int, typer.Option(help="Seed of sampling, clustering and generation.")] = 0,
-    leak_mode: Annotated[str, typer.Option(help="describe: record (the verdict weights by leak), target (a quota) or cut.")] = "record",
-    leak_target: Annotated[str, typer.Option(help="Leak the verdict weights queries to: default, uniform, 'a,b,c,d,e' or a judged folder.")] = "default",
-    queries_like: Annotated[Path | None, typer.Option(help="describe: real queries of this collection (text or JSONL, no judgments): style examples and the leak target.")] = None,
-    leak_threshold: Annotated[float, typer.Option(help="Reject queries whose leak is above this (--leak-mode cut, clusters).")] = 0.35,
-    regenerations: Annotated[int, typer.Option(help="describe: regenerations of a rejected query.")] = 3,
-    candidates: Annotated[int, typer.Option(min=1, help="describe: queries per document and round (best of n).")] = 1,
-    mask_share: Annotated[float, typer.Option(min=0.0, max=1.0, help="describe: share of documents shown with half their rare words masked (opt-in; see the docs).")] = 0.0,
+    leak_mode: LeakModeOpt = "record",
+    leak_target: LeakTargetOpt = "default",
+    queries_like: QueriesLikeOpt = None,
+    leak_threshold: LeakThresholdOpt = 0.35,
+    regenerations: RegenerationsOpt = 3,
+    candidates: CandidatesOpt = 1,
+    mask_share: MaskShareOpt = 0.0,
     stratify_by: Annotated[str | None, typer.Option(help="describe: metadata field to stratify sampling by.")] = None,
     lang: Annotated[str, typer.Option(help="Common-word list of the leak metric: en or es.")] = "en",
-    max_doc_chars: Annotated[int | None, typer.Option(help="Characters of each document shown to the model.")] = None,
+    max_doc_chars: MaxDocCharsOpt = None,
     cluster_size: Annotated[int, typer.Option(help="clusters: documents per KMeans cluster (about).")] = 10,
     questions_per_cluster: Annotated[int, typer.Option(help="clusters: questions asked per cluster.")] = 2,
     grades: Annotated[str, typer.Option(help="clusters: grade by relevant rank, 'g1,g2,...;default'.")] = "3,2,2;1",
@@ -35,23 +62,23 @@ def generate(
     specificity: Annotated[str, typer.Option(help="Specificity scorer: off, local[:NAME|PATH] or a server.")] = "off",
     specificity_threshold: Annotated[float | None, typer.Option(help="Keep queries whose specificity (nats/token) is at least this (default 1.0).")] = None,
     specificity_top: Annotated[float | None, typer.Option(help="Keep only this top fraction of queries by specificity.")] = None,
-    answerability: Annotated[str, typer.Option(help="Scorer: use, minilm, cross-encoder:<model>, bi-encoder:<model> or off.")] = "use",
+    answerability: AnswerabilityOpt = "use",
     answerability_threshold: Annotated[float | None, typer.Option(help="An absolute rule instead of the rank rule: keep queries whose answerability score is at least this.")] = None,
-    answerability_alpha: Annotated[float, typer.Option(help="Rank rule: keep a query when its document beats all but this share of the reference documents.")] = 0.05,
-    answerability_references: Annotated[int, typer.Option(help="Rank rule: random documents of the corpus each query's document is ranked against.")] = 99,
+    answerability_alpha: AnswerabilityAlphaOpt = 0.05,
+    answerability_references: AnswerabilityReferencesOpt = 99,
     answerability_top: Annotated[float | None, typer.Option(help="Keep only this top fraction of queries by answerability.")] = None,
-    min_doc_chars: Annotated[int, typer.Option(help="describe: never sample documents shorter than this (characters).")] = 60,
-    style: Annotated[str, typer.Option(help="Query style: question, keywords or typos.")] = "question",
-    prompt_lang: Annotated[str, typer.Option(help="Language of the prompt and its examples: en or es.")] = "en",
-    persona: Annotated[str | None, typer.Option(help="Who searches, e.g. 'a tenant in a deposit dispute'.")] = None,
-    instruction: Annotated[str | None, typer.Option(help="Extra instruction added to the prompt.")] = None,
-    preset: Annotated[str | None, typer.Option(help="Named constraint set: need-not-document (alias seed000).")] = None,
-    examples: Annotated[Path | None, typer.Option(help="describe: JSONL of {\"document\", \"query\"} examples shown to the model (default: none).")] = None,
-    bootstrap: Annotated[int, typer.Option(min=0, help="describe: examples bootstrapped from a pilot round (0: none).")] = 0,
-    reasoning_effort: Annotated[str | None, typer.Option(help="Reasoning models: minimal, low, medium or high.")] = None,
+    min_doc_chars: MinDocCharsOpt = 60,
+    style: StyleOpt = "question",
+    prompt_lang: PromptLangOpt = "en",
+    persona: PersonaOpt = None,
+    instruction: InstructionOpt = None,
+    preset: PresetOpt = None,
+    examples: ExamplesOpt = None,
+    bootstrap: BootstrapOpt = 0,
+    reasoning_effort: ReasoningEffortOpt = None,
     test_fraction: Annotated[float, typer.Option(help="Share of queries in qrels/test.tsv (rest: train).")] = 0.5,
-    concurrency: Annotated[int | None, typer.Option(min=1, help="Requests in flight (default 4; local: server slots).")] = None,
-    price: Annotated[str | None, typer.Option(help="USD per 1M tokens 'prompt,completion' (overrides the table).")] = None,
+    concurrency: ConcurrencyOpt = None,
+    price: PriceOpt = None,
     id_field: Annotated[str, typer.Option("--id-field")] = "id",
     text_field: Annotated[str, typer.Option("--text-field")] = "text",
     title_field: Annotated[str | None, typer.Option("--title-field")] = "title",
@@ -70,11 +97,8 @@ def generate(
 
     from ..data.loaders import FieldMap
     from ..errors import ConfigError
-    from ..truth.answerability import AnswerabilityOptions
     from ..truth.generate import generate_truth
-    from ..truth.prompts import PromptControl, read_examples
     from ..truth.queries_like import read_queries_like
-    from ..truth.reference_rank import ReferenceRankOptions
     from ..truth.repair import GradeMap
     from ..truth.specificity import DEFAULT_THRESHOLD, SpecificityOptions
     from ..truth.synthetic import ClusterOptions, DescribeOptions, leak_target_shares
@@ -82,14 +106,14 @@ def generate(
     if mode not in ("describe", "clusters"):
         raise ConfigError(f"mode must be describe or clusters, got {mode!r}")
     doc_chars: dict = {"max_doc_chars": max_doc_chars} if max_doc_chars else {}
-    doc_chars["prompt"] = PromptControl(style=style, lang=prompt_lang, persona=persona, instruction=instruction,  # type: ignore[arg-type]
-                                        preset=preset, examples=read_examples(examples) if examples else None)
+    doc_chars["prompt"] = prompt_control(style=style, lang=prompt_lang, persona=persona, instruction=instruction,
+                                         preset=preset, examples=examples)
     doc_chars["specificity"] = None if specificity == "off" else SpecificityOptions(
         threshold=DEFAULT_THRESHOLD if specificity_threshold is None else specificity_threshold,
         keep_fraction=specificity_top)
-    doc_chars["answerability"] = None if answerability == "off" else AnswerabilityOptions(
-        threshold=answerability_threshold, keep_fraction=answerability_top,
-        reference=ReferenceRankOptions(references=answerability_references, alpha=answerability_alpha, seed=seed))
+    doc_chars["answerability"] = answerability_options(
+        answerability, alpha=answerability_alpha, references=answerability_references, seed=seed,
+        threshold=answerability_threshold, top=answerability_top)
     if mode == "describe":
         opts: DescribeOptions | ClusterOptions = DescribeOptions(
             n=n, seed=seed, leak_threshold=leak_threshold, max_regenerations=regenerations, stratify_by=stratify_by,
