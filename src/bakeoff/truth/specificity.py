@@ -20,8 +20,8 @@ document score near 0, questions about something else below 0.
 
 Log-probabilities come from a :class:`QueryLikelihood` backend:
 
-* :class:`LlamaLikelihood` — a GGUF model in-process through llama-cpp-python (default: the
-  bundled Gemma 3 270M). It keeps its own KV cache: consecutive calls that share a document only
+* :class:`LlamaLikelihood` — a GGUF model in-process through llama-cpp-python (default: the model of
+  ``--llm local``). It keeps its own KV cache: consecutive calls that share a document only
   decode the new query (see :meth:`LlamaLikelihood.token_logprobs`), and logits are requested
   only for the positions that predict query tokens (the 262k-entry vocabulary makes
   all-position logits the dominant cost). Weight repacking is off while the model loads (see
@@ -131,7 +131,7 @@ def _log_softmax_at(logits: np.ndarray, token: int) -> float:
 class LlamaLikelihood:
     """A GGUF model in-process (llama-cpp-python), scoring with prefix reuse (see module docstring).
 
-    ``n_threads`` defaults to ``$BAKEOFF_LLM_THREADS`` or 1 (the local server's rule: spin-waiting
+    ``model_path`` defaults to the model of ``--llm local``; ``n_threads`` to ``$BAKEOFF_LLM_THREADS`` or 1 (the local server's rule: spin-waiting
     threads collapse on a contended machine). Not thread-safe; :meth:`close` frees the model.
     """
 
@@ -143,10 +143,11 @@ class LlamaLikelihood:
             from ..errors import MissingDependencyError
 
             raise MissingDependencyError("llama-cpp-python", "llm", "the specificity filter") from exc
-        from .local_llm import gemma_model_path
+        from ..models.gguf import resolve_local_model
+        from .local_llm import default_threads
 
-        self.model_path = Path(model_path) if model_path else gemma_model_path()
-        threads = n_threads or int(os.environ.get("BAKEOFF_LLM_THREADS", "1"))
+        self.model_path = Path(model_path) if model_path else resolve_local_model("").path
+        threads = n_threads or default_threads()
         with _no_repack():
             self._llm = llama_cpp.Llama(model_path=str(self.model_path), n_ctx=n_ctx, n_batch=n_batch,
                                         n_ubatch=n_batch, n_threads=threads, n_threads_batch=threads,
@@ -499,18 +500,16 @@ def score_stats(values: Sequence[float], *, threshold: float | None = None) -> d
 
 
 def open_likelihood(spec: str | None) -> QueryLikelihood | None:
-    """The scorer for ``--specificity``: ``off`` / ``None`` -> ``None``; ``local`` -> the bundled Gemma
-    in-process; ``local:NAME`` / ``local:PATH.gguf`` -> that local model in-process (the names of
-    ``--llm local:NAME``); ``openai:<model>`` / ``ollama:<model>`` / ``<base_url>|<model>`` -> a
+    """The scorer for ``--specificity``: ``off`` / ``None`` -> ``None``; ``local`` -> the model of ``--llm
+    local`` (the default bundled one) in-process; ``local:NAME`` / ``local:PATH.gguf`` -> that local model
+    in-process (the names of ``--llm local:NAME``); ``openai:<model>`` / ``ollama:<model>`` / ``<base_url>|<model>`` -> a
     completions server that echoes prompt logprobs."""
     if spec is None or spec == "off":
         return None
-    if spec == "local":
-        return LlamaLikelihood()
-    if spec.startswith("local:"):
+    if spec == "local" or spec.startswith("local:"):
         from ..models.gguf import resolve_local_model
 
-        return LlamaLikelihood(model_path=resolve_local_model(spec.removeprefix("local:")).path, n_ctx=4096)
+        return LlamaLikelihood(model_path=resolve_local_model(spec.partition(":")[2]).path, n_ctx=4096)
     from .llm import parse_llm_spec
 
     cfg = parse_llm_spec(spec)
