@@ -183,6 +183,10 @@ class LlamaLikelihood:
         tail = self.tokenize(continuation, bos=False)
         return self.token_logprobs(head, tail)
 
+    def forget(self) -> None:
+        """Let the next call decode its prefix from the start (the KV cache is cleared then)."""
+        self._tokens = []
+
     def token_logprobs(self, head: Sequence[int], tail: Sequence[int]) -> list[float]:
         """``log p(tail[i] | head + tail[:i])`` for each i.
 
@@ -356,6 +360,7 @@ def _worker_start(model_path: str, n_ctx: int, n_batch: int) -> None:
 def _worker_eval(jobs: Sequence[tuple[str, str]]) -> tuple[list[tuple[float, int]], int]:
     lm = _worker_lm
     assert lm is not None
+    lm.forget()  # a run starts from an empty cache, as it does in the calling process (runs there differ in prefix)
     before = lm.decoded_tokens
     out = [_mean(lm.logprobs(prefix, " " + query)) for prefix, query in jobs]
     return out, lm.decoded_tokens - before
