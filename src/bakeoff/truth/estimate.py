@@ -8,8 +8,8 @@ with another seed, timed:
     seconds per generation  s = wall time of the second k requests in flight together / k
 
 The first round is not timed because it is not what the run is made of: a fresh server reads the whole prompt,
-while later requests reuse the instruction's cached prefix (on the stdlib demo, a first round timed alone
-overestimated the LLM time 2.2×: 356 s against 159 s measured).
+while later requests reuse the instruction's cached prefix, so a first round timed alone overestimates the LLM
+time (measured on the docs' benchmarks page, "The demo from an empty cache").
 
 The estimate is then
 
