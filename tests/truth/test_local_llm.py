@@ -272,3 +272,36 @@ def test_the_warm_up_times_real_requests_and_keeps_nothing(server, cache) -> Non
     assert rec["measured"] == {"generations": truth.provenance["counts"]["generations"], "seconds": 1.5}
     remote = warm_up(_corpus(), LLMClient(server.config(), cache=cache), opts, local=False)
     assert remote.seconds is None and "per generation" not in remote.line() and remote.generations == 4
+
+
+def test_starting_servers_leaves_a_blas_call_in_another_thread_running() -> None:
+    """Servers start while another thread is inside BLAS (the answerability model loads in the background while
+    they start): the thread keeps running. A ``preexec_fn`` made CPython fork, OpenBLAS's at-fork handler shut
+    its thread pool down under that thread, and it waited forever (``bakeoff demo`` hung on a fresh machine)."""
+    script = (
+        "import threading, time, numpy as np\n"
+        "from threadpoolctl import threadpool_limits\n"
+        "from bakeoff.models.gguf import resolve_local_model\n"
+        "from bakeoff.truth.local_llm import LocalLLMServer\n"
+        "a = np.random.default_rng(0).random((300, 300), dtype=np.float32)\n"
+        "calls = [0]\n"
+        "def blas():\n"
+        "    while True:\n"
+        "        with threadpool_limits(2, user_api='blas'):\n"
+        "            a @ a\n"
+        "        calls[0] += 1\n"
+        "threading.Thread(target=blas, daemon=True).start()\n"
+        "while calls[0] == 0:\n"
+        "    time.sleep(0.01)\n"
+        "with LocalLLMServer(model=resolve_local_model('gemma-270m'), servers=2, slots=1):\n"
+        "    pass\n"
+        "before = calls[0]\n"
+        "time.sleep(1.0)\n"
+        "print(calls[0] - before, flush=True)\n")
+    try:
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+                              env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    except subprocess.TimeoutExpired:
+        pytest.fail("the BLAS thread (or the process) hung while the servers started")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert int(done.stdout.split()[-1]) > 0  # BLAS calls completed after both servers were started and stopped

@@ -39,7 +39,6 @@ import logging
 import os
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -154,13 +153,17 @@ def llama_server_version(binary: Path) -> str:
     return re.sub(r"[^\w.]+", "-", m.group(1)).strip("-")
 
 
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
-    """Ask Linux to send SIGTERM to this child when the thread that started it ends."""
-    if sys.platform.startswith("linux"):
-        import ctypes
+def with_parent_death_signal(cmd: list[str]) -> list[str]:
+    """``cmd`` run under util-linux's ``setpriv --pdeathsig TERM``: Linux sends the server SIGTERM when the thread
+    that started it ends, so a parent killed with SIGKILL leaves no server behind (``cmd`` itself where setpriv
+    is missing: the servers are then stopped by :meth:`LocalLLMServer.stop` and at exit only).
 
-        PR_SET_PDEATHSIG = 1
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    Not a ``preexec_fn``: with one, CPython starts the child with ``fork()`` rather than ``vfork()``, and fork runs
+    OpenBLAS's at-fork handler, which shuts down its thread pool under any thread that is inside a BLAS call at
+    that moment; that thread then waits for its workers forever (the answerability model, loading in a background
+    thread while the servers start, hung ``bakeoff demo`` this way)."""
+    setpriv = shutil.which("setpriv") if sys.platform.startswith("linux") else None
+    return [setpriv, "--pdeathsig", "TERM", "--", *cmd] if setpriv else cmd
 
 
 class LocalLLMServer:
@@ -267,9 +270,9 @@ class LocalLLMServer:
                 port = free_port()
                 self._logs.append(tempfile.TemporaryFile())  # noqa: SIM115 - closed in stop()
                 self.ports.append(port)
-                self.procs.append(subprocess.Popen(self.command(path, port), stdout=self._logs[-1],
-                                                   stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                                   preexec_fn=_die_with_parent))  # noqa: PLW1509
+                self.procs.append(subprocess.Popen(with_parent_death_signal(self.command(path, port)),
+                                                   stdout=self._logs[-1], stderr=subprocess.STDOUT,
+                                                   stdin=subprocess.DEVNULL))
             self._wait_ready()
         except BaseException:
             self.stop()
