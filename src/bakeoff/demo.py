@@ -207,9 +207,11 @@ def _estimated(estimate: Any) -> str:
 
 def run_demo(*, out: Path, corpus: Path | None = None, llm: str = "local", fields: FieldMap = FieldMap(),
              n: int = 100, seed: int = 0, cache: Cache | None = None, progress: bool = True,
-             arms: tuple[str, ...] = DEMO_ARMS, echo: Any = print, min_doc_chars: int | None = None) -> DemoReport:
+             arms: tuple[str, ...] = DEMO_ARMS, echo: Any = print, min_doc_chars: int | None = None,
+             retry_fix: bool = True, show_title: bool = True) -> DemoReport:
     """Run the four stages on the standard library (``corpus=None``) or on ``corpus``; write
-    ``out/truth`` (BEIR) and ``out/results.json``."""
+    ``out/truth`` (BEIR) and ``out/results.json``. ``retry_fix`` and ``show_title``: the generator's
+    :class:`~bakeoff.truth.synthetic.DescribeOptions` of those names."""
     from .data.datasets import open_corpus
     from .data.model import Dataset
     from .report.quality import quick_quality
@@ -237,7 +239,8 @@ def run_demo(*, out: Path, corpus: Path | None = None, llm: str = "local", field
 
     t0 = time.perf_counter()
     opts = DescribeOptions(n=n, seed=seed, max_regenerations=DEMO_REGENERATIONS, max_doc_chars=max_chars,
-                           test_fraction=1.0, min_doc_chars=floor, answerability=AnswerabilityOptions())
+                           test_fraction=1.0, min_doc_chars=floor, answerability=AnswerabilityOptions(),
+                           retry_fix=retry_fix, show_title=show_title)
     done = generate_truth(docs, options=opts, llm=llm, out=out / "truth", source=source, cache=cache,
                           progress=progress, answerability=DEMO_ANSWERABILITY, announce=lambda line: echo("      " + line))
     truth, usage = done.truth, done.usage

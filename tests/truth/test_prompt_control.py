@@ -388,3 +388,52 @@ def test_user_examples_reach_the_prompt_and_copies_of_them_are_rejected() -> Non
     for bad in ((), (("doc only",),), (("doc", " "),)):
         with pytest.raises(ConfigError):
             PromptControl(examples=bad)  # type: ignore[arg-type]
+
+
+# -- retries that say why, documents without titles ---------------------------------------------
+
+def _system(body: dict) -> str:
+    return body["messages"][0]["content"]
+
+
+@pytest.mark.parametrize("retry_fix", [True, False])
+def test_a_copying_rejection_is_said_in_the_next_request(retry_fix: bool) -> None:
+    from bakeoff.truth.prompts import RETRY_FIX
+
+    fix = RETRY_FIX["en"]["copies_passage"]
+    pasted = json.dumps({"query": "suspend execution of the calling thread for the given number of seconds ok"})
+
+    def reply(body: dict, i: int) -> Reply:  # pastes a sentence until told not to
+        return Reply(200, GOOD if fix in _system(body) else pasted)
+
+    corpus = Corpus(("t0",), (DOC.split("\n")[1],), ("time.sleep",), ({},))
+    with FakeOpenAI(reply) as srv:
+        client = LLMClient(LLMConfig(base_url=srv.base_url, model="fake", concurrency=1))
+        opts = DescribeOptions(mask_share=0.0, n=1, max_regenerations=2, bootstrap=0, leak_mode="record",
+                               retry_fix=retry_fix)
+        truth = describe_truth(corpus, client, options=opts, progress=False)
+        systems = [_system(r["body"]) for r in srv.requests]
+    outcomes = [(g["round"], g["outcome"]) for g in truth.provenance["generations"]]
+    assert fix not in systems[0]  # the first request is asked plainly
+    if retry_fix:
+        assert len(systems) == 2 and fix in systems[1]
+        assert outcomes == [(0, "copies_passage"), (1, "kept")]
+        assert truth.queries.texts == (json.loads(GOOD)["query"],)
+    else:
+        assert len(systems) == 3 and not any(fix in s for s in systems)
+        assert outcomes == [(0, "copies_passage"), (1, "copies_passage"), (2, "copies_passage")]
+        assert truth.queries.texts == ()
+    assert truth.provenance["parameters"]["retry_fix"] is retry_fix
+
+
+@pytest.mark.parametrize("show_title", [True, False])
+def test_the_title_is_shown_to_the_generator_only_when_asked(show_title: bool) -> None:
+    corpus = Corpus(("t0",), (DOC.split("\n")[1],), ("time.sleep",), ({},))
+    with FakeOpenAI(lambda body, i: Reply(200, GOOD)) as srv:
+        client = LLMClient(LLMConfig(base_url=srv.base_url, model="fake", concurrency=1))
+        opts = DescribeOptions(mask_share=0.0, n=1, bootstrap=0, leak_mode="record", show_title=show_title)
+        truth = describe_truth(corpus, client, options=opts, progress=False)
+        user = srv.requests[0]["body"]["messages"][-1]["content"]
+    assert user == ("Document:\ntime.sleep " if show_title else "Document:\n") + DOC.split("\n")[1]
+    # the filters still read the title: the kept query's leak is measured against title and text
+    assert truth.queries.metadata[0]["leak"] >= 0.0 and len(truth.queries.ids) == 1

@@ -42,6 +42,10 @@ PresetOpt = Annotated[str | None, typer.Option(help="Named constraint set: need-
 ExamplesOpt = Annotated[Path | None, typer.Option(
     help="describe: JSONL of {\"document\", \"query\"} examples shown to the model (default: none).")]
 BootstrapOpt = Annotated[int, typer.Option(min=0, help="describe: examples bootstrapped from a pilot round (0: none).")]
+ShowTitleOpt = Annotated[bool, typer.Option(
+    "--show-title/--hide-title", help="describe: show the model each document's title (--hide-title: the text only; filters still read both).")]
+RetryFixOpt = Annotated[bool, typer.Option(
+    help="describe: a document whose query copied a sentence or its title is asked again with that reason said.")]
 ConcurrencyOpt = Annotated[int | None, typer.Option(
     min=1, help="Requests in flight (default 4; with --llm local, the parallel slots of llama-server).")]
 PriceOpt = Annotated[str | None, typer.Option(help="USD per 1M tokens 'prompt,completion' (overrides the table).")]

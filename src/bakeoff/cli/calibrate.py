@@ -31,6 +31,8 @@ from ._generator import (
     QueriesLikeOpt,
     ReasoningEffortOpt,
     RegenerationsOpt,
+    RetryFixOpt,
+    ShowTitleOpt,
     StyleOpt,
     answerability_options,
     prompt_control,
@@ -67,6 +69,8 @@ def calibrate(
     preset: PresetOpt = None,
     examples: ExamplesOpt = None,
     bootstrap: BootstrapOpt = 0,
+    retry_fix: RetryFixOpt = True,
+    show_title: ShowTitleOpt = True,
     concurrency: ConcurrencyOpt = None,
     price: PriceOpt = None,
     reasoning_effort: ReasoningEffortOpt = None,
@@ -99,7 +103,7 @@ def calibrate(
         min_doc_chars=min_doc_chars, candidates=candidates, leak_mode=leak_mode,
         leak_target=leak_target_shares(leak_target, lang=prompt_lang), leak_target_source=leak_target,
         queries_like=read_queries_like(queries_like) if queries_like else None, mask_share=mask_share,
-        bootstrap=bootstrap, prompt=prompt, answerability=answerability_options(
+        bootstrap=bootstrap, retry_fix=retry_fix, show_title=show_title, prompt=prompt, answerability=answerability_options(
             answerability, alpha=answerability_alpha, references=answerability_references, seed=gen_seed), **extra)
     record = run_calibration(
         dataset=dataset, out=out, options=opts, llm=llm, arms=arm or DEFAULT_ARMS,

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from ._common import make_cache
-from ._generator import LlmOpt
+from ._generator import LlmOpt, RetryFixOpt, ShowTitleOpt
 
 
 def demo(
@@ -24,6 +24,8 @@ def demo(
     cache_dir: Annotated[Path | None, typer.Option(help="Cache folder.")] = None,
     progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
     min_doc_chars: Annotated[int | None, typer.Option(help="Never sample documents shorter than this (characters).")] = None,
+    retry_fix: RetryFixOpt = True,
+    show_title: ShowTitleOpt = True,
 ) -> None:
     """Corpus (stdlib docstrings or --corpus) -> LLM-written queries, filtered -> TF-IDF, BM25, BM25+stemmer, dense, RRF -> verdict."""
     from ..data.loaders import FieldMap
@@ -31,7 +33,7 @@ def demo(
 
     run_demo(out=out, corpus=corpus, llm=llm, fields=FieldMap(id=id_field, text=(text_field,), title=title_field),
              n=n, seed=seed, cache=make_cache(cache, cache_dir), progress=progress, echo=typer.echo,
-             min_doc_chars=min_doc_chars)
+             min_doc_chars=min_doc_chars, retry_fix=retry_fix, show_title=show_title)
 
 
 #: ``--help`` epilog (``\b``: click keeps its line breaks).

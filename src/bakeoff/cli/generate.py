@@ -31,6 +31,8 @@ from ._generator import (
     QueriesLikeOpt,
     ReasoningEffortOpt,
     RegenerationsOpt,
+    RetryFixOpt,
+    ShowTitleOpt,
     StyleOpt,
     answerability_options,
     prompt_control,
@@ -75,6 +77,8 @@ def generate(
     preset: PresetOpt = None,
     examples: ExamplesOpt = None,
     bootstrap: BootstrapOpt = 0,
+    retry_fix: RetryFixOpt = True,
+    show_title: ShowTitleOpt = True,
     reasoning_effort: ReasoningEffortOpt = None,
     test_fraction: Annotated[float, typer.Option(help="Share of queries in qrels/test.tsv (rest: train).")] = 0.5,
     concurrency: ConcurrencyOpt = None,
@@ -119,7 +123,7 @@ def generate(
             n=n, seed=seed, leak_threshold=leak_threshold, max_regenerations=regenerations, stratify_by=stratify_by,
             lang=lang, test_fraction=test_fraction, min_doc_chars=min_doc_chars, candidates=candidates,
             leak_mode=leak_mode, leak_target=leak_target_shares(leak_target, lang=lang), leak_target_source=leak_target,
-            queries_like=read_queries_like(queries_like) if queries_like else None, mask_share=mask_share, bootstrap=bootstrap, **doc_chars)
+            queries_like=read_queries_like(queries_like) if queries_like else None, mask_share=mask_share, bootstrap=bootstrap, retry_fix=retry_fix, show_title=show_title, **doc_chars)
     else:
         try:
             gm = GradeMap.parse(grades)

@@ -34,6 +34,7 @@ __all__ = [
     "PRESET_ALIASES",
     "PROMPT_LANGS",
     "QUERY_STYLES",
+    "RETRY_FIX",
     "STEER",
     "PromptControl",
     "cluster_completion",
@@ -294,6 +295,16 @@ STEER: Mapping[str, Mapping[str, str]] = {
            "higher": "Use the document's own key terms."},
     "es": {"lower": "Usa tus propias palabras: no repitas los términos distintivos del documento.",
            "higher": "Usa los términos clave del propio documento."},
+}
+
+
+#: Added to a document's next request when its last query was rejected for copying the document: a pasted
+#: sentence (``copies_passage``) or its title (``copies_title``). The filters' reasons, said to the model.
+RETRY_FIX: Mapping[str, Mapping[str, str]] = {
+    "en": {"copies_passage": "Do not copy a sentence of the document: say the need briefly, in your own words.",
+           "copies_title": "Do not repeat the document's title: ask about something its text explains."},
+    "es": {"copies_passage": "No copies una frase del documento: di la necesidad en pocas palabras, con las tuyas.",
+           "copies_title": "No repitas el título del documento: pregunta por algo que su texto explica."},
 }
 
 

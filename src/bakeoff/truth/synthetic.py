@@ -58,6 +58,7 @@ from .llm import ChatRequest, LLMClient
 from .prompts import (
     CLUSTER_INSTRUCTION,
     CLUSTER_SHOT_QUESTIONS,
+    RETRY_FIX,
     STEER,
     PromptControl,
     cluster_completion,
@@ -92,9 +93,11 @@ __all__ = [
 log = logging.getLogger("bakeoff")
 
 
-def _doc_text(corpus: Corpus, row: int, max_chars: int) -> str:
-    title, text = corpus.titles[row], corpus.texts[row]
-    full = f"{title}\n{text}" if title else text
+def _doc_text(corpus: Corpus, row: int, max_chars: int, *, title: bool = True) -> str:
+    """The document as the generator sees it: title (unless ``title`` is false) and text, whitespace collapsed,
+    cut at a word boundary before ``max_chars`` characters with " ..." appended."""
+    head, text = corpus.titles[row], corpus.texts[row]
+    full = f"{head}\n{text}" if head and title else text
     full = " ".join(full.split())
     return full if len(full) <= max_chars else full[:max_chars].rsplit(" ", 1)[0] + " ..."
 
@@ -201,6 +204,12 @@ class DescribeOptions:
     #: Reject a query holding a run of at least this many consecutive words of its document (title and
     #: text; :func:`bakeoff.truth.leak.copied_run`: a pasted sentence, not a query); ``None``: off.
     max_copied_run: int | None = 10
+    #: A document whose last query was rejected as ``copies_passage`` or ``copies_title`` is asked again with
+    #: that reason said in its next request (:data:`~bakeoff.truth.prompts.RETRY_FIX`); ``False``: asked the same way.
+    retry_fix: bool = True
+    #: Show the generator each document's title. ``False``: the text only, so that a query cannot restate the
+    #: title or name it (a docstring's qualified name, a paper's claim); the filters and scorers still read both.
+    show_title: bool = True
     #: Real queries of the collection (``--queries-like``): each request shows
     #: :data:`~bakeoff.truth.queries_like.STYLE_SHOTS` of them as style (:mod:`bakeoff.truth.queries_like`);
     #: a query borrowing their content words is rejected (``borrowed_example``).
@@ -321,7 +330,7 @@ def describe_request(corpus: Corpus, row: int, client: LLMClient, options: Descr
     ctl = control or o.prompt
     params: dict[str, Any] = {"temperature": o.temperature, "max_tokens": o.max_tokens,
                               "seed": o.seed * 100_003 + attempt}
-    text = _doc_text(corpus, row, o.max_doc_chars)
+    text = _doc_text(corpus, row, o.max_doc_chars, title=o.show_title)
     if masked:
         text = mask_rare_terms(text, share=o.mask_terms, rng=np.random.default_rng([o.seed, row, 5]), lang=o.lang)
     if client.config.prompt_style == "completion":
@@ -374,7 +383,8 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
     ``leak_quota`` (``leak_mode="target"``: the query's leak bin is full; not in the last round; the
     document's next request asks for fewer of its words when a lower bin has room, else for more,
     :data:`~bakeoff.truth.prompts.STEER`; waived early when steering fails, :data:`STEER_MIN_TRIES`).
-    Each rejection sends the document to the next regeneration round. The ``keep_fraction`` options
+    Each rejection sends the document to the next regeneration round; after ``copies_passage`` or
+    ``copies_title`` that request says why (``retry_fix``, :data:`~bakeoff.truth.prompts.RETRY_FIX`). The ``keep_fraction`` options
     are applied at the end (``below_top_fraction``, ``below_answerability_top``). Kept queries carry
     ``leak``, ``answerability``, ``answer_rank`` and ``specificity`` in metadata as measured.
     """
@@ -411,6 +421,7 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
     boot: list[dict[str, Any]] = []
     pool: tuple[tuple[str, str], ...] = ()  # bootstrapped (document, query) examples
     steer: dict[int, str] = {}  # row -> "lower" / "higher": its last query's leak bin was full
+    fault: dict[int, str] = {}  # row -> its last query's copying rejection (a RETRY_FIX key)
     pilot = min(len(rows), o.bootstrap_pilot) if (o.bootstrap > 0 and not o.prompt.examples and len(rows) > 1) else 0
     open_rows = [int(r) for r in rows]
     waived_after: int | None = None  # the round after which the leak quota is waived (steering failed)
@@ -436,8 +447,10 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
                 pick = np.random.default_rng([o.seed, r, number]).choice(len(pool), size=min(o.bootstrap, len(pool)),
                                                                          replace=False)
                 ctl = replace(ctl, examples=tuple(pool[i] for i in sorted(int(x) for x in pick)))
+            fixes = [RETRY_FIX[ctl.lang][fault[r]]] if r in fault else []
             if r in steer:
-                extra = STEER[ctl.lang][steer[r]]
+                fixes.append(STEER[ctl.lang][steer[r]])
+            for extra in fixes:
                 ctl = replace(ctl, instruction=f"{ctl.instruction} {extra}" if ctl.instruction else extra)
             return ctl
 
@@ -460,6 +473,7 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
                 counts["failed"] += 1
                 continue
             q = " ".join(g.value.query.split())
+            fault.pop(r, None)
             if _copies_example(q, examples=examples):
                 counts["copied_example"] += 1
                 note(r, attempt, q, "copied_example")
@@ -487,10 +501,14 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
             if o.max_title_copy is not None and title_copy(q, corpus.titles[r]) >= o.max_title_copy:
                 counts["copies_title"] += 1
                 note(r, attempt, q, "copies_title")
+                if o.retry_fix:
+                    fault[r] = "copies_title"
                 continue
             if o.max_copied_run is not None and copied_run(q, source) >= o.max_copied_run:
                 counts["copies_passage"] += 1
                 note(r, attempt, q, "copies_passage")
+                if o.retry_fix:
+                    fault[r] = "copies_passage"
                 continue
             lk = leak(q, source, lang=o.lang)
             all_leaks.append(lk)
@@ -589,7 +607,8 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
             best_kept = sorted((r for r in batch if r in accepted and not looks_like_title(accepted[r][0], corpus.titles[r])),
                                key=lambda r: (accepted[r][5] or 0, -(accepted[r][4] or 0.0), r))[: o.bootstrap_pool]
             if best_kept:
-                pool = tuple((_doc_text(corpus, r, o.example_doc_chars), accepted[r][0]) for r in best_kept)
+                pool = tuple((_doc_text(corpus, r, o.example_doc_chars, title=o.show_title), accepted[r][0])
+                             for r in best_kept)
                 control = replace(o.prompt, examples=pool[: o.bootstrap])
                 policy = "bootstrapped"
                 boot = [{"doc": corpus.ids[r], "query": accepted[r][0]} for r in best_kept]
