@@ -52,6 +52,7 @@ from typing import Any
 
 from .cache import Cache
 from .errors import ConfigError, InputError
+from .truth.llm_spec import LLMSpec
 
 __all__ = [
     "CALIBRATION_FILE",
@@ -274,17 +275,15 @@ def dataset_spec(dataset: str) -> Any:
     return DatasetSpec(irds=dataset)
 
 
-def _weights_sha256(llm: str) -> str | None:
+def _weights_sha256(llm: LLMSpec) -> str | None:
     """sha256 of the GGUF file of a local model (``--llm local``, ``local:NAME|PATH``); remote models have no
     weights here."""
-    if llm != "local" and not llm.startswith("local:"):
+    if not llm.is_local:
         return None
     import hashlib
 
-    from .models.gguf import resolve_local_model
-
     h = hashlib.sha256()
-    with open(resolve_local_model(llm.partition(":")[2]).path, "rb") as f:
+    with open(llm.local_model().path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
@@ -323,7 +322,7 @@ def run_calibration(
     dataset: str,
     out: Path,
     options: Any,
-    llm: str = "local",
+    llm: LLMSpec | str = "local",
     arms: Sequence[str] = DEFAULT_ARMS,
     measures: Sequence[str] = DEFAULT_MEASURES,
     k: int = 10,
@@ -338,7 +337,7 @@ def run_calibration(
     rerank_base: str = "bm25-stem",
     rerank: bool = False,
     pool: Any = None,
-    pool_llm: str | None = None,
+    pool_llm: LLMSpec | str | None = None,
     echo: Callable[[str], Any] = print,
 ) -> dict[str, Any]:
     """Calibrate the generator of ``options`` (describe or cluster options of
@@ -356,6 +355,9 @@ def run_calibration(
     from .data.datasets import open_dataset
     from .data.model import Dataset, Qrels
     from .report.calibration import calibration_figures, generator_identity
+
+    llm = LLMSpec.of(llm)
+    judge_llm = LLMSpec.of(pool_llm, option="--pool-llm") if pool_llm is not None else llm
     from .runner.config import ArmSpec, build_arms, parse_arm_spec
     from .runner.context import Context
     from .runner.run import run_bakeoff
@@ -478,7 +480,7 @@ def run_calibration(
         pooled = None
         if pool is not None:
             pooled = _pooled(syn_ds, res_s, built, human=human, measures=used, leak=leak, pool=pool,
-                             llm=pool_llm or llm, cache=cache, progress=progress, ctx=ctx, k=k, depth=depth,
+                             llm=judge_llm, cache=cache, progress=progress, ctx=ctx, k=k, depth=depth,
                              n_resamples=n_resamples, seed=seed, alpha=alpha, leak_target=lk.get("target"),
                              target_source=str(lk.get("target_source") or "default"), generate=generate or {},
                              truth_dir=out / "truth", echo=echo)
@@ -488,7 +490,7 @@ def run_calibration(
             "schema": "bakeoff.calibration",
             "version": 1,
             "bakeoff": bakeoff_version(),
-            "generator": {**ident, "llm": llm, "weights_sha256": _weights_sha256(llm)},
+            "generator": {**ident, "llm": str(llm), "weights_sha256": _weights_sha256(llm)},
             "corpus": {"name": ds.name, "fingerprint": corpus_fp, "n_docs": len(ds.corpus),
                        "source": spec.as_dict()},
             "human": {"split": ds.split, "n_queries": len(judged), "fingerprints": human["dataset"]["fingerprints"]},
@@ -536,7 +538,7 @@ def run_calibration(
 
 
 def _pooled(syn_ds: Any, res_s: Any, built: Sequence[Any], *, human: Mapping[str, Any], measures: Sequence[str],
-            leak: Mapping[str, float], pool: Any, llm: str, cache: Cache | None, progress: bool, ctx: Any, k: int,
+            leak: Mapping[str, float], pool: Any, llm: LLMSpec, cache: Cache | None, progress: bool, ctx: Any, k: int,
             depth: int, n_resamples: int, seed: int, alpha: float, leak_target: Any, target_source: str,
             generate: Mapping[str, Any], truth_dir: Path, echo: Callable[[str], Any]) -> dict[str, Any]:
     """Judge the arms' pooled top ``pool.depth`` of the synthetic test queries, widen the synthetic truth

@@ -35,6 +35,7 @@ from typing import Any
 
 from .cache import Cache
 from .data.loaders import FieldMap
+from .truth.llm_spec import LLMSpec
 
 __all__ = [
     "BIGGER_MODEL_HINT",
@@ -205,7 +206,7 @@ def _estimated(estimate: Any) -> str:
             f"{estimate['measured']['generations']} made in {estimate['measured']['seconds']:.0f} s")
 
 
-def run_demo(*, out: Path, corpus: Path | None = None, llm: str = "local", fields: FieldMap = FieldMap(),
+def run_demo(*, out: Path, corpus: Path | None = None, llm: LLMSpec | str = "local", fields: FieldMap = FieldMap(),
              n: int = 100, seed: int = 0, cache: Cache | None = None, progress: bool = True,
              arms: tuple[str, ...] = DEMO_ARMS, echo: Any = print, min_doc_chars: int | None = None,
              retry_fix: bool = True, show_title: bool = True) -> DemoReport:
@@ -214,6 +215,8 @@ def run_demo(*, out: Path, corpus: Path | None = None, llm: str = "local", field
     :class:`~bakeoff.truth.synthetic.DescribeOptions` of those names."""
     from .data.datasets import open_corpus
     from .data.model import Dataset
+
+    llm = LLMSpec.of(llm)
     from .report.quality import quick_quality
     from .report.terminal import print_table
     from .runner.config import build_arms, parse_arm_spec
@@ -291,7 +294,7 @@ def run_demo(*, out: Path, corpus: Path | None = None, llm: str = "local", field
     caveat = bias_caveat(prov.get("answerability"), arm_models)
     for line in [*truth_quality_lines(prov), *([caveat] if caveat else []), *judged_lines(quality)]:
         echo("  " + line)
-    if llm in ("local", "local:qwen-coder-0.5b", "local:gemma-270m"):
+    if llm.is_local and llm.model in ("", "qwen-coder-0.5b", "gemma-270m"):  # the small bundled models
         echo(BIGGER_MODEL_HINT)
     t0 = time.perf_counter()
     print_table(as_dict)

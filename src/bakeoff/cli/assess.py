@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from ._common import make_cache
-from ._generator import LlmOpt
+from ._generator import ConcurrencyOpt, LlmOpt, PriceOpt
 
 
 def assess_cmd(
@@ -24,8 +24,8 @@ def assess_cmd(
     max_doc_chars: Annotated[int, typer.Option(min=1, help="Characters of each document shown to the judge.")] = 1000,
     out: Annotated[Path | None, typer.Option(help="Output folder (default RESULTS_DIR/assessed).")] = None,
     data: Annotated[Path | None, typer.Option(help="BEIR folder, if the dataset moved since the run.")] = None,
-    concurrency: Annotated[int | None, typer.Option(min=1, help="Requests in flight (default 4; with --llm local, the parallel slots of llama-server).")] = None,
-    price: Annotated[str | None, typer.Option(help="USD per 1M tokens 'prompt,completion' (overrides the table).")] = None,
+    concurrency: ConcurrencyOpt = None,
+    price: PriceOpt = None,
     cache: Annotated[str, typer.Option(help="Cache policy: use, refresh or off.")] = "use",
     cache_dir: Annotated[Path | None, typer.Option(help="Cache folder.")] = None,
     progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
@@ -35,11 +35,13 @@ def assess_cmd(
     Writes assessed.qrels (a separate judgment file) and assessment.json (provenance, counts, cost, and every
     arm's metrics with the original labels and with original + assessed labels, side by side)."""
     from ..truth.assess import AssessOptions, assess_results
+    from ..truth.llm_spec import LLMSpec
 
+    judge = LLMSpec.parse(llm)
     chosen = tuple(a.strip() for a in arms.split(",") if a.strip()) if arms else ()
     options = AssessOptions(depth=depth, arms=chosen, max_pairs=max_pairs, relevant_from=relevant_from, method=method,
                             threshold=threshold, baseline=baseline, max_doc_chars=max_doc_chars)
-    done = assess_results(results_dir, llm=llm, options=options, out=out, data=data, cache=make_cache(cache, cache_dir),
+    done = assess_results(results_dir, llm=judge, options=options, out=out, data=data, cache=make_cache(cache, cache_dir),
                           concurrency=concurrency, price=price, progress=progress)
     c, u = done.counts, done.usage
     typer.echo(f"holes: {c['holes']} unjudged (query, document) pairs in the pooled top {depth} "

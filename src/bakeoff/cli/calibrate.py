@@ -92,8 +92,12 @@ def calibrate(
     from ..calibrate import DEFAULT_ARMS, DEFAULT_MEASURES, run_calibration
     from ..report.calibration import calibration_text
     from ..truth.assess import AssessOptions
+    from ..truth.llm_spec import LLMSpec
     from ..truth.queries_like import read_queries_like
     from ..truth.synthetic import DescribeOptions, leak_target_shares
+
+    llm_spec = LLMSpec.parse(llm)
+    judge_spec = None if pool_llm is None else LLMSpec.parse(pool_llm, option="--pool-llm")
 
     prompt = prompt_control(style=style, lang=prompt_lang, persona=persona, instruction=instruction, preset=preset,
                             examples=examples)
@@ -106,10 +110,10 @@ def calibrate(
         bootstrap=bootstrap, retry_fix=retry_fix, show_title=show_title, prompt=prompt, answerability=answerability_options(
             answerability, alpha=answerability_alpha, references=answerability_references, seed=gen_seed), **extra)
     record = run_calibration(
-        dataset=dataset, out=out, options=opts, llm=llm, arms=arm or DEFAULT_ARMS,
+        dataset=dataset, out=out, options=opts, llm=llm_spec, arms=arm or DEFAULT_ARMS,
         measures=measure or DEFAULT_MEASURES, cache=make_cache(cache, cache_dir), progress=progress,
         n_resamples=resamples, seed=seed, alpha=alpha, echo=typer.echo, train_fraction=train_fraction,
-        rerank_base=rerank_base, rerank=ft_rerank, pool_llm=pool_llm,
+        rerank_base=rerank_base, rerank=ft_rerank, pool_llm=judge_spec,
         pool=AssessOptions(depth=pool_depth, method=pool_method, threshold=pool_threshold) if pool_depth else None,
         generate={"answerability": answerability, "concurrency": concurrency, "price": price,
                   "reasoning_effort": reasoning_effort})

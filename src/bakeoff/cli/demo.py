@@ -30,8 +30,9 @@ def demo(
     """Corpus (stdlib docstrings or --corpus) -> LLM-written queries, filtered -> TF-IDF, BM25, BM25+stemmer, dense, RRF -> verdict."""
     from ..data.loaders import FieldMap
     from ..demo import run_demo
+    from ..truth.llm_spec import LLMSpec
 
-    run_demo(out=out, corpus=corpus, llm=llm, fields=FieldMap(id=id_field, text=(text_field,), title=title_field),
+    run_demo(out=out, corpus=corpus, llm=LLMSpec.parse(llm), fields=FieldMap(id=id_field, text=(text_field,), title=title_field),
              n=n, seed=seed, cache=make_cache(cache, cache_dir), progress=progress, echo=typer.echo,
              min_doc_chars=min_doc_chars, retry_fix=retry_fix, show_title=show_title)
 

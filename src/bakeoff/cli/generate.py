@@ -102,11 +102,14 @@ def generate(
     from ..data.loaders import FieldMap
     from ..errors import ConfigError
     from ..truth.generate import generate_truth
+    from ..truth.llm_spec import LLMSpec
     from ..truth.queries_like import read_queries_like
     from ..truth.repair import GradeMap
     from ..truth.specificity import DEFAULT_THRESHOLD, SpecificityOptions
     from ..truth.synthetic import ClusterOptions, DescribeOptions, leak_target_shares
 
+    llm_spec = LLMSpec.parse(llm)
+    scorer_spec = None if specificity == "off" else LLMSpec.parse(specificity, option="--specificity")
     if mode not in ("describe", "clusters"):
         raise ConfigError(f"mode must be describe or clusters, got {mode!r}")
     doc_chars: dict = {"max_doc_chars": max_doc_chars} if max_doc_chars else {}
@@ -138,9 +141,9 @@ def generate(
 
         embed = partial(embed_corpus, model=encoder, cache=cache_obj, progress=progress, api_key_env=encoder_key_env)
     fields = FieldMap(id=id_field, text=(text_field,), title=title_field)
-    done = generate_truth(corpus, options=opts, out=out, fields=fields, llm=llm, cache=cache_obj,
+    done = generate_truth(corpus, options=opts, out=out, fields=fields, llm=llm_spec, cache=cache_obj,
                           concurrency=concurrency, price=price, embed=embed, batch_in=batch_in, batch_out=batch_out,
-                          progress=progress, specificity=specificity, reasoning_effort=reasoning_effort,
+                          progress=progress, specificity=scorer_spec, reasoning_effort=reasoning_effort,
                           cluster_leak_threshold=leak_threshold, answerability=answerability, announce=typer.echo)
     if done.ingested is not None:
         c = done.ingested

@@ -14,15 +14,16 @@ from .._lazy import lazy_exports
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .leak import leak, leak_histogram, leak_stats, rare_terms
-    from .llm import ChatRequest, LLMClient, LLMConfig, Price, ingest_batch, parse_llm_spec, write_batch
+    from .llm import ChatRequest, LLMClient, LLMConfig, Price, ingest_batch, write_batch
+    from .llm_spec import LLMSpec
     from .local_llm import LocalLLMServer
     from .repair import GradeMap, repair_question
     from .synthetic import ClusterOptions, DescribeOptions, SyntheticTruth, cluster_truth, describe_truth
 
 _EXPORTS = {
     **dict.fromkeys(("leak", "leak_histogram", "leak_stats", "rare_terms"), ".leak"),
-    **dict.fromkeys(("ChatRequest", "LLMClient", "LLMConfig", "Price", "ingest_batch", "parse_llm_spec",
-                     "write_batch"), ".llm"),
+    **dict.fromkeys(("ChatRequest", "LLMClient", "LLMConfig", "Price", "ingest_batch", "write_batch"), ".llm"),
+    "LLMSpec": ".llm_spec",
     "LocalLLMServer": ".local_llm",
     "GradeMap": ".repair", "repair_question": ".repair",
     **dict.fromkeys(("ClusterOptions", "DescribeOptions", "SyntheticTruth", "cluster_truth", "describe_truth"),
@@ -31,8 +32,8 @@ _EXPORTS = {
 
 #: The same names as _EXPORTS, written out for type checkers (tests/test_api.py checks they agree).
 __all__ = [
-    "ChatRequest", "ClusterOptions", "DescribeOptions", "GradeMap", "LLMClient", "LLMConfig", "LocalLLMServer", "Price",
-    "SyntheticTruth", "cluster_truth", "describe_truth", "ingest_batch", "leak", "leak_histogram", "leak_stats",
-    "parse_llm_spec", "rare_terms", "repair_question", "write_batch",
+    "ChatRequest", "ClusterOptions", "DescribeOptions", "GradeMap", "LLMClient", "LLMConfig", "LLMSpec", "LocalLLMServer",
+    "Price", "SyntheticTruth", "cluster_truth", "describe_truth", "ingest_batch", "leak", "leak_histogram", "leak_stats",
+    "rare_terms", "repair_question", "write_batch",
 ]
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -52,6 +52,7 @@ from ..data.pool import Hole, holes
 from ..errors import ConfigError, InputError
 from ..metrics import score_run
 from .llm import ChatRequest, Generation, LLMClient
+from .llm_spec import LLMSpec
 
 if TYPE_CHECKING:  # pragma: no cover
     from pydantic import BaseModel
@@ -546,7 +547,7 @@ class PoolJudgment:
                 "seconds": round(self.seconds, 3), "llm_startup_s": round(self.started, 3)}
 
 
-def judge_holes(dataset: Any, runs: Mapping[str, Run], *, query_ids: Sequence[str], llm: str = "local",
+def judge_holes(dataset: Any, runs: Mapping[str, Run], *, query_ids: Sequence[str], llm: LLMSpec | str = "local",
                 options: AssessOptions = AssessOptions(), cache: Cache | None = None, concurrency: int | None = None,
                 price: str | None = None, progress: bool = True,
                 open_client: Callable[..., Any] | None = None) -> PoolJudgment:
@@ -555,6 +556,7 @@ def judge_holes(dataset: Any, runs: Mapping[str, Run], *, query_ids: Sequence[st
     disputed ones first (:func:`bakeoff.data.pool.holes`)."""
     from .generate import open_llm
 
+    llm = LLMSpec.of(llm)
     options.check()
     all_holes = _order(holes(runs, dataset.qrels, k=options.depth, query_ids=query_ids), query_ids)
     todo = all_holes if options.max_pairs is None else all_holes[:options.max_pairs]
@@ -578,7 +580,7 @@ def judge_holes(dataset: Any, runs: Mapping[str, Run], *, query_ids: Sequence[st
 def assess_results(
     results_dir: str | Path,
     *,
-    llm: str = "local",
+    llm: LLMSpec | str = "local",
     options: AssessOptions = AssessOptions(),
     out: str | Path | None = None,
     data: str | Path | None = None,
@@ -637,7 +639,7 @@ def assess_results(
                          ["assessed.qrels", "assessment.json"])
 
 
-def _by_likelihood(llm: str, pairs: Sequence[tuple[str, str]], corpus: Corpus, *, options: AssessOptions,
+def _by_likelihood(llm: LLMSpec, pairs: Sequence[tuple[str, str]], corpus: Corpus, *, options: AssessOptions,
                    cache: Cache | None, progress: bool) -> tuple[list[Judgment], dict[str, Any], dict[str, Any], float]:
     """The ``likelihood`` method of :func:`assess_results`: the model of ``llm`` opened in-process
     (``local``, ``local:NAME|PATH.gguf``) or as an echoing completions server; ``n_random + 1`` baseline
@@ -662,7 +664,7 @@ def _by_likelihood(llm: str, pairs: Sequence[tuple[str, str]], corpus: Corpus, *
         judged = judge_likelihood(lm, pairs, options=options, cache=cache, others=others, progress=progress,
                                   stats=stats)
         decoded = int(getattr(lm, "decoded_tokens", 0))
-        config = {"model": llm, "identity": lm.identity(), "prompt_style": "likelihood"}
+        config = {"model": str(llm), "identity": lm.identity(), "prompt_style": "likelihood"}
     finally:
         close = getattr(lm, "close", None)
         if close is not None:

@@ -33,6 +33,7 @@ from ..data.loaders import FieldMap
 from ..data.model import Corpus
 from ..errors import ConfigError
 from .llm import LLMClient, Usage
+from .llm_spec import LLMSpec
 from .synthetic import (
     ClusterOptions,
     DescribeOptions,
@@ -49,18 +50,18 @@ Embed = Callable[[Corpus], tuple[np.ndarray, str]]
 
 
 @contextlib.contextmanager
-def open_llm(spec: str, *, cache: Cache | None, concurrency: int | None = None,
+def open_llm(spec: LLMSpec | str, *, cache: Cache | None, concurrency: int | None = None,
              price: str | None = None, reasoning_effort: str | None = None) -> Iterator[LLMClient]:
-    """An :class:`~bakeoff.truth.llm.LLMClient` for ``--llm`` (``local`` starts and stops ``llama-server``
-    with the default bundled model, ``local:NAME|PATH.gguf`` with another one,
-    :func:`bakeoff.models.gguf.resolve_local_model`; see :func:`bakeoff.truth.llm.parse_llm_spec` for the others).
+    """An :class:`~bakeoff.truth.llm.LLMClient` for ``--llm`` (:class:`~bakeoff.truth.llm_spec.LLMSpec`; a local
+    spec starts and stops ``llama-server`` with its model, :meth:`~bakeoff.truth.llm_spec.LLMSpec.local_model`).
     ``price`` is ``"PROMPT_USD_PER_1M,COMPLETION_USD_PER_1M"`` (overrides the price table).
     ``concurrency`` is the number of requests in flight; for ``local``, ``N`` starts ``min(N,``
     :func:`~bakeoff.truth.local_llm.default_servers` ``())`` servers of ``N // servers`` slots each (default
     :func:`~bakeoff.truth.local_llm.default_servers` servers of :func:`~bakeoff.truth.local_llm.default_slots`).
     """
-    from .llm import Price, parse_llm_spec
+    from .llm import Price
 
+    spec = LLMSpec.of(spec)
     overrides: dict[str, Any] = {}
     if price:
         try:
@@ -76,12 +77,10 @@ def open_llm(spec: str, *, cache: Cache | None, concurrency: int | None = None,
         if reasoning_effort not in ("minimal", "low", "medium", "high"):
             raise ConfigError(f"--reasoning-effort must be minimal, low, medium or high, got {reasoning_effort!r}")
         overrides["reasoning_effort"] = reasoning_effort
-    if spec == "local" or spec.startswith("local:"):
-        from ..models.gguf import resolve_local_model
-        from .local_llm import LocalLLMServer
+    if spec.is_local:
+        from .local_llm import LocalLLMServer, default_servers
 
-        model = resolve_local_model(spec.partition(":")[2])
-        from .local_llm import default_servers
+        model = spec.local_model()
 
         n = overrides.pop("concurrency", None)
         servers = None if n is None else min(default_servers(), n)
@@ -90,7 +89,7 @@ def open_llm(spec: str, *, cache: Cache | None, concurrency: int | None = None,
                 LLMClient(server.config(**overrides), cache=cache) as client:
             yield client
     else:
-        with LLMClient(parse_llm_spec(spec, **overrides), cache=cache) as client:
+        with LLMClient(spec.config(**overrides), cache=cache) as client:
             yield client
 
 
@@ -130,7 +129,7 @@ def generate_truth(
     out: str | os.PathLike[str] | None,
     source: str | None = None,
     fields: FieldMap = FieldMap(),
-    llm: str = "local",
+    llm: LLMSpec | str = "local",
     cache: Cache | None = None,
     concurrency: int | None = None,
     price: str | None = None,
@@ -138,7 +137,7 @@ def generate_truth(
     batch_in: Path | None = None,
     batch_out: Path | None = None,
     progress: bool = True,
-    specificity: str | None = "off",
+    specificity: LLMSpec | str | None = "off",
     reasoning_effort: str | None = None,
     cluster_leak_threshold: float | None = 0.35,
     answerability: str | None = "use",
@@ -168,13 +167,14 @@ def generate_truth(
     advance). Refused (:class:`~bakeoff.errors.ConfigError`): ``n < 1``, a test fraction outside [0, 1],
     batch files without a cache or with the local LLM.
     """
+    llm = LLMSpec.of(llm)
     if options.n < 1:
         raise ConfigError("-n must be >= 1")
     if not 0.0 <= options.test_fraction <= 1.0:
         raise ConfigError("--test-fraction must be in [0, 1]")
     if (batch_in or batch_out) and cache is None:
         raise ConfigError("--batch-in/--batch-out need the cache (--cache use)")
-    if (batch_in or batch_out) and llm == "local":
+    if (batch_in or batch_out) and llm.is_local:
         raise ConfigError("batch files are for remote APIs; use --llm openai:<model>")
     if isinstance(options, ClusterOptions) and embed is None:
         raise ConfigError("cluster mode needs document vectors (an embed function)")
@@ -221,7 +221,7 @@ def generate_truth(
             if announce is not None and batch_in is None and batch_out is None:
                 from .estimate import warm_up
 
-                estimate = warm_up(corpus, client, options, local=llm == "local" or llm.startswith("local:"))
+                estimate = warm_up(corpus, client, options, local=llm.is_local)
                 announce(estimate.line())
             t2 = time.perf_counter()
             truth = describe_truth(corpus, client, options=options, progress=progress, scorer=scorer,

@@ -78,7 +78,6 @@ __all__ = [
     "Usage",
     "ingest_batch",
     "is_reasoning_model",
-    "parse_llm_spec",
     "write_batch",
 ]
 
@@ -188,28 +187,6 @@ class LLMConfig:
         d.pop("replicas")
         d["price"] = asdict(self.resolved_price())
         return d
-
-
-def parse_llm_spec(spec: str, **overrides: Any) -> LLMConfig:
-    """``openai:<model>`` / ``ollama:<model>`` / ``http://host:port/v1|<model>`` -> :class:`LLMConfig`.
-
-    ``local`` is handled by :mod:`bakeoff.truth.local_llm` (it starts a server).
-    OpenAI reads ``OPENAI_API_KEY`` (base ``$OPENAI_BASE_URL`` or the public API);
-    ollama talks to ``$OLLAMA_HOST`` (default ``http://127.0.0.1:11434``) without a key.
-    """
-    kind, _, model = spec.partition(":")
-    if kind == "openai" and model:
-        base = os.environ.get("OPENAI_BASE_URL", "https://api.openai.com/v1")
-        return LLMConfig(base_url=base, model=model, api_key_env="OPENAI_API_KEY", **overrides)
-    if kind == "ollama" and model:
-        host = os.environ.get("OLLAMA_HOST", "http://127.0.0.1:11434").rstrip("/")
-        if not host.startswith("http"):
-            host = "http://" + host
-        return LLMConfig(base_url=host + "/v1", model=model, concurrency=1, **overrides)
-    if spec.startswith(("http://", "https://")) and "|" in spec:
-        base, _, model = spec.partition("|")
-        return LLMConfig(base_url=base, model=model, **overrides)
-    raise ConfigError(f"--llm must be local, openai:<model>, ollama:<model> or <base_url>|<model>, got {spec!r}")
 
 
 @dataclass(frozen=True)

@@ -52,6 +52,7 @@ import numpy as np
 from ..cache import Cache, cache_key
 from ..errors import BakeoffError, ConfigError
 from . import score_filter
+from .llm_spec import LLMSpec
 
 __all__ = [
     "DEFAULT_THRESHOLD",
@@ -504,18 +505,15 @@ def score_stats(values: Sequence[float], *, threshold: float | None = None) -> d
     return score_filter.score_stats(values, edges=HISTOGRAM_EDGES, threshold=threshold)
 
 
-def open_likelihood(spec: str | None) -> QueryLikelihood | None:
-    """The scorer for ``--specificity``: ``off`` / ``None`` -> ``None``; ``local`` -> the model of ``--llm
-    local`` (the default bundled one) in-process; ``local:NAME`` / ``local:PATH.gguf`` -> that local model
-    in-process (the names of ``--llm local:NAME``); ``openai:<model>`` / ``ollama:<model>`` / ``<base_url>|<model>`` -> a
-    completions server that echoes prompt logprobs."""
+def open_likelihood(spec: LLMSpec | str | None) -> QueryLikelihood | None:
+    """The scorer for ``--specificity``: ``off`` / ``None`` -> ``None``; a local spec (``local``: the model of
+    ``--llm local``, the default bundled one; ``local:NAME`` / ``local:PATH.gguf``) -> that model in-process; a
+    remote one (``openai:<model>`` / ``ollama:<model>`` / ``<base_url>|<model>``, :class:`~bakeoff.truth.llm_spec.LLMSpec`)
+    -> a completions server that echoes prompt logprobs."""
     if spec is None or spec == "off":
         return None
-    if spec == "local" or spec.startswith("local:"):
-        from ..models.gguf import resolve_local_model
-
-        return LlamaLikelihood(model_path=resolve_local_model(spec.partition(":")[2]).path, n_ctx=4096)
-    from .llm import parse_llm_spec
-
-    cfg = parse_llm_spec(spec)
+    spec = LLMSpec.of(spec, option="--specificity")
+    if spec.is_local:
+        return LlamaLikelihood(model_path=spec.local_model().path, n_ctx=4096)
+    cfg = spec.config()
     return CompletionsLikelihood(base_url=cfg.base_url, model=cfg.model, api_key_env=cfg.api_key_env)
