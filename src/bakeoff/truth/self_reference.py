@@ -13,7 +13,9 @@ from collections.abc import Mapping
 
 __all__ = ["PATTERNS", "refers_to_document"]
 
-_NOUNS_EN = r"(?:study|paper|article|document|text|abstract|review|trial|report|patient|case|work|research|analysis|experiment|investigation|survey)"
+_NOUNS_EN = (r"(?:study|paper|article|document|text|abstract|review|trial|report|patient|case|work|research|analysis"
+             r"|experiment|investigation|survey|book|monograph|volume|chapter|essay|collection|gathering|workshop"
+             r"|symposium|conference|lecture|assay|cohort)")
 _NOUNS_ES = r"(?:estudio|art[ií]culo|documento|texto|resumen|revisi[oó]n|ensayo|informe|paciente|caso|trabajo|an[aá]lisis|experimento|investigaci[oó]n|encuesta)"
 _DOC_EN = r"(?:document|passage|abstract|paper|article)"
 _DOC_ES = r"(?:documento|pasaje|resumen|art[ií]culo)"
