@@ -13,7 +13,7 @@ from bakeoff.stats import (
     SMALL_SAMPLE,
     bootstrap_ci,
     cohens_dz,
-    compare,
+    comparison,
     derive_rng,
     holm,
     paired_tests,
@@ -95,7 +95,7 @@ def test_identical_values_do_not_crash() -> None:
     assert cohens_dz(a, a) == 0.0
     lo, hi = bootstrap_ci(np.zeros(10), rng=np.random.default_rng(0), n_resamples=200)
     assert (lo, hi) == (0.0, 0.0)
-    comp = compare({"x": {"m": {"q1": 1.0, "q2": 0.0}}, "y": {"m": {"q1": 1.0, "q2": 0.0}}},
+    comp = comparison({"x": {"m": {"q1": 1.0, "q2": 0.0}}, "y": {"m": {"q1": 1.0, "q2": 0.0}}},
                    query_ids=["q1", "q2"], measures=["m"], n_resamples=100)
     p = comp.pair("x", "y", "m")
     assert p.diff == 0.0 and p.p_perm == 1.0 and p.p_perm_holm == 1.0 and not p.significant
@@ -131,7 +131,7 @@ def test_compare_holm_and_significance_marks() -> None:
         "mid": {"m": {q: v for q, v in zip(qids, base)}},
         "mid2": {"m": {q: v + (0.001 if i % 2 else -0.001) for i, (q, v) in enumerate(zip(qids, base))}},
     }
-    comp = compare(per_query, query_ids=qids, measures=["m"], n_resamples=999, seed=3)
+    comp = comparison(per_query, query_ids=qids, measures=["m"], n_resamples=999, seed=3)
     assert comp.note is None and comp.n_queries == 40
     pairs = [p for p in comp.pairs if p.measure == "m"]
     assert [(p.a, p.b) for p in pairs] == [("good", "mid"), ("good", "mid2"), ("mid", "mid2")]
@@ -141,14 +141,14 @@ def test_compare_holm_and_significance_marks() -> None:
     assert pairs[0].diff == pytest.approx(np.mean([per_query["good"]["m"][q] - base[i] for i, q in enumerate(qids)]))
     assert pairs[0].diff_ci_low <= pairs[0].diff <= pairs[0].diff_ci_high
     # same seed, same numbers; a different arm set does not change this pair's resampling
-    again = compare({k: per_query[k] for k in ("good", "mid")}, query_ids=qids, measures=["m"], n_resamples=999, seed=3)
+    again = comparison({k: per_query[k] for k in ("good", "mid")}, query_ids=qids, measures=["m"], n_resamples=999, seed=3)
     assert again.pair("good", "mid", "m").diff_ci_low == pairs[0].diff_ci_low
     assert again.mean("good", "m").ci_low == comp.mean("good", "m").ci_low
 
 
 def test_compare_missing_value_is_an_error() -> None:
     with pytest.raises(KeyError, match="no m value"):
-        compare({"x": {"m": {"q1": 1.0}}, "y": {"m": {}}}, query_ids=["q1"], measures=["m"], n_resamples=10)
+        comparison({"x": {"m": {"q1": 1.0}}, "y": {"m": {}}}, query_ids=["q1"], measures=["m"], n_resamples=10)
 
 
 def test_small_sample_note() -> None:

@@ -27,7 +27,7 @@ def lazy_exports(
     package: str, exports: Mapping[str, str]
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """``(__getattr__, __dir__)`` for ``package``; ``exports`` maps a public name to the module that
-    defines it, relative (``".model"``) or absolute; ``".stats:compare"`` exports ``compare`` under
+    defines it, relative (``".model"``) or absolute; ``".stats:comparison"`` exports ``comparison`` under
     the given name."""
 
     def resolve(name: str, target: str) -> Any:

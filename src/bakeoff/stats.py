@@ -54,7 +54,7 @@ __all__ = [
     "PairStat",
     "bootstrap_ci",
     "cohens_dz",
-    "compare",
+    "comparison",
     "derive_rng",
     "holm",
     "paired_tests",
@@ -263,7 +263,7 @@ def small_sample_note(n: int) -> str | None:
             "treat differences as indicative, not conclusive.")
 
 
-def compare(
+def comparison(
     per_query: Mapping[str, Mapping[str, Mapping[str, float]]],
     *,
     query_ids: Sequence[str],

@@ -3,7 +3,7 @@
 τ-b is checked against ``scipy.stats.kendalltau``; τ-a against a pair count written out here;
 τ_AP against the definition worked by hand (Yilmaz et al. 2008); the per-arm bias CI against
 ``scipy.stats.bootstrap`` on two independent samples; the significant-pair shares against
-:func:`bakeoff.stats.compare` on constructed arms; verdict agreement through the real verdict.
+:func:`bakeoff.stats.comparison` on constructed arms; verdict agreement through the real verdict.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from bakeoff.report.calibration import (
 )
 from bakeoff.report.model import build_report
 from bakeoff.report.verdict import build_verdict
-from bakeoff.stats import compare
+from bakeoff.stats import comparison
 
 ARMS = ["A", "B", "C", "D"]
 
@@ -192,8 +192,8 @@ def test_significant_pairs_through_compare():
     # synthetic: A > B kept, B/C reversed significantly, A/C kept
     s = np.column_stack([base + 0.3, base, base + 0.15, base + 0.15 + rng.normal(0, 0.01, n)])
     qids = [f"q{i}" for i in range(n)]
-    ch = compare(_per_query(h, ARMS), query_ids=qids, measures=["ndcg@10"], n_resamples=2000)
-    cs = compare(_per_query(s, ARMS), query_ids=qids, measures=["ndcg@10"], n_resamples=2000)
+    ch = comparison(_per_query(h, ARMS), query_ids=qids, measures=["ndcg@10"], n_resamples=2000)
+    cs = comparison(_per_query(s, ARMS), query_ids=qids, measures=["ndcg@10"], n_resamples=2000)
     out = significant_pairs(ch.pairs, cs.pairs, measure="ndcg@10")
     sig = {frozenset((p.a, p.b)) for p in ch.pairs if p.significant}
     assert out["pairs"] == 6

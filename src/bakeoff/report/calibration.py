@@ -34,7 +34,7 @@ resampling draws from a caller-supplied :class:`numpy.random.Generator`).
   buckets point at the leak, not the arm.
 * **Significant pairs** (:func:`significant_pairs`): of the pairs of arms that differ
   significantly under the human truth (paired randomization test, Holm across the pairs of
-  the measure: :func:`bakeoff.stats.compare`), the share whose order the synthetic truth keeps
+  the measure: :func:`bakeoff.stats.comparison`), the share whose order the synthetic truth keeps
   (same sign of the mean difference), keeps significantly, and reverses significantly. With
   near-tied arms a τ over all pairs is mostly noise; these shares are what a decision rests on.
 * **Verdict agreement** (:func:`verdict_agreement`): the arm each side's verdict would deploy
@@ -266,7 +266,7 @@ def significant_pairs(human: Sequence[PairStat | Mapping[str, Any]], synthetic: 
                       *, measure: str) -> dict[str, Any]:
     """How the synthetic truth treats the pairs the human truth separates (module docstring).
 
-    ``human`` and ``synthetic`` are the pairs of :func:`bakeoff.stats.compare` on each side (or
+    ``human`` and ``synthetic`` are the pairs of :func:`bakeoff.stats.comparison` on each side (or
     their dicts, as in a report's ``stats.pairs``; same arms; a pair is matched by its two names
     in either order). Returns ``{"measure", "pairs", "human_significant", "kept",
     "kept_significant", "reversed", "reversed_significant", "share_kept", "share_kept_significant",

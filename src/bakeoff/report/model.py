@@ -62,7 +62,7 @@ from typing import Any
 
 from .. import diagnose as dg
 from ..data.model import Dataset, Run
-from ..stats import DEFAULT_RESAMPLES, compare
+from ..stats import DEFAULT_RESAMPLES, comparison
 from ..versions import bakeoff_version
 
 __all__ = ["REPORT_SCHEMA_VERSION", "build_report", "composite_pairs", "find_leak", "primary_measure"]
@@ -360,7 +360,7 @@ def build_report(
                            f"{len(qids)} queries every arm answered (each arm's own mean is in results.json)")
             break
     k = int(results["k"])
-    comp = compare(per_query, query_ids=qids, measures=measures, n_resamples=n_resamples, confidence=confidence,
+    comp = comparison(per_query, query_ids=qids, measures=measures, n_resamples=n_resamples, confidence=confidence,
                    alpha=alpha, seed=seed, progress=progress)
 
     arm_rows = []

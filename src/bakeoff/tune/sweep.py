@@ -14,7 +14,7 @@
    With ``kfold:N`` one setting is chosen per fold on the other folds.
 4. **Test once**: the defaults and the chosen setting (arm ``NAME-tuned``) are run on the test
    queries by :func:`~bakeoff.runner.run.run_bakeoff` (latency, cost, every measure), and
-   compared on ``measure`` with :func:`bakeoff.stats.compare`: each mean with its bootstrap
+   compared on ``measure`` with :func:`bakeoff.stats.comparison`: each mean with its bootstrap
    (BCa) CI, the paired difference with its CI, the two-sided paired randomization test
    (one pair, so Holm changes nothing). With ``kfold`` the tuned run takes each query's ranking
    from the setting chosen without that query's fold.
@@ -50,7 +50,7 @@ from ..runner.config import ArmSpec, BakeoffConfig, build_arms
 from ..runner.context import Context
 from ..runner.results import ArmResult, Results
 from ..runner.run import run_bakeoff
-from ..stats import DEFAULT_RESAMPLES, compare
+from ..stats import DEFAULT_RESAMPLES, comparison
 from ..validation import closest
 from .devsplit import DevSplit, assign_folds, leaks, slice_queries
 from .space import SearchSpace, arm_options, check_options
@@ -358,7 +358,7 @@ def run_tune(cfg: BakeoffConfig, spec: TuneSpec, *, cache: Cache | None, out: Pa
     # CIs and p-value here are the ones the report of these results shows
     # (under trec_eval's averaging rule an arm may not answer every query: the pair is over those both answered)
     qids = sorted(set.intersection(*(set(a.evaluation.per_query[measure]) for a in results.arms)))
-    comp = compare(pq, query_ids=qids, measures=[measure], n_resamples=n_resamples, seed=stats_seed, alpha=alpha)
+    comp = comparison(pq, query_ids=qids, measures=[measure], n_resamples=n_resamples, seed=stats_seed, alpha=alpha)
     pair = comp.pair(names[0], names[1], measure)
     sign = 1.0 if pair.a == names[1] else -1.0  # report tuned - defaults
 
