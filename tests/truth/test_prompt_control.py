@@ -339,7 +339,8 @@ def test_queries_pointing_at_their_document_are_rejected() -> None:
     for q in ("does this drug help", "studies of ageing in mice", "what authors wrote about cats",
               "is the study of ageing useful", "how to parse a pdf document in python", "document classification",
               "what is an abstract class", "the study of archaeal defense genes", "a report on climate",
-              "how to cite a book chapter", "conference proceedings indexing", "volume of interlibrary loans"):
+              "how to cite a book chapter", "conference proceedings indexing", "volume of interlibrary loans",
+              "What is the abstract base class for all I/O classes in Python?", "walk the abstract syntax tree"):
         assert not refers_to_document(q), q
     assert refers_to_document("¿Qué concluye este estudio?", lang="es") and not refers_to_document("x", lang="fr")
     assert refers_to_document("¿Qué concluye el estudio sobre la vitamina D?", lang="es")

@@ -17,7 +17,9 @@ _NOUNS_EN = (r"(?:study|paper|article|document|text|abstract|review|trial|report
              r"|experiment|investigation|survey|book|monograph|volume|chapter|essay|collection|gathering|workshop"
              r"|symposium|conference|lecture|assay|cohort)")
 _NOUNS_ES = r"(?:estudio|art[ií]culo|documento|texto|resumen|revisi[oó]n|ensayo|informe|paciente|caso|trabajo|an[aá]lisis|experimento|investigaci[oó]n|encuesta)"
-_DOC_EN = r"(?:document|passage|abstract|paper|article)"
+#: "abstract" is the document's abstract, not the adjective of "the abstract base class" / "abstract syntax tree".
+_DOC_EN = (r"(?:document|passage|paper|article|abstract(?!\s+(?:base|class(?:es)?|method|methods|syntax|data|type|types"
+           r"|interface|factory|model|algebra|art|concept|idea|noun|representation)\b))")
 _DOC_ES = r"(?:documento|pasaje|resumen|art[ií]culo)"
 _ONE_EN = r"(?:study|trial|review|experiment|survey|investigation|analysis|report)"
 _ONE_ES = r"(?:estudio|ensayo|revisi[oó]n|experimento|encuesta|investigaci[oó]n|an[aá]lisis|informe)"
