@@ -46,7 +46,7 @@ def main() -> None:
         t0 = time.perf_counter()
         res = run_bakeoff(ds, arms, k=10, cache=Cache(Path(args.cache or tmp)), progress=False)
         wall = time.perf_counter() - t0
-    d = res.to_dict()
+    d = res.stored()
     print_table(d)
     runs = {a.name: a.run for a in res.arms}
     dense = runs["dense"]
@@ -56,10 +56,10 @@ def main() -> None:
         rec = recall_of_exact(runs[name], dense, k=10, query_ids=qids)
         print(f"{name:15s} identical top-10 lists: {same}/{len(qids)}   recall of exact top-10: {rec:.4f}")
     print("\narm             index_s   ms/query  cached")
-    for a in d["arms"]:
-        t = a["timing"]
-        print(f"{a['name']:15s} {t.get('index_s', float('nan')):8.2f} {t.get('ms_per_query', float('nan')):9.2f}  "
-              f"{'yes' if a['cached'] else ''}")
+    for a in d.arms:
+        t = a.timing
+        print(f"{a.name:15s} {t.get('index_s', float('nan')):8.2f} {t.get('ms_per_query', float('nan')):9.2f}  "
+              f"{'yes' if a.cached else ''}")
     print(f"wall {wall:.1f} s")
     if args.out:
         print("wrote", res.write(args.out))

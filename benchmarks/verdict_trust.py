@@ -87,6 +87,7 @@ def main() -> None:
     from bakeoff.data.datasets import open_dataset
     from bakeoff.data.leak_bins import leak_bin_counts
     from bakeoff.report.calibration import calibration_figures
+    from bakeoff.runner.results import read_results
 
     cache = Cache(a.cache_dir) if a.cache_dir else Cache()
     ds, _ = open_dataset(dataset_spec(str(a.data)))
@@ -106,8 +107,8 @@ def main() -> None:
                                  echo=lambda s: None)
         wall = time.perf_counter() - t0
         prov = json.loads((work / "cal" / "truth" / "provenance.json").read_text())
-        human = json.loads((work / "cal" / "human" / "results.json").read_text())
-        synthetic = json.loads((work / "cal" / "synthetic" / "results.json").read_text())
+        human = read_results(work / "cal" / "human")
+        synthetic = read_results(work / "cal" / "synthetic")
         queries = [json.loads(x) for x in (work / "cal" / "truth" / "queries.jsonl").read_text().splitlines() if x]
         leak = {q["_id"]: float(q["metadata"]["leak"]) for q in queries}
         readings = {"unweighted": None, "leak-matched": None, "own-target": None}

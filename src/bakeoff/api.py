@@ -22,7 +22,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from .arms.fusion import FUSE_METHODS, FUSE_NORMS, NORMS, canonical_method, canonical_norm, convex_scores, fuse_scores
 from .data.model import Qrels, Run
@@ -272,6 +272,7 @@ def compare(
     is that of the documents retrieved or judged (the corpus is not known here).
     """
     from .report.model import build_report
+    from .runner.results import Averaging, StoredArm, StoredDataset, StoredResults
 
     ms = [str(m) for m in _measures(measures)]
     q = _qrels(qrels)
@@ -287,16 +288,18 @@ def compare(
                    for n, r in named.items()}
     first = next(iter(evaluations.values()))
     cutoffs = [m.k for m in _measures(ms) if m.k is not None]
-    results = {
-        "dataset": {"name": name, "split": f"{len(named)} runs", "n_queries": len(first.query_ids),
-                    "n_docs": len({d for r in named.values() for q in r for d, _ in r[q]} |
-                                  {d for qid in q for d in q[qid]})},
-        "k": cutoffs[0] if cutoffs else 10,
-        "measures": ms,
-        "averaging": rule,
-        "relevance_level": relevance_level,
-        "arms": [{"name": n, "type": "run", "per_query": ev.per_query} for n, ev in evaluations.items()],
-    }
+    k = cutoffs[0] if cutoffs else 10
+    n_docs = len({d for r in named.values() for q in r for d, _ in r[q]} | {d for qid in q for d in q[qid]})
+    results = StoredResults(
+        dataset=StoredDataset(name=name, split=f"{len(named)} runs", n_queries=len(first.query_ids), n_docs=n_docs),
+        k=k,
+        depth=k,  # the runs' own depth is not known here; k is what a results file without one means
+        measures=tuple(ms),
+        averaging=cast(Averaging, rule),  # a canonical name: averaging_rule checked it
+        relevance_level=relevance_level,
+        arms=tuple(StoredArm(name=n, type="run", metrics=ev.means, per_query=ev.per_query)
+                   for n, ev in evaluations.items()),
+    )
     report = build_report(results, runs=named, measures=ms, n_resamples=n_resamples, confidence=confidence,
                           alpha=alpha, seed=seed, progress=progress)
     return Report(evaluations=evaluations, stats=_comparison(report["stats"]), report=report, runs=named)

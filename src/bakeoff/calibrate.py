@@ -48,11 +48,14 @@ import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .cache import Cache
 from .errors import ConfigError, InputError
 from .truth.llm_spec import LLMSpec
+
+if TYPE_CHECKING:
+    from .runner.results import StoredResults
 
 __all__ = [
     "CALIBRATION_FILE",
@@ -302,19 +305,15 @@ def _existing(out: Path) -> dict[str, Any] | None:
     return obj
 
 
-def _same_costs(human: Mapping[str, Any], synthetic: dict[str, Any]) -> None:
-    """Give each synthetic arm the human side's measured costs (latency, $/1k, footprint)."""
-    by = {a["name"]: a for a in human["arms"]}
-    for arm in synthetic["arms"]:
-        h = by[arm["name"]]
-        timing = dict(arm.get("timing") or {})
-        for key in ("latency", "index_total_s"):
-            if key in (h.get("timing") or {}):
-                timing[key] = h["timing"][key]
-        arm["timing"] = timing
-        for key in ("cost", "footprint"):
-            if key in h:
-                arm[key] = h[key]
+def _same_costs(human: StoredResults, synthetic: StoredResults) -> StoredResults:
+    """``synthetic`` with each arm given the human side's measured costs (latency, $/1k, footprint)."""
+    arms = []
+    for arm in synthetic.arms:
+        h = human.arm(arm.name)
+        timing = {**arm.timing, **{key: h.timing[key] for key in ("latency", "index_total_s") if key in h.timing}}
+        same: dict[str, Any] = {key: getattr(h, key) for key in ("cost", "footprint") if key in h.model_fields_set}
+        arms.append(arm.model_copy(update={"timing": timing, **same}))
+    return synthetic.with_arms(arms)
 
 
 def run_calibration(
@@ -467,9 +466,9 @@ def run_calibration(
         res_h.dataset = {**res_h.dataset, "source": spec.as_dict()}
         res_s.dataset = {**res_s.dataset, "source": {"beir": str(out / "truth")}}
         echo(f"[4/5] arms: {', '.join(names)} on {len(judged)} human and {n_syn} synthetic queries")
-        human, synthetic = res_h.to_dict(), res_s.to_dict()
-        _same_costs(human, synthetic)
-        used = [m for m in measures if m in human["measures"]] or list(human["measures"])
+        human = res_h.stored()
+        synthetic = _same_costs(human, res_s.stored())
+        used = [m for m in measures if m in human.measures] or list(human.measures)
         test_set = set(test_ids)
         leak = {q: float(meta["leak"]) for q, meta in zip(truth.queries.ids, truth.queries.metadata)
                 if q in test_set and isinstance(meta, Mapping) and isinstance(meta.get("leak"), (int, float))}
@@ -493,9 +492,9 @@ def run_calibration(
             "generator": {**ident, "llm": str(llm), "weights_sha256": _weights_sha256(llm)},
             "corpus": {"name": ds.name, "fingerprint": corpus_fp, "n_docs": len(ds.corpus),
                        "source": spec.as_dict()},
-            "human": {"split": ds.split, "n_queries": len(judged), "fingerprints": human["dataset"]["fingerprints"]},
+            "human": {"split": ds.split, "n_queries": len(judged), "fingerprints": dict(human.fingerprints)},
             "synthetic": {"n_queries": n_syn, "sampled": prov["counts"].get("sampled"), "kept": len(kept),
-                          "split": split, "fingerprints": synthetic["dataset"]["fingerprints"]},
+                          "split": split, "fingerprints": dict(synthetic.fingerprints)},
             "fine_tuned": trained,
             "arms": [{"name": s.name, "type": s.type, "options": dict(s.options)} for s in specs],
             "k": k,
@@ -537,7 +536,7 @@ def run_calibration(
         shutil.rmtree(stage, ignore_errors=True)
 
 
-def _pooled(syn_ds: Any, res_s: Any, built: Sequence[Any], *, human: Mapping[str, Any], measures: Sequence[str],
+def _pooled(syn_ds: Any, res_s: Any, built: Sequence[Any], *, human: StoredResults, measures: Sequence[str],
             leak: Mapping[str, float], pool: Any, llm: LLMSpec, cache: Cache | None, progress: bool, ctx: Any, k: int,
             depth: int, n_resamples: int, seed: int, alpha: float, leak_target: Any, target_source: str,
             generate: Mapping[str, Any], truth_dir: Path, echo: Callable[[str], Any]) -> dict[str, Any]:
@@ -560,9 +559,8 @@ def _pooled(syn_ds: Any, res_s: Any, built: Sequence[Any], *, human: Mapping[str
     res_p = run_bakeoff(pooled_ds, built, k=k, depth=depth, measures=measures, cache=cache, progress=progress,
                         ctx=ctx, latency_sample=0)
     res_p.dataset = {**res_p.dataset, "source": {"beir": str(truth_dir), "split": "pooled"}}
-    as_dict = res_p.to_dict()
-    _same_costs(human, as_dict)
-    figures = calibration_figures(human, as_dict, measures=measures, leak=leak, n_resamples=n_resamples, seed=seed,
+    pooled = _same_costs(human, res_p.stored())
+    figures = calibration_figures(human, pooled, measures=measures, leak=leak, n_resamples=n_resamples, seed=seed,
                                   alpha=alpha, leak_target=leak_target, target_source=target_source)
     counts = done.counts()
     added = [sum(1 for g in qrels[q].values() if g == POOLED_GRADE) for q in qrels]
@@ -574,7 +572,7 @@ def _pooled(syn_ds: Any, res_s: Any, built: Sequence[Any], *, human: Mapping[str
     record = {"depth": pool.depth, "judge": {k_: judge[k_] for k_ in ("llm", "prompt", "parameters", "counts",
                                                                         "grades", "usage", "seconds")},
               "grading": rule, "relevant_added_per_query": round(sum(added) / max(1, len(added)), 3),
-              "queries_with_added": sum(1 for a in added if a), "fingerprints": as_dict["dataset"]["fingerprints"],
+              "queries_with_added": sum(1 for a in added if a), "fingerprints": dict(pooled.fingerprints),
               **figures}
     return {"record": record, "results": res_p, "qrels": qrels,
             "assessment": {"schema": "bakeoff.assessment", "schema_version": 1, **judge, "merge_rule": rule,

@@ -31,11 +31,14 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .cache import Cache
 from .data.loaders import FieldMap
 from .truth.llm_spec import LLMSpec
+
+if TYPE_CHECKING:
+    from .runner.results import StoredResults
 
 __all__ = [
     "BIGGER_MODEL_HINT",
@@ -167,11 +170,11 @@ DEMO_ARMS: tuple[str, ...] = (
 
 @dataclass
 class DemoReport:
-    """What the demo measured: stage wall times (s), truth statistics, the results dict, the verdict."""
+    """What the demo measured: stage wall times (s), truth statistics, the results, the verdict."""
 
     stages: dict[str, float] = field(default_factory=dict)
     truth: dict[str, Any] = field(default_factory=dict)
-    results: dict[str, Any] = field(default_factory=dict)
+    results: StoredResults | None = None
     verdict: dict[str, Any] = field(default_factory=dict)
 
 
@@ -190,7 +193,7 @@ def separation_line(verdict: Mapping[str, Any], n_queries: int) -> str | None:
     return None
 
 
-def verdict_of(results: Mapping[str, Any], dataset: Any, runs: Mapping[str, Any]) -> dict[str, Any]:
+def verdict_of(results: StoredResults, dataset: Any, runs: Mapping[str, Any]) -> dict[str, Any]:
     """``bakeoff report``'s verdict of ``results`` (paired tests, Holm, the tie rule)."""
     from .report.model import build_report
     from .report.verdict import build_verdict
@@ -281,8 +284,8 @@ def run_demo(*, out: Path, corpus: Path | None = None, llm: LLMSpec | str = "loc
     results = run_bakeoff(dataset, built, k=10, depth=100, cache=cache, progress=progress)
     report.stages["arms"] = time.perf_counter() - t0
     results.dataset = {**results.dataset, "source": "bakeoff demo", "truth": str(out / "truth")}
-    as_dict = results.to_dict()
-    report.results = as_dict
+    stored = results.stored()
+    report.results = stored
     runs = {a.name: a.run for a in results.arms}
     echo(f"[3/4] arms: {', '.join(a.name for a in built)} ({report.stages['arms']:.1f} s)")
     echo("quality of this ground truth:")
@@ -297,8 +300,8 @@ def run_demo(*, out: Path, corpus: Path | None = None, llm: LLMSpec | str = "loc
     if llm.is_local and llm.model in ("", "qwen-coder-0.5b", "gemma-270m"):  # the small bundled models
         echo(BIGGER_MODEL_HINT)
     t0 = time.perf_counter()
-    print_table(as_dict)
-    report.verdict = verdict_of(as_dict, dataset, runs)
+    print_table(stored)
+    report.verdict = verdict_of(stored, dataset, runs)
     echo(f"[4/4] verdict ({report.verdict['measure']}, synthetic ground truth):")
     for line in report.verdict["lines"]:
         echo("  " + line)

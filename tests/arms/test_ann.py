@@ -89,7 +89,7 @@ def test_report_carries_ann_recall(cache: Any) -> None:
     assert "extra_metrics" not in d["arms"][0]
     from bakeoff.report.terminal import table_rows
 
-    header, rows = table_rows(d)
+    header, rows = table_rows(res.stored())
     assert "ann_recall@10" in header and rows[1][header.index("ann_recall@10")] == f"{rec:.4f}"
 
 

@@ -29,19 +29,19 @@ def test_run_flags_writes_results_and_runs(tmp_path):
     assert code == 0, stderr
     assert "NDCG@10" in stdout and "stem" in stdout
     res = read_results(out)
-    assert res["schema_version"] == 1 and [a["name"] for a in res["arms"]] == ["bm25", "stem", "tfidf"]
-    bm25 = res["arms"][0]
+    assert res.schema_version == 1 and res.arm_names == ["bm25", "stem", "tfidf"]
+    bm25 = res.arms[0]
     # q1 "alpha" -> d1 only; q2 "gamma" -> d2 (grade 2) only: every metric is 1 except precision
-    assert bm25["metrics"]["ndcg@10"] == 1.0 and bm25["metrics"]["mrr@10"] == 1.0
-    assert bm25["metrics"]["precision@10"] == pytest.approx(0.1)
-    assert bm25["per_query"]["recall@10"] == {"q1": 1.0, "q2": 1.0}
-    assert bm25["config"]["stemmer"] is None and res["arms"][1]["config"]["stemmer"] == "english"
-    assert (out / bm25["run_file"]).read_text().splitlines()[0].startswith("q1 Q0 d1 1 ")
-    assert res["dataset"]["fingerprints"]["corpus"] and res["dataset"]["source"]["beir"] == str(data)
+    assert bm25.metrics["ndcg@10"] == 1.0 and bm25.metrics["mrr@10"] == 1.0
+    assert bm25.metrics["precision@10"] == pytest.approx(0.1)
+    assert bm25.per_query["recall@10"] == {"q1": 1.0, "q2": 1.0}
+    assert bm25.config["stemmer"] is None and res.arms[1].config["stemmer"] == "english"
+    assert (out / str(bm25.run_file)).read_text().splitlines()[0].startswith("q1 Q0 d1 1 ")
+    assert res.fingerprints["corpus"] and res.source["beir"] == str(data)
     # second run: every arm comes from the cache
     code, stdout, _ = cli("run", "--beir", str(data), "--arm", "bm25", "--out", str(out), "--no-progress",
                           cache_dir=tmp_path / "c")
-    assert code == 0 and read_results(out)["arms"][0]["cached"] is True
+    assert code == 0 and read_results(out).arms[0].cached is True
 
 
 @pytest.mark.slow  # the command line in a subprocess or a served app
@@ -64,7 +64,7 @@ b = 0.5
     code, _stdout, stderr = cli("run", str(cfg), "--no-progress")
     assert code == 0, stderr
     res = read_results(tmp_path / "res")
-    assert res["k"] == 5 and res["arms"][0]["config"]["k1"] == 1.2 and "ndcg@5" in res["arms"][0]["metrics"]
+    assert res.k == 5 and res.arms[0].config["k1"] == 1.2 and "ndcg@5" in res.arms[0].metrics
 
 
 def test_eval_json_matches_run(tmp_path):

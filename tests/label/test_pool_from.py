@@ -105,11 +105,16 @@ def test_from_refuses_bad_input(tmp_path, tiny, results, capsys):
 
 def test_dataset_folder_of_a_demo_results_file(tmp_path):
     from bakeoff.label.pool import _dataset_folder
+    from bakeoff.runner.results import StoredResults
+
+    def results(dataset: dict) -> StoredResults:
+        return StoredResults.from_dict({"dataset": dataset, "k": 1, "measures": ["m"],
+                                        "arms": [{"name": "a", "metrics": {}, "per_query": {"m": {}}}]})
 
     (tmp_path / "truth").mkdir()
-    demo = {"dataset": {"source": "bakeoff demo", "truth": "/elsewhere/truth"}}  # as bakeoff demo writes it
+    demo = results({"source": "bakeoff demo", "truth": "/elsewhere/truth"})  # as bakeoff demo writes it
     assert _dataset_folder(demo, tmp_path / "results.json") == tmp_path / "truth"  # moved with its folder
-    assert _dataset_folder({"dataset": {"source": {"beir": "/data/x"}}}, tmp_path / "r.json") == Path("/data/x")
+    assert _dataset_folder(results({"source": {"beir": "/data/x"}}), tmp_path / "r.json") == Path("/data/x")
 
 
 def test_known_answers_mixed_in_and_compared(tmp_path, tiny, capsys):

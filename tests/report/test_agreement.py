@@ -15,6 +15,7 @@ import pytest
 
 from bakeoff.cli import main
 from bakeoff.report.agreement import kendall_tau, ranking_agreement
+from bakeoff.runner.results import StoredResults
 from tests.support.report_fixture import write_tiny_beir
 
 
@@ -35,13 +36,14 @@ def test_kendall_tau_golden_by_hand_and_vs_scipy() -> None:
         assert (math.isnan(got) and math.isnan(want)) or got == pytest.approx(want)
 
 
-def _results(means: list[float], n: int, *, spread: float, seed: int, prefix: str) -> dict:
+def _results(means: list[float], n: int, *, spread: float, seed: int, prefix: str) -> StoredResults:
     rng = np.random.default_rng(seed)
     arms = []
     for i, m in enumerate(means):
         vals = np.clip(m + spread * rng.standard_normal(n), 0, 1)
-        arms.append({"name": f"arm{i}", "per_query": {"ndcg@10": {f"{prefix}{q}": float(v) for q, v in enumerate(vals)}}})
-    return {"k": 10, "measures": ["ndcg@10"], "arms": arms, "dataset": {}}
+        arms.append({"name": f"arm{i}", "metrics": {"ndcg@10": float(np.mean(vals))},
+                     "per_query": {"ndcg@10": {f"{prefix}{q}": float(v) for q, v in enumerate(vals)}}})
+    return StoredResults.from_dict({"k": 10, "measures": ["ndcg@10"], "arms": arms, "dataset": {}})
 
 
 def test_agreement_verdicts_and_ci() -> None:
@@ -71,8 +73,8 @@ def test_agreement_verdicts_and_ci() -> None:
     # tau of the point estimate is scipy's on the arm means computed here
     from scipy.stats import kendalltau
 
-    ma = [np.mean(list(a["per_query"]["ndcg@10"].values())) for a in noisy_a["arms"]]
-    mb = [np.mean(list(a["per_query"]["ndcg@10"].values())) for a in noisy_b["arms"]]
+    ma = [np.mean(list(a.per_query["ndcg@10"].values())) for a in noisy_a.arms]
+    mb = [np.mean(list(a.per_query["ndcg@10"].values())) for a in noisy_b.arms]
     assert a1["tau"] == pytest.approx(kendalltau(ma, mb).statistic)
 
 

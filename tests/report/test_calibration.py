@@ -27,6 +27,7 @@ from bakeoff.report.calibration import (
 )
 from bakeoff.report.model import build_report
 from bakeoff.report.verdict import build_verdict
+from bakeoff.runner.results import StoredResults
 from bakeoff.stats import comparison
 
 ARMS = ["A", "B", "C", "D"]
@@ -224,8 +225,8 @@ def test_verdict_agreement_through_the_real_verdict():
     base = rng.uniform(0.2, 0.6, 60)
     h = np.column_stack([base + 0.3, base, base - 0.1])
     s = np.column_stack([base, base + 0.3, base - 0.1])
-    vh = build_verdict(build_report(_results(h, ["A", "B", "C"]), n_resamples=1000))
-    vs = build_verdict(build_report(_results(s, ["A", "B", "C"]), n_resamples=1000))
+    vh = build_verdict(build_report(StoredResults.from_dict(_results(h, ["A", "B", "C"])), n_resamples=1000))
+    vs = build_verdict(build_report(StoredResults.from_dict(_results(s, ["A", "B", "C"])), n_resamples=1000))
     out = verdict_agreement(vh, vs)
     assert (out["human_pick"], out["synthetic_pick"]) == ("A", "B")
     assert not out["same_pick"] and not out["same_best"] and not out["synthetic_pick_human_candidate"]

@@ -13,6 +13,7 @@ from scipy import stats
 from bakeoff.data.leak_bins import DEFAULT_LEAK_TARGET, JUDGED_LEAK_SHARES, leak_bin, normalise_shares
 from bakeoff.report.leak_match import MIN_ESS, leak_weights, queries_needed, weighted_sign_flip
 from bakeoff.report.model import build_report
+from bakeoff.runner.results import StoredResults
 
 M = "ndcg@10"
 
@@ -99,7 +100,7 @@ def _results(tmp_path, *, n_low: int, n_high: int, seed: int = 0):
 
 def test_verdict_decides_on_the_leak_matched_table(tmp_path) -> None:
     res = _results(tmp_path, n_low=30, n_high=70)
-    rep = build_report(res, n_resamples=2000)
+    rep = build_report(StoredResults.from_dict(res), n_resamples=2000)
     lm = rep["truth_quality"]["leak_matched"]
     assert lm["target_source"] == "test target"
     assert lm["ess"] == pytest.approx(100 ** 2 / (30 * (0.8 / 0.3) ** 2 + 70 * (0.2 / 0.7) ** 2))
@@ -115,7 +116,7 @@ def test_verdict_decides_on_the_leak_matched_table(tmp_path) -> None:
 
 
 def test_verdict_names_no_pick_when_the_effective_sample_is_too_small(tmp_path) -> None:
-    rep = build_report(_results(tmp_path, n_low=4, n_high=96), n_resamples=2000)
+    rep = build_report(StoredResults.from_dict(_results(tmp_path, n_low=4, n_high=96)), n_resamples=2000)
     lm = rep["truth_quality"]["leak_matched"]
     assert lm["ess"] < MIN_ESS
     v = rep["verdict"]
@@ -135,12 +136,12 @@ def test_no_pick_says_when_the_arms_differ_too_little_to_be_worth_separating(tmp
     den = {q: v + float(rng.normal(2e-5, 1e-3)) for q, v in lex.items()}
     res["arms"][1]["per_query"][M] = den
     res["arms"][1]["metrics"][M] = float(np.mean(list(den.values())))
-    rep = build_report(res, n_resamples=2000)
+    rep = build_report(StoredResults.from_dict(res), n_resamples=2000)
     need = rep["truth_quality"]["leak_matched"]["queries_needed"]
     assert need > MAX_QUERIES_NEEDED
     head = rep["verdict"]["headline"]
     assert f"differ so little on {M} that more than 10,000 queries" in head and str(need) not in head
-    small = build_report(_results(tmp_path, n_low=4, n_high=96), n_resamples=2000)
+    small = build_report(StoredResults.from_dict(_results(tmp_path, n_low=4, n_high=96)), n_resamples=2000)
     need_small = small["truth_quality"]["leak_matched"]["queries_needed"]
     assert need_small <= MAX_QUERIES_NEEDED and f"About {need_small} queries at this leak mix" in small["verdict"]["headline"]
 
@@ -153,7 +154,7 @@ def test_report_renders_the_leak_matched_table_in_the_terminal_and_html(tmp_path
     from bakeoff.report.html import _truth_quality_html
     from bakeoff.report.terminal import leak_matched_rows, print_truth_quality
 
-    rep = build_report(_results(tmp_path, n_low=30, n_high=70), n_resamples=500)
+    rep = build_report(StoredResults.from_dict(_results(tmp_path, n_low=30, n_high=70)), n_resamples=500)
     lm = rep["truth_quality"]["leak_matched"]
     header, rows = leak_matched_rows(lm)
     assert header[:4] == ["arm", "leak-matched", "95% CI", "unweighted"]

@@ -15,6 +15,7 @@ import pytest
 
 from bakeoff.report.model import build_report
 from bakeoff.report.verdict import TOLERANCE, build_verdict, fmt_p
+from bakeoff.runner.results import StoredResults
 
 M = "ndcg@10"
 RESAMPLES = 2000
@@ -41,7 +42,7 @@ def _results(*arms, n=None, label_kind=None):
 
 
 def _report(*arms, **kw):
-    return build_report(_results(*arms, **kw), n_resamples=RESAMPLES)
+    return build_report(StoredResults.from_dict(_results(*arms, **kw)), n_resamples=RESAMPLES)
 
 
 def _base(n=60, seed=1):
@@ -163,8 +164,8 @@ def test_broken_arm_is_left_out_and_named() -> None:
 def test_caveats() -> None:
     base = _base(n=20)
     twin = _tied(base)
-    rep = build_report(_results(_arm("a", base, p50=2.0), _arm("b", twin, p50=1.0), label_kind="citation"),
-                       n_resamples=RESAMPLES)
+    rep = build_report(StoredResults.from_dict(_results(_arm("a", base, p50=2.0), _arm("b", twin, p50=1.0),
+                                                        label_kind="citation")), n_resamples=RESAMPLES)
     caveats = rep["verdict"]["caveats"]
     assert caveats[0].startswith("Labels are citation-mined: only cited documents are known relevant")
     assert caveats[1] == "Only 20 queries: the tests have little power, and a tie here may hide a real difference."
@@ -271,7 +272,7 @@ def test_caveat_when_the_answerability_filter_used_an_arms_model(tmp_path) -> No
     bm25 = _arm("bm25", base - 0.3, p50=1.0)
     results = _results(dense, rrf, bm25)
     results["dataset"]["source"] = {"beir": str(tmp_path), "split": "test"}
-    rep = build_report(results, n_resamples=RESAMPLES)
+    rep = build_report(StoredResults.from_dict(results), n_resamples=RESAMPLES)
     assert rep["filter_bias"] == {"model": "sentence-transformers/all-MiniLM-L6-v2", "scorer": "bi-encoder",
                                   "arms": ["dense", "rrf"], "file": str(tmp_path / "provenance.json")}
     assert ("The queries were kept by the answerability score of sentence-transformers/all-MiniLM-L6-v2, the model "
@@ -281,5 +282,5 @@ def test_caveat_when_the_answerability_filter_used_an_arms_model(tmp_path) -> No
     # another scorer's weights (USE, as in the demo): nothing to say
     (tmp_path / "provenance.json").write_text(_json.dumps({"answerability": {"scorer": {
         "scorer": "bi-encoder", "model": "universal-sentence-encoder-multilingual-3", "weights": "w-use"}}}))
-    rep = build_report(results, n_resamples=RESAMPLES)
+    rep = build_report(StoredResults.from_dict(results), n_resamples=RESAMPLES)
     assert rep["filter_bias"] is None and not any("answerability" in c for c in rep["verdict"]["caveats"])

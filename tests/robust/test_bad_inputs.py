@@ -8,7 +8,7 @@ or key is covered without touching this file:
 * every arm type's options (:func:`bakeoff.arms.registry.options_schema`), in TOML ``[[arms]]`` and
   on the command line (``--arm``): wrong type, out of range, ``nan``/``inf``, unknown, missing;
 * pattern files (:class:`bakeoff.truth.patterns.PatternFile`) and ``results.json`` read back by
-  ``report`` (:class:`bakeoff.report.inputs.ResultsRecord`);
+  ``report`` (:class:`bakeoff.runner.results.StoredResults`, :func:`bakeoff.runner.results.read_results`);
 
 plus hand-written tables of command-line flags and broken data files. Each case runs the real
 command line (:func:`bakeoff.cli.main` in process; a sample also as ``python -m bakeoff``) on tiny
@@ -35,8 +35,8 @@ from pydantic import BaseModel
 
 from bakeoff.arms.registry import REFERENCE_OPTIONS, arm_types, options_schema
 from bakeoff.cli import main
-from bakeoff.report.inputs import ResultsRecord
 from bakeoff.runner.config import ConfigFile
+from bakeoff.runner.results import StoredArm, StoredResults
 from bakeoff.truth.patterns import PatternFile
 
 # --- tiny valid inputs ---------------------------------------------------------------------------
@@ -537,10 +537,12 @@ def _put(path: tuple[Any, ...], value: Any) -> Callable[[dict[str, Any]], None]:
     return mutate
 
 
-for model, at in ((ResultsRecord, ()), (ResultsRecord.model_fields["arms"].annotation.__args__[0], ("arms", 0))):
+#: Required in the schema but filled in from another key when absent (a file without ``depth``: ``k``).
+FILLED = {"depth"}
+for model, at in ((StoredResults, ()), (StoredArm, ("arms", 0))):
     for key, field in model.model_fields.items():
         path = (*at, key)
-        if field.is_required():
+        if field.is_required() and key not in FILLED:
             results_case(f"without-{'.'.join(map(str, path))}", _drop(path), "results.json", key)
         for label, value in bad_toml_values(field_kind(field), text_takes_numbers=False):
             if isinstance(value, float) and not math.isfinite(value):

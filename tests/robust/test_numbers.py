@@ -170,7 +170,7 @@ def test_results_json_numbers(tmp_path: Path, tok: str, where: str) -> None:
     assert isinstance(stored.schema_version, int) and 0 <= stored.schema_version <= SCHEMA_VERSION
     assert stored.k >= 1 and stored.depth >= 1 and stored.n_evaluated >= 0
     for arm in stored.arms:
-        for value in [*arm["metrics"].values(), *arm["timing"].values()]:
+        for value in [*arm.metrics.values(), *arm.timing.values()]:
             assert not isinstance(value, float) or not math.isinf(value)
             assert not isinstance(value, int) or abs(value) < 2**63
 

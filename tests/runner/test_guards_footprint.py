@@ -47,13 +47,13 @@ def test_ignore_identical_ids_through_the_cli(tmp_path: Path) -> None:
     keep, drop = read_results(tmp_path / "keep"), read_results(tmp_path / "drop")
     auto = read_results(tmp_path / "auto")
     assert auto.arms[0].per_query == drop.arms[0].per_query and auto.ignore_identical_ids
-    assert auto.dataset["identical_ids"] == {"removed": True, "how": "auto", "own_document_queries": 2}
-    assert keep.dataset["identical_ids"] == {"removed": False, "how": "option", "own_document_queries": 2}
+    assert auto.dataset.identical_ids == {"removed": True, "how": "auto", "own_document_queries": 2}
+    assert keep.dataset.identical_ids == {"removed": False, "how": "option", "own_document_queries": 2}
     # each query retrieves itself first, so its answer is second: MRR 1/2; without itself, 1
     assert keep.arms[0].per_query["mrr@10"] == {"q1": 0.5, "q2": 0.5}
     assert drop.arms[0].per_query["mrr@10"] == {"q1": 1.0, "q2": 1.0}
     assert drop.ignore_identical_ids and not keep.ignore_identical_ids
-    assert drop.arms[0]["identical_ids_removed"] == 2 and "identical_ids_removed" not in keep.arms[0]
+    assert drop.arms[0].identical_ids_removed == 2 and keep.arms[0].identical_ids_removed is None
     trec = (tmp_path / "drop" / drop.arms[0].run_file).read_text().split("\n")
     assert not any(line.split()[:3] in (["q1", "Q0", "q1"], ["q2", "Q0", "q2"]) for line in trec if line)
     # the TOML form
@@ -240,7 +240,7 @@ def test_judged_at_k_in_results_and_table(tmp_path) -> None:
         expected.append(sum(doc in qrels[qid] for doc in top) / min(2, len(run[qid])))
     assert 0 < sum(expected) < 2  # not trivially all or nothing
     assert arm["judged"] == {"k": 2, "mean": pytest.approx(sum(expected) / 2)}
-    header, rows = table_rows(d)
+    header, rows = table_rows(res.stored())
     col = header.index("Judged@2")
     assert rows[0][col] == f"{sum(expected) / 2:.3f}"
 

@@ -58,7 +58,7 @@ def test_latency_fields_sane_for_plain_and_composite_arms(tmp_path):
     d2 = res2.to_dict()
     assert all(a["cached"] for a in d2["arms"])
     assert [a["timing"]["latency"] for a in d2["arms"]] == [a["timing"]["latency"] for a in d["arms"]]
-    header, rows = table_rows(d2)
+    header, rows = table_rows(res2.stored())
     assert header[-6:] == ["p50 ms", "p95 ms", "$/1k q", "model MB", "mem MB", "cached"] and all(r[-1] == "yes" for r in rows)
 
 
@@ -111,7 +111,7 @@ def test_latency_sample_is_seeded_and_can_be_skipped():
     assert lat["n"] == len(ds.queries)  # capped at the number of queries
     res = run_bakeoff(ds, [arm], progress=False, latency_sample=0)
     assert "latency" not in res.arms[0].timing and res.arms[0].extra["cost"]["basis"] == "batch mean"
-    assert table_rows(res.to_dict())[1][0][-6].startswith("~")  # batch figure, marked
+    assert table_rows(res.stored())[1][0][-6].startswith("~")  # batch figure, marked
 
 
 @pytest.mark.slow  # a real model
@@ -156,10 +156,10 @@ def test_cli_rate_latency_flags_and_fused_arms(tmp_path):
     assert code == 0, stderr
     assert "p50 ms" in stdout and "$/1k q" in stdout
     res = read_results(out)
-    h = next(a for a in res["arms"] if a["name"] == "h")
-    assert h["type"] == "rrf" and h["config"] == {"k_rrf": 10.0, "depth": 100}
-    assert h["cost"]["hourly_rate_usd"] == 7.2 and h["timing"]["latency"]["n"] == 2
-    assert json.dumps(res)  # plain JSON
+    h = res.arm("h")
+    assert h.type == "rrf" and h.config == {"k_rrf": 10.0, "depth": 100}
+    assert h.cost is not None and h.cost["hourly_rate_usd"] == 7.2 and h.timing["latency"]["n"] == 2
+    assert json.dumps(res.to_dict())  # plain JSON
     code, _, stderr = cli("run", "--beir", str(data), "--arm", "bm25", "--arm", "h=rrf:arms=bm25",
                           "--no-progress", cache_dir=tmp_path / "c")
     assert code == 2 and "at least two arms" in stderr and len(stderr.strip().splitlines()) == 1
@@ -192,6 +192,6 @@ depth = 20
     code, _, stderr = cli("run", str(tmp_path / "bake.toml"), "--no-progress")
     assert code == 0, stderr
     res = read_results(tmp_path / "res")
-    hyb = res["arms"][2]
-    assert hyb["config"]["depth"] == 20 and hyb["cost"]["hourly_rate_usd"] == 0.5
-    assert hyb["timing"]["latency"]["n"] == 1
+    hyb = res.arms[2]
+    assert hyb.config["depth"] == 20 and hyb.cost is not None and hyb.cost["hourly_rate_usd"] == 0.5
+    assert hyb.timing["latency"]["n"] == 1

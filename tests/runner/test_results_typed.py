@@ -1,4 +1,5 @@
-"""results.json typed both ways: Results written, StoredResults read back, the file format unchanged."""
+"""results.json typed both ways: Results written, StoredResults read back (or made in memory), the file format
+unchanged."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 from bakeoff.arms.fusion import RRFArm
 from bakeoff.arms.lexical import BM25Arm, TfidfArm
 from bakeoff.errors import InputError
-from bakeoff.runner.results import StoredArm, StoredResults, read_results
+from bakeoff.runner.results import StoredArm, StoredResults, read_results, safe_filename
 from bakeoff.runner.run import run_bakeoff
 from tests.runner.test_run_policy import _dataset
 
@@ -23,8 +24,11 @@ def test_written_then_read_is_the_same_json_with_typed_accessors(tmp_path: Path)
     raw = json.loads(path.read_text())
     stored = read_results(tmp_path / "out")
     assert isinstance(stored, StoredResults) and all(isinstance(a, StoredArm) for a in stored.arms)
-    assert stored == raw and json.loads(json.dumps(stored)) == raw and stored.to_dict() == raw
+    assert stored.to_dict() == raw and json.dumps(stored.to_dict()) == json.dumps(raw)  # keys in the file's order
     assert type(stored.to_dict()) is dict and type(stored.to_dict()["arms"][0]) is dict
+    # in memory: the same content as the file (but the time it was made)
+    run_files = {a.name: f"runs/{safe_filename(a.name)}.trec" for a in res.arms}
+    assert {**res.stored(run_files=run_files).to_dict(), "created": None} == {**raw, "created": None}
     # the typed view reads the same values as the Results object that wrote them
     assert (stored.k, stored.depth, stored.measures) == (res.k, res.depth, tuple(res.measures))
     assert stored.n_evaluated == 2 and stored.query_ids == ["q1", "q2"] and stored.label_kind == "judged"
@@ -50,7 +54,28 @@ def test_a_minimal_schema_1_file_reads(tmp_path: Path):
     s = read_results(tmp_path)
     a = s.arms[0]
     assert (a.cost, a.run_file, a.children, a.fine_tuned, a.extra_metrics) == (None, None, (), None, {})
+    assert (a.empty, a.judged, a.footprint, a.broken) == (None, None, None, False)
     assert s.source == {} and s.fingerprints == {} and s.query_ids == ["q"] and s.to_dict() == old
+    assert s.averaging == "bakeoff" and s.relevance_level == 1 and s.schema_version == 1
+    del old["depth"]  # older still: the depth is k
+    (tmp_path / "results.json").write_text(json.dumps(old))
+    s = read_results(tmp_path)
+    assert s.depth == s.k == 10 and s.to_dict() == old
+
+
+def test_frozen_and_unknown_keys_kept(tmp_path: Path):
+    """The model is frozen; keys this bakeoff does not know are kept (readers ignore them) and written back."""
+    obj = {"schema": "bakeoff.results", "schema_version": 1, "dataset": {"name": "x", "later": [1]}, "k": 5,
+           "measures": ["ndcg@5"], "future": {"a": 1},
+           "arms": [{"name": "a", "metrics": {"ndcg@5": None}, "per_query": {"ndcg@5": {"q": float("nan")}},
+                     "novel": True}]}
+    s = StoredResults.from_dict(obj)
+    assert s.to_dict()["future"] == {"a": 1} and s.dataset.to_dict()["later"] == [1]
+    assert s.arms[0].to_dict()["novel"] is True and s.arms[0].metrics == {"ndcg@5": None}
+    with pytest.raises(ValueError):
+        s.k = 3
+    other = s.with_arms([s.arms[0].model_copy(update={"name": "b"})])
+    assert other.arm_names == ["b"] and s.arm_names == ["a"] and list(other.to_dict()) == list(obj)
 
 
 @pytest.mark.parametrize("body,field", [('[1, 2]', "schema"), ('{"schema": "other"}', "schema"),

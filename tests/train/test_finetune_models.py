@@ -124,8 +124,10 @@ def test_fine_tuned_arms_in_bakeoff_run(tiny: Path, embedder_pair: tuple[Path, P
     assert rc == 0
     res = json.loads((tmp_path / "res" / "results.json").read_text())
     from bakeoff.report.terminal import table_rows
+    from bakeoff.runner.results import read_results
 
-    assert [r[0] for r in table_rows(res)[1]] == ["bm25", "ft (trained on tiny:train)", "base"]
+    assert [r[0] for r in table_rows(read_results(tmp_path / "res"))[1]] == ["bm25", "ft (trained on tiny:train)",
+                                                                             "base"]
     arms = {x["name"]: x for x in res["arms"]}
     assert arms["ft"]["fine_tuned"]["trained_on"] == "tiny:train"
     assert arms["ft"]["fine_tuned"]["kind"] == "embedder" and arms["ft"]["fine_tuned"]["split"] == "train"

@@ -110,8 +110,7 @@ def test_runner_measures_and_table(mined_dir):
     ds, masks = load_mined(mined_dir)
     res = run_bakeoff(ds, [BM25Arm(stemmer="spanish")], k=5, progress=False, mask=masks)
     assert res.measures == ["recall@5", "mrr@5", "recall@100"]
-    d = res.to_dict()
-    header, rows = table_rows(d)
+    header, rows = table_rows(res.stored())
     assert header[1:3] == ["Recall@5 (lower bound)", "MRR@5 (lower bound)"]
     means = res.arms[0].evaluation.means
     assert rows[0][:3] == ["bm25", f"{means['recall@5']:.4f}", f"{means['mrr@5']:.4f}"]

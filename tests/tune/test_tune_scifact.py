@@ -87,7 +87,7 @@ def test_bm25_on_train_matches_an_independent_sweep(tmp_path, scifact_path):
     assert 0.0 < r["p_perm"] <= 1.0 and r["significant"] == (r["p_perm"] < 0.05)
     # results.json renders like any bake-off and carries the sweep
     res = read_results(tmp_path / "out")
-    assert [a.name for a in res.arms] == ["bm25", "bm25-tuned"] and res["tune"]["chosen"] == t["chosen"]
+    assert [a.name for a in res.arms] == ["bm25", "bm25-tuned"] and res.tune is not None and res.tune["chosen"] == t["chosen"]
     assert json.loads((tmp_path / "out" / "tune.json").read_text())["trials"] == t["trials"]
     # re-sweep: every trial comes from the cache, same numbers
     again = run_tune(tmp_path, cache, beir=scifact_path, params=params, dev="train", drop_leaks=True, out=None)

@@ -116,7 +116,7 @@ def run(
                          latency_seed=latency_seed, chunk=chunk, aggregate=aggregate,
                          ignore_identical_ids=ignore_identical_ids, max_empty_share=max_empty_share,
                          averaging=averaging, relevance_level=relevance_level)
-    table = results.to_dict()
+    table = results.stored()
     gate = check_floors(table, floors) if floors else None  # a bad floor exits 2 before anything is written
     written = write_staged(out_dir, results.write) if out_dir is not None else None  # before stdout: `| head` may end it
     print_table(table)

@@ -26,7 +26,6 @@ into the pool as check items. ``label agreement`` compares each annotator with t
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +40,7 @@ from ..errors import InputError
 if TYPE_CHECKING:
     from ..arms.base import Arm
     from ..runner.context import Context
+    from ..runner.results import StoredResults
 
 __all__ = ["PooledDoc", "ResultsPool", "pool_from_results", "pool_queries", "ranked_pool", "read_holes", "shuffle_seed",
            "shuffled", "with_gold"]
@@ -148,6 +148,7 @@ def pool_from_results(source: Path, *, depth: int, seed: int, dataset: Path | No
     one recorded in ``results.json`` (its folder beside a holes file), unless ``dataset``."""
     from ..data.datasets import DatasetSpec, open_dataset
     from ..runner.reopen import load_dataset, load_runs, results_path
+    from ..runner.results import read_results
 
     holes_file = source if source.is_file() and source.suffix == ".tsv" else None
     folder = source.parent if holes_file is not None else source
@@ -159,7 +160,7 @@ def pool_from_results(source: Path, *, depth: int, seed: int, dataset: Path | No
             raise InputError("no results.json beside this holes file (bakeoff report --out elsewhere?); give the "
                              "dataset folder as the first argument", path=holes_file)
         res_path = results_path(folder)
-        results = json.loads(res_path.read_text(encoding="utf-8"))
+        results = read_results(res_path)
         ds = load_dataset(results, path=res_path, data=dataset)
         recorded = _dataset_folder(results, res_path) if dataset is None else dataset
     if holes_file is not None:
@@ -189,14 +190,12 @@ def pool_from_results(source: Path, *, depth: int, seed: int, dataset: Path | No
     return ResultsPool(recorded, pools, {**info, "results": str(res_path.resolve())})
 
 
-def _dataset_folder(results: Mapping[str, Any], path: Path) -> Path:
-    ds = results.get("dataset") or {}
-    source = ds.get("source")
-    src: Mapping[str, Any] = source if isinstance(source, Mapping) else {}  # bakeoff demo: "bakeoff demo"
+def _dataset_folder(results: StoredResults, path: Path) -> Path:
+    src = results.source  # bakeoff demo records a label, no specification
     if src.get("beir"):
         return Path(str(src["beir"]))
-    if ds.get("truth"):  # bakeoff demo: the BEIR folder of its generated truth
-        truth = Path(str(ds["truth"]))
+    if results.dataset.truth:  # bakeoff demo: the BEIR folder of its generated truth
+        truth = Path(results.dataset.truth)
         return truth if truth.exists() or not (path.parent / "truth").is_dir() else path.parent / "truth"
     raise InputError("results.json records no BEIR folder; give the dataset folder as the first argument",
                      path=path, field="dataset.source")

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
+from ..runner.results import StoredResults
 from ..stats import derive_rng
 
 __all__ = ["is_synthetic", "kendall_tau", "ranking_agreement"]
@@ -46,14 +47,11 @@ def kendall_tau(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray
         return float(kendalltau(np.asarray(x, dtype=float), np.asarray(y, dtype=float)).statistic)
 
 
-def is_synthetic(results: Mapping[str, Any]) -> bool:
+def is_synthetic(results: StoredResults) -> bool:
     """True when the results were computed on generated queries (see the module docstring)."""
-    ds = results.get("dataset") or {}
-    if ds.get("truth"):
+    if results.dataset.truth:
         return True
-    src = ds.get("source")
-    if not isinstance(src, Mapping):
-        return False
+    src = results.source
     for key in ("beir", "queries"):
         if src.get(key):
             p = Path(str(src[key]))
@@ -68,26 +66,26 @@ def is_synthetic(results: Mapping[str, Any]) -> bool:
     return False
 
 
-def _matrix(results: Mapping[str, Any], arms: Sequence[str], measure: str) -> np.ndarray:
-    by = {a["name"]: a for a in results["arms"]}
-    qids = list(by[arms[0]]["per_query"][measure])
-    return np.array([[by[a]["per_query"][measure][q] for a in arms] for q in qids], dtype=float)
+def _matrix(results: StoredResults, arms: Sequence[str], measure: str) -> np.ndarray:
+    by = {a.name: a.per_query[measure] for a in results.arms}
+    qids = list(by[arms[0]])
+    return np.array([[by[a][q] for a in arms] for q in qids], dtype=float)
 
 
-def ranking_agreement(first: Mapping[str, Any], second: Mapping[str, Any], *, labels: Sequence[str],
+def ranking_agreement(first: StoredResults, second: StoredResults, *, labels: Sequence[str],
                       paths: Sequence[Path] = (Path("A"), Path("B")), measure: str | None = None,
                       n_resamples: int = 2000, confidence: float = 0.95, seed: int = 0) -> dict[str, Any]:
     """The agreement of two result sets' arm orderings (see the module docstring)."""
-    names_b = {a["name"] for a in second["arms"]}
-    arms = [a["name"] for a in first["arms"] if a["name"] in names_b]
+    names_b = set(second.arm_names)
+    arms = [a for a in first.arm_names if a in names_b]
     if len(arms) < 2:
         raise InputError(f"the two result sets share {len(arms)} arm name(s); ranking agreement needs at least 2",
                          path=paths[1], field="arms")
     if measure is None:
-        k = first["k"]
-        measure = f"ndcg@{k}" if f"ndcg@{k}" in first["measures"] else first["measures"][0]
+        k = first.k
+        measure = f"ndcg@{k}" if f"ndcg@{k}" in first.measures else first.measures[0]
     for res, p in ((first, paths[0]), (second, paths[1])):
-        if measure not in res["measures"]:
+        if measure not in res.measures:
             raise InputError(f"no {measure} in this result set", path=p, field="measures")
     ma, mb = _matrix(first, arms, measure), _matrix(second, arms, measure)
     if ma.shape[0] == 0 or mb.shape[0] == 0:

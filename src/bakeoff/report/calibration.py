@@ -45,11 +45,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from ..stats import PairStat
+
+if TYPE_CHECKING:
+    from ..runner.results import StoredResults
 
 __all__ = [
     "bias_by_bucket",
@@ -382,15 +385,15 @@ def generator_identity(provenance: Mapping[str, Any]) -> dict[str, Any]:
     return ident
 
 
-def _matrix(results: Mapping[str, Any], arms: Sequence[str], measure: str) -> tuple[list[str], np.ndarray]:
-    by = {a["name"]: a for a in results["arms"]}
-    qids = list(by[arms[0]]["per_query"][measure])
-    return qids, np.array([[by[a]["per_query"][measure][q] for a in arms] for q in qids], dtype=float)
+def _matrix(results: StoredResults, arms: Sequence[str], measure: str) -> tuple[list[str], np.ndarray]:
+    by = {a.name: a.per_query for a in results.arms}
+    qids = list(by[arms[0]][measure])
+    return qids, np.array([[by[a][measure][q] for a in arms] for q in qids], dtype=float)
 
 
 def calibration_figures(
-    human: Mapping[str, Any],
-    synthetic: Mapping[str, Any],
+    human: StoredResults,
+    synthetic: StoredResults,
     *,
     measures: Sequence[str],
     leak: Mapping[str, float] | None = None,
@@ -400,7 +403,7 @@ def calibration_figures(
     seed: int = 0,
     alpha: float = 0.05,
 ) -> dict[str, Any]:
-    """Every figure of a calibration from two ``results.json`` dicts of the same arms (module docstring).
+    """Every figure of a calibration from two results sets of the same arms (module docstring).
 
     With ``leak``, the synthetic side is also read **leak-matched** (:mod:`bakeoff.report.leak_match`,
     target ``leak_target``, default :data:`~bakeoff.data.leak_bins.DEFAULT_LEAK_TARGET`): each measure gets
@@ -419,8 +422,8 @@ def calibration_figures(
     from ..stats import derive_rng
     from .model import build_report
 
-    arms = [a["name"] for a in human["arms"]]
-    if sorted(arms) != sorted(a["name"] for a in synthetic["arms"]):
+    arms = human.arm_names
+    if sorted(arms) != sorted(synthetic.arm_names):
         raise ValueError("the human and synthetic results hold different arms")
     from ..data.leak_bins import DEFAULT_LEAK_TARGET
     from .leak_match import leak_weights
@@ -596,20 +599,18 @@ def calibration_text(record: Mapping[str, Any]) -> str:
 RECORDS_DIR = "calibrations"
 
 
-def run_provenance(results: Mapping[str, Any]) -> dict[str, Any] | None:
+def run_provenance(results: StoredResults) -> dict[str, Any] | None:
     """The ``provenance.json`` of ``bakeoff generate`` behind a results set's queries, or None (human
     queries, or a truth folder that moved)."""
     import json
     from pathlib import Path
 
-    ds = results.get("dataset") or {}
-    src = ds.get("source")
-    folders = [Path(str(ds["truth"]))] if ds.get("truth") else []
-    if isinstance(src, Mapping):
-        for key in ("beir", "queries", "qrels"):
-            if src.get(key):
-                p = Path(str(src[key]))
-                folders += [p if p.is_dir() else p.parent, p.parent.parent]
+    src = results.source
+    folders = [Path(results.dataset.truth)] if results.dataset.truth else []
+    for key in ("beir", "queries", "qrels"):
+        if src.get(key):
+            p = Path(str(src[key]))
+            folders += [p if p.is_dir() else p.parent, p.parent.parent]
     for folder in folders:
         try:
             obj = json.loads((folder / "provenance.json").read_text(encoding="utf-8"))
@@ -659,7 +660,7 @@ def _candidates(folders: Sequence[Any], key: str) -> list[Any]:
     return out
 
 
-def lookup_calibration(results: Mapping[str, Any], *, explicit: Any = None,
+def lookup_calibration(results: StoredResults, *, explicit: Any = None,
                        folders: Sequence[Any] = ()) -> dict[str, Any] | None:
     """The calibration section of a report on ``results``: None when its queries are not synthetic
     (no ``provenance.json`` of ``bakeoff generate`` found).

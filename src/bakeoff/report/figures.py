@@ -24,6 +24,7 @@ from typing import Any
 from ..data.model import Qrels, Run
 from ..errors import MissingDependencyError
 from ..metrics import RECALL_LEVELS, pr_curve
+from ..runner.results import StoredResults
 
 __all__ = ["FORMATS", "figure_pair", "pr_curves", "pr_figure", "topic_diffs", "topic_figure", "write_figures"]
 
@@ -144,7 +145,7 @@ def _save(fig: Any, base: Path, formats: Sequence[str]) -> tuple[list[str], str]
     return written, svg
 
 
-def write_figures(folder: Path, report: Mapping[str, Any], *, results: Mapping[str, Any],
+def write_figures(folder: Path, report: Mapping[str, Any], *, results: StoredResults,
                   runs: Mapping[str, Run] | None, qrels: Qrels | None, query_ids: Sequence[str],
                   formats: Sequence[str] = FORMATS) -> tuple[list[str], dict[str, str]]:
     """Write the P-R curves (when the runs and judgments are at hand) and the per-topic differences
@@ -165,7 +166,7 @@ def write_figures(folder: Path, report: Mapping[str, Any], *, results: Mapping[s
     pair = figure_pair(report)
     if pair is not None:
         m = (report.get("verdict") or {}).get("measure") or report["primary"]
-        per_query = {a["name"]: a["per_query"] for a in results["arms"]}
+        per_query = {a.name: a.per_query for a in results.arms}
         if all(m in per_query.get(x, {}) for x in pair):
             diffs = topic_diffs(per_query, pair[0], pair[1], m, query_ids)
             fig = topic_figure(diffs)

@@ -24,15 +24,15 @@ unknown arm -- is an :class:`~bakeoff.errors.InputError` / :class:`~bakeoff.erro
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from ..errors import ConfigError, InputError
 from ..metrics import parse_measure
+from ..runner.results import StoredArm, StoredResults
 from ..stats import DEFAULT_RESAMPLES, bootstrap_ci, derive_rng, holm, paired_tests
 
 __all__ = [
@@ -87,38 +87,37 @@ def _canon(measure: str, *, where: str) -> str:
         raise ConfigError(f"{where}: {exc}") from None
 
 
-def _qids(results: Mapping[str, Any], measure: str) -> list[str]:
-    arms = results.get("arms") or []
-    return list(arms[0]["per_query"].get(measure, {})) if arms else []
+def _qids(results: StoredResults, measure: str) -> list[str]:
+    return list(results.arms[0].per_query.get(measure, {})) if results.arms else []
 
 
-def check_comparable(base: Mapping[str, Any], new: Mapping[str, Any], *, paths: Sequence[Path],
+def check_comparable(base: StoredResults, new: StoredResults, *, paths: Sequence[Path],
                      measures: Sequence[str]) -> None:
     """InputError (one line, naming NEW's file and field) unless BASE and NEW were computed on the
     same dataset, split, corpus, queries, judgments and identical-id handling, and both hold every
     measure in ``measures``."""
-    db, dn = base.get("dataset") or {}, new.get("dataset") or {}
+    db, dn = base.dataset, new.dataset
     for key in ("name", "split"):
-        if db.get(key) != dn.get(key):
-            raise InputError(f"BASE and NEW are on different datasets: BASE {key} {db.get(key)!r}, NEW "
-                             f"{dn.get(key)!r}; a gate compares the same queries", path=paths[1],
+        if getattr(db, key) != getattr(dn, key):
+            raise InputError(f"BASE and NEW are on different datasets: BASE {key} {getattr(db, key)!r}, NEW "
+                             f"{getattr(dn, key)!r}; a gate compares the same queries", path=paths[1],
                              field=f"dataset.{key}")
-    fb, fn = db.get("fingerprints") or {}, dn.get("fingerprints") or {}
+    fb, fn = base.fingerprints, new.fingerprints
     for key in ("corpus", "queries", "qrels"):
         if fb.get(key) != fn.get(key):
             raise InputError(f"BASE and NEW are on different data: their {key} fingerprints differ", path=paths[1],
                              field=f"dataset.fingerprints.{key}")
-    if bool(db.get("ignore_identical_ids")) != bool(dn.get("ignore_identical_ids")):
+    if base.ignore_identical_ids != new.ignore_identical_ids:
         raise InputError("BASE and NEW differ in --ignore-identical-ids; rerun one of them", path=paths[1],
                          field="dataset.ignore_identical_ids")
-    for key, default in (("averaging", "bakeoff"), ("relevance_level", 1)):
-        if base.get(key, default) != new.get(key, default):
-            raise InputError(f"BASE and NEW differ in --{key.replace('_', '-')} ({base.get(key, default)!r} vs "
-                             f"{new.get(key, default)!r}); rerun one of them", path=paths[1], field=key)
+    for key in ("averaging", "relevance_level"):
+        if getattr(base, key) != getattr(new, key):
+            raise InputError(f"BASE and NEW differ in --{key.replace('_', '-')} ({getattr(base, key)!r} vs "
+                             f"{getattr(new, key)!r}); rerun one of them", path=paths[1], field=key)
     for m in measures:
         for res, label, path in ((base, "BASE", paths[0]), (new, "NEW", paths[1])):
-            if m not in (res.get("measures") or []):
-                raise InputError(f"{label} has no {m} (it computed {', '.join(res.get('measures') or [])})",
+            if m not in res.measures:
+                raise InputError(f"{label} has no {m} (it computed {', '.join(res.measures)})",
                                  path=path, field="measures")
         qb, qn = set(_qids(base, m)), set(_qids(new, m))
         if qb != qn:
@@ -126,10 +125,9 @@ def check_comparable(base: Mapping[str, Any], new: Mapping[str, Any], *, paths: 
                              f"{len(qb ^ qn)} differ)", path=paths[1], field="arms.per_query")
 
 
-def pair_arms(base: Mapping[str, Any], new: Mapping[str, Any], *, paths: Sequence[Path]) -> list[tuple[str, str]]:
+def pair_arms(base: StoredResults, new: StoredResults, *, paths: Sequence[Path]) -> list[tuple[str, str]]:
     """``(base arm, new arm)`` pairs: arms with the same name, else the only arm of each set."""
-    nb = [a["name"] for a in base.get("arms") or []]
-    nn = [a["name"] for a in new.get("arms") or []]
+    nb, nn = base.arm_names, new.arm_names
     common = [n for n in nb if n in set(nn)]
     if common:
         return [(n, n) for n in common]
@@ -140,12 +138,8 @@ def pair_arms(base: Mapping[str, Any], new: Mapping[str, Any], *, paths: Sequenc
                      field="arms")
 
 
-def _arm(results: Mapping[str, Any], name: str) -> Mapping[str, Any]:
-    return next(a for a in results["arms"] if a["name"] == name)
-
-
-def _empty_txt(arm: Mapping[str, Any]) -> str:
-    e = arm.get("empty") or {}
+def _empty_txt(arm: StoredArm) -> str:
+    e = arm.empty or {}
     return f"empty ranking for {e.get('queries')} of {e.get('n')} queries ({float(e.get('share') or 0):.0%})"
 
 
@@ -156,8 +150,8 @@ def _p(p: float | None) -> str:
 
 
 def fail_if_worse(
-    base: Mapping[str, Any],
-    new: Mapping[str, Any],
+    base: StoredResults,
+    new: StoredResults,
     *,
     measures: Sequence[str],
     paths: Sequence[Path],
@@ -180,25 +174,25 @@ def fail_if_worse(
     ms = [_canon(m, where="--fail-if-worse") for m in measures]
     check_comparable(base, new, paths=paths, measures=ms)
     pairs = pair_arms(base, new, paths=paths)
-    clash = {a["name"] for a in base["arms"]} & {a["name"] for a in new["arms"]}
+    clash = set(base.arm_names) & set(new.arm_names)
     merged = ({n: f"{labels[0]}/{n}" for n in clash}, {n: f"{labels[1]}/{n}" for n in clash})
     out = GateResult()
     for m in ms:
         qids = _qids(base, m)
         tested: list[tuple[str, str, np.ndarray, np.ndarray, float]] = []
         for b, n in pairs:
-            ab, an = _arm(base, b), _arm(new, n)
-            mb, mn = (ab.get("metrics") or {}).get(m), (an.get("metrics") or {}).get(m)
-            if (an.get("empty") or {}).get("broken"):
+            ab, an = base.arm(b), new.arm(n)
+            mb, mn = ab.metrics.get(m), an.metrics.get(m)
+            if an.broken:
                 out.checks.append(GateCheck(m, b, n, mb, mn, failed=True,
                                             line=f"FAIL {m}: NEW arm {n} is broken ({_empty_txt(an)})"))
                 continue
-            if (ab.get("empty") or {}).get("broken"):
+            if ab.broken:
                 out.checks.append(GateCheck(m, b, n, mb, mn, line=f"ok   {m}: BASE arm {b} is broken "
                                             f"({_empty_txt(ab)}); NEW {n} not tested against it"))
                 continue
-            xb = np.array([ab["per_query"][m][q] for q in qids], dtype=float)
-            xn = np.array([an["per_query"][m][q] for q in qids], dtype=float)
+            xb = np.array([ab.per_query[m][q] for q in qids], dtype=float)
+            xn = np.array([an.per_query[m][q] for q in qids], dtype=float)
             kb, kn = merged[0].get(b, b), merged[1].get(n, n)
             t = paired_tests(xb, xn, rng=derive_rng(seed, "perm", m, kb, kn), n_resamples=n_resamples)
             tested.append((b, n, xb, xn, t["p_perm"]))
@@ -238,41 +232,41 @@ def parse_floor(spec: str) -> tuple[str | None, str, float]:
     return (arm.strip() if colon else None), _canon(measure.strip(), where=f"--fail-under {spec!r}"), floor
 
 
-def fail_under(results: Mapping[str, Any], floors: Sequence[tuple[str | None, str, float]]) -> GateResult:
+def fail_under(results: StoredResults, floors: Sequence[tuple[str | None, str, float]]) -> GateResult:
     """The ``--fail-under`` gate: each floor against each arm it names (see the module docstring).
 
     A floor on a measure the run did not compute, or on an unknown arm, is a ConfigError.
     """
     out = GateResult()
-    names = [a["name"] for a in results["arms"]]
+    names = results.arm_names
     for arm_name, m, floor in floors:
-        if m not in (results.get("measures") or []):
+        if m not in results.measures:
             raise ConfigError(f"--fail-under {m}: the run did not compute {m} (it computed "
-                              f"{', '.join(results.get('measures') or [])}); add --measure {m}")
+                              f"{', '.join(results.measures)}); add --measure {m}")
         if arm_name is not None and arm_name not in names:
             raise ConfigError(f"--fail-under {arm_name}:{m}: no arm named {arm_name!r} (arms: {', '.join(names)})")
-        for a in results["arms"]:
-            if arm_name is not None and a["name"] != arm_name:
+        for a in results.arms:
+            if arm_name is not None and a.name != arm_name:
                 continue
-            mean = (a.get("metrics") or {}).get(m)
-            if (a.get("empty") or {}).get("broken"):
-                out.checks.append(GateCheck(m, None, a["name"], None, mean, failed=True,
-                                            line=f"FAIL {m} {a['name']}: broken ({_empty_txt(a)})"))
+            mean = a.metrics.get(m)
+            if a.broken:
+                out.checks.append(GateCheck(m, None, a.name, None, mean, failed=True,
+                                            line=f"FAIL {m} {a.name}: broken ({_empty_txt(a)})"))
             elif mean is None or mean < floor:
                 shown = "n/a" if mean is None else f"{mean:.4f}"
-                out.checks.append(GateCheck(m, None, a["name"], None, mean, failed=True,
-                                            line=f"FAIL {m} {a['name']}: {shown} < {floor}"))
+                out.checks.append(GateCheck(m, None, a.name, None, mean, failed=True,
+                                            line=f"FAIL {m} {a.name}: {shown} < {floor}"))
             else:
-                out.checks.append(GateCheck(m, None, a["name"], None, mean,
-                                            line=f"ok   {m} {a['name']}: {mean:.4f} >= {floor}"))
+                out.checks.append(GateCheck(m, None, a.name, None, mean,
+                                            line=f"ok   {m} {a.name}: {mean:.4f} >= {floor}"))
     return out
 
 
 def gate_files(base: str | Path, new: str | Path, *, measures: Sequence[str], alpha: float = 0.05,
                margin: float = 0.0, n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> GateResult:
     """:func:`fail_if_worse` on two ``results.json`` files (or their folders)."""
+    from ..runner.reopen import results_path
     from ..runner.results import read_results
-    from .inputs import results_path
 
     pb, pn = results_path(base), results_path(new)
     la, lb = pb.parent.name or "A", pn.parent.name or "B"  # as bakeoff.report.write.compare_results labels them

@@ -62,6 +62,7 @@ from typing import Any
 
 from .. import diagnose as dg
 from ..data.model import Dataset, Run
+from ..runner.results import StoredArm, StoredResults
 from ..stats import DEFAULT_RESAMPLES, comparison
 from ..versions import bakeoff_version
 
@@ -72,18 +73,17 @@ log = logging.getLogger("bakeoff")
 REPORT_SCHEMA_VERSION = 1
 
 
-def primary_measure(results: Mapping[str, Any]) -> str:
+def primary_measure(results: StoredResults) -> str:
     """``ndcg@k`` when computed, else the first measure."""
-    measures = list(results["measures"])
-    want = f"ndcg@{results['k']}"
-    return want if want in measures else measures[0]
+    want = f"ndcg@{results.k}"
+    return want if want in results.measures else results.measures[0]
 
 
-def _children(arm: Mapping[str, Any]) -> list[str]:
+def _children(arm: StoredArm) -> list[str]:
     """Names of the arms an arm is built from: ``children`` in results.json, else config ``base``/``arms``."""
-    if arm.get("children"):
-        return [str(c) for c in arm["children"]]
-    cfg = arm.get("config") or {}
+    if arm.children:
+        return list(arm.children)
+    cfg = arm.config
     out: list[str] = []
     base = cfg.get("base")
     if isinstance(base, str):
@@ -98,25 +98,25 @@ def _children(arm: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def composite_pairs(results: Mapping[str, Any]) -> list[tuple[str, str]]:
+def composite_pairs(results: StoredResults) -> list[tuple[str, str]]:
     """``(child, composite)`` pairs among the reported arms (an arm and its reranked/fused version)."""
-    names = {a["name"] for a in results["arms"]}
+    names = set(results.arm_names)
     pairs = []
-    for a in results["arms"]:
+    for a in results.arms:
         for c in _children(a):
-            if c in names and c != a["name"]:
-                pairs.append((c, a["name"]))
+            if c in names and c != a.name:
+                pairs.append((c, a.name))
     return pairs
 
 
-def latency_ms(arm: Mapping[str, Any]) -> tuple[float | None, str]:
+def latency_ms(arm: StoredArm) -> tuple[float | None, str]:
     """An arm's per-query latency for the quality/latency plot, and what it is.
 
     The end-to-end single-query median (``timing.latency.p50_ms``) when measured; else the
     end-to-end batch time per query (``ms_per_query_total``, inputs of composite arms
     included); else the arm's own batch ``ms_per_query``.
     """
-    timing = arm.get("timing") or {}
+    timing = arm.timing
     lat = timing.get("latency") or {}
     if isinstance(lat.get("p50_ms"), (int, float)):
         return float(lat["p50_ms"]), "p50 single-query latency"
@@ -223,7 +223,7 @@ def _weights_in(node: Any) -> set[str]:
     return out
 
 
-def find_filter_bias(results: Mapping[str, Any], *, sources: Sequence[str] = ()) -> dict[str, Any] | None:
+def find_filter_bias(results: StoredResults, *, sources: Sequence[str] = ()) -> dict[str, Any] | None:
     """The arms that rank with the model whose answerability score kept the queries, if any.
 
     A synthetic set written by ``bakeoff generate`` / ``bakeoff demo`` records its answerability
@@ -232,11 +232,9 @@ def find_filter_bias(results: Mapping[str, Any], *, sources: Sequence[str] = ())
     effect, used to choose the queries, and so is every arm that fuses or reranks it
     (``children``). Returns ``{"model", "scorer", "arms": [...], "file"}`` or ``None``
     (no provenance, no answerability filter, or no arm concerned)."""
-    ds = results.get("dataset") or {}
-    folders = _source_folders(ds.get("source") if isinstance(ds.get("source"), Mapping) else None)
-    if ds.get("truth"):  # bakeoff demo: the truth folder, recorded relative to where it ran
-        truth = Path(str(ds["truth"]))
-        folders.append(truth)
+    folders = _source_folders(results.source)
+    if results.dataset.truth:  # bakeoff demo: the truth folder, recorded relative to where it ran
+        folders.append(Path(results.dataset.truth))
         folders.extend(Path(src).parent / "truth" for src in sources)
     for folder in folders:
         path = folder / "provenance.json"
@@ -248,10 +246,10 @@ def find_filter_bias(results: Mapping[str, Any], *, sources: Sequence[str] = ())
         wanted = ident.get("weights") if isinstance(ident, Mapping) else None
         if not wanted:
             return None
-        same = [a["name"] for a in results["arms"] if wanted in _weights_in(a.get("config"))]
-        for a in results["arms"]:  # fusions and rerankers over a concerned arm
-            if a["name"] not in same and any(c in same for c in a.get("children") or ()):
-                same.append(a["name"])
+        same = [a.name for a in results.arms if wanted in _weights_in(a.config)]
+        for a in results.arms:  # fusions and rerankers over a concerned arm
+            if a.name not in same and any(c in same for c in a.children):
+                same.append(a.name)
         if not same:
             return None
         return {"model": str(ident.get("model") or ident.get("encoder") or "?"), "scorer": str(ident.get("scorer")),
@@ -312,7 +310,7 @@ def _leak_summary(leak: Any, *, source: str, query_ids: Sequence[str] = ()) -> d
 
 
 def build_report(
-    results: Mapping[str, Any],
+    results: StoredResults,
     *,
     dataset: Dataset | None = None,
     runs: Mapping[str, Run] | None = None,
@@ -327,7 +325,7 @@ def build_report(
     progress: bool = False,
     leak: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Statistics and diagnostics of a ``results.json`` dict (see module docstring).
+    """Statistics and diagnostics of a results set (see module docstring).
 
     ``leak`` (``{"per_query": {qid: leak}, "target": [5 shares], "target_source": str}``) replaces the leak
     :func:`find_leak` would find beside the data.
@@ -337,47 +335,46 @@ def build_report(
     ``deltas`` adds ``(a, b)`` pairs to decompose, besides every (arm, composite) pair.
     """
     results, broken = _without_broken(results)
-    if not results["arms"]:
+    if not results.arms:
         return _broken_only_report(results, broken, measures=measures, sources=sources, alpha=alpha, seed=seed,
                                    n_resamples=n_resamples, confidence=confidence)
-    arms = [a["name"] for a in results["arms"]]
-    measures = list(measures or results["measures"])
+    arms = results.arm_names
+    measures = list(measures or results.measures)
     primary = primary_measure(results) if primary_measure(results) in measures else measures[0]
-    per_query = {a["name"]: a["per_query"] for a in results["arms"]}
-    first = results["arms"][0]["per_query"][measures[0]]
+    per_query = {a.name: a.per_query for a in results.arms}
+    first = results.arms[0].per_query[measures[0]]
     qids = list(first)
     paired_note = None
-    for a in results["arms"][1:]:
-        if set(a["per_query"][measures[0]]) != set(qids):
-            if str(results.get("averaging")) != "trec_eval":
-                raise ValueError(f"arm {a['name']!r} was evaluated on different queries than {arms[0]!r}")
+    for other in results.arms[1:]:
+        if set(other.per_query[measures[0]]) != set(qids):
+            if results.averaging != "trec_eval":
+                raise ValueError(f"arm {other.name!r} was evaluated on different queries than {arms[0]!r}")
             # trec_eval's rule averages each arm over the queries it answered: the paired comparison
             # is over the queries every arm answered
-            common = set.intersection(*(set(b["per_query"][measures[0]]) for b in results["arms"]))
+            common = set.intersection(*(set(b.per_query[measures[0]]) for b in results.arms))
             qids = [q for q in qids if q in common]
             per_query = {n: {m: {q: v[q] for q in qids} for m, v in pq.items()} for n, pq in per_query.items()}
             paired_note = (f"averaging trec_eval: the arms answered different queries; the comparison is over the "
                            f"{len(qids)} queries every arm answered (each arm's own mean is in results.json)")
             break
-    k = int(results["k"])
+    k = results.k
     comp = comparison(per_query, query_ids=qids, measures=measures, n_resamples=n_resamples, confidence=confidence,
                    alpha=alpha, seed=seed, progress=progress)
 
     arm_rows = []
-    for a in results["arms"]:
+    for arm in results.arms:
         metrics = {}
         beats: dict[str, list[str]] = {}
         for m in measures:
-            ms = comp.mean(a["name"], m)
+            ms = comp.mean(arm.name, m)
             metrics[m] = {"mean": ms.mean, "ci_low": ms.ci_low, "ci_high": ms.ci_high}
-            beats[m] = [(p.b if p.a == a["name"] else p.a) for p in comp.pairs
-                        if p.measure == m and p.significant and a["name"] in (p.a, p.b)
-                        and ((p.diff > 0) if p.a == a["name"] else (p.diff < 0))]
-        lat, lat_kind = latency_ms(a)
-        arm_rows.append({"name": a["name"], "type": a.get("type"), "children": _children(a),
-                         "timing": dict(a.get("timing") or {}), "latency_ms": lat, "latency_kind": lat_kind,
-                         "cost": a.get("cost"), "cached": bool(a.get("cached")),
-                         "footprint": a.get("footprint"), "empty": a.get("empty"),
+            beats[m] = [(p.b if p.a == arm.name else p.a) for p in comp.pairs
+                        if p.measure == m and p.significant and arm.name in (p.a, p.b)
+                        and ((p.diff > 0) if p.a == arm.name else (p.diff < 0))]
+        lat, lat_kind = latency_ms(arm)
+        arm_rows.append({"name": arm.name, "type": arm.type, "children": _children(arm),
+                         "timing": dict(arm.timing), "latency_ms": lat, "latency_kind": lat_kind,
+                         "cost": arm.cost, "cached": arm.cached, "footprint": arm.footprint, "empty": arm.empty,
                          "metrics": metrics, "beats": beats})
 
     diag: dict[str, Any] = {}
@@ -440,7 +437,7 @@ def build_report(
                     diag["failures"][a] = {"count": len(fails), "queries": fails}
 
     if leak is None:
-        leak = find_leak(results["dataset"].get("source"), dataset, qids)
+        leak = find_leak(results.source, dataset, qids)
     else:
         leak = {"source": "given", "values": list(leak.get("per_query", {}).values()), **dict(leak)}
     quality = _truth_quality(results, dataset=dataset, runs=runs, qids=qids, primary=primary, comp=comp, leak=leak,
@@ -451,50 +448,48 @@ def build_report(
         "bakeoff_version": bakeoff_version(),
         "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "sources": list(sources),
-        "dataset": dict(results["dataset"]),
+        "dataset": results.dataset.to_dict(),
         "k": k,
         "measures": measures,
         "primary": primary,
         "n_queries": len(qids),
         "note": " ".join(n for n in (comp.note, paired_note) if n) or None,
-        "averaging": str(results.get("averaging") or "bakeoff"),
-        "relevance_level": int(results.get("relevance_level", 1)),
+        "averaging": results.averaging,
+        "relevance_level": results.relevance_level,
         "arms": arm_rows,
         "stats": comp.to_dict(),
         "diagnostics": diag,
         "leak": leak,
         "truth_quality": quality,
         "filter_bias": find_filter_bias(results, sources=sources),
-        **({"tune": results["tune"]} if results.get("tune") else {}),  # a `bakeoff tune` sweep
+        **({"tune": results.tune} if results.tune else {}),  # a `bakeoff tune` sweep
         "broken_arms": broken,
     }
     return _with_verdict(_finite(report))
 
 
-def _truth_quality(results: Mapping[str, Any], *, dataset: Dataset | None, runs: Mapping[str, Run] | None,
+def _truth_quality(results: StoredResults, *, dataset: Dataset | None, runs: Mapping[str, Run] | None,
                    qids: Sequence[str], primary: str, comp: Any, leak: Mapping[str, Any] | None, seed: int,
                    n_resamples: int, alpha: float) -> dict[str, Any] | None:
     """The truth-quality section (:mod:`bakeoff.report.quality`), arms ordered best first on ``primary``."""
     from .quality import truth_quality
 
-    order = sorted((a["name"] for a in results["arms"]), key=lambda a: -comp.mean(a, primary).mean)
+    order = sorted(results.arm_names, key=lambda a: -comp.mean(a, primary).mean)
     return truth_quality(results, dataset=dataset, runs=runs, query_ids=qids, primary=primary, arm_order=order,
                          leak=leak, seed=seed, n_resamples=n_resamples, alpha=alpha)
 
 
 # --- guards and verdict (bakeoff.runner.guards, bakeoff.report.verdict) ------------------------------
 
-def _without_broken(results: Mapping[str, Any]) -> tuple[Mapping[str, Any], list[dict[str, Any]]]:
+def _without_broken(results: StoredResults) -> tuple[StoredResults, list[dict[str, Any]]]:
     """``results`` without its broken arms (empty rankings for too many queries, recorded by the
     run in ``empty.broken``), and those arms as ``{"name", "type", "empty", "metrics"}``: they are
     listed apart, never ranked, tested or diagnosed. Composite arms built on a broken arm stay."""
-    broken = [a for a in results["arms"] if (a.get("empty") or {}).get("broken")]
+    broken = [a for a in results.arms if a.broken]
     if not broken:
         return results, []
-    rows = [{"name": a["name"], "type": a.get("type"), "empty": a.get("empty"), "metrics": a.get("metrics")}
-            for a in broken]
-    names = {a["name"] for a in broken}
-    return {**dict(results), "arms": [a for a in results["arms"] if a["name"] not in names]}, rows
+    rows = [{"name": a.name, "type": a.type, "empty": a.empty, "metrics": a.metrics} for a in broken]
+    return results.with_arms([a for a in results.arms if not a.broken]), rows
 
 
 def _with_verdict(report: dict[str, Any]) -> dict[str, Any]:
@@ -504,19 +499,19 @@ def _with_verdict(report: dict[str, Any]) -> dict[str, Any]:
     return report
 
 
-def _broken_only_report(results: Mapping[str, Any], broken: list[dict[str, Any]], *, measures: Sequence[str] | None,
+def _broken_only_report(results: StoredResults, broken: list[dict[str, Any]], *, measures: Sequence[str] | None,
                         sources: Sequence[str], alpha: float, seed: int, n_resamples: int,
                         confidence: float) -> dict[str, Any]:
     """The report when every arm is broken: no statistics, no diagnostics, the broken list and the verdict."""
-    measures = list(measures or results["measures"])
+    measures = list(measures or results.measures)
     first = broken[0]["empty"] or {}
     report = {
         "schema": "bakeoff.report", "schema_version": REPORT_SCHEMA_VERSION, "bakeoff_version": bakeoff_version(),
         "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"), "sources": list(sources),
-        "dataset": dict(results["dataset"]), "k": int(results["k"]), "measures": measures,
+        "dataset": results.dataset.to_dict(), "k": results.k, "measures": measures,
         "primary": primary_measure(results) if primary_measure(results) in measures else measures[0],
         "n_queries": int(first.get("n") or 0), "note": None, "arms": [],
-        "averaging": str(results.get("averaging") or "bakeoff"), "relevance_level": int(results.get("relevance_level", 1)),
+        "averaging": results.averaging, "relevance_level": results.relevance_level,
         "stats": {"n_resamples": n_resamples, "confidence": confidence, "alpha": alpha, "seed": seed,
                   "means": [], "pairs": []},
         "diagnostics": {"win_tie_loss": {m: [] for m in measures}, "disagreements": [], "churn": [],

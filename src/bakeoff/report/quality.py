@@ -40,6 +40,7 @@ from ..data.ids import source_path
 from ..data.leak_bins import DEFAULT_LEAK_TARGET
 from ..data.model import Dataset, Run
 from ..data.pool import holes
+from ..runner.results import StoredResults
 from ..stats import DEFAULT_RESAMPLES, derive_rng, holm, paired_tests
 
 __all__ = ["HOLES_FILE", "leak_verdict", "quick_quality", "truth_quality", "write_holes"]
@@ -79,12 +80,12 @@ def leak_verdict(per_query: Mapping[str, Mapping[str, Mapping[str, float]]], *, 
     return {"edges": [float(e) for e in edges], "counts": counts, "measure": measure, "alpha": alpha, "pairs": pairs}
 
 
-def truth_quality(results: Mapping[str, Any], *, dataset: Dataset | None, runs: Mapping[str, Run] | None,
+def truth_quality(results: StoredResults, *, dataset: Dataset | None, runs: Mapping[str, Run] | None,
                   query_ids: Sequence[str], primary: str, arm_order: Sequence[str], leak: Mapping[str, Any] | None,
                   seed: int = 0, n_resamples: int = DEFAULT_RESAMPLES, alpha: float = 0.05) -> dict[str, Any] | None:
     """The section (see the module docstring); ``arm_order`` puts the best arm first."""
-    per_query = {a["name"]: a["per_query"] for a in results["arms"]}
-    k = int(results["k"])
+    per_query = {a.name: a.per_query for a in results.arms}
+    k = results.k
     out: dict[str, Any] = {"k": k, "judged": None, "holes": None, "round_trip": None, "leak_buckets": None,
                            "leak_matched": None}
     if dataset is not None and runs:

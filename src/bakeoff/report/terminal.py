@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from ..metrics import conventions_line
+
+if TYPE_CHECKING:
+    from ..runner.results import StoredArm, StoredResults
 
 __all__ = ["leak_bucket_rows", "print_agreement", "print_table", "print_truth_quality", "table_rows",
            "truth_quality_rows", "verdict_measure"]
@@ -26,51 +29,51 @@ def verdict_measure(report: Mapping[str, Any]) -> str:
     return m if m in report["diagnostics"]["win_tie_loss"] else report["primary"]
 
 
-def table_rows(results: Mapping[str, Any], *, measures: Sequence[str] | None = None) -> tuple[list[str], list[list[str]]]:
-    """Header and rows (strings) of the results table from a ``results.json`` dict."""
-    k = results["k"]
+def table_rows(results: StoredResults, *, measures: Sequence[str] | None = None) -> tuple[list[str], list[list[str]]]:
+    """Header and rows (strings) of the results table of a results set."""
+    k = results.k
     lower = _lower_bound(results)
     measures = list(measures or ([f"recall@{k}", f"mrr@{k}"] if lower else [f"ndcg@{k}", f"recall@{k}", f"mrr@{k}"]))
     header = ["arm", *[m.replace("ndcg", "NDCG").replace("recall", "Recall").replace("mrr", "MRR")
                        + (" (lower bound)" if lower else "") for m in measures],
               "p50 ms", "p95 ms", "$/1k q", "model MB", "mem MB", "cached"]
-    extras = sorted({m for a in results["arms"] for m in a.get("extra_metrics", {})})
-    judged = any("judged" in a for a in results["arms"])  # results written before judged@k have none
+    extras = sorted({m for a in results.arms for m in a.extra_metrics})
+    judged = any(a.judged is not None for a in results.arms)  # results written before judged@k have none
     header[len(measures) + 1 : len(measures) + 1] = [*extras, *([f"Judged@{k}"] if judged else [])]
     rows = []
-    for a in results["arms"]:
-        vals = [a["metrics"].get(m, math.nan) for m in measures]
-        ex = [a.get("extra_metrics", {}).get(m) for m in extras]
-        timing = a.get("timing", {})
+    for a in results.arms:
+        vals = [a.metrics.get(m, math.nan) for m in measures]
+        ex = [a.extra_metrics.get(m) for m in extras]
+        timing = a.timing
         lat = timing.get("latency") or {}
         if "p50_ms" in lat:
             p50, p95 = _ms(lat["p50_ms"]), _ms(lat["p95_ms"])
         else:
             batch = timing.get("ms_per_query_total", timing.get("ms_per_query"))
             p50 = p95 = "-" if batch is None else "~" + _ms(batch)
-        usd = (a.get("cost") or {}).get("usd_per_1k_queries")
-        name = a["name"]
-        if a.get("fine_tuned"):
-            name += f" (trained on {a['fine_tuned'].get('trained_on')})"
+        usd = (a.cost or {}).get("usd_per_1k_queries")
+        name = a.name
+        if a.fine_tuned:
+            name += f" (trained on {a.fine_tuned.get('trained_on')})"
         name += _broken_mark(a)
-        jd = [] if not judged else ["-" if a.get("judged") is None else f"{a['judged']['mean']:.3f}"]
+        jd = [] if not judged else ["-" if a.judged is None else f"{a.judged['mean']:.3f}"]
         rows.append([name, *[f"{v:.4f}" for v in vals], *["" if v is None else f"{v:.4f}" for v in ex], *jd,
-                     p50, p95, "-" if usd is None else _usd(usd), *_footprint_cells(a), "yes" if a.get("cached") else ""])
+                     p50, p95, "-" if usd is None else _usd(usd), *_footprint_cells(a), "yes" if a.cached else ""])
     return header, rows
 
 
-def _broken_mark(arm: Mapping[str, Any]) -> str:
+def _broken_mark(arm: StoredArm) -> str:
     """`` BROKEN (empty for 100% of queries)`` for an arm the empty-run guard flagged, else ``""``."""
-    empty = arm.get("empty") or {}
+    empty = arm.empty or {}
     if not empty.get("broken"):
         return ""
     return f" BROKEN (empty for {empty.get('share', 0):.0%} of queries)"
 
 
-def _footprint_cells(arm: Mapping[str, Any]) -> list[str]:
+def _footprint_cells(arm: StoredArm) -> list[str]:
     """``model MB`` (model files on disk; 0 for arms without a model) and ``mem MB`` (peak memory the
     arm's index and search added, :mod:`bakeoff.runner.footprint`); ``-`` when not recorded."""
-    fp = arm.get("footprint") or {}
+    fp = arm.footprint or {}
     size, mem = fp.get("model_bytes"), fp.get("added_mb")
     return ["-" if size is None else f"{size / float(1 << 20):.0f}",
             "-" if mem is None else f"{mem:.0f}"]
@@ -86,22 +89,22 @@ def _usd(value: float) -> str:
     return f"{value:.2e}"
 
 
-def _lower_bound(results: Mapping[str, Any]) -> bool:
+def _lower_bound(results: StoredResults) -> bool:
     """Citation-mined labels: only cited targets are known relevant, so metrics are lower bounds."""
-    return (results.get("dataset", {}).get("provenance") or {}).get("label_kind") == "citation"
+    return results.label_kind == "citation"
 
 
-def print_table(results: Mapping[str, Any], *, measures: Sequence[str] | None = None, file: IO[str] | None = None) -> None:
+def print_table(results: StoredResults, *, measures: Sequence[str] | None = None, file: IO[str] | None = None) -> None:
     """Print the table with rich (plain text when the output is not a terminal)."""
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
     header, rows = table_rows(results, measures=measures)
-    ds = results["dataset"]
-    title = f"{ds.get('name')} ({ds.get('split')}): {results['queries']['evaluated']} queries, {ds.get('n_docs')} docs"
-    if ds.get("search_mode"):
-        title += " — " + ("as of each query's date" if ds["search_mode"] == "as_of" else "latest versions")
+    ds = results.dataset
+    title = f"{ds.name} ({ds.split}): {results.n_evaluated} queries, {ds.n_docs} docs"
+    if ds.search_mode:
+        title += " — " + ("as of each query's date" if ds.search_mode == "as_of" else "latest versions")
     table = Table(title=title)
     for i, h in enumerate(header):
         table.add_column(h, justify="left" if i == 0 else "right")
@@ -110,15 +113,17 @@ def print_table(results: Mapping[str, Any], *, measures: Sequence[str] | None = 
     # wide enough that no header or cell wraps (the title may wrap)
     widths = [max([len(h), *(len(r[i]) for r in rows)]) + 3 for i, h in enumerate(header)]
     console = Console(file=file, width=max(100, sum(widths) + 4))
-    console.print(escape(conventions_line(results)), soft_wrap=True)  # how the numbers below were computed
+    conventions = {"averaging": results.averaging, "relevance_level": results.relevance_level,
+                   "dataset": ds.to_dict()}
+    console.print(escape(conventions_line(conventions)), soft_wrap=True)  # how the numbers below were computed
     console.print(table)
     if _lower_bound(results):
         console.print("citation-mined: Recall/MRR are LOWER BOUNDS (uncited targets are unknown, not wrong)",
                       soft_wrap=True)
-    for a in results["arms"]:
-        empty = a.get("empty") or {}
+    for a in results.arms:
+        empty = a.empty or {}
         if empty.get("broken"):
-            console.print(f"BROKEN: {escape(a['name'])} returned an empty ranking for {empty['queries']} of "
+            console.print(f"BROKEN: {escape(a.name)} returned an empty ranking for {empty['queries']} of "
                           f"{empty['n']} queries (more than {empty['max_share']:.0%}); reports leave it out of the "
                           "ranking and the tests.", soft_wrap=True)
 

@@ -6,8 +6,8 @@ given a folder, writes ``report.json``, ``report.html`` (optional), ``report.tex
 (optional),
 ``per_query.csv`` and ``per_query.parquet`` (when pyarrow is installed) into it, each
 atomically. :func:`report_results` (``bakeoff report``) and :func:`compare_results`
-(``bakeoff compare``) first load the results, their runs and the dataset they were
-computed on (:mod:`bakeoff.report.inputs`). Nothing here prints: the caller shows
+(``bakeoff compare``) first read the results (:func:`bakeoff.runner.results.read_results`), then
+reopen their runs and the dataset they were computed on (:mod:`bakeoff.runner.reopen`). Nothing here prints: the caller shows
 :attr:`ReportOutput.report` (e.g. :func:`bakeoff.report.terminal.print_report`).
 """
 
@@ -22,8 +22,10 @@ from typing import Any
 from .._io import atomic_write_json
 from ..data.model import Dataset, Run
 from ..errors import ConfigError
+from ..runner.reopen import load_dataset, load_runs, results_path
+from ..runner.results import StoredResults, read_results
 from ..stats import DEFAULT_RESAMPLES
-from .inputs import load_dataset, load_runs, merge_results, read_results, results_path
+from .inputs import merge_results
 
 __all__ = ["ReportOptions", "ReportOutput", "compare_results", "parse_deltas", "report_results", "write_report"]
 
@@ -83,7 +85,7 @@ def parse_deltas(specs: Sequence[str], arms: Sequence[str]) -> list[tuple[str, s
 
 
 def write_report(
-    results: Mapping[str, Any],
+    results: StoredResults,
     *,
     out: Path | None,
     sources: Sequence[str],
@@ -106,7 +108,7 @@ def write_report(
     if calibration is None and o.calibration is not None:
         raise ConfigError("--calibration applies to a run on synthetic queries (bakeoff generate); this run's "
                           "queries have no generator provenance")
-    arms = [a["name"] for a in results["arms"]]
+    arms = results.arm_names
     if len(arms) < 1:
         raise ConfigError("the results have no arms")
     if o.html and out is not None:
@@ -120,8 +122,8 @@ def write_report(
     if out is None:
         return ReportOutput(rep)
     out.mkdir(parents=True, exist_ok=True)
-    per_query = {a["name"]: a["per_query"] for a in results["arms"]}
-    qids = list(results["arms"][0]["per_query"][rep["measures"][0]])
+    per_query = {a.name: a.per_query for a in results.arms}
+    qids = list(results.arms[0].per_query[rep["measures"][0]])
     write_matrix(out / "per_query.csv", per_query, query_ids=qids, measures=rep["measures"], arms=arms)
     try:
         write_matrix(out / "per_query.parquet", per_query, query_ids=qids, measures=rep["measures"], arms=arms)
@@ -150,7 +152,7 @@ def write_report(
     return ReportOutput(rep, out, written)
 
 
-def _write_figures(out: Path, rep: Mapping[str, Any], *, results: Mapping[str, Any], dataset: Dataset | None,
+def _write_figures(out: Path, rep: Mapping[str, Any], *, results: StoredResults, dataset: Dataset | None,
                    runs: Mapping[str, Run] | None, options: ReportOptions) -> tuple[list[str], dict[str, str]]:
     """The figures of :mod:`bakeoff.report.figures` (files, inline SVGs); none, with a warning, without
     matplotlib."""
@@ -160,8 +162,8 @@ def _write_figures(out: Path, rep: Mapping[str, Any], *, results: Mapping[str, A
     from .figures import write_figures
 
     first = rep["measures"][0]
-    common = set.intersection(*(set(a["per_query"][first]) for a in results["arms"]))
-    qids = [q for q in results["arms"][0]["per_query"][first] if q in common]  # the compared queries
+    common = set.intersection(*(set(a.per_query[first]) for a in results.arms))
+    qids = [q for q in results.arms[0].per_query[first] if q in common]  # the compared queries
     try:
         return write_figures(out / "figures", rep, results=results, runs=runs,
                              qrels=dataset.qrels if dataset is not None else None, query_ids=qids)

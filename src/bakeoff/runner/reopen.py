@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from ..data.datasets import DatasetSpec, open_dataset
 from ..data.judgments import is_sqlite
@@ -27,27 +26,23 @@ __all__ = ["load_dataset", "load_runs", "results_path"]
 log = logging.getLogger("bakeoff")
 
 
-def _stored(results: Mapping[str, Any]) -> StoredResults:
-    return results if isinstance(results, StoredResults) else StoredResults.from_dict(results)
-
-
 def results_path(path: str | Path) -> Path:
     p = Path(path)
     return p / "results.json" if p.is_dir() else p
 
 
-def load_dataset(results: Mapping[str, Any], *, path: Path, data: str | Path | None = None) -> Dataset:
+def load_dataset(results: StoredResults, *, path: Path, data: str | Path | None = None) -> Dataset:
     """Reopen the dataset of ``results`` (read from ``path``) and check its fingerprints."""
-    res = _stored(results)
-    raw = res.dataset.get("source")
-    src = dict(raw) if isinstance(raw, Mapping) else {}
-    if not src and res.dataset.get("truth"):  # bakeoff demo: the BEIR folder of its generated truth
-        truth = Path(str(res.dataset["truth"]))
+    info = results.dataset
+    split = info.split if info.split is not None else "test"
+    src = dict(info.source) if isinstance(info.source, Mapping) else {}
+    if not src and info.truth:  # bakeoff demo: the BEIR folder of its generated truth
+        truth = Path(info.truth)
         if not truth.exists() and (path.parent / "truth").is_dir():  # recorded relative to where the demo ran
             truth = path.parent / "truth"
-        src = {"beir": str(truth), "split": res.dataset.get("split", "test")}
+        src = {"beir": str(truth), "split": split}
     if data is not None:
-        src = {"beir": str(data), "split": src.get("split", res.dataset.get("split", "test"))}
+        src = {"beir": str(data), "split": src.get("split", split)}
     if not src:
         raise InputError("results.json records no dataset source; pass --data BEIR_FOLDER", path=path,
                          field="dataset.source")
@@ -57,12 +52,11 @@ def load_dataset(results: Mapping[str, Any], *, path: Path, data: str | Path | N
                              "pass --data BEIR_FOLDER", path=path, field=f"dataset.source.{key}")
     spec = DatasetSpec(**{k: v for k, v in src.items()
                           if k in ("beir", "irds", "corpus", "queries", "qrels", "split", "name")})
-    mode = res.dataset.get("search_mode")
+    mode = info.search_mode
     ds, _ = open_dataset(spec, as_of={"as_of": True, "latest": False}.get(mode) if mode else None,
-                         only_single=bool(res.dataset.get("only_single", False)),
-                         unmasked=res.dataset.get("queries_variant") == "unmasked")
+                         only_single=info.only_single, unmasked=info.queries_variant == "unmasked")
     have = {"corpus": ds.corpus.fingerprint(), "queries": ds.queries.fingerprint(), "qrels": ds.qrels.fingerprint()}
-    for key, fp in res.fingerprints.items():
+    for key, fp in results.fingerprints.items():
         if key == "qrels" and fp != have[key] and src.get("qrels") and is_sqlite(Path(str(src["qrels"]))):
             db = src["qrels"]
             raise InputError(f"the judgments in {db} changed since the run (more judging since); a report needs the "
@@ -78,16 +72,15 @@ def load_dataset(results: Mapping[str, Any], *, path: Path, data: str | Path | N
     return ds
 
 
-def load_runs(results: Mapping[str, Any], *, folder: Path) -> dict[str, Run]:
+def load_runs(results: StoredResults, *, folder: Path) -> dict[str, Run]:
     """Each arm's run from ``run_file`` (relative to the results folder); arms without one are skipped."""
     runs = {}
-    for a in results["arms"]:
-        rel = a.get("run_file")
-        if not rel:
+    for a in results.arms:
+        if not a.run_file:
             continue
-        p = Path(rel)
+        p = Path(a.run_file)
         p = p if p.is_absolute() else folder / p
         if not p.exists():
-            raise InputError(f"run file of arm {a['name']!r} is missing", path=p)
-        runs[a["name"]] = read_trec_run(p, name=a["name"])
+            raise InputError(f"run file of arm {a.name!r} is missing", path=p)
+        runs[a.name] = read_trec_run(p, name=a.name)
     return runs

@@ -47,10 +47,13 @@ own batch throughput) and cost keys in :mod:`bakeoff.runner.costs`. ``latency`` 
 Readers must ignore unknown keys; a breaking change bumps ``schema_version``.
 
 Typed both ways: a bake-off produces :class:`Results` (with :class:`ArmResult` per arm,
-holding the Run and the Evaluation) and writes it; :func:`read_results` gives back a
-:class:`StoredResults` (with :class:`StoredArm` per arm): the JSON object itself (a
-``dict``, so ``results["arms"]`` and ``json.dumps`` work unchanged) with typed accessors
-of the same names (``k``, ``measures``, ``arms``, ``arm.metrics`` ...).
+holding the Run and the Evaluation) and writes it; a stored results set is one frozen, validated
+model, :class:`StoredResults` (:class:`StoredDataset`, :class:`StoredQueries`, a :class:`StoredArm`
+per arm), which every reader uses: :func:`read_results` builds it from a file (the one reader:
+JSON, numbers and schema checked, each problem one :class:`~bakeoff.errors.InputError` line
+naming the file and the field) and :meth:`Results.stored` from a bake-off in memory, with the
+content the file gets. Unknown keys are kept, and :meth:`StoredResults.to_dict` gives back the
+JSON object as read.
 """
 
 from __future__ import annotations
@@ -62,15 +65,19 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal, Self
+
+from pydantic import ConfigDict, Field, ModelWrapValidatorHandler, PrivateAttr, model_validator
 
 from .._io import atomic_write_json
 from ..data.model import Run, label_kind_of
 from ..errors import InputError
 from ..metrics import Evaluation
+from ..validation import OpenSchema, PositiveInt, validate
 from ..versions import bakeoff_version
 
-__all__ = ["SCHEMA_VERSION", "ArmResult", "Results", "StoredArm", "StoredResults", "read_results", "safe_filename"]
+__all__ = ["SCHEMA_VERSION", "ArmResult", "Results", "StoredArm", "StoredDataset", "StoredQueries", "StoredResults",
+           "read_results", "safe_filename"]
 
 SCHEMA_VERSION = 1
 
@@ -191,172 +198,196 @@ class Results:
         atomic_write_json(path, self.to_dict(run_files=run_files))
         return path
 
+    def stored(self, *, run_files: Mapping[str, str] | None = None) -> StoredResults:
+        """The typed results set with the content :meth:`write` gives ``results.json`` (``run_files``:
+        arm name -> its TREC run, relative to the results folder; none before writing)."""
+        return StoredResults.from_dict(self.to_dict(run_files=run_files))
 
-class StoredArm(dict[str, Any]):
-    """One arm of a ``results.json`` as read: the JSON object with typed accessors.
 
-    Optional keys (absent in older files or for some arms) read as ``None`` / empty.
-    """
+#: A per-query value or mean as stored: NaN stands for a figure that could not be computed.
+Score = Annotated[float, Field(allow_inf_nan=True)]
+#: The averaging rules (:data:`bakeoff.metrics.AVERAGING`).
+Averaging = Literal["bakeoff", "trec_eval", "trec_eval-c"]
 
-    @property
-    def name(self) -> str:
-        return str(self["name"])
 
-    @property
-    def type(self) -> str:
-        return str(self.get("type", ""))
+class _Stored(OpenSchema):
+    """Base of the stored-results models: frozen, unknown keys kept (readers ignore them, :meth:`to_dict`
+    gives them back), and the keys of the JSON object it was read from remembered in their order."""
 
-    @property
-    def config(self) -> Mapping[str, Any]:
-        return self.get("config") or {}
+    model_config = ConfigDict(**{**OpenSchema.model_config, "frozen": True})
+    _keys: tuple[str, ...] = PrivateAttr(default=())
 
-    @property
-    def fingerprint(self) -> str:
-        return str(self.get("fingerprint", ""))
+    @model_validator(mode="wrap")
+    @classmethod
+    def _remember_keys(cls, data: Any, handler: ModelWrapValidatorHandler[Self]) -> Self:
+        if not isinstance(data, Mapping):
+            return handler(data)
+        out = handler(cls._filled(data))
+        out._keys = tuple(str(key) for key in data)
+        return out
 
-    @property
-    def cached(self) -> bool:
-        return bool(self.get("cached", False))
+    @classmethod
+    def _filled(cls, data: Mapping[str, Any]) -> Mapping[str, Any]:
+        """``data`` with the defaults that depend on other keys filled in (before validation)."""
+        return data
 
-    @property
-    def metrics(self) -> Mapping[str, float]:
-        """Measure -> mean over the evaluated queries."""
-        return self.get("metrics") or {}
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object as read: its keys in their order (no default added), ``dict`` and ``list`` only."""
+        values = {**self.__dict__, **(self.model_extra or {})}
+        return {key: _plain(values[key]) for key in self._keys if key in values}
 
-    @property
-    def per_query(self) -> Mapping[str, Mapping[str, float]]:
-        """Measure -> query id -> value."""
-        return self.get("per_query") or {}
 
-    @property
-    def missing_from_run(self) -> tuple[str, ...]:
-        return tuple(self.get("missing_from_run") or ())
+def _plain(value: Any) -> Any:
+    if isinstance(value, _Stored):
+        return value.to_dict()
+    if isinstance(value, Mapping):
+        return {key: _plain(v) for key, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
 
-    @property
-    def timing(self) -> Mapping[str, Any]:
-        return self.get("timing") or {}
 
-    @property
-    def cost(self) -> Mapping[str, Any] | None:
-        return self.get("cost")
+class StoredArm(_Stored):
+    """One arm of a stored results set. Optional keys (absent in older files or for some arms) read as
+    ``None`` / empty."""
 
-    @property
-    def run_file(self) -> str | None:
-        """The TREC run, relative to the results folder (or absolute)."""
-        return self.get("run_file") or None
-
-    @property
-    def children(self) -> tuple[str, ...]:
-        """Names of the arms this one is built from (fusion inputs, reranked base)."""
-        return tuple(self.get("children") or ())
-
-    @property
-    def fine_tuned(self) -> Mapping[str, Any] | None:
-        """The arm's declared provenance (model fine-tuned by bakeoff), if any."""
-        return self.get("fine_tuned")
-
-    @property
-    def extra_metrics(self) -> Mapping[str, float]:
-        return self.get("extra_metrics") or {}
-
-    @property
-    def empty(self) -> Mapping[str, Any] | None:
-        """Empty-ranking record (:func:`bakeoff.runner.guards.empty_guard`); ``None`` in older files."""
-        return self.get("empty")
+    name: str
+    type: str | None = None
+    config: Mapping[str, Any] = Field(default_factory=dict)
+    fingerprint: str = ""
+    cached: bool = False
+    #: Measure -> mean over the evaluated queries.
+    metrics: Mapping[str, Score | None]
+    #: Measure -> query id -> value.
+    per_query: Mapping[str, Mapping[str, Score]]
+    missing_from_run: tuple[str, ...] = ()
+    timing: Mapping[str, Any] = Field(default_factory=dict)
+    cost: Mapping[str, Any] | None = None
+    #: The TREC run, relative to the results folder (or absolute).
+    run_file: str | None = None
+    #: Names of the arms this one is built from (fusion inputs, reranked base).
+    children: tuple[str, ...] = ()
+    #: The arm's declared provenance (model fine-tuned by bakeoff), if any.
+    fine_tuned: Mapping[str, Any] | None = None
+    extra_metrics: Mapping[str, Score | None] = Field(default_factory=dict)
+    #: Empty-ranking record (:func:`bakeoff.runner.guards.empty_guard`); ``None`` in older files.
+    empty: Mapping[str, Any] | None = None
+    #: judged@k: ``{"k", "mean"}``, the share of the top k with any judgment; ``None`` in older files.
+    judged: Mapping[str, Any] | None = None
+    #: ``model_bytes``, ``peak_rss_mb``, ``added_mb``; ``None`` in older files.
+    footprint: Mapping[str, Any] | None = None
+    identical_ids_removed: int | None = None
 
     @property
     def broken(self) -> bool:
         """True when the run was empty for more than the allowed share of queries."""
         return bool((self.empty or {}).get("broken", False))
 
-    @property
-    def footprint(self) -> Mapping[str, Any]:
-        """``model_bytes``, ``peak_rss_mb``, ``added_mb`` (empty in older files)."""
-        return self.get("footprint") or {}
+
+class StoredDataset(_Stored):
+    """The ``dataset`` section: what the run was computed on. Loaders add keys of their own
+    (``warnings``, ``load_report``, ``provenance``, ``identical_ids`` ...): :meth:`to_dict` holds them."""
+
+    name: str | None = None
+    split: str | None = None
+    #: The dataset specification the run used (``bakeoff demo``: a label, the data in ``truth``).
+    source: Mapping[str, Any] | str = Field(default_factory=dict)
+    #: sha256 of the corpus, queries and qrels the run was computed on.
+    fingerprints: Mapping[str, str] = Field(default_factory=dict)
+    n_docs: int | None = None
+    n_queries: int | None = None
+    #: ``bakeoff demo``: the BEIR folder of its generated truth.
+    truth: str | None = None
+    search_mode: str | None = None
+    only_single: bool = False
+    queries_variant: str | None = None
+    #: Whether each query's own id was removed from its rankings (``--ignore-identical-ids``).
+    ignore_identical_ids: bool = False
+    #: Whether and how that was decided: ``{"removed", "how": "auto" | "option", "own_document_queries"}``.
+    identical_ids: Mapping[str, Any] | None = None
 
 
-class StoredResults(dict[str, Any]):
-    """A ``results.json`` as read: the JSON object (plain ``dict`` semantics, written back
-    unchanged by ``json.dumps``) with typed accessors named as on :class:`Results`."""
+class StoredQueries(_Stored):
+    """The ``queries`` section: how many queries the means are over, and the ones left out, by reason."""
+
+    evaluated: int = Field(default=0, ge=0)
+    excluded: Mapping[str, tuple[str, ...]] = Field(default_factory=dict)
+
+
+class StoredResults(_Stored):
+    """A results set as stored in ``results.json`` (schema in the module docstring), typed.
+
+    Built by :func:`read_results` from a file, by :meth:`Results.stored` from a bake-off in memory,
+    or by :meth:`from_dict` from a results mapping; validated either way. Frozen; unknown keys are
+    kept and :meth:`to_dict` gives the JSON object back as it was read.
+    """
+
+    schema_version: int = 0
+    bakeoff_version: str | None = None
+    created: str | None = None
+    dataset: StoredDataset
+    k: PositiveInt
+    #: Ranking depth of the runs (``k`` in files without one: filled in before validation).
+    depth: PositiveInt
+    measures: tuple[str, ...] = Field(min_length=1)
+    #: Which queries the means are over (:data:`bakeoff.metrics.AVERAGING`); ``bakeoff`` in older files.
+    averaging: Averaging = "bakeoff"
+    #: The minimum grade binary measures count as relevant (1 in older files).
+    relevance_level: int = 1
+    queries: StoredQueries = Field(default_factory=StoredQueries)
+    arms: tuple[StoredArm, ...] = Field(min_length=1)
+    #: The sweep of ``bakeoff tune`` (schema ``bakeoff.tune``, see :mod:`bakeoff.tune.sweep`), if any.
+    tune: Mapping[str, Any] | None = None
+
+    @classmethod
+    def _filled(cls, data: Mapping[str, Any]) -> Mapping[str, Any]:
+        return data if "depth" in data or "k" not in data else {**data, "depth": data["k"]}
+
+    @model_validator(mode="after")
+    def _per_query_covers_measures(self) -> StoredResults:
+        for i, arm in enumerate(self.arms):
+            for m in self.measures:
+                if m not in arm.per_query:
+                    raise ValueError(f"arms[{i}] ({arm.name!r}) has no per_query values for measure {m!r}")
+        names = [a.name for a in self.arms]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ValueError(f"arm names repeated: {dup}")
+        return self
 
     @classmethod
     def from_dict(cls, obj: Mapping[str, Any]) -> StoredResults:
-        """Wrap a results mapping (arms become :class:`StoredArm`); the content is not changed."""
-        out = cls(obj)
-        out["arms"] = [a if isinstance(a, StoredArm) else StoredArm(a) for a in obj.get("arms") or []]
-        return out
-
-    @property
-    def schema_version(self) -> int:
-        version = self.get("schema_version", 0)
-        return version if isinstance(version, int) else 0
-
-    @property
-    def bakeoff_version(self) -> str | None:
-        return self.get("bakeoff_version")
-
-    @property
-    def created(self) -> str | None:
-        return self.get("created")
-
-    @property
-    def dataset(self) -> Mapping[str, Any]:
-        """``name``, ``split``, ``source``, ``n_docs``, ``n_queries``, ``fingerprints``, loader notes ..."""
-        return self.get("dataset") or {}
+        """A results mapping (the JSON object of a ``results.json``) validated into the typed model
+        (:class:`pydantic.ValidationError` when it does not fit; files go through :func:`read_results`)."""
+        return cls.model_validate(obj)
 
     @property
     def source(self) -> Mapping[str, Any]:
         """The dataset specification the run used (``dataset.source``), empty if not recorded."""
-        return self.dataset.get("source") or {}
+        return self.dataset.source if isinstance(self.dataset.source, Mapping) else {}
 
     @property
     def fingerprints(self) -> Mapping[str, str]:
         """sha256 of the corpus, queries and qrels the run was computed on."""
-        return self.dataset.get("fingerprints") or {}
+        return self.dataset.fingerprints
 
     @property
     def ignore_identical_ids(self) -> bool:
         """Whether each query's own id was removed from its rankings (``--ignore-identical-ids``)."""
-        return bool(self.dataset.get("ignore_identical_ids", False))
+        return self.dataset.ignore_identical_ids
 
     @property
     def label_kind(self) -> str:
         """``"citation"`` for citation-mined labels (lower bounds), else ``"judged"`` (:func:`label_kind_of`)."""
-        return label_kind_of(self.dataset)
-
-    @property
-    def k(self) -> int:
-        return int(self["k"])
-
-    @property
-    def depth(self) -> int:
-        return int(self.get("depth", self["k"]))
-
-    @property
-    def measures(self) -> tuple[str, ...]:
-        return tuple(self.get("measures") or ())
-
-    @property
-    def averaging(self) -> str:
-        """Which queries the means are over (:data:`bakeoff.metrics.AVERAGING`); ``bakeoff`` in older files."""
-        return str(self.get("averaging") or "bakeoff")
-
-    @property
-    def relevance_level(self) -> int:
-        """The minimum grade binary measures count as relevant (1 in older files)."""
-        return int(self.get("relevance_level", 1))
+        return label_kind_of(self.dataset.to_dict())
 
     @property
     def n_evaluated(self) -> int:
-        return int((self.get("queries") or {}).get("evaluated", 0))
+        return self.queries.evaluated
 
     @property
     def excluded(self) -> Mapping[str, Sequence[str]]:
-        return (self.get("queries") or {}).get("excluded") or {}
-
-    @property
-    def arms(self) -> list[StoredArm]:
-        return self["arms"]
+        return self.queries.excluded
 
     @property
     def arm_names(self) -> list[str]:
@@ -372,13 +403,14 @@ class StoredResults(dict[str, Any]):
     @property
     def query_ids(self) -> list[str]:
         """The evaluated query ids, in evaluation order (from the first arm's per-query values)."""
-        if not self.arms or not self.measures:
+        if not self.arms:
             return []
         return list(self.arms[0].per_query.get(self.measures[0], {}))
 
-    def to_dict(self) -> dict[str, Any]:
-        """A plain, deep copy (``dict`` and ``list`` only), as in the file."""
-        return json.loads(json.dumps(self))
+    def with_arms(self, arms: Sequence[StoredArm]) -> StoredResults:
+        """A copy holding ``arms`` instead (a subset of them, or arms renamed by
+        :meth:`pydantic.BaseModel.model_copy`), not validated again."""
+        return self.model_copy(update={"arms": tuple(arms)})
 
     def to_df(self, *, per_query: bool = False) -> Any:
         """As :meth:`Results.to_df`: the means per arm, or the per-query values with ``per_query``."""
@@ -387,7 +419,8 @@ class StoredResults(dict[str, Any]):
     to_dataframe = to_df  # ranx's name
 
 
-def _frame(measures: Sequence[str], arms: Sequence[tuple[str, Mapping[str, float], Mapping[str, Mapping[str, float]]]],
+def _frame(measures: Sequence[str],
+           arms: Sequence[tuple[str, Mapping[str, float | None], Mapping[str, Mapping[str, float]]]],
            *, per_query: bool) -> Any:
     import pandas as pd
 
@@ -402,20 +435,43 @@ def _frame(measures: Sequence[str], arms: Sequence[tuple[str, Mapping[str, float
 
 
 def read_results(path: str | Path) -> StoredResults:
-    """Load a ``results.json`` (file or folder), checking the schema name and version."""
+    """Read a ``results.json`` (the file, or its folder) into a :class:`StoredResults`.
+
+    The one reader of results files. It checks that the file is JSON, of the bakeoff results schema
+    at a version this bakeoff reads, that every number is finite and within a signed 64-bit range,
+    and that it holds what readers rely on (:class:`StoredResults`: a cutoff, measures, arms with
+    per-query values for every measure, unique arm names); any problem is one
+    :class:`~bakeoff.errors.InputError` line naming the file and the field.
+    """
     p = Path(path)
     if p.is_dir():
         p = p / "results.json"
     try:
-        obj = json.loads(p.read_text(encoding="utf-8"))
+        obj = _read_json(p)
+        _check_schema(obj, p)
+        _check_numbers(obj, p, "")
+    except RecursionError:
+        raise InputError("JSON nested too deeply to read", path=p) from None
+    return validate(StoredResults, obj, where=str(p), error=InputError)
+
+
+def _read_json(p: Path) -> Any:
+    try:
+        return json.loads(p.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise InputError("no such file", path=p) from None
+    except IsADirectoryError:
+        raise InputError("is a folder, expected results.json", path=p) from None
     except json.JSONDecodeError as exc:
         raise InputError(f"invalid JSON: {exc.msg}", path=p, line=exc.lineno) from None
     except UnicodeDecodeError as exc:
         raise InputError(f"not UTF-8 text (byte {exc.start})", path=p) from None
     except ValueError as exc:  # an integer literal longer than Python's int-from-string limit
         raise InputError(f"invalid JSON: {str(exc).split(';')[0]}", path=p) from None
+
+
+def _check_schema(obj: Any, p: Path) -> None:
+    """The schema name and version, the arms a list of objects, and the counts whole numbers."""
     if not isinstance(obj, dict) or obj.get("schema") != "bakeoff.results":
         raise InputError("not a bakeoff results file", path=p, field="schema")
     version = _whole(obj.get("schema_version", 0), p, "schema_version", low=0)
@@ -430,8 +486,6 @@ def read_results(path: str | Path) -> StoredResults:
     queries = obj.get("queries")
     if isinstance(queries, dict) and "evaluated" in queries:
         _whole(queries["evaluated"], p, "queries.evaluated", low=0)
-    _check_numbers(obj, p, "")
-    return StoredResults.from_dict(obj)
 
 
 #: Largest integer accepted anywhere in a results file (a signed 64-bit count).

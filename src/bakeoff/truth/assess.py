@@ -57,6 +57,7 @@ from .llm_spec import LLMSpec
 if TYPE_CHECKING:  # pragma: no cover
     from pydantic import BaseModel
 
+    from ..runner.results import StoredResults
     from .specificity import QueryLikelihood
 
 __all__ = [
@@ -446,15 +447,14 @@ def _order(hs: Sequence[Hole], query_ids: Sequence[str]) -> list[Hole]:
     return sorted(hs, key=lambda h: (not h.disputed, h.best_rank, pos.get(h.query_id, 0), h.doc_id))
 
 
-def _side_by_side(results: Mapping[str, Any], runs: Mapping[str, Run], original: Qrels, merged: Qrels, *,
+def _side_by_side(results: StoredResults, runs: Mapping[str, Run], original: Qrels, merged: Qrels, *,
                   query_ids: Sequence[str], depth: int) -> tuple[list[str], list[dict[str, Any]]]:
-    k = int(results["k"])
-    measures = [m for m in (f"ndcg@{k}", f"recall@{k}", f"mrr@{k}") if m in results["measures"]] or \
-        list(results["measures"][:3])
+    k = results.k
+    measures = [m for m in (f"ndcg@{k}", f"recall@{k}", f"mrr@{k}") if m in results.measures] or \
+        list(results.measures[:3])
     measures = [*measures, f"judged@{depth}"]
     rows = []
-    for a in results["arms"]:
-        name = a["name"]
+    for name in results.arm_names:
         if name not in runs:
             continue
         before = score_run(runs[name], original, measures, query_ids=query_ids, relevance_level=1)
@@ -624,7 +624,7 @@ def assess_results(
         "schema": "bakeoff.assessment", "schema_version": 1,
         "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "results": str(path),
-        "dataset": {"name": results.dataset.get("name"), "fingerprints": dict(results.fingerprints)},
+        "dataset": {"name": results.dataset.name, "fingerprints": dict(results.fingerprints)},
         **done.provenance(arms=chosen),
         "merge_rule": (f"assessed grade g counts as min(g, highest original grade) when g >= "
                        f"{options.relevant_from}, else 0; original judgments always win"),
