@@ -45,8 +45,10 @@ class LLMSpec:
         kind, _, model = text.partition(":")
         if kind == "local":
             return cls("local", model)
-        if kind in ("openai", "ollama") and model:
-            return cls(kind, model)  # type: ignore[arg-type]  # narrowed by the tuple test
+        if kind == "openai" and model:
+            return cls("openai", model)
+        if kind == "ollama" and model:
+            return cls("ollama", model)
         if text.startswith(("http://", "https://")) and "|" in text:
             base, _, model = text.partition("|")
             if model:
