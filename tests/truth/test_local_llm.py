@@ -252,7 +252,8 @@ def test_the_warm_up_times_real_requests_and_keeps_nothing(server, cache) -> Non
     """The estimate's warm-up (:mod:`bakeoff.truth.estimate`): ``min(concurrency, 2)`` real describe requests of the
     documents the pipeline samples first, twice (the second pair timed), through the server, not from and not into
     the cache; the plan counts
-    ``n × 1.8`` generations (capped by the regeneration rounds); a remote API gets no warm-up."""
+    ``n × 1.8`` generations (capped by the regeneration rounds), less the first round's share already cached; a
+    remote API gets no warm-up."""
     from bakeoff.truth.estimate import GENERATIONS_PER_DOCUMENT, record, warm_up
 
     opts = DescribeOptions(n=2, seed=0, max_regenerations=3, leak_mode="record", bootstrap=0, min_query_words=1)
@@ -265,9 +266,14 @@ def test_the_warm_up_times_real_requests_and_keeps_nothing(server, cache) -> Non
     assert est.generations == round(2 * GENERATIONS_PER_DOCUMENT) == 4 and est.max_generations == 8
     assert 0 < 2 * est.seconds_per_generation < est.warm_up_seconds and est.seconds == 4 * est.seconds_per_generation
     assert f"{est.seconds_per_generation:.2f} s per generation on this machine" in est.line()
+    assert (est.cached_first_round, est.first_round) == (0, 2) and "in the cache" not in est.line()
     # the pipeline's own requests use other seeds: none of them is answered by the warm-up
     truth = describe_truth(_corpus(), client, options=opts, progress=False)
     assert client.usage.cache_hits == 0
+    # once the pipeline ran, its first round is in the cache: the plan counts no LLM time for it
+    again = warm_up(_corpus(), client, opts, local=True)
+    assert (again.cached_first_round, again.first_round) == (2, 2) and again.seconds == 0.0
+    assert "2 of the first round's 2 answers are in the cache" in again.line()
     rec = record(est, counts=truth.provenance["counts"], seconds=1.5)
     assert rec["measured"] == {"generations": truth.provenance["counts"]["generations"], "seconds": 1.5}
     remote = warm_up(_corpus(), LLMClient(server.config(), cache=cache), opts, local=False)

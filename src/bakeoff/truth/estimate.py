@@ -14,11 +14,13 @@ time (measured on the docs' benchmarks page, "The demo from an empty cache").
 The estimate is then
 
     generations  G = n × GENERATIONS_PER_DOCUMENT        (at most n × candidates × (1 + max_regenerations))
-    LLM time     T = G × s
+    cached       c = share of the first round's requests whose answer is in the cache
+    LLM time     T = G × (1 − c) × s
 
 with :data:`GENERATIONS_PER_DOCUMENT` the mean measured with today's defaults on three corpora (see its
-comment). The filters' own time (answerability scoring, leak) is not in ``T``; answers already in the cache
-make the run faster than ``T``. The estimate goes into the truth's provenance beside what was measured
+comment). The first round's requests are known before it starts; the later rounds' are not, so ``c`` stands in
+for them (a re-run with changed filters asks new questions in later rounds only, and takes longer than ``T``).
+The filters' own time (answerability scoring, leak) is not in ``T``. The estimate goes into the truth's provenance beside what was measured
 (:func:`record`), so its accuracy is visible.
 
 The warm-up runs only for local models (``--llm local``, ``local:NAME``): against a paid API it would
@@ -55,19 +57,31 @@ class Estimate:
     max_generations: int
     seconds_per_generation: float | None   # None: no warm-up (a remote API)
     warm_up_seconds: float = 0.0
+    #: Of the first round's requests, how many have their answer in the cache (``cached_first_round`` of
+    #: ``first_round``); ``first_round`` 0: not looked up (no cache).
+    cached_first_round: int = 0
+    first_round: int = 0
+
+    @property
+    def cached_share(self) -> float:
+        return self.cached_first_round / self.first_round if self.first_round else 0.0
 
     @property
     def seconds(self) -> float | None:
-        return None if self.seconds_per_generation is None else self.generations * self.seconds_per_generation
+        if self.seconds_per_generation is None:
+            return None
+        return self.generations * (1.0 - self.cached_share) * self.seconds_per_generation
 
     def line(self) -> str:
         """One line for the terminal."""
         head = (f"plan: {self.documents} documents, about {self.generations} generations "
                 f"({GENERATIONS_PER_DOCUMENT:g} per document with the default filters; at most {self.max_generations})")
+        cached = (f"; {self.cached_first_round} of the first round's {self.first_round} answers are in the cache"
+                  if self.cached_first_round else "")
         if self.seconds is None:
-            return head
-        return (f"{head}; {self.seconds_per_generation:.2f} s per generation on this machine (warm-up) "
-                f"-> about {_duration(self.seconds)} of LLM time, less for answers already in the cache")
+            return head + cached
+        return (f"{head}{cached}; {self.seconds_per_generation:.2f} s per generation on this machine (warm-up) "
+                f"-> about {_duration(self.seconds)} of LLM time")
 
     def as_dict(self) -> dict[str, Any]:
         return {"documents": self.documents, "generations": self.generations, "max_generations": self.max_generations,
@@ -75,8 +89,9 @@ class Estimate:
                                            else round(self.seconds_per_generation, 3)),
                 "llm_seconds": None if self.seconds is None else round(self.seconds, 1),
                 "warm_up_seconds": round(self.warm_up_seconds, 3),
-                "rule": f"generations = n x {GENERATIONS_PER_DOCUMENT:g}; LLM time = generations x the warm-up's "
-                        "seconds per generation"}
+                "cached_first_round": self.cached_first_round, "first_round": self.first_round,
+                "rule": f"generations = n x {GENERATIONS_PER_DOCUMENT:g}; LLM time = generations x (1 - the first "
+                        "round's cached share) x the warm-up's seconds per generation"}
 
 
 def _duration(seconds: float) -> str:
@@ -85,6 +100,8 @@ def _duration(seconds: float) -> str:
 
 def warm_up(corpus: Any, client: Any, options: Any, *, local: bool) -> Estimate:
     """Time ``k`` uncached describe requests (module docstring) and return the estimate for ``options``."""
+    from dataclasses import replace
+
     import numpy as np
 
     from .sampling import eligible_rows, sample_rows
@@ -96,13 +113,13 @@ def warm_up(corpus: Any, client: Any, options: Any, *, local: bool) -> Estimate:
     est = Estimate(documents=n, generations=min(gens, n * per_doc), max_generations=n * per_doc,
                    seconds_per_generation=None)
     if not local:
-        return est
+        return _with_cached(est, corpus, client, options)
     rows = [int(r) for r in sample_rows(corpus, n, rng=np.random.default_rng(options.seed),  # the pipeline's draw
                                         stratify_by=options.stratify_by,
                                         eligible=eligible_rows(corpus, min_chars=options.min_doc_chars))]
     k = min(len(rows), max(1, int(client.config.concurrency)), WARM_UP_REQUESTS)
     if k == 0:
-        return est
+        return _with_cached(est, corpus, client, options)
     reqs = [describe_request(corpus, r, client, options, attempt=_WARM_UP_ATTEMPT) for r in rows[:k]]
     saved = client.cache
     client.cache = None  # a real request, timed; its answer is not kept
@@ -115,8 +132,22 @@ def warm_up(corpus: Any, client: Any, options: Any, *, local: bool) -> Estimate:
         t2 = time.perf_counter()
     finally:
         client.cache = saved
-    return Estimate(documents=n, generations=est.generations, max_generations=est.max_generations,
-                    seconds_per_generation=(t2 - t1) / k, warm_up_seconds=t2 - t0)
+    # counted after the warm-up: the cache keys hold the structured-output form the server took
+    return _with_cached(replace(est, seconds_per_generation=(t2 - t1) / k, warm_up_seconds=t2 - t0),
+                        corpus, client, options)
+
+
+def _with_cached(est: Estimate, corpus: Any, client: Any, options: Any) -> Estimate:
+    """``est`` with the first round's requests looked up in the client's cache (none without a cache)."""
+    from dataclasses import replace
+
+    from .synthetic import describe_requests
+
+    if client.cache is None:
+        return est
+    first = describe_requests(corpus, client, options, attempt=0)
+    hits = sum(client.cache.get_json("llm", client.request_key(r)) is not None for r in first)
+    return replace(est, cached_first_round=hits, first_round=len(first))
 
 
 def record(estimate: Estimate, *, counts: Mapping[str, Any], seconds: float) -> dict[str, Any]:
