@@ -215,9 +215,15 @@ def test_generate_truth_is_the_public_entry(tmp_path: Path) -> None:
 def test_generate_cli_bad_input_exits_2(tmp_path: Path, capsys) -> None:
     assert main(["generate", "sideways", "--corpus", str(tmp_path), "--out", str(tmp_path / "o")]) == 2
     assert main(["generate", "describe", "--corpus", str(tmp_path / "missing.jsonl"), "--out", str(tmp_path / "o"),
-                 "--llm", "openai:"]) == 2
+                 "--llm", "openai:gpt-5-mini"]) == 2
     err = capsys.readouterr().err
     assert "mode must be describe or clusters" in err and "missing.jsonl" in err
+    # a bad --llm is refused at the command line, before the corpus is read
+    assert main(["generate", "describe", "--corpus", str(tmp_path / "missing.jsonl"), "--out", str(tmp_path / "o"),
+                 "--llm", "openai:"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == ("error: --llm must be local[:NAME|PATH.gguf], openai:<model>, ollama:<model> or <base_url>|<model>, "
+                   "got 'openai:'")
     assert not (tmp_path / "o").exists()
 
 
