@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 __all__ = ["GENERATIONS_PER_DOCUMENT", "WARM_UP_REQUESTS", "Estimate", "record", "warm_up"]
@@ -100,8 +100,6 @@ def _duration(seconds: float) -> str:
 
 def warm_up(corpus: Any, client: Any, options: Any, *, local: bool) -> Estimate:
     """Time ``k`` uncached describe requests (module docstring) and return the estimate for ``options``."""
-    from dataclasses import replace
-
     import numpy as np
 
     from .sampling import eligible_rows, sample_rows
@@ -139,8 +137,6 @@ def warm_up(corpus: Any, client: Any, options: Any, *, local: bool) -> Estimate:
 
 def _with_cached(est: Estimate, corpus: Any, client: Any, options: Any) -> Estimate:
     """``est`` with the first round's requests looked up in the client's cache (none without a cache)."""
-    from dataclasses import replace
-
     from .synthetic import describe_requests
 
     if client.cache is None:
