@@ -91,10 +91,11 @@ def calibrate(
     `bakeoff report` shows beside the verdict of any run by the same generator."""
     from ..calibrate import DEFAULT_ARMS, DEFAULT_MEASURES, run_calibration
     from ..report.calibration import calibration_text
-    from ..truth.assess import AssessOptions
-    from ..truth.llm_spec import LLMSpec
-    from ..truth.queries_like import read_queries_like
-    from ..truth.synthetic import DescribeOptions, leak_target_shares
+    from ..truth.generation.describe import DescribeOptions
+    from ..truth.generation.leak_target import leak_target_shares
+    from ..truth.generation.queries_like import read_queries_like
+    from ..truth.judging.assess import AssessOptions
+    from ..truth.llm.spec import LLMSpec
 
     llm_spec = LLMSpec.parse(llm)
     judge_spec = None if pool_llm is None else LLMSpec.parse(pool_llm, option="--pool-llm")

@@ -101,12 +101,14 @@ def generate(
 
     from ..data.loaders import FieldMap
     from ..errors import ConfigError
-    from ..truth.generate import generate_truth
-    from ..truth.llm_spec import LLMSpec
-    from ..truth.queries_like import read_queries_like
-    from ..truth.repair import GradeMap
-    from ..truth.specificity import DEFAULT_THRESHOLD, SpecificityOptions
-    from ..truth.synthetic import ClusterOptions, DescribeOptions, leak_target_shares
+    from ..truth.filters.specificity import DEFAULT_THRESHOLD, SpecificityOptions
+    from ..truth.generation.clusters import ClusterOptions
+    from ..truth.generation.describe import DescribeOptions
+    from ..truth.generation.generate import generate_truth
+    from ..truth.generation.leak_target import leak_target_shares
+    from ..truth.generation.queries_like import read_queries_like
+    from ..truth.generation.repair import GradeMap
+    from ..truth.llm.spec import LLMSpec
 
     llm_spec = LLMSpec.parse(llm)
     scorer_spec = None if specificity == "off" else LLMSpec.parse(specificity, option="--specificity")

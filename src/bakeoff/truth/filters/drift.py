@@ -8,7 +8,7 @@ rejection reason of describe mode:
   + 1) absent from the query's own document: the query carries that example's content, not its
   document's — "What is the primary challenge with CRF in mice compared to conventional treatment?",
   where "compared to conventional treatment" came from an example about another document. Content
-  words are :func:`bakeoff.truth.leak.words` (``[^\\W_]+`` runs, lower-cased) not in
+  words are :func:`bakeoff.truth.filters.leak.words` (``[^\\W_]+`` runs, lower-cased) not in
   :data:`FUNCTION_WORDS` of the prompt language.
   A question frame shared word by word ("what role does … play in") borrows one word per phrase, so
   the examples' form may be copied freely.
@@ -25,7 +25,8 @@ from collections.abc import Iterable, Mapping
 
 from .leak import words
 
-__all__ = ["FUNCTION_WORDS", "MAX_BORROWED", "SYMBOL_SCRIPTS", "borrowed_words", "foreign_scripts", "scripts"]
+__all__ = ["FUNCTION_WORDS", "MAX_BORROWED", "SYMBOL_SCRIPTS", "borrowed_words", "copies_example", "foreign_scripts",
+           "scripts"]
 
 #: At most this many borrowed content words from one example are tolerated.
 MAX_BORROWED = 1
@@ -89,3 +90,15 @@ SYMBOL_SCRIPTS = frozenset({"GREEK", "MICRO"})
 def foreign_scripts(query: str, source: str) -> set[str]:
     """Writing systems of the query's letters that ``source`` does not use, :data:`SYMBOL_SCRIPTS` aside."""
     return scripts(query) - scripts(source) - SYMBOL_SCRIPTS
+
+
+def copies_example(query: str, *, examples: frozenset[str] = frozenset(),
+                    max_jaccard: float = 0.6) -> bool:
+    """True when ``query``'s word set has Jaccard >= ``max_jaccard`` with a few-shot example answer
+    (small base models often echo their examples)."""
+    words = set(query.lower().split())
+    for shot in examples:
+        other = set(shot.lower().split())
+        if words and len(words & other) / len(words | other) >= max_jaccard:
+            return True
+    return False

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import ConfigError
+from ...errors import ConfigError
 
 __all__ = ["TIE", "RankedScore", "ReferenceRankOptions", "rank_against", "rank_all", "rank_by_pairs", "reference_rows"]
 

@@ -2,7 +2,7 @@
 
 One query per source (ruling, paper, ticket) that cites the target law:
 
-1. **Find** mentions with a :class:`~bakeoff.truth.patterns.PatternSet`
+1. **Find** mentions with a :class:`~bakeoff.truth.citations.patterns.PatternSet`
    (``target`` citations become positives; ``other``-law citations stay
    visible; ``bare`` article mentions are masked when they repeat a cited number).
 2. **Resolve** each cited number to a unit (``target_id``) and to the version
@@ -39,8 +39,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..data.versions import Versions
-from ..errors import ConfigError
+from ...data.versions import Versions
+from ...errors import ConfigError
 from .patterns import PatternSet, parse_text_date
 from .sources import Source
 

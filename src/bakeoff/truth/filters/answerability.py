@@ -44,13 +44,13 @@ import contextlib
 import math
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
 
-from ..cache import Cache, cache_key
-from ..errors import ConfigError
+from ...cache import Cache, cache_key
+from ...errors import ConfigError
 from . import score_filter
 from .reference_rank import RankedScore, ReferenceRankOptions, rank_all, rank_by_pairs, reference_rows
 from .score_filter import keep_mask
@@ -64,6 +64,7 @@ __all__ = [
     "BiEncoderAnswerability",
     "CrossEncoderAnswerability",
     "Preloading",
+    "answer_provenance",
     "answerability_ranks",
     "answerability_scores",
     "answerability_text",
@@ -107,7 +108,7 @@ class BiEncoderAnswerability:
     kind = "bi-encoder"
 
     def __init__(self, *, model: str | None = None, batch_size: int = 32) -> None:
-        from ..models.encoders import make_encoder
+        from ...models.encoders import make_encoder
 
         self.model, self.batch_size = model, batch_size
         self._memo: dict[str, np.ndarray] = {}
@@ -148,7 +149,7 @@ class CrossEncoderAnswerability:
     default_threshold = DEFAULT_CE_THRESHOLD
 
     def __init__(self, *, model: str, max_length: int = 256, batch_size: int = 32) -> None:
-        from ..models.cross_encoders import CrossEncoderScorer
+        from ...models.cross_encoders import CrossEncoderScorer
 
         self._scorer = CrossEncoderScorer(model=model, max_length=max_length)
         if self._scorer.fresh_parameters:
@@ -212,7 +213,7 @@ def _canonical(model: str | None) -> str:
     """The model name an encoder identity records for a selector (USE aliases, MiniLM aliases, hub ids)."""
     if _is_use(model):
         return USE_MODEL
-    from ..models.resolve import resolve_model
+    from ...models.resolve import resolve_model
 
     return resolve_model(model)[0]
 
@@ -241,7 +242,7 @@ class AnswerabilityOptions:
     """Which queries are kept.
 
     Default, **relative to the corpus**: the source document's rank among ``reference.references``
-    random documents of the same corpus under the scorer (:mod:`bakeoff.truth.reference_rank`), kept
+    random documents of the same corpus under the scorer (:mod:`bakeoff.truth.filters.reference_rank`), kept
     when ``rank <= max(1, floor(alpha * (R + 1)))`` (R = 99, alpha = 0.05: rank <= 5). **Absolute**,
     when ``threshold`` is given (or ``reference`` is ``None``): ``score >= threshold`` (``None``: the
     scorer's default, 0.5 for the USE cosine, 0.6 for other bi-encoders' cosine, 0.0 for a
@@ -318,7 +319,7 @@ def answerability_ranks(queries: Sequence[str], rows: Sequence[int], own_scores:
                         options: AnswerabilityOptions = AnswerabilityOptions(),
                         cache: Cache | None = None) -> list[RankedScore]:
     """The rank of each query's own document (``rows``, scored ``own_scores``) among the reference
-    documents of ``options.reference`` (:mod:`bakeoff.truth.reference_rank`). A scorer with
+    documents of ``options.reference`` (:mod:`bakeoff.truth.filters.reference_rank`). A scorer with
     ``score_matrix`` (bi-encoders) encodes each reference document once; any other scores
     ``len(queries) * R`` pairs through :func:`answerability_scores` (cached per pair)."""
     ref = options.reference or ReferenceRankOptions()
@@ -341,7 +342,7 @@ HISTOGRAM_EDGES = np.round(np.arange(-0.2, 1.001, 0.1), 1)
 
 def score_stats(values: Sequence[float], *, threshold: float | None = None) -> dict[str, Any]:
     """``n``, ``mean``, quantiles ``p10 p25 p50 p75 p90``, ``share_below`` the threshold, and a
-    histogram over :data:`HISTOGRAM_EDGES` (:func:`bakeoff.truth.score_filter.score_stats`)."""
+    histogram over :data:`HISTOGRAM_EDGES` (:func:`bakeoff.truth.filters.score_filter.score_stats`)."""
     return score_filter.score_stats(values, edges=HISTOGRAM_EDGES, threshold=threshold)
 
 
@@ -368,3 +369,15 @@ def bias_caveat(answerability: dict[str, Any] | None, arms: dict[str, dict[str, 
         return None
     return (f"caveat: the queries were kept by the answerability score of {name}, the model that arm(s) "
             f"{', '.join(same)} rank with: the filter favours them")
+
+
+def answer_provenance(answerer: AnswerabilityScorer, options: AnswerabilityOptions, threshold: float | None,
+                       candidates: list[float], kept: list[float | None], stats: dict[str, int]) -> dict[str, Any]:
+    """Provenance entry of the answerability filter: scorer identity, options, threshold in force,
+    score distributions of the candidates and of the kept queries, cache counts."""
+    return {"scorer": answerer.identity(), "options": asdict(options), "threshold": threshold,
+            "score": ("cosine of query and document vectors" if answerer.kind == "bi-encoder"
+                      else "cross-encoder relevance logit"),
+            "all_candidates": score_stats(candidates, threshold=threshold),
+            "kept": score_stats([x for x in kept if x is not None], threshold=threshold),
+            "evaluations": dict(stats)}

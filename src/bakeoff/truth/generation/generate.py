@@ -1,8 +1,8 @@
 """``bakeoff generate``: LLM-written ground truth for a corpus, end to end.
 
-corpus (:func:`bakeoff.data.datasets.open_corpus`) -> an LLM client (:func:`open_llm`:
+corpus (:func:`bakeoff.data.datasets.open_corpus`) -> an LLM client (:func:`~bakeoff.truth.llm.open.open_llm`:
 ``local`` starts and stops the bundled llama.cpp server) -> describe or cluster mode
-(:mod:`bakeoff.truth.synthetic`, chosen by the options' type) -> a BEIR folder with
+(:mod:`bakeoff.truth.generation.describe` or :mod:`bakeoff.truth.generation.clusters`, chosen by the options' type) -> a BEIR folder with
 ``provenance.json``.
 
 **Batch path** (remote APIs, cheap and slow): with ``batch_out`` the uncached requests of
@@ -20,77 +20,29 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..cache import Cache
-from ..data.datasets import open_corpus
-from ..data.loaders import FieldMap
-from ..data.model import Corpus
-from ..errors import ConfigError
-from .llm import LLMClient, Usage
-from .llm_spec import LLMSpec
-from .synthetic import (
-    ClusterOptions,
-    DescribeOptions,
-    SyntheticTruth,
-    cluster_leak_filter,
-    cluster_truth,
-    describe_truth,
-)
+from ...cache import Cache
+from ...data.datasets import open_corpus
+from ...data.loaders import FieldMap
+from ...data.model import Corpus
+from ...errors import ConfigError
+from ..llm.client import LLMClient, Usage
+from ..llm.open import open_llm
+from ..llm.spec import LLMSpec
+from .clusters import ClusterOptions, cluster_leak_filter, cluster_truth
+from .describe import DescribeOptions, describe_truth
+from .synthetic import SyntheticTruth
 
-__all__ = ["Embed", "GenerateOutcome", "generate_truth", "open_llm"]
+__all__ = ["Embed", "GenerateOutcome", "generate_truth"]
 
 #: ``embed(corpus) -> ((len(corpus), dim) vectors, encoder identity)`` for cluster mode.
 Embed = Callable[[Corpus], tuple[np.ndarray, str]]
-
-
-@contextlib.contextmanager
-def open_llm(spec: LLMSpec | str, *, cache: Cache | None, concurrency: int | None = None,
-             price: str | None = None, reasoning_effort: str | None = None) -> Iterator[LLMClient]:
-    """An :class:`~bakeoff.truth.llm.LLMClient` for ``--llm`` (:class:`~bakeoff.truth.llm_spec.LLMSpec`; a local
-    spec starts and stops ``llama-server`` with its model, :meth:`~bakeoff.truth.llm_spec.LLMSpec.local_model`).
-    ``price`` is ``"PROMPT_USD_PER_1M,COMPLETION_USD_PER_1M"`` (overrides the price table).
-    ``concurrency`` is the number of requests in flight; for ``local``, ``N`` starts ``min(N,``
-    :func:`~bakeoff.truth.local_llm.default_servers` ``())`` servers of ``N // servers`` slots each (default
-    :func:`~bakeoff.truth.local_llm.default_servers` servers of :func:`~bakeoff.truth.local_llm.default_slots`).
-    """
-    from .llm import Price
-
-    spec = LLMSpec.of(spec)
-    overrides: dict[str, Any] = {}
-    if price:
-        try:
-            p, c = (float(x) for x in price.split(","))
-        except ValueError:
-            raise ConfigError(f"--price must be PROMPT_USD_PER_1M,COMPLETION_USD_PER_1M, got {price!r}") from None
-        overrides["price"] = Price(p, c)
-    if concurrency is not None:
-        if concurrency < 1:
-            raise ConfigError(f"--concurrency must be at least 1, got {concurrency}")
-        overrides["concurrency"] = concurrency
-    if reasoning_effort:
-        if reasoning_effort not in ("minimal", "low", "medium", "high"):
-            raise ConfigError(f"--reasoning-effort must be minimal, low, medium or high, got {reasoning_effort!r}")
-        overrides["reasoning_effort"] = reasoning_effort
-    if spec.is_local:
-        from .local_llm import LocalLLMServer, default_servers
-
-        model = spec.local_model()
-
-        n = overrides.pop("concurrency", None)
-        servers = None if n is None else min(default_servers(), n)
-        slots = None if n is None or servers is None else n // servers
-        with LocalLLMServer(servers=servers, slots=slots, model=model) as server, \
-                LLMClient(server.config(**overrides), cache=cache) as client:
-            yield client
-    else:
-        with LLMClient(spec.config(**overrides), cache=cache) as client:
-            yield client
 
 
 @dataclass
@@ -114,8 +66,8 @@ class GenerateOutcome:
 
 def _ingest(client: LLMClient, path: Path, corpus: Corpus, options: DescribeOptions) -> dict[str, int]:
     """Ingest batch results for every request describe mode could have made (all rounds)."""
-    from .llm import ingest_batch
-    from .synthetic import describe_requests
+    from ..llm.client import ingest_batch
+    from .describe import describe_requests
 
     reqs = [r for attempt in range(options.max_regenerations + 1)
             for r in describe_requests(corpus, client, replace(options), attempt=attempt)]
@@ -151,18 +103,18 @@ def generate_truth(
     :func:`bakeoff.data.datasets.open_corpus` (records mapped by ``fields``), after the options
     are checked. Cluster mode needs ``embed``; ``batch_in`` applies to describe mode. Cluster
     questions whose leak exceeds ``cluster_leak_threshold`` are dropped
-    (:func:`~bakeoff.truth.synthetic.cluster_leak_filter`; ``None`` only records the leak).
+    (:func:`~bakeoff.truth.generation.clusters.cluster_leak_filter`; ``None`` only records the leak).
     ``specificity`` names the query-likelihood scorer of the specificity filter (``off``/``None``, the
     default: no filter; ``local``: the bundled Gemma in-process; else a completions server spec, see
-    :func:`bakeoff.truth.specificity.open_likelihood`); its options are ``options.specificity``.
+    :func:`bakeoff.truth.filters.specificity.open_likelihood`); its options are ``options.specificity``.
     ``answerability`` names the scorer of the answerability filter (``use``: the multilingual USE bi-encoder;
     ``cross-encoder:<model>``; ``off``/``None``: no filter, see
-    :func:`bakeoff.truth.answerability.open_answerability`); its options are ``options.answerability``.
+    :func:`bakeoff.truth.filters.answerability.open_answerability`); its options are ``options.answerability``.
     ``announce`` (a print function) gets the plan before describe mode starts: the documents, the expected
-    generations and, for a local model, the LLM time from a short warm-up (:mod:`bakeoff.truth.estimate`),
+    generations and, for a local model, the LLM time from a short warm-up (:mod:`bakeoff.truth.generation.estimate`),
     which the provenance records beside the measured time (``estimate``).
     With ``options.queries_like`` and the default leak target, the target is estimated from those queries
-    (:func:`~bakeoff.truth.queries_like.estimated_leak_shares`). Batch files turn describe mode's bootstrapped
+    (:func:`~bakeoff.truth.generation.queries_like.estimated_leak_shares`). Batch files turn describe mode's bootstrapped
     examples off (a batch holds requests known in
     advance). Refused (:class:`~bakeoff.errors.ConfigError`): ``n < 1``, a test fraction outside [0, 1],
     batch files without a cache or with the local LLM.
@@ -192,7 +144,7 @@ def generate_truth(
     ingested = None
     answerer = None
     if options.answerability is not None and batch_out is None:
-        from .answerability import Preloading, open_answerability
+        from ..filters.answerability import Preloading, open_answerability
 
         answerer = open_answerability(answerability)  # before the LLM starts: a bad spec or threshold costs nothing
         if answerer is not None:
@@ -206,7 +158,7 @@ def generate_truth(
         scorer = None
         t1 = time.perf_counter()
         if options.specificity is not None and batch_out is None:
-            from .specificity import open_likelihood
+            from ..filters.specificity import open_likelihood
 
             scorer = open_likelihood(specificity)
             if scorer is not None:
@@ -239,7 +191,7 @@ def generate_truth(
             truth = cluster_leak_filter(truth, corpus, threshold=cluster_leak_threshold)
         usage = client.usage
         if client.collect:
-            from .llm import write_batch
+            from ..llm.client import write_batch
 
             n_req = write_batch(client, client.collect, batch_out)  # type: ignore[arg-type]
             return GenerateOutcome(usage, batch_requests=n_req, ingested=ingested, llm_startup_s=started)
