@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from ..truth.filters.thresholds import LEAK_THRESHOLD
 from ._common import AlphaOpt, ProgressOpt, SeedOpt, folder_path, make_cache, measure_names
 from ._generator import (
     AnswerabilityAlphaOpt,
@@ -53,7 +54,7 @@ def calibrate(
     leak_mode: LeakModeOpt = "record",
     leak_target: LeakTargetOpt = "default",
     queries_like: QueriesLikeOpt = None,
-    leak_threshold: LeakThresholdOpt = 0.35,
+    leak_threshold: LeakThresholdOpt = LEAK_THRESHOLD,
     regenerations: RegenerationsOpt = 3,
     candidates: CandidatesOpt = 1,
     mask_share: MaskShareOpt = 0.0,

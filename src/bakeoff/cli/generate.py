@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from ..truth.filters.thresholds import LEAK_THRESHOLD
 from ._common import make_cache
 from ._generator import (
     AnswerabilityAlphaOpt,
@@ -49,7 +50,7 @@ def generate(
     leak_mode: LeakModeOpt = "record",
     leak_target: LeakTargetOpt = "default",
     queries_like: QueriesLikeOpt = None,
-    leak_threshold: LeakThresholdOpt = 0.35,
+    leak_threshold: LeakThresholdOpt = LEAK_THRESHOLD,
     regenerations: RegenerationsOpt = 3,
     candidates: CandidatesOpt = 1,
     mask_share: MaskShareOpt = 0.0,

@@ -4,7 +4,7 @@ A small model shown few-shot examples copies more than their form. Two drifts ar
 rejection reason of describe mode:
 
 * ``borrowed_example`` — :func:`borrowed_words`: a phrase of the query (two or more consecutive words)
-  that one example query of the prompt also has, with two or more content words (:data:`MAX_BORROWED`
+  that one example query of the prompt also has, with two or more content words (:data:`~bakeoff.truth.filters.thresholds.MAX_BORROWED`
   + 1) absent from the query's own document: the query carries that example's content, not its
   document's — "What is the primary challenge with CRF in mice compared to conventional treatment?",
   where "compared to conventional treatment" came from an example about another document. Content
@@ -24,12 +24,10 @@ import unicodedata
 from collections.abc import Iterable, Mapping
 
 from .leak import words
+from .thresholds import EXAMPLE_JACCARD
 
-__all__ = ["FUNCTION_WORDS", "MAX_BORROWED", "SYMBOL_SCRIPTS", "borrowed_words", "copies_example", "foreign_scripts",
+__all__ = ["FUNCTION_WORDS", "SYMBOL_SCRIPTS", "borrowed_words", "copies_example", "foreign_scripts",
            "scripts"]
-
-#: At most this many borrowed content words from one example are tolerated.
-MAX_BORROWED = 1
 
 #: Words that carry a question's form, not its content, per prompt language.
 FUNCTION_WORDS: Mapping[str, frozenset[str]] = {
@@ -93,7 +91,7 @@ def foreign_scripts(query: str, source: str) -> set[str]:
 
 
 def copies_example(query: str, *, examples: frozenset[str] = frozenset(),
-                    max_jaccard: float = 0.6) -> bool:
+                    max_jaccard: float = EXAMPLE_JACCARD) -> bool:
     """True when ``query``'s word set has Jaccard >= ``max_jaccard`` with a few-shot example answer
     (small base models often echo their examples)."""
     words = set(query.lower().split())

@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -36,10 +37,9 @@ from ..filters.answerability import (
     answerability_scores,
 )
 from ..filters.answerability import keep_mask as answer_keep_mask
-from ..filters.drift import MAX_BORROWED, borrowed_words, copies_example, foreign_scripts
-from ..filters.leak import copied_run, leak, leak_stats, mask_rare_terms, title_copy
+from ..filters.chain import Draft, LeakCut, QueryFilter, describe_chain
+from ..filters.leak import leak, leak_stats, mask_rare_terms
 from ..filters.score_filter import score_text
-from ..filters.self_reference import refers_to_document
 from ..filters.specificity import (
     QueryLikelihood,
     SpecificityOptions,
@@ -48,7 +48,16 @@ from ..filters.specificity import (
     score_stats,
     specificity_scores,
 )
-from ..llm.client import ChatRequest, LLMClient
+from ..filters.thresholds import (
+    LEAK_SLACK,
+    LEAK_THRESHOLD,
+    MAX_COPIED_RUN,
+    MAX_TITLE_COPY,
+    MIN_QUERY_WORDS,
+    STEER_MIN_SUCCESS,
+    STEER_MIN_TRIES,
+)
+from ..llm.client import ChatRequest, Generation, LLMClient
 from .health import looks_like_title, truth_health
 from .leak_target import LEAK_MODES, leak_quota
 from .prompts import (
@@ -64,16 +73,9 @@ from .queries_like import draw_style
 from .sampling import eligible_rows, sample_rows, sampled_mix
 from .synthetic import SyntheticTruth, doc_text
 
-__all__ = ["STEER_MIN_SUCCESS", "STEER_MIN_TRIES", "DescribeOptions", "describe_request", "describe_requests", "describe_truth", "mask_share", "masked_plan"]
+__all__ = ["REJECTIONS", "Accepted", "DescribeOptions", "describe_request", "describe_requests", "describe_truth", "mask_share", "masked_plan"]
 
 
-#: The leak quota is waived after a round once at least ``STEER_MIN_TRIES`` steered regenerations were
-#: judged and fewer than ``STEER_MIN_SUCCESS`` of them reached a bin with room: a model that does not follow
-#: the steer would spend every later round on regenerations that land in the same full bins.
-STEER_MIN_TRIES = 20
-
-
-STEER_MIN_SUCCESS = 0.1
 
 
 @dataclass(frozen=True)
@@ -97,12 +99,12 @@ class DescribeOptions:
 
     n: int = 200
     seed: int = 0
-    leak_threshold: float = 0.35
+    leak_threshold: float = LEAK_THRESHOLD
     max_regenerations: int = 3
     stratify_by: str | None = None
     lang: str = "en"
     max_doc_chars: int = 1200
-    min_query_words: int = 3
+    min_query_words: int = MIN_QUERY_WORDS
     temperature: float = 0.8
     max_tokens: int = 64
     test_fraction: float = 0.5
@@ -119,7 +121,7 @@ class DescribeOptions:
     leak_target: tuple[float, ...] = DEFAULT_LEAK_TARGET
     #: Where ``leak_target`` came from (recorded; the report names it beside the leak-matched verdict).
     leak_target_source: str = "default"
-    leak_slack: float = 1.25
+    leak_slack: float = LEAK_SLACK
     bootstrap: int = 0
     bootstrap_pilot: int = 16
     #: Best kept pilot queries kept as examples; each request shows ``bootstrap`` of them, drawn per request.
@@ -128,10 +130,10 @@ class DescribeOptions:
     example_doc_chars: int = 400
     #: Reject a query when at least this share of its words is in its document's title
     #: (:func:`bakeoff.truth.filters.leak.title_copy`; naming the title is not an answer); ``None``: off.
-    max_title_copy: float | None = 0.8
+    max_title_copy: float | None = MAX_TITLE_COPY
     #: Reject a query holding a run of at least this many consecutive words of its document (title and
     #: text; :func:`bakeoff.truth.filters.leak.copied_run`: a pasted sentence, not a query); ``None``: off.
-    max_copied_run: int | None = 10
+    max_copied_run: int | None = MAX_COPIED_RUN
     #: A document whose last query was rejected as ``copies_passage`` or ``copies_title`` is asked again with
     #: that reason said in its next request (:data:`~bakeoff.truth.generation.prompts.RETRY_FIX`); ``False``: asked the same way.
     retry_fix: bool = True
@@ -213,101 +215,259 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
                    answerer: AnswerabilityScorer | None = None) -> SyntheticTruth:
     """Describe-mode ground truth (see the module docstring and :class:`DescribeOptions`).
 
-    Filters, in order, each counted under its reason: ``failed`` (no valid answer),
+    Filters, in order, each counted under its reason: ``failed`` (no valid answer), then the filter chain of
+    :func:`~bakeoff.truth.filters.chain.describe_chain` —
     ``copied_example`` (echoes an example of the prompt), ``too_short`` (< ``min_query_words``),
     ``refers_to_document`` ("this study", :mod:`bakeoff.truth.filters.self_reference`),
     ``foreign_script`` and ``borrowed_example`` (the query drifted into another writing system or into
     an example's content, :mod:`bakeoff.truth.filters.drift`),
     ``copies_title`` (``title_copy >= max_title_copy``), ``copies_passage`` (``copied_run >= max_copied_run``),
-    ``rejected`` (``leak_mode="cut"``: leak > ``leak_threshold``), ``not_answerable`` (with an
+    ``rejected`` (``leak_mode="cut"``: leak > ``leak_threshold``) — then ``not_answerable`` (with an
     ``answerer`` and ``options.answerability``: the source document ranks below the reference rule,
     or scores below the absolute threshold, see :mod:`bakeoff.truth.filters.answerability`),
     ``low_specificity`` (with a ``scorer`` and ``options.specificity``, see
     :mod:`bakeoff.truth.filters.specificity`; scored only for each document's best candidate),
     ``leak_quota`` (``leak_mode="target"``: the query's leak bin is full; not in the last round; the
     document's next request asks for fewer of its words when a lower bin has room, else for more,
-    :data:`~bakeoff.truth.generation.prompts.STEER`; waived early when steering fails, :data:`STEER_MIN_TRIES`).
+    :data:`~bakeoff.truth.generation.prompts.STEER`; waived early when steering fails,
+    :data:`~bakeoff.truth.filters.thresholds.STEER_MIN_TRIES`).
     Each rejection sends the document to the next regeneration round; after ``copies_passage`` or
-    ``copies_title`` that request says why (``retry_fix``, :data:`~bakeoff.truth.generation.prompts.RETRY_FIX`). The ``keep_fraction`` options
-    are applied at the end (``below_top_fraction``, ``below_answerability_top``). Kept queries carry
-    ``leak``, ``answerability``, ``answer_rank`` and ``specificity`` in metadata as measured.
+    ``copies_title`` that request says why (``retry_fix``, :data:`~bakeoff.truth.generation.prompts.RETRY_FIX`).
+    The ``keep_fraction`` options are applied at the end (``below_top_fraction``, ``below_answerability_top``).
+    Kept queries carry ``leak``, ``answerability``, ``answer_rank`` and ``specificity`` in metadata as measured.
     """
-    o = options
-    rng = np.random.default_rng(o.seed)
-    eligible = eligible_rows(corpus, min_chars=o.min_doc_chars)
-    rows = sample_rows(corpus, o.n, rng=rng, stratify_by=o.stratify_by, eligible=eligible)
-    schema = describe_schema()
-    completion = client.config.prompt_style == "completion"
-    spec = o.specificity if scorer is not None else None
-    ans = o.answerability if answerer is not None else None
-    ans_thr = ans.resolved_threshold(answerer) if ans is not None else None  # type: ignore[arg-type]
-    relative = ans is not None and ans.relative
-    all_ans: list[float] = []
-    all_ranks: list[int] = []
-    ans_stats: dict[str, int] = {}
-    quota = leak_quota(len(rows), o.leak_target, o.leak_slack) if o.leak_mode == "target" else None
-    in_bin = [0] * (len(LEAK_BINS) + 1)
-
-    # row -> (query, leak, round, specificity, answerability, rank)
-    accepted: dict[int, tuple[str, float, int, float | None, float | None, int | None]] = {}
-    all_leaks: list[float] = []
-    all_spec: list[float] = []
-    spec_stats: dict[str, int] = {}
-    counts = Counter[str]()
-    audit: list[dict[str, Any]] = []  # every answered generation with its outcome
-
-    def note(r: int, attempt: int, query: str, outcome: str, **extra: Any) -> None:
-        audit.append({"doc": corpus.ids[r], "round": attempt, "query": query, "outcome": outcome, **extra})
-
-    masked_rows = masked_plan([int(r) for r in rows], o)
-    control = o.prompt
-    policy = "user" if o.prompt.examples else "none"
-    boot: list[dict[str, Any]] = []
-    pool: tuple[tuple[str, str], ...] = ()  # bootstrapped (document, query) examples
-    steer: dict[int, str] = {}  # row -> "lower" / "higher": its last query's leak bin was full
-    fault: dict[int, str] = {}  # row -> its last query's copying rejection (a RETRY_FIX key)
-    pilot = min(len(rows), o.bootstrap_pilot) if (o.bootstrap > 0 and not o.prompt.examples and len(rows) > 1) else 0
-    open_rows = [int(r) for r in rows]
-    waived_after: int | None = None  # the round after which the leak quota is waived (steering failed)
-    steer_tries = [0, 0]  # steered regenerations that reached a bin with room, steered regenerations judged
-    n_c = o.candidates
-    n_rounds = o.max_regenerations + 1 + (1 if pilot else 0)
-    for attempt in range(n_rounds):
-        if not open_rows:
+    run = _DescribeRun(corpus, client, options, progress=progress, scorer=scorer, answerer=answerer)
+    for attempt in range(run.n_rounds):
+        if not run.open_rows:
             break
-        batch = open_rows[:pilot] if pilot and attempt == 0 else open_rows
-        last = attempt == n_rounds - 1
-        examples = shot_queries(control) | frozenset(q for _, q in pool)
+        run.round(attempt)
+    run.keep_top_fractions()
+    return run.truth()
 
-        def control_for(r: int, number: int, control: PromptControl = control,
-                        pool: tuple[tuple[str, str], ...] = pool) -> PromptControl:
-            """The pool's examples shown to request ``number`` of row ``r``: ``bootstrap`` of them, drawn
-            with ``default_rng([seed, r, number])`` and shown in pool order (a small model copies the
-            examples it sees; a different draw per request keeps one example from being copied everywhere)."""
-            ctl = control
-            if o.queries_like:
-                ctl = replace(ctl, style_queries=draw_style(o.queries_like, seed=o.seed, row=r, number=number))
-            if pool:
-                pick = np.random.default_rng([o.seed, r, number]).choice(len(pool), size=min(o.bootstrap, len(pool)),
-                                                                         replace=False)
-                ctl = replace(ctl, examples=tuple(pool[i] for i in sorted(int(x) for x in pick)))
-            fixes = [RETRY_FIX[ctl.lang][fault[r]]] if r in fault else []
-            if r in steer:
-                fixes.append(STEER[ctl.lang][steer[r]])
-            for extra in fixes:
-                ctl = replace(ctl, instruction=f"{ctl.instruction} {extra}" if ctl.instruction else extra)
-            return ctl
 
-        steered = set(steer)
-        reqs = [describe_request(corpus, r, client, o, attempt=attempt * n_c + j,
-                                 control=control_for(r, attempt * n_c + j), masked=r in masked_rows)
-                for r in batch for j in range(n_c)]
-        desc = "describe (pilot)" if pilot and attempt == 0 else f"describe (round {attempt + 1 - (1 if pilot else 0)})"
-        gens = client.generate_many(reqs, progress=progress, desc=desc)
+class Accepted(NamedTuple):
+    """A document's kept query, with the round that wrote it and what was measured of it."""
+
+    query: str
+    leak: float
+    attempt: int
+    specificity: float | None
+    answerability: float | None
+    rank: int | None
+
+
+class _Candidate(NamedTuple):
+    """A query that passed the filter chain, waiting for the round's selection."""
+
+    row: int
+    query: str
+    leak: float
+
+
+class _Scores(NamedTuple):
+    """A round's scores of its candidates (row-aligned; ``None`` when not measured) and the answerability verdicts."""
+
+    answers: list[float | None]
+    ranks: list[int | None]
+    passes: list[bool]
+    specificity: list[float | None]
+
+
+@dataclass
+class _Tally:
+    """Describe mode's accumulators across rounds: the counts, the audit of every answered generation, the kept
+    queries (row -> :class:`Accepted`), every measured leak, specificity, answerability and rank, and the
+    scorers' cache counts."""
+
+    doc_ids: tuple[str, ...]
+    counts: Counter[str] = field(default_factory=Counter)
+    audit: list[dict[str, Any]] = field(default_factory=list)
+    accepted: dict[int, Accepted] = field(default_factory=dict)
+    leaks: list[float] = field(default_factory=list)
+    specificity: list[float] = field(default_factory=list)
+    answerability: list[float] = field(default_factory=list)
+    ranks: list[int] = field(default_factory=list)
+    spec_stats: dict[str, int] = field(default_factory=dict)
+    ans_stats: dict[str, int] = field(default_factory=dict)
+
+    def note(self, r: int, attempt: int, query: str, outcome: str, **extra: Any) -> None:
+        self.audit.append({"doc": self.doc_ids[r], "round": attempt, "query": query, "outcome": outcome, **extra})
+
+    def reject(self, r: int, attempt: int, query: str, reason: str, *, counted_as: str | None = None,
+               **extra: Any) -> None:
+        self.counts[counted_as or reason] += 1
+        self.note(r, attempt, query, reason, **extra)
+
+
+@dataclass
+class _LeakQuota:
+    """The leak quota of ``leak_mode="target"`` (``quota`` per bin, ``None`` otherwise) and its steering: ``steer``
+    maps a row whose last query found its bin full to ``"lower"`` / ``"higher"``; ``tries`` counts steered
+    regenerations that reached a bin with room and steered regenerations judged; ``waived_after`` is the round
+    after which the quota is waived (steering failed)."""
+
+    quota: list[int] | None
+    in_bin: list[int] = field(default_factory=lambda: [0] * (len(LEAK_BINS) + 1))
+    steer: dict[int, str] = field(default_factory=dict)
+    tries: list[int] = field(default_factory=lambda: [0, 0])
+    waived_after: int | None = None
+
+    def room(self, lk: float) -> bool:
+        """A query of leak ``lk`` finds room in its bin (always, without a quota or once it is waived)."""
+        if self.quota is None or self.waived_after is not None:
+            return True
+        b_ = leak_bin(lk)
+        return self.in_bin[b_] < self.quota[b_]
+
+    def admit(self, r: int, lk: float, *, steered: bool, last: bool) -> bool:
+        """Count row ``r``'s query of leak ``lk`` in its bin, or refuse it when the bin is full (not in the last
+        round, not once waived) and steer the row's next request toward a bin with room."""
+        if self.quota is None:
+            return True
+        b_ = leak_bin(lk)
+        if self.in_bin[b_] >= self.quota[b_] and not last and self.waived_after is None:
+            below = any(self.in_bin[k] < self.quota[k] for k in range(b_))
+            if steered:
+                self.tries[1] += 1
+            self.steer[r] = "lower" if below else "higher"
+            return False
+        if steered and self.waived_after is None and not last:
+            self.tries[0] += 1
+            self.tries[1] += 1
+        self.in_bin[b_] += 1
+        return True
+
+    def end_round(self, attempt: int) -> None:
+        """Waive the quota after round ``attempt`` when the model does not follow the steer (later rounds keep
+        what passes): :data:`~bakeoff.truth.filters.thresholds.STEER_MIN_TRIES` judged, under
+        :data:`~bakeoff.truth.filters.thresholds.STEER_MIN_SUCCESS` of them reaching room."""
+        if (self.quota is not None and self.waived_after is None and self.tries[1] >= STEER_MIN_TRIES
+                and self.tries[0] < STEER_MIN_SUCCESS * self.tries[1]):
+            self.waived_after = attempt
+
+    def provenance(self) -> dict[str, Any]:
+        return {"quota": self.quota,
+                "steered": {"reached_room": self.tries[0], "judged": self.tries[1]} if self.quota is not None else None,
+                "quota_waived_after_round": self.waived_after}
+
+
+@dataclass
+class _Prompting:
+    """What the next requests show: the examples (the user's, or the bootstrapped ``pool`` and the ``control``
+    showing its first ones), and per row the fault its next request names (``fault``, a
+    :data:`~bakeoff.truth.generation.prompts.RETRY_FIX` key: its last query's copying rejection)."""
+
+    options: DescribeOptions
+    control: PromptControl
+    policy: str
+    pool: tuple[tuple[str, str], ...] = ()  # bootstrapped (document, query) examples
+    boot: list[dict[str, Any]] = field(default_factory=list)
+    fault: dict[int, str] = field(default_factory=dict)
+
+    def examples(self) -> frozenset[str]:
+        """The example answers any request of this round may show."""
+        return shot_queries(self.control) | frozenset(q for _, q in self.pool)
+
+    def style(self, r: int, number: int) -> tuple[str, ...]:
+        """The real queries request ``number`` of row ``r`` shows as style (none without ``queries_like``)."""
+        o = self.options
+        return draw_style(o.queries_like, seed=o.seed, row=r, number=number) if o.queries_like else ()
+
+    def control_for(self, r: int, number: int, steer: Mapping[int, str]) -> PromptControl:
+        """The pool's examples shown to request ``number`` of row ``r``: ``bootstrap`` of them, drawn
+        with ``default_rng([seed, r, number])`` and shown in pool order (a small model copies the
+        examples it sees; a different draw per request keeps one example from being copied everywhere);
+        then the row's retry fix and steer, appended to the instruction."""
+        o, ctl, pool = self.options, self.control, self.pool
+        if o.queries_like:
+            ctl = replace(ctl, style_queries=self.style(r, number))
+        if pool:
+            pick = np.random.default_rng([o.seed, r, number]).choice(len(pool), size=min(o.bootstrap, len(pool)),
+                                                                     replace=False)
+            ctl = replace(ctl, examples=tuple(pool[i] for i in sorted(int(x) for x in pick)))
+        fixes = [RETRY_FIX[ctl.lang][self.fault[r]]] if r in self.fault else []
+        if r in steer:
+            fixes.append(STEER[ctl.lang][steer[r]])
+        for extra in fixes:
+            ctl = replace(ctl, instruction=f"{ctl.instruction} {extra}" if ctl.instruction else extra)
+        return ctl
+
+    def bootstrap(self, corpus: Corpus, batch: list[int], accepted: Mapping[int, Accepted]) -> None:
+        """After the pilot round: its ``bootstrap_pool`` best kept queries that do not read like titles (by
+        answerability rank, then score, then row) become the examples of every later request."""
+        o = self.options
+        best_kept = sorted((r for r in batch if r in accepted and not looks_like_title(accepted[r].query,
+                                                                                       corpus.titles[r])),
+                           key=lambda r: (accepted[r].rank or 0, -(accepted[r].answerability or 0.0), r))
+        best_kept = best_kept[: o.bootstrap_pool]
+        if best_kept:
+            self.pool = tuple((doc_text(corpus, r, o.example_doc_chars, title=o.show_title), accepted[r].query)
+                              for r in best_kept)
+            self.control = replace(o.prompt, examples=self.pool[: o.bootstrap])
+            self.policy = "bootstrapped"
+            self.boot = [{"doc": corpus.ids[r], "query": accepted[r].query} for r in best_kept]
+
+
+class _DescribeRun:
+    """One describe-mode generation: the sampled rows, the filter chain, and the state the rounds share."""
+
+    def __init__(self, corpus: Corpus, client: LLMClient, options: DescribeOptions, *, progress: bool,
+                 scorer: QueryLikelihood | None, answerer: AnswerabilityScorer | None) -> None:
+        o = options
+        self.corpus, self.client, self.o, self.progress = corpus, client, o, progress
+        self.scorer, self.answerer = scorer, answerer
+        self.eligible = eligible_rows(corpus, min_chars=o.min_doc_chars)
+        self.rows = sample_rows(corpus, o.n, rng=np.random.default_rng(o.seed), stratify_by=o.stratify_by,
+                                eligible=self.eligible)
+        self.spec = o.specificity if scorer is not None else None
+        self.ans = o.answerability if answerer is not None else None
+        self.ans_thr = self.ans.resolved_threshold(answerer) if self.ans is not None else None  # type: ignore[arg-type]
+        self.relative = self.ans is not None and self.ans.relative
+        self.chain = describe_chain(min_query_words=o.min_query_words, max_title_copy=o.max_title_copy,
+                                    max_copied_run=o.max_copied_run,
+                                    leak_threshold=o.leak_threshold if o.leak_mode == "cut" else None)
+        self.tally = _Tally(corpus.ids)
+        self.quota = _LeakQuota(leak_quota(len(self.rows), o.leak_target, o.leak_slack)
+                                if o.leak_mode == "target" else None)
+        self.masked_rows = masked_plan([int(r) for r in self.rows], o)
+        self.prompting = _Prompting(o, control=o.prompt, policy="user" if o.prompt.examples else "none")
+        self.pilot = (min(len(self.rows), o.bootstrap_pilot)
+                      if (o.bootstrap > 0 and not o.prompt.examples and len(self.rows) > 1) else 0)
+        self.open_rows = [int(r) for r in self.rows]
+        self.n_rounds = o.max_regenerations + 1 + (1 if self.pilot else 0)
+
+    def round(self, attempt: int) -> None:
+        """Regeneration round ``attempt``: ask for the open documents' queries, filter, select, keep."""
+        o, n_c = self.o, self.o.candidates
+        pilot_round = bool(self.pilot) and attempt == 0
+        batch = self.open_rows[: self.pilot] if pilot_round else self.open_rows
+        examples = self.prompting.examples()
+        steered = set(self.quota.steer)
         numbered = [(r, attempt * n_c + j) for r in batch for j in range(n_c)]
+        reqs = [describe_request(self.corpus, r, self.client, o, attempt=number,
+                                 control=self.prompting.control_for(r, number, self.quota.steer),
+                                 masked=r in self.masked_rows)
+                for r, number in numbered]
+        desc = "describe (pilot)" if pilot_round else f"describe (round {attempt + 1 - (1 if self.pilot else 0)})"
+        gens = self.client.generate_many(reqs, progress=self.progress, desc=desc)
+        candidates, waiting = self._screen(attempt, numbered, gens, examples)
+        answers, ranks, passes = self._answerability(candidates)
+        best = self._best_of_n(candidates, answers, ranks, passes)
+        scores = _Scores(answers, ranks, passes, self._specificity(candidates, sorted(best.values())))
+        self._judge(attempt, candidates, scores, best, steered=steered, last=attempt == self.n_rounds - 1)
+        self.quota.end_round(attempt)
+        if pilot_round and o.bootstrap > 0:
+            self.prompting.bootstrap(self.corpus, batch, self.tally.accepted)
+        self.open_rows = [r for r in self.open_rows if r not in self.tally.accepted and r not in waiting]
+
+    def _screen(self, attempt: int, numbered: list[tuple[int, int]], gens: list[Generation],
+                examples: frozenset[str]) -> tuple[list[_Candidate], set[int]]:
+        """The filter loop: every answered generation through the chain; the survivors and the rows whose
+        answer is pending (a batch file)."""
+        counts, corpus = self.tally.counts, self.corpus
+        candidates: list[_Candidate] = []
         waiting: set[int] = set()
-        candidates: list[tuple[int, str, float]] = []
-        for i, ((r, number), g) in enumerate(zip(numbered, gens, strict=True)):
+        for (r, number), g in zip(numbered, gens, strict=True):
             if g.pending:
                 counts["pending"] += 1
                 waiting.add(r)
@@ -317,98 +477,98 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
                 counts["failed"] += 1
                 continue
             q = " ".join(g.value.query.split())
-            fault.pop(r, None)
-            if copies_example(q, examples=examples):
-                counts["copied_example"] += 1
-                note(r, attempt, q, "copied_example")
+            self.prompting.fault.pop(r, None)
+            draft = Draft(q, corpus.titles[r], f"{corpus.titles[r]} {corpus.texts[r]}", examples,
+                          self.prompting.style(r, number), self.o.lang)
+            if self._rejected(attempt, r, draft, self.chain.text):
                 continue
-            if len(q.split()) < o.min_query_words:
-                counts["too_short"] += 1
-                note(r, attempt, q, "too_short")
-                continue
-            if refers_to_document(q, lang=o.lang):
-                counts["refers_to_document"] += 1
-                note(r, attempt, q, "refers_to_document")
-                continue
-            source = f"{corpus.titles[r]} {corpus.texts[r]}"
-            if foreign_scripts(q, source):
-                counts["foreign_script"] += 1
-                note(r, attempt, q, "foreign_script")
-                continue
-            shown = examples | frozenset(draw_style(o.queries_like, seed=o.seed, row=r, number=number)
-                                         if o.queries_like else ())
-            borrowed = borrowed_words(q, source, shown, lang=o.lang)
-            if len(borrowed) > MAX_BORROWED:
-                counts["borrowed_example"] += 1
-                note(r, attempt, q, "borrowed_example", borrowed=borrowed)
-                continue
-            if o.max_title_copy is not None and title_copy(q, corpus.titles[r]) >= o.max_title_copy:
-                counts["copies_title"] += 1
-                note(r, attempt, q, "copies_title")
-                if o.retry_fix:
-                    fault[r] = "copies_title"
-                continue
-            if o.max_copied_run is not None and copied_run(q, source) >= o.max_copied_run:
-                counts["copies_passage"] += 1
-                note(r, attempt, q, "copies_passage")
-                if o.retry_fix:
-                    fault[r] = "copies_passage"
-                continue
-            lk = leak(q, source, lang=o.lang)
-            all_leaks.append(lk)
+            lk = leak(q, draft.source, lang=self.o.lang)
+            self.tally.leaks.append(lk)
             counts["scored"] += 1
-            if o.leak_mode == "cut" and lk > o.leak_threshold:
-                counts["rejected"] += 1
-                note(r, attempt, q, "leak", leak=round(lk, 6))
+            if self._rejected(attempt, r, replace(draft, leak=lk), self.chain.leak):
                 continue
-            candidates.append((r, q, lk))
-        # answerability first (cheap), then specificity (an LLM pass) only for each document's best passing candidate
-        answers: list[float | None] = [None] * len(candidates)
-        ranks: list[int | None] = [None] * len(candidates)
-        passes = [True] * len(candidates)
-        if ans is not None and candidates:
-            answers = list(answerability_scores([(q, score_text(corpus, r)) for r, q, _ in candidates],
-                                                answerer, options=ans, cache=client.cache, stats=ans_stats))  # type: ignore[arg-type]
-            all_ans.extend(answers)  # type: ignore[arg-type]
-            if relative:
-                got = answerability_ranks([q for _, q, _ in candidates], [r for r, _, _ in candidates],
-                                          answers, answerer, doc_text=lambda r: score_text(corpus, r),  # type: ignore[arg-type]
-                                          n_docs=len(corpus), options=ans, cache=client.cache)
-                ranks = [x.rank for x in got]
-                all_ranks.extend(x.rank for x in got)
-                passes = [x.kept(ans.reference) for x in got]  # type: ignore[arg-type]
-            else:
-                passes = [a >= ans_thr for a in answers]  # type: ignore[operator]
-        best: dict[int, int] = {}  # row -> index of its best candidate passing answerability
+            candidates.append(_Candidate(r, q, lk))
+        return candidates, waiting
 
-        def room(i: int, waived_after: int | None = waived_after,
-                 candidates: list[tuple[int, str, float]] = candidates) -> bool:
-            """Candidate ``i``'s leak bin still has room under the quota (always, without one)."""
-            if quota is None or waived_after is not None:
-                return True
-            b_ = leak_bin(candidates[i][2])
-            return in_bin[b_] < quota[b_]
+    def _rejected(self, attempt: int, r: int, draft: Draft, filters: tuple[QueryFilter, ...]) -> bool:
+        """Run ``filters`` in order; the first that rejects ``draft`` is counted and noted, and decides whether
+        the row's next request names the fault (the retry decision)."""
+        for f in filters:
+            details = f.check(draft)
+            if details is None:
+                continue
+            self.tally.reject(r, attempt, draft.query, f.name, counted_as=f.counted_as, **details)
+            if f.retry_fix and self.o.retry_fix:
+                self.prompting.fault[r] = f.name
+            return True
+        return False
 
-        for i, (r, _, _) in enumerate(candidates):
+    def _answerability(self, candidates: list[_Candidate]) -> tuple[list[float | None], list[int | None], list[bool]]:
+        """Answerability first (cheap): each candidate's score, rank (the relative rule) and verdict."""
+        n = len(candidates)
+        answers: list[float | None] = [None] * n
+        ranks: list[int | None] = [None] * n
+        passes = [True] * n
+        ans, corpus, cache = self.ans, self.corpus, self.client.cache
+        if ans is None or not candidates:
+            return answers, ranks, passes
+        answers = list(answerability_scores([(c.query, score_text(corpus, c.row)) for c in candidates],
+                                            self.answerer, options=ans, cache=cache,  # type: ignore[arg-type]
+                                            stats=self.tally.ans_stats))
+        self.tally.answerability.extend(answers)  # type: ignore[arg-type]
+        if self.relative:
+            got = answerability_ranks([c.query for c in candidates], [c.row for c in candidates],
+                                      answers, self.answerer,  # type: ignore[arg-type]
+                                      doc_text=lambda r: score_text(corpus, r), n_docs=len(corpus), options=ans,
+                                      cache=cache)
+            ranks = [x.rank for x in got]
+            self.tally.ranks.extend(x.rank for x in got)
+            passes = [x.kept(ans.reference) for x in got]  # type: ignore[arg-type]
+        else:
+            passes = [a >= self.ans_thr for a in answers]  # type: ignore[operator]
+        return answers, ranks, passes
+
+    def _best_of_n(self, candidates: list[_Candidate], answers: list[float | None], ranks: list[int | None],
+                   passes: list[bool]) -> dict[int, int]:
+        """Row -> index of its best candidate passing answerability: one whose leak bin has room first, then
+        :func:`_better`, else the first."""
+        room = self.quota.room
+        best: dict[int, int] = {}
+        for i, c in enumerate(candidates):
             if not passes[i]:
                 continue
+            r = c.row
             if r not in best:
                 best[r] = i
-            elif room(i) != room(best[r]):
-                if room(i):
+            elif room(c.leak) != room(candidates[best[r]].leak):
+                if room(c.leak):
                     best[r] = i
             elif _better(ranks[i], answers[i], ranks[best[r]], answers[best[r]]):
                 best[r] = i
-        chosen = sorted(best.values())
+        return best
+
+    def _specificity(self, candidates: list[_Candidate], chosen: list[int]) -> list[float | None]:
+        """Specificity (an LLM pass) of the ``chosen`` candidates only, each document's best."""
         scores: list[float | None] = [None] * len(candidates)
-        if spec is not None and chosen:
-            got_spec = specificity_scores([(candidates[i][1], score_text(corpus, candidates[i][0])) for i in chosen],
-                                          scorer, options=spec, cache=client.cache, progress=progress,  # type: ignore[arg-type]
-                                          stats=spec_stats, others=random_others(corpus, spec))
-            for i, x in zip(chosen, got_spec, strict=True):
-                scores[i] = x.score
-            all_spec.extend(x.score for x in got_spec)
-        for i, ((r, q, lk), sc, an, rk) in enumerate(zip(candidates, scores, answers, ranks, strict=True)):
+        spec = self.spec
+        if spec is None or not chosen:
+            return scores
+        got = specificity_scores([(candidates[i].query, score_text(self.corpus, candidates[i].row)) for i in chosen],
+                                 self.scorer, options=spec, cache=self.client.cache,  # type: ignore[arg-type]
+                                 progress=self.progress, stats=self.tally.spec_stats,
+                                 others=random_others(self.corpus, spec))
+        for i, x in zip(chosen, got, strict=True):
+            scores[i] = x.score
+        self.tally.specificity.extend(x.score for x in got)
+        return scores
+
+    def _judge(self, attempt: int, candidates: list[_Candidate], scores: _Scores, best: dict[int, int], *,
+               steered: set[int], last: bool) -> None:
+        """The round's selection, per candidate: ``not_answerable``, ``below_best_of_n``, ``low_specificity``,
+        ``leak_quota``, else kept."""
+        spec, tally = self.spec, self.tally
+        for i, (r, q, lk) in enumerate(candidates):
+            sc, an, rk = scores.specificity[i], scores.answers[i], scores.ranks[i]
             extra: dict[str, Any] = {"leak": round(lk, 6)}
             if sc is not None:
                 extra["specificity"] = round(sc, 6)
@@ -416,146 +576,136 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
                 extra["answerability"] = round(an, 6)
             if rk is not None:
                 extra["answer_rank"] = rk
-            if not passes[i]:
-                counts["not_answerable"] += 1
-                note(r, attempt, q, "not_answerable", **extra)
-                continue
-            if best[r] != i:
-                counts["below_best_of_n"] += 1
-                note(r, attempt, q, "below_best_of_n", **extra)
-                continue
-            if sc is not None and spec is not None and spec.threshold is not None and sc < spec.threshold:
-                counts["low_specificity"] += 1
-                note(r, attempt, q, "low_specificity", **extra)
-                continue
-            if quota is not None:
-                b_ = leak_bin(lk)
-                if in_bin[b_] >= quota[b_] and not last and waived_after is None:
-                    below = any(in_bin[k] < quota[k] for k in range(b_))
-                    if r in steered:
-                        steer_tries[1] += 1
-                    steer[r] = "lower" if below else "higher"
-                    counts["leak_quota"] += 1
-                    note(r, attempt, q, "leak_quota", **extra)
-                    continue
-                if r in steered and waived_after is None and not last:
-                    steer_tries[0] += 1
-                    steer_tries[1] += 1
-                in_bin[b_] += 1
-            note(r, attempt, q, "kept", **extra)
-            accepted[r] = (q, lk, attempt, sc, an, rk)
-        if (quota is not None and waived_after is None and steer_tries[1] >= STEER_MIN_TRIES
-                and steer_tries[0] < STEER_MIN_SUCCESS * steer_tries[1]):
-            waived_after = attempt  # the model does not follow the steer: later rounds keep what passes
-        if pilot and attempt == 0 and o.bootstrap > 0:
-            best_kept = sorted((r for r in batch if r in accepted and not looks_like_title(accepted[r][0], corpus.titles[r])),
-                               key=lambda r: (accepted[r][5] or 0, -(accepted[r][4] or 0.0), r))[: o.bootstrap_pool]
-            if best_kept:
-                pool = tuple((doc_text(corpus, r, o.example_doc_chars, title=o.show_title), accepted[r][0])
-                             for r in best_kept)
-                control = replace(o.prompt, examples=pool[: o.bootstrap])
-                policy = "bootstrapped"
-                boot = [{"doc": corpus.ids[r], "query": accepted[r][0]} for r in best_kept]
-        open_rows = [r for r in open_rows if r not in accepted and r not in waiting]
-    if spec is not None and spec.keep_fraction is not None and accepted:
-        order = sorted(accepted)
-        mask = keep_mask([accepted[r][3] or 0.0 for r in order], replace(spec, threshold=None))
+            if not scores.passes[i]:
+                tally.reject(r, attempt, q, "not_answerable", **extra)
+            elif best[r] != i:
+                tally.reject(r, attempt, q, "below_best_of_n", **extra)
+            elif sc is not None and spec is not None and spec.threshold is not None and sc < spec.threshold:
+                tally.reject(r, attempt, q, "low_specificity", **extra)
+            elif not self.quota.admit(r, lk, steered=r in steered, last=last):
+                tally.reject(r, attempt, q, "leak_quota", **extra)
+            else:
+                tally.note(r, attempt, q, "kept", **extra)
+                tally.accepted[r] = Accepted(q, lk, attempt, sc, an, rk)
+
+    def keep_top_fractions(self) -> None:
+        """The ``keep_fraction`` options, over all kept queries: ``below_top_fraction`` (specificity), then
+        ``below_answerability_top``."""
+        spec, ans, accepted = self.spec, self.ans, self.tally.accepted
+        if spec is not None and spec.keep_fraction is not None and accepted:
+            order = sorted(accepted)
+            self._drop(order, keep_mask([accepted[r].specificity or 0.0 for r in order], replace(spec, threshold=None)),
+                       "below_top_fraction")
+        if ans is not None and ans.keep_fraction is not None and accepted:
+            order = sorted(accepted)
+            self._drop(order, answer_keep_mask([accepted[r].answerability or 0.0 for r in order], threshold=None,
+                                               keep_fraction=ans.keep_fraction), "below_answerability_top")
+
+    def _drop(self, order: list[int], mask: list[bool], reason: str) -> None:
+        accepted = self.tally.accepted
         for r, keep in zip(order, mask, strict=True):
             if not keep:
-                counts["below_top_fraction"] += 1
-                note(r, accepted[r][2], accepted[r][0], "below_top_fraction")
+                self.tally.reject(r, accepted[r].attempt, accepted[r].query, reason)
                 del accepted[r]
-    if ans is not None and ans.keep_fraction is not None and accepted:
-        order = sorted(accepted)
-        mask = answer_keep_mask([accepted[r][4] or 0.0 for r in order], threshold=None,
-                                keep_fraction=ans.keep_fraction)
-        for r, keep in zip(order, mask, strict=True):
-            if not keep:
-                counts["below_answerability_top"] += 1
-                note(r, accepted[r][2], accepted[r][0], "below_answerability_top")
-                del accepted[r]
-    counts["dropped_docs"] = len(rows) - len(accepted)
-    qids, texts, metas, judg = [], [], [], {}
-    for pos, r in enumerate(int(x) for x in rows):
-        if r not in accepted:
-            continue
-        q, lk, attempt, sc, an, rk = accepted[r]
-        qid = f"describe-{pos:05d}"
-        qids.append(qid)
-        texts.append(q)
-        meta: dict[str, Any] = {"source_doc": corpus.ids[r], "leak": round(lk, 6), "attempt": attempt}
-        if sc is not None:
-            meta["specificity"] = round(sc, 6)
-        if an is not None:
-            meta["answerability"] = round(an, 6)
-        if rk is not None:
-            meta["answer_rank"] = rk
-        metas.append(meta)
-        judg[qid] = {corpus.ids[r]: 1}
-    kept = [accepted[r][1] for r in accepted]
-    scored = counts["scored"]
-    leak_thr = o.leak_threshold if o.leak_mode == "cut" else None
-    kept_by_bin = leak_bin_counts(kept)
-    prov: dict[str, Any] = {
-        "mode": "describe",
-        "llm": client.public(),
-        "prompts": {"style": client.config.prompt_style,
-                    "example": (describe_completion("<document text>", control) if completion
-                                else list(describe_messages("<document text>", control))),
-                    "instruction": o.prompt.describe_instruction(), "control": asdict(o.prompt),
-                    "examples": policy, "bootstrapped": boot},
-        "parameters": {**asdict(o), "schema": schema.model_json_schema()},
-        "leak": {"kept": leak_stats(kept, threshold=leak_thr),
-                 "all_generations": leak_stats(all_leaks, threshold=leak_thr),
-                 "rejection_rate": (counts["rejected"] + counts["leak_quota"]) / scored if scored else 0.0,
-                 "mode": o.leak_mode, "threshold": leak_thr, "lang": o.lang,
-                 "bins": [0.0, *LEAK_BINS, 1.0], "kept_by_bin": kept_by_bin,
-                 "target": list(o.leak_target), "target_source": o.leak_target_source, "quota": quota,
-                 "steered": {"reached_room": steer_tries[0], "judged": steer_tries[1]} if quota is not None else None,
-                 "quota_waived_after_round": waived_after},
-        "counts": {"sampled": len(rows), "kept": len(qids), **dict(counts)},
-        "documents": {"corpus": len(corpus), "eligible": len(eligible),
-                      "too_short": len(corpus) - len(eligible), "min_doc_chars": o.min_doc_chars},
-        "rejections": {"failed": counts["failed"], "copied_example": counts["copied_example"],
-                       "too_short": counts["too_short"], "refers_to_document": counts["refers_to_document"],
-                       "foreign_script": counts["foreign_script"], "borrowed_example": counts["borrowed_example"],
-                       "copies_title": counts["copies_title"], "copies_passage": counts["copies_passage"],
-                       "leak": counts["rejected"], "leak_quota": counts["leak_quota"],
-                       "low_specificity": counts["low_specificity"], "not_answerable": counts["not_answerable"],
-                       "below_top_fraction": counts["below_top_fraction"],
-                       "below_answerability_top": counts["below_answerability_top"],
-                       "below_best_of_n": counts["below_best_of_n"]},
-        "generations": audit,
-        "masked": {"share": mask_share(o), "terms": o.mask_terms, "documents": sorted(corpus.ids[r] for r in masked_rows),
-                   "rule": ("row r is shown masked iff default_rng([seed, r, 17]).random() < share; each distinct rare "
-                            "word of its text is masked iff default_rng([seed, r, 5]) draws < terms, in sorted order")},
-        "usage": client.usage.as_dict(),
-    }
-    prov["health"] = truth_health(sampled=len(rows), kept=len(qids), rejections=prov["rejections"], queries=texts,
-                                  titles=[corpus.titles[corpus.position[m["source_doc"]]] for m in metas],
-                                  style=o.prompt.style)
-    if spec is not None:
-        kept_spec = [s for r in accepted if (s := accepted[r][3]) is not None]
-        prov["specificity"] = {"scorer": scorer.identity(), "options": asdict(spec),  # type: ignore[union-attr]
-                               "all_candidates": score_stats(all_spec, threshold=spec.threshold),
-                               "kept": score_stats(kept_spec, threshold=spec.threshold),
-                               "evaluations": dict(spec_stats)}
-    if ans is not None:
-        prov["answerability"] = answer_provenance(answerer, ans, ans_thr, all_ans,  # type: ignore[arg-type]
-                                                   [accepted[r][4] for r in accepted], ans_stats)
-        if relative:
-            ref = ans.reference
-            hist = Counter(min(rk, 11) for rk in all_ranks)
+
+    def truth(self) -> SyntheticTruth:
+        """The kept queries (ids ``describe-NNNNN`` by sampled position) and their provenance."""
+        corpus, o, accepted = self.corpus, self.o, self.tally.accepted
+        self.tally.counts["dropped_docs"] = len(self.rows) - len(accepted)
+        qids, texts, metas, judg = [], [], [], {}
+        for pos, r in enumerate(int(x) for x in self.rows):
+            if r not in accepted:
+                continue
+            q, lk, attempt, sc, an, rk = accepted[r]
+            qid = f"describe-{pos:05d}"
+            qids.append(qid)
+            texts.append(q)
+            meta: dict[str, Any] = {"source_doc": corpus.ids[r], "leak": round(lk, 6), "attempt": attempt}
+            if sc is not None:
+                meta["specificity"] = round(sc, 6)
+            if an is not None:
+                meta["answerability"] = round(an, 6)
+            if rk is not None:
+                meta["answer_rank"] = rk
+            metas.append(meta)
+            judg[qid] = {corpus.ids[r]: 1}
+        prov = self._provenance(n_kept=len(qids))
+        prov["health"] = truth_health(sampled=len(self.rows), kept=len(qids), rejections=prov["rejections"],
+                                      queries=texts,
+                                      titles=[corpus.titles[corpus.position[m["source_doc"]]] for m in metas],
+                                      style=o.prompt.style)
+        self._scorer_provenance(prov)
+        if o.stratify_by:
+            prov["sampled_mix"] = sampled_mix(corpus, self.rows, o.stratify_by)
+            prov["kept_mix"] = sampled_mix(corpus, [r for r in self.rows if int(r) in accepted], o.stratify_by)
+        return SyntheticTruth(Queries(tuple(qids), tuple(texts), tuple(metas)), Qrels(judg), prov,
+                              test_fraction=o.test_fraction, split_seed=o.seed)
+
+    def _provenance(self, *, n_kept: int) -> dict[str, Any]:
+        corpus, o, counts, control = self.corpus, self.o, self.tally.counts, self.prompting.control
+        completion = self.client.config.prompt_style == "completion"
+        kept = [a.leak for a in self.tally.accepted.values()]
+        scored = counts["scored"]
+        leak_thr = o.leak_threshold if o.leak_mode == "cut" else None
+        return {
+            "mode": "describe",
+            "llm": self.client.public(),
+            "prompts": {"style": self.client.config.prompt_style,
+                        "example": (describe_completion("<document text>", control) if completion
+                                    else list(describe_messages("<document text>", control))),
+                        "instruction": o.prompt.describe_instruction(), "control": asdict(o.prompt),
+                        "examples": self.prompting.policy, "bootstrapped": self.prompting.boot},
+            "parameters": {**asdict(o), "schema": describe_schema().model_json_schema()},
+            "leak": {"kept": leak_stats(kept, threshold=leak_thr),
+                     "all_generations": leak_stats(self.tally.leaks, threshold=leak_thr),
+                     "rejection_rate": (counts["rejected"] + counts["leak_quota"]) / scored if scored else 0.0,
+                     "mode": o.leak_mode, "threshold": leak_thr, "lang": o.lang,
+                     "bins": [0.0, *LEAK_BINS, 1.0], "kept_by_bin": leak_bin_counts(kept),
+                     "target": list(o.leak_target), "target_source": o.leak_target_source,
+                     **self.quota.provenance()},
+            "counts": {"sampled": len(self.rows), "kept": n_kept, **dict(counts)},
+            "documents": {"corpus": len(corpus), "eligible": len(self.eligible),
+                          "too_short": len(corpus) - len(self.eligible), "min_doc_chars": o.min_doc_chars},
+            "rejections": {name: counts[LeakCut.counted_as if name == LeakCut.name else name] for name in REJECTIONS},
+            "generations": self.tally.audit,
+            "masked": {"share": mask_share(o), "terms": o.mask_terms,
+                       "documents": sorted(corpus.ids[r] for r in self.masked_rows),
+                       "rule": ("row r is shown masked iff default_rng([seed, r, 17]).random() < share; each distinct "
+                                "rare word of its text is masked iff default_rng([seed, r, 5]) draws < terms, in "
+                                "sorted order")},
+            "usage": self.client.usage.as_dict(),
+        }
+
+    def _scorer_provenance(self, prov: dict[str, Any]) -> None:
+        """The specificity and answerability entries of ``prov`` (when those scorers ran)."""
+        spec, ans, tally, accepted = self.spec, self.ans, self.tally, self.tally.accepted
+        if spec is not None:
+            kept_spec = [s for a in accepted.values() if (s := a.specificity) is not None]
+            prov["specificity"] = {"scorer": self.scorer.identity(), "options": asdict(spec),  # type: ignore[union-attr]
+                                   "all_candidates": score_stats(tally.specificity, threshold=spec.threshold),
+                                   "kept": score_stats(kept_spec, threshold=spec.threshold),
+                                   "evaluations": dict(tally.spec_stats)}
+        if ans is None:
+            return
+        prov["answerability"] = answer_provenance(self.answerer, ans, self.ans_thr,  # type: ignore[arg-type]
+                                                  tally.answerability, [a.answerability for a in accepted.values()],
+                                                  tally.ans_stats)
+        if self.relative:
+            ref, ranks = ans.reference, tally.ranks
+            hist = Counter(min(rk, 11) for rk in ranks)
             prov["answerability"]["reference"] = {
                 **asdict(ref), "max_rank": ref.max_rank,  # type: ignore[union-attr, arg-type]
                 "rule": "kept iff 1 + #{reference docs scoring >= own - 1e-6} <= max(1, floor(alpha * (R + 1)))",
                 "rank_histogram": {("11+" if k == 11 else str(k)): hist[k] for k in sorted(hist)},
-                "share_kept": (sum(rk <= ref.max_rank for rk in all_ranks) / len(all_ranks)) if all_ranks else 0.0}  # type: ignore[union-attr]
-    if o.stratify_by:
-        prov["sampled_mix"] = sampled_mix(corpus, rows, o.stratify_by)
-        prov["kept_mix"] = sampled_mix(corpus, [r for r in rows if int(r) in accepted], o.stratify_by)
-    return SyntheticTruth(Queries(tuple(qids), tuple(texts), tuple(metas)), Qrels(judg), prov,
-                          test_fraction=o.test_fraction, split_seed=o.seed)
+                "share_kept": (sum(rk <= ref.max_rank for rk in ranks) / len(ranks)) if ranks else 0.0}  # type: ignore[union-attr]
+
+
+#: Provenance's ``rejections``, in this order: every reason a generation or a kept query can be turned away for.
+REJECTIONS: tuple[str, ...] = (
+    "failed", "copied_example", "too_short", "refers_to_document", "foreign_script", "borrowed_example",
+    "copies_title", "copies_passage", "leak", "leak_quota", "low_specificity", "not_answerable",
+    "below_top_fraction", "below_answerability_top", "below_best_of_n",
+)
 
 
 def mask_share(options: DescribeOptions) -> float:

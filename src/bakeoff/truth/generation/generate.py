@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -32,12 +32,17 @@ from ...data.datasets import open_corpus
 from ...data.loaders import FieldMap
 from ...data.model import Corpus
 from ...errors import ConfigError
+from ..filters.thresholds import LEAK_THRESHOLD
 from ..llm.client import LLMClient, Usage
 from ..llm.open import open_llm
 from ..llm.spec import LLMSpec
 from .clusters import ClusterOptions, cluster_leak_filter, cluster_truth
 from .describe import DescribeOptions, describe_truth
 from .synthetic import SyntheticTruth
+
+if TYPE_CHECKING:
+    from ..filters.answerability import AnswerabilityScorer
+    from ..filters.specificity import QueryLikelihood
 
 __all__ = ["Embed", "GenerateOutcome", "generate_truth"]
 
@@ -91,7 +96,7 @@ def generate_truth(
     progress: bool = True,
     specificity: LLMSpec | str | None = "off",
     reasoning_effort: str | None = None,
-    cluster_leak_threshold: float | None = 0.35,
+    cluster_leak_threshold: float | None = LEAK_THRESHOLD,
     answerability: str | None = "use",
     announce: Callable[[str], Any] | None = None,
 ) -> GenerateOutcome:
@@ -120,69 +125,29 @@ def generate_truth(
     batch files without a cache or with the local LLM.
     """
     llm = LLMSpec.of(llm)
-    if options.n < 1:
-        raise ConfigError("-n must be >= 1")
-    if not 0.0 <= options.test_fraction <= 1.0:
-        raise ConfigError("--test-fraction must be in [0, 1]")
-    if (batch_in or batch_out) and cache is None:
-        raise ConfigError("--batch-in/--batch-out need the cache (--cache use)")
-    if (batch_in or batch_out) and llm.is_local:
-        raise ConfigError("batch files are for remote APIs; use --llm openai:<model>")
-    if isinstance(options, ClusterOptions) and embed is None:
-        raise ConfigError("cluster mode needs document vectors (an embed function)")
-    if (batch_in or batch_out) and isinstance(options, DescribeOptions) and options.bootstrap:
-        # a batch file holds one round's requests, known in advance: no examples chosen between rounds
-        options = replace(options, bootstrap=0)
+    options = _checked(options, llm=llm, cache=cache, embed=embed, batch=bool(batch_in or batch_out))
     if not isinstance(corpus, Corpus):
         source = source or str(corpus)
         corpus = open_corpus(corpus, fields=fields)
-    if isinstance(options, DescribeOptions) and options.queries_like and options.leak_target_source == "default":
-        from .queries_like import estimated_leak_shares
-
-        options = replace(options, leak_target=estimated_leak_shares(options.queries_like, corpus, lang=options.lang),
-                          leak_target_source="--queries-like (each query's leak against its top USE document)")
+    options = _queries_like_target(options, corpus)
     ingested = None
-    answerer = None
-    if options.answerability is not None and batch_out is None:
-        from ..filters.answerability import Preloading, open_answerability
-
-        answerer = open_answerability(answerability)  # before the LLM starts: a bad spec or threshold costs nothing
-        if answerer is not None:
-            options.answerability.resolved_threshold(answerer)
-            answerer = Preloading(answerer)  # its model loads while the LLM servers start
+    answerer = _open_answerer(options, answerability) if batch_out is None else None
     t0 = time.perf_counter()
     with contextlib.ExitStack() as stack:
         client = stack.enter_context(open_llm(llm, cache=cache, concurrency=concurrency, price=price,
                                               reasoning_effort=reasoning_effort))
         started = time.perf_counter() - t0
-        scorer = None
         t1 = time.perf_counter()
-        if options.specificity is not None and batch_out is None:
-            from ..filters.specificity import open_likelihood
-
-            scorer = open_likelihood(specificity)
-            if scorer is not None:
-                stack.callback(scorer.close)  # type: ignore[attr-defined]
+        scorer = _open_scorer(stack, options, specificity) if batch_out is None else None
         scorer_s = time.perf_counter() - t1
         if batch_out is not None:
             client.collect = []
         if isinstance(options, DescribeOptions):
             if batch_in is not None:
                 ingested = _ingest(client, batch_in, corpus, options)
-            estimate = None
-            if announce is not None and batch_in is None and batch_out is None:
-                from .estimate import warm_up
-
-                estimate = warm_up(corpus, client, options, local=llm.is_local)
-                announce(estimate.line())
-            t2 = time.perf_counter()
-            truth = describe_truth(corpus, client, options=options, progress=progress, scorer=scorer,
-                                   answerer=answerer)
-            if estimate is not None:
-                from .estimate import record
-
-                truth.provenance["estimate"] = record(estimate, counts=truth.provenance.get("counts") or {},
-                                                      seconds=time.perf_counter() - t2)
+            truth = _describe(corpus, client, options, progress=progress, scorer=scorer, answerer=answerer,
+                              announce=announce if batch_in is None and batch_out is None else None,
+                              local=llm.is_local)
         else:
             assert embed is not None
             vectors, name = embed(corpus)
@@ -199,3 +164,80 @@ def generate_truth(
     folder = truth.write(out, corpus=corpus) if out is not None else None
     return GenerateOutcome(usage, truth=truth, folder=folder, ingested=ingested, llm_startup_s=started,
                            scorer_startup_s=scorer_s)
+
+
+def _checked(options: DescribeOptions | ClusterOptions, *, llm: LLMSpec, cache: Cache | None, embed: Embed | None,
+             batch: bool) -> DescribeOptions | ClusterOptions:
+    """The options, refused as :func:`generate_truth` says; batch files turn bootstrapping off."""
+    if options.n < 1:
+        raise ConfigError("-n must be >= 1")
+    if not 0.0 <= options.test_fraction <= 1.0:
+        raise ConfigError("--test-fraction must be in [0, 1]")
+    if batch and cache is None:
+        raise ConfigError("--batch-in/--batch-out need the cache (--cache use)")
+    if batch and llm.is_local:
+        raise ConfigError("batch files are for remote APIs; use --llm openai:<model>")
+    if isinstance(options, ClusterOptions) and embed is None:
+        raise ConfigError("cluster mode needs document vectors (an embed function)")
+    if batch and isinstance(options, DescribeOptions) and options.bootstrap:
+        # a batch file holds one round's requests, known in advance: no examples chosen between rounds
+        options = replace(options, bootstrap=0)
+    return options
+
+
+def _queries_like_target(options: DescribeOptions | ClusterOptions, corpus: Corpus) -> DescribeOptions | ClusterOptions:
+    """With ``queries_like`` and the default leak target, the target estimated from those queries."""
+    if isinstance(options, DescribeOptions) and options.queries_like and options.leak_target_source == "default":
+        from .queries_like import estimated_leak_shares
+
+        options = replace(options, leak_target=estimated_leak_shares(options.queries_like, corpus, lang=options.lang),
+                          leak_target_source="--queries-like (each query's leak against its top USE document)")
+    return options
+
+
+def _open_answerer(options: DescribeOptions | ClusterOptions, answerability: str | None) -> AnswerabilityScorer | None:
+    """The answerability scorer, opened before the LLM starts (a bad spec or threshold costs nothing) and
+    loading its model in the background while the LLM servers start."""
+    if options.answerability is None:
+        return None
+    from ..filters.answerability import Preloading, open_answerability
+
+    answerer = open_answerability(answerability)
+    if answerer is not None:
+        options.answerability.resolved_threshold(answerer)
+        answerer = Preloading(answerer)
+    return answerer
+
+
+def _open_scorer(stack: contextlib.ExitStack[Any], options: DescribeOptions | ClusterOptions,
+                 specificity: LLMSpec | str | None) -> QueryLikelihood | None:
+    """The specificity filter's query-likelihood scorer (``None`` without one), closed with ``stack``."""
+    if options.specificity is None:
+        return None
+    from ..filters.specificity import open_likelihood
+
+    scorer = open_likelihood(specificity)
+    if scorer is not None:
+        stack.callback(scorer.close)  # type: ignore[attr-defined]
+    return scorer
+
+
+def _describe(corpus: Corpus, client: LLMClient, options: DescribeOptions, *, progress: bool,
+              scorer: QueryLikelihood | None, answerer: AnswerabilityScorer | None,
+              announce: Callable[[str], Any] | None, local: bool) -> SyntheticTruth:
+    """Describe mode; with ``announce``, the plan from a warm-up first and the estimate beside the measured
+    time in provenance (``estimate``)."""
+    estimate = None
+    if announce is not None:
+        from .estimate import warm_up
+
+        estimate = warm_up(corpus, client, options, local=local)
+        announce(estimate.line())
+    t2 = time.perf_counter()
+    truth = describe_truth(corpus, client, options=options, progress=progress, scorer=scorer, answerer=answerer)
+    if estimate is not None:
+        from .estimate import record
+
+        truth.provenance["estimate"] = record(estimate, counts=truth.provenance.get("counts") or {},
+                                              seconds=time.perf_counter() - t2)
+    return truth
