@@ -61,73 +61,76 @@ class QueryFilter(Protocol):
     """One rejection reason of describe mode (see the module docstring)."""
 
     name: ClassVar[str]
-    counted_as: ClassVar[str]
     retry_fix: ClassVar[bool]
+
+    @property
+    def counted_as(self) -> str: ...
 
     def check(self, draft: Draft) -> Mapping[str, Any] | None:
         """``None`` when ``draft`` passes; else the details recorded with its rejection."""
         ...
 
 
+class _Filter:
+    """A filter's defaults: counted under its name, no retry fix."""
+
+    name: ClassVar[str]
+    retry_fix: ClassVar[bool] = False
+
+    @property
+    def counted_as(self) -> str:
+        return self.name
+
+
 @dataclass(frozen=True)
-class CopiedExample:
+class CopiedExample(_Filter):
     """The query echoes an example answer of the prompt (word-set Jaccard >= ``max_jaccard``)."""
 
     max_jaccard: float = EXAMPLE_JACCARD
     name: ClassVar[str] = "copied_example"
-    counted_as: ClassVar[str] = "copied_example"
-    retry_fix: ClassVar[bool] = False
 
     def check(self, draft: Draft) -> Mapping[str, Any] | None:
         return {} if copies_example(draft.query, examples=draft.examples, max_jaccard=self.max_jaccard) else None
 
 
 @dataclass(frozen=True)
-class TooShort:
+class TooShort(_Filter):
     """The query has fewer than ``min_words`` words."""
 
     min_words: int = MIN_QUERY_WORDS
     name: ClassVar[str] = "too_short"
-    counted_as: ClassVar[str] = "too_short"
-    retry_fix: ClassVar[bool] = False
 
     def check(self, draft: Draft) -> Mapping[str, Any] | None:
         return {} if len(draft.query.split()) < self.min_words else None
 
 
 @dataclass(frozen=True)
-class RefersToDocument:
+class RefersToDocument(_Filter):
     """The query points at its document ("this study", :mod:`bakeoff.truth.filters.self_reference`)."""
 
     name: ClassVar[str] = "refers_to_document"
-    counted_as: ClassVar[str] = "refers_to_document"
-    retry_fix: ClassVar[bool] = False
 
     def check(self, draft: Draft) -> Mapping[str, Any] | None:
         return {} if refers_to_document(draft.query, lang=draft.lang) else None
 
 
 @dataclass(frozen=True)
-class ForeignScript:
+class ForeignScript(_Filter):
     """The query drifted into a writing system its document does not use (:mod:`bakeoff.truth.filters.drift`)."""
 
     name: ClassVar[str] = "foreign_script"
-    counted_as: ClassVar[str] = "foreign_script"
-    retry_fix: ClassVar[bool] = False
 
     def check(self, draft: Draft) -> Mapping[str, Any] | None:
         return {} if foreign_scripts(draft.query, draft.source) else None
 
 
 @dataclass(frozen=True)
-class BorrowedExample:
+class BorrowedExample(_Filter):
     """The query carries more than ``max_borrowed`` content words of an example or style query, absent from its
     document (:func:`~bakeoff.truth.filters.drift.borrowed_words`); the words are recorded."""
 
     max_borrowed: int = MAX_BORROWED
     name: ClassVar[str] = "borrowed_example"
-    counted_as: ClassVar[str] = "borrowed_example"
-    retry_fix: ClassVar[bool] = False
 
     def check(self, draft: Draft) -> Mapping[str, Any] | None:
         borrowed = borrowed_words(draft.query, draft.source, draft.examples | frozenset(draft.style), lang=draft.lang)
@@ -135,12 +138,11 @@ class BorrowedExample:
 
 
 @dataclass(frozen=True)
-class CopiesTitle:
+class CopiesTitle(_Filter):
     """At least ``max_share`` of the query's words are in its document's title (naming the title is no answer)."""
 
     max_share: float = MAX_TITLE_COPY
     name: ClassVar[str] = "copies_title"
-    counted_as: ClassVar[str] = "copies_title"
     retry_fix: ClassVar[bool] = True
 
     def check(self, draft: Draft) -> Mapping[str, Any] | None:
@@ -148,12 +150,11 @@ class CopiesTitle:
 
 
 @dataclass(frozen=True)
-class CopiesPassage:
+class CopiesPassage(_Filter):
     """The query holds a run of at least ``max_run`` consecutive words of its document (a pasted sentence)."""
 
     max_run: int = MAX_COPIED_RUN
     name: ClassVar[str] = "copies_passage"
-    counted_as: ClassVar[str] = "copies_passage"
     retry_fix: ClassVar[bool] = True
 
     def check(self, draft: Draft) -> Mapping[str, Any] | None:
@@ -161,13 +162,15 @@ class CopiesPassage:
 
 
 @dataclass(frozen=True)
-class LeakCut:
+class LeakCut(_Filter):
     """The query's measured leak is above ``threshold`` (``leak_mode="cut"``); the leak is recorded."""
 
     threshold: float = LEAK_THRESHOLD
     name: ClassVar[str] = "leak"
-    counted_as: ClassVar[str] = "rejected"
-    retry_fix: ClassVar[bool] = False
+
+    @property
+    def counted_as(self) -> str:
+        return "rejected"
 
     def check(self, draft: Draft) -> Mapping[str, Any] | None:
         assert draft.leak is not None, "the leak cut reads a measured leak"

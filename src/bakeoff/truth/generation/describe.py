@@ -256,6 +256,17 @@ class Accepted(NamedTuple):
     rank: int | None
 
 
+def _measured(specificity: float | None, answerability: float | None, rank: int | None) -> dict[str, Any]:
+    """A query's measured scores as its audit entry and metadata record them (rounded; unmeasured left out)."""
+    out: dict[str, Any] = {}
+    if specificity is not None:
+        out["specificity"] = round(specificity, 6)
+    if answerability is not None:
+        out["answerability"] = round(answerability, 6)
+    if rank is not None:
+        out["answer_rank"] = rank
+    return out
+
 class _Candidate(NamedTuple):
     """A query that passed the filter chain, waiting for the round's selection."""
 
@@ -569,13 +580,7 @@ class _DescribeRun:
         spec, tally = self.spec, self.tally
         for i, (r, q, lk) in enumerate(candidates):
             sc, an, rk = scores.specificity[i], scores.answers[i], scores.ranks[i]
-            extra: dict[str, Any] = {"leak": round(lk, 6)}
-            if sc is not None:
-                extra["specificity"] = round(sc, 6)
-            if an is not None:
-                extra["answerability"] = round(an, 6)
-            if rk is not None:
-                extra["answer_rank"] = rk
+            extra = {"leak": round(lk, 6), **_measured(sc, an, rk)}
             if not scores.passes[i]:
                 tally.reject(r, attempt, q, "not_answerable", **extra)
             elif best[r] != i:
@@ -620,14 +625,8 @@ class _DescribeRun:
             qid = f"describe-{pos:05d}"
             qids.append(qid)
             texts.append(q)
-            meta: dict[str, Any] = {"source_doc": corpus.ids[r], "leak": round(lk, 6), "attempt": attempt}
-            if sc is not None:
-                meta["specificity"] = round(sc, 6)
-            if an is not None:
-                meta["answerability"] = round(an, 6)
-            if rk is not None:
-                meta["answer_rank"] = rk
-            metas.append(meta)
+            metas.append({"source_doc": corpus.ids[r], "leak": round(lk, 6), "attempt": attempt,
+                          **_measured(sc, an, rk)})
             judg[qid] = {corpus.ids[r]: 1}
         prov = self._provenance(n_kept=len(qids))
         prov["health"] = truth_health(sampled=len(self.rows), kept=len(qids), rejections=prov["rejections"],
@@ -666,7 +665,7 @@ class _DescribeRun:
             "counts": {"sampled": len(self.rows), "kept": n_kept, **dict(counts)},
             "documents": {"corpus": len(corpus), "eligible": len(self.eligible),
                           "too_short": len(corpus) - len(self.eligible), "min_doc_chars": o.min_doc_chars},
-            "rejections": {name: counts[LeakCut.counted_as if name == LeakCut.name else name] for name in REJECTIONS},
+            "rejections": {name: counts[LeakCut().counted_as if name == LeakCut.name else name] for name in REJECTIONS},
             "generations": self.tally.audit,
             "masked": {"share": mask_share(o), "terms": o.mask_terms,
                        "documents": sorted(corpus.ids[r] for r in self.masked_rows),
