@@ -2,8 +2,9 @@
 
 Sample ``n`` documents
 (seeded, optionally stratified by a metadata field), ask the model for the
-query a layman would type to find each one, and keep it only when
-``leak(query, document) <= leak_threshold`` (see :mod:`bakeoff.truth.filters.leak`).
+query a layman would type to find each one, and keep it only when it passes the filter chain
+(:mod:`bakeoff.truth.filters.chain`: copies, self-reference, drift, title and passage copies, the leak cut of
+``leak_mode="cut"``; see :mod:`bakeoff.truth.filters.leak`) and the round's selection below.
 A rejected or failed query is regenerated (new sampling seed) up to
 ``max_regenerations`` times, in rounds over all documents still open; a
 document with no accepted query is dropped. **Best of n** (``candidates``): each round asks for
