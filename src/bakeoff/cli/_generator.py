@@ -13,6 +13,13 @@ if TYPE_CHECKING:
     from ..truth.filters.answerability import AnswerabilityOptions
     from ..truth.generation.prompts import PromptControl
 
+#: The defaults of the generator's filter options: :data:`bakeoff.truth.filters.thresholds.LEAK_THRESHOLD`,
+#: ``REFERENCE_ALPHA`` and ``REFERENCE_DOCUMENTS`` (a test checks), written out so that building the CLI does not
+#: import :mod:`bakeoff.truth`.
+LEAK_THRESHOLD = 0.35
+ANSWERABILITY_ALPHA = 0.05
+ANSWERABILITY_REFERENCES = 99
+
 LlmOpt = Annotated[str, typer.Option(help="local[:NAME|PATH.gguf], openai:<model>, ollama:<model> or URL|<model>.")]
 LeakModeOpt = Annotated[str, typer.Option(
     help="describe: record (the verdict weights queries by leak), target (a quota per leak bin) or cut.")]

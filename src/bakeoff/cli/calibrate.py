@@ -7,9 +7,11 @@ from typing import Annotated
 
 import typer
 
-from ..truth.filters.thresholds import LEAK_THRESHOLD, REFERENCE_ALPHA, REFERENCE_DOCUMENTS
 from ._common import AlphaOpt, ProgressOpt, SeedOpt, folder_path, make_cache, measure_names
 from ._generator import (
+    ANSWERABILITY_ALPHA,
+    ANSWERABILITY_REFERENCES,
+    LEAK_THRESHOLD,
     AnswerabilityAlphaOpt,
     AnswerabilityOpt,
     AnswerabilityReferencesOpt,
@@ -61,8 +63,8 @@ def calibrate(
     max_doc_chars: MaxDocCharsOpt = None,
     min_doc_chars: MinDocCharsOpt = 60,
     answerability: AnswerabilityOpt = "use",
-    answerability_alpha: AnswerabilityAlphaOpt = REFERENCE_ALPHA,
-    answerability_references: AnswerabilityReferencesOpt = REFERENCE_DOCUMENTS,
+    answerability_alpha: AnswerabilityAlphaOpt = ANSWERABILITY_ALPHA,
+    answerability_references: AnswerabilityReferencesOpt = ANSWERABILITY_REFERENCES,
     style: StyleOpt = "question",
     prompt_lang: PromptLangOpt = "en",
     persona: PersonaOpt = None,

@@ -7,9 +7,11 @@ from typing import Annotated
 
 import typer
 
-from ..truth.filters.thresholds import LEAK_THRESHOLD, REFERENCE_ALPHA, REFERENCE_DOCUMENTS
 from ._common import make_cache
 from ._generator import (
+    ANSWERABILITY_ALPHA,
+    ANSWERABILITY_REFERENCES,
+    LEAK_THRESHOLD,
     AnswerabilityAlphaOpt,
     AnswerabilityOpt,
     AnswerabilityReferencesOpt,
@@ -67,8 +69,8 @@ def generate(
     specificity_top: Annotated[float | None, typer.Option(help="Keep only this top fraction of queries by specificity.")] = None,
     answerability: AnswerabilityOpt = "use",
     answerability_threshold: Annotated[float | None, typer.Option(help="An absolute rule instead of the rank rule: keep queries whose answerability score is at least this.")] = None,
-    answerability_alpha: AnswerabilityAlphaOpt = REFERENCE_ALPHA,
-    answerability_references: AnswerabilityReferencesOpt = REFERENCE_DOCUMENTS,
+    answerability_alpha: AnswerabilityAlphaOpt = ANSWERABILITY_ALPHA,
+    answerability_references: AnswerabilityReferencesOpt = ANSWERABILITY_REFERENCES,
     answerability_top: Annotated[float | None, typer.Option(help="Keep only this top fraction of queries by answerability.")] = None,
     min_doc_chars: MinDocCharsOpt = 60,
     style: StyleOpt = "question",
