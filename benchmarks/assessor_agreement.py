@@ -7,9 +7,9 @@ Pairs (seeded): ``n`` judged-relevant (query, document) pairs drawn from the tes
 ``n`` hard non-relevant pairs: for ``n`` drawn test queries, the highest BM25-ranked
 document not judged relevant (SciFact judges only relevant documents, so "non-relevant"
 here means "not labelled relevant", the usual reading for this check). Each pair is judged
-by each method of :func:`bakeoff.truth.assess.judge_pairs` (``umbrela``: the sampled JSON
+by each method of :func:`bakeoff.truth.judging.assess.judge_pairs` (``umbrela``: the sampled JSON
 grade; ``expected``: the expected grade from the first token's probabilities; ``yesno``:
-P(yes)) or :func:`bakeoff.truth.assess.judge_likelihood` (``likelihood``: query-likelihood PMI
+P(yes)) or :func:`bakeoff.truth.judging.assess.judge_likelihood` (``likelihood``: query-likelihood PMI
 against random documents, ``likelihood:none`` against the empty document; the model runs
 in-process); a grade ``>= t`` counts as relevant, for ``t`` = 2 (the merge rule's default) and 1.
 Printed per method: grade distribution per class, accuracy, Cohen's kappa
@@ -35,8 +35,8 @@ def main() -> None:
     from bakeoff.data import load_beir
     from bakeoff.runner.config import build_arms, parse_arm_spec
     from bakeoff.runner.run import run_bakeoff
-    from bakeoff.truth.assess import AssessOptions, _by_likelihood, _doc_text, judge_pairs
-    from bakeoff.truth.generate import open_llm
+    from bakeoff.truth.judging.assess import AssessOptions, _by_likelihood, _doc_text, judge_pairs
+    from bakeoff.truth.llm.open import open_llm
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--scifact", default=str(Path(__file__).resolve().parents[2] / "shared" / "data" / "scifact"))

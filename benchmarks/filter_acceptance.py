@@ -32,17 +32,18 @@ from pathlib import Path
 
 import numpy as np
 
+from bakeoff.data.leak_bins import leak_bin
 from bakeoff.data.loaders import load_beir
-from bakeoff.truth.answerability import (
+from bakeoff.truth.filters.answerability import (
     AnswerabilityOptions,
     answerability_scores,
     answerability_text,
     open_answerability,
 )
-from bakeoff.truth.drift import foreign_scripts
-from bakeoff.truth.leak import copied_run, leak, title_copy
-from bakeoff.truth.self_reference import refers_to_document
-from bakeoff.truth.synthetic import leak_bin, leak_quota
+from bakeoff.truth.filters.drift import foreign_scripts
+from bakeoff.truth.filters.leak import copied_run, leak, title_copy
+from bakeoff.truth.filters.self_reference import refers_to_document
+from bakeoff.truth.generation.leak_target import leak_quota
 
 
 def _doc(ds, row: int) -> str:

@@ -3,10 +3,10 @@
     python benchmarks/leak_histograms.py --truth OUT/truth --data ../shared/data/cisi [--png leak_cisi.png]
 
 ``--truth`` is a generated ground truth (``bakeoff generate --out``, or ``OUT/truth`` of ``bakeoff calibrate``);
-``--data`` the judged corpus it was generated from. Leak (:func:`bakeoff.truth.leak.leak`) is the share of a
+``--data`` the judged corpus it was generated from. Leak (:func:`bakeoff.truth.filters.leak.leak`) is the share of a
 query's rare words found in its document. A synthetic query counts once, against its source document (the
 value its metadata recorded); a human query counts once too, split evenly over its ``m`` relevant documents
-(each (query, document) pair weighs ``1/m``: :func:`bakeoff.truth.synthetic.judged_leak_shares`). Printed: the
+(each (query, document) pair weighs ``1/m``: :func:`bakeoff.truth.generation.leak_target.judged_leak_shares`). Printed: the
 shares per bin of :data:`bakeoff.data.leak_bins.LEAK_BINS` and the means; with ``--png``, both histograms as
 bars in one figure (matplotlib, the ``figures`` extra).
 """
@@ -24,7 +24,7 @@ import numpy as np
 def human_leaks(data: Path) -> tuple[list[float], list[float]]:
     """Each human (query, relevant document) pair's leak and its weight ``1/m``."""
     from bakeoff.data.loaders import load_beir
-    from bakeoff.truth.leak import leak
+    from bakeoff.truth.filters.leak import leak
 
     ds = load_beir(data)
     corpus = ds.corpus

@@ -8,7 +8,7 @@ Usage::
 
 Scores ``n`` (claim, relevant abstract) pairs of the test split with the random-document baseline (three
 reference documents plus a spare, so about five evaluations a pair), first in the calling process
-(``workers=1``) and then with :func:`bakeoff.truth.specificity.default_workers` worker processes, no cache,
+(``workers=1``) and then with :func:`bakeoff.truth.filters.specificity.default_workers` worker processes, no cache,
 the bundled model given (default: the default of ``--llm local``). Prints both wall times, the ratio (serial
 is the reference, measured in the same run), the load average, and whether the scores are identical (they
 must be: each run of one document goes whole to one worker).
@@ -40,7 +40,12 @@ def main() -> None:
     from bakeoff.calibrate import dataset_spec
     from bakeoff.data.datasets import open_dataset
     from bakeoff.models.gguf import resolve_local_model
-    from bakeoff.truth.specificity import LlamaLikelihood, SpecificityOptions, default_workers, specificity_scores
+    from bakeoff.truth.filters.specificity import (
+        LlamaLikelihood,
+        SpecificityOptions,
+        default_workers,
+        specificity_scores,
+    )
 
     ds, _ = open_dataset(dataset_spec(str(a.data)))
     rows = {d: i for i, d in enumerate(ds.corpus.ids)}

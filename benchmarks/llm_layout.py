@@ -8,13 +8,13 @@ The same ``-r`` describe requests (the documents ``bakeoff generate describe -n 
 the request ``bakeoff generate`` sends for each, no generation cache) are answered by each layout in turn:
 
 * ``servers`` llama-server processes of ``slots`` parallel slots and ``threads`` threads each, the client
-  keeping ``servers x slots`` requests in flight (bakeoff's own :class:`~bakeoff.truth.local_llm.LocalLLMServer`);
+  keeping ``servers x slots`` requests in flight (bakeoff's own :class:`~bakeoff.truth.llm.local_server.LocalLLMServer`);
 * ``cache_prompt`` off: llama.cpp's reuse of a slot's KV cache for a prompt's common prefix (the prompt
   template before the document) disabled per request;
 * ``batch``: llama.cpp's logical and physical batch size (default 2048 / 512).
 
 Printed per layout: wall time of the requests (start-up excluded), requests/s and its ratio against the
-default layout (:func:`~bakeoff.truth.local_llm.default_servers` x ``DEFAULT_SLOTS`` x 1 thread), prompt and
+default layout (:func:`~bakeoff.truth.llm.local_server.default_servers` x ``DEFAULT_SLOTS`` x 1 thread), prompt and
 completion tokens/s. The default layout runs first and last; both are printed, and the ratios use their mean,
 so drift of the machine's speed during the run shows. The machine's usable cores and load are printed.
 """
@@ -62,10 +62,10 @@ def main() -> None:
 
     from bakeoff.data.datasets import open_corpus
     from bakeoff.models.gguf import resolve_local_model
-    from bakeoff.truth.llm import LLMClient
-    from bakeoff.truth.local_llm import DEFAULT_SLOTS, LocalLLMServer, default_servers
-    from bakeoff.truth.sampling import eligible_rows, sample_rows
-    from bakeoff.truth.synthetic import DescribeOptions, describe_request
+    from bakeoff.truth.generation.describe import DescribeOptions, describe_request
+    from bakeoff.truth.generation.sampling import eligible_rows, sample_rows
+    from bakeoff.truth.llm.client import LLMClient
+    from bakeoff.truth.llm.local_server import DEFAULT_SLOTS, LocalLLMServer, default_servers
 
     corpus = open_corpus(str(a.data))
     model = resolve_local_model(a.llm_model)

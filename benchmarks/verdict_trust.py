@@ -41,9 +41,9 @@ DATA = Path(os.environ.get("BAKEOFF_SHARED_DATA", ROOT.parent / "shared" / "data
 
 
 def _pipelines(n: int, seed: int):
-    from bakeoff.truth.answerability import AnswerabilityOptions
-    from bakeoff.truth.reference_rank import ReferenceRankOptions
-    from bakeoff.truth.synthetic import DescribeOptions
+    from bakeoff.truth.filters.answerability import AnswerabilityOptions
+    from bakeoff.truth.filters.reference_rank import ReferenceRankOptions
+    from bakeoff.truth.generation.describe import DescribeOptions
 
     # bakeoff generate's and calibrate's command-line defaults (min_doc_chars 60)
     after = DescribeOptions(n=n, seed=seed, min_doc_chars=60,
@@ -56,14 +56,14 @@ def _pipelines(n: int, seed: int):
 
 def _before_generation() -> dict:
     """Options of today's generation that the earlier pipeline did not have (kept at their old values)."""
-    from bakeoff.truth.synthetic import DescribeOptions
+    from bakeoff.truth.generation.describe import DescribeOptions
 
     fields = DescribeOptions.__dataclass_fields__
     return {"mask_share": 0.0} if "mask_share" in fields else {}
 
 
 def _human_shares(ds) -> list[float]:
-    from bakeoff.truth.synthetic import judged_leak_shares
+    from bakeoff.truth.generation.leak_target import judged_leak_shares
 
     return list(judged_leak_shares(ds.queries, ds.qrels, ds.corpus))
 
@@ -99,7 +99,7 @@ def main() -> None:
         opts = _pipelines(a.n, a.seed)[name]
         work = Path(tempfile.mkdtemp(prefix=f"verdict-trust-{name}-"))
         t0 = time.perf_counter()
-        from bakeoff.truth.assess import AssessOptions
+        from bakeoff.truth.judging.assess import AssessOptions
 
         record = run_calibration(dataset=str(a.data), out=work / "cal", options=opts, llm=a.llm, arms=DEFAULT_ARMS,
                                  cache=cache, progress=False, n_resamples=a.resamples, seed=0, train_fraction=0.0,

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # llama.cpp compiled once for bakeoff: one build of the llama.cpp sources vendored in llama-cpp-python's source
 # distribution gives both llama-server (the local LLM's server, <venv>/bin/llama-server, where
-# bakeoff.truth.local_llm.llama_server_binary looks first) and the shared libraries the Python binding loads
+# bakeoff.truth.llm.local_server.llama_server_binary looks first) and the shared libraries the Python binding loads
 # (the in-process specificity and likelihood scorers), so `pip` never compiles llama.cpp a second time.
 #
 # The build is cached outside the venv, in ${BAKEOFF_LLAMA_CACHE:-${XDG_CACHE_HOME:-~/.cache}/bakeoff/llama-server}/

@@ -129,7 +129,7 @@ def test_llm_request_key_holds_the_client_code_version(monkeypatch: pytest.Monke
     pytest.importorskip("pydantic")
     from pydantic import BaseModel
 
-    from bakeoff.truth.llm import ChatRequest, LLMClient, LLMConfig
+    from bakeoff.truth.llm.client import ChatRequest, LLMClient, LLMConfig
 
     class Answer(BaseModel):
         query: str

@@ -4,7 +4,7 @@
    file's ``[dataset]`` (:func:`bakeoff.data.datasets.open_dataset`); a dataset without judged
    queries is refused.
 2. **truth** — synthetic queries over the same corpus's documents, written by the generator the
-   user would use (:func:`bakeoff.truth.generate.generate_truth` with the caller's options), then
+   user would use (:func:`bakeoff.truth.generation.generate.generate_truth` with the caller's options), then
    split by source document (:func:`split_by_document`): a seeded ``train_fraction`` of the
    documents' queries is the synthetic **train** split, the rest the **test** split, and no
    document's queries sit on both sides. ``train_fraction=0`` evaluates every kept query and
@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING, Any
 
 from .cache import Cache
 from .errors import ConfigError, InputError
-from .truth.llm_spec import LLMSpec
+from .truth.llm.spec import LLMSpec
 
 if TYPE_CHECKING:
     from .runner.results import StoredResults
@@ -340,15 +340,15 @@ def run_calibration(
     echo: Callable[[str], Any] = print,
 ) -> dict[str, Any]:
     """Calibrate the generator of ``options`` (describe or cluster options of
-    :mod:`bakeoff.truth.synthetic`) and ``llm`` on ``dataset`` (module docstring); ``generate`` holds
-    more keyword arguments of :func:`~bakeoff.truth.generate.generate_truth` (``answerability``,
+    :mod:`bakeoff.truth.generation.describe` or :mod:`bakeoff.truth.generation.clusters`) and ``llm`` on ``dataset`` (module docstring); ``generate`` holds
+    more keyword arguments of :func:`~bakeoff.truth.generation.generate.generate_truth` (``answerability``,
     ``specificity``, ``concurrency``, ``price``, ``reasoning_effort`` ...). ``train_fraction`` (in [0, 1))
     is the share of synthetic source documents whose queries train ``ft-dense`` and, with ``rerank``,
     ``ft-rerank`` (:func:`fine_tuned_arms`; hard negatives from, and reranking, the arm named
     ``rerank_base``, which must be in ``arms``); 0 trains nothing and evaluates every kept query.
-    ``pool`` (:class:`~bakeoff.truth.assess.AssessOptions`, default none) also judges the arms' pooled top
+    ``pool`` (:class:`~bakeoff.truth.judging.assess.AssessOptions`, default none) also judges the arms' pooled top
     ``pool.depth`` of every synthetic test query with ``pool_llm`` (default ``llm``) and records the figures
-    again on that widened truth (:func:`~bakeoff.truth.assess.pooled_qrels`) under ``pooled``. Returns the
+    again on that widened truth (:func:`~bakeoff.truth.judging.assess.pooled_qrels`) under ``pooled``. Returns the
     record written to ``out/calibration.json``.
     """
     from .data.datasets import open_dataset
@@ -360,7 +360,7 @@ def run_calibration(
     from .runner.config import ArmSpec, build_arms, parse_arm_spec
     from .runner.context import Context
     from .runner.run import run_bakeoff
-    from .truth.generate import generate_truth
+    from .truth.generation.generate import generate_truth
 
     # --- everything that can be refused is checked before any work ---
     if not 0.0 <= train_fraction < 1.0:
@@ -541,13 +541,13 @@ def _pooled(syn_ds: Any, res_s: Any, built: Sequence[Any], *, human: StoredResul
             depth: int, n_resamples: int, seed: int, alpha: float, leak_target: Any, target_source: str,
             generate: Mapping[str, Any], truth_dir: Path, echo: Callable[[str], Any]) -> dict[str, Any]:
     """Judge the arms' pooled top ``pool.depth`` of the synthetic test queries, widen the synthetic truth
-    with the judgments (:func:`~bakeoff.truth.assess.pooled_qrels`), evaluate the same runs on it and
+    with the judgments (:func:`~bakeoff.truth.judging.assess.pooled_qrels`), evaluate the same runs on it and
     compute the calibration figures again. Returns the record section, the results, the qrels and the
     assessment provenance (with every judged pair)."""
     from .data.model import Dataset
     from .report.calibration import calibration_figures
     from .runner.run import run_bakeoff
-    from .truth.assess import POOLED_GRADE, SOURCE_GRADE, judge_holes, pooled_qrels
+    from .truth.judging.assess import POOLED_GRADE, SOURCE_GRADE, judge_holes, pooled_qrels
 
     runs = {a.name: a.run for a in res_s.arms}
     echo(f"[4/5] pooled judgments: the top {pool.depth} of {len(runs)} arms for {len(syn_ds.queries)} synthetic "

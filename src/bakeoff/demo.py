@@ -6,11 +6,11 @@ Stages (each timed, each with a progress bar):
    anything ``--corpus`` takes elsewhere (a BEIR folder, JSONL/CSV/Parquet records mapped by
    ``fields``, a folder of documents, an ``ingest`` output).
 2. **truth** — describe-mode questions from the LLM (default: the embedded local model,
-   :mod:`bakeoff.truth.local_llm`) for documents of at least ``min_doc_chars`` characters, with
+   :mod:`bakeoff.truth.llm.local_server`) for documents of at least ``min_doc_chars`` characters, with
    ``bakeoff generate``'s defaults: zero-shot, the question asked as a searcher's need, answerability
    relative to the corpus (the source document must rank in the top 5 of itself and 99 random documents
-   under the multilingual USE bi-encoder, a model no demo arm uses; :mod:`bakeoff.truth.reference_rank`),
-   leak recorded and matched in the verdict (:class:`~bakeoff.truth.synthetic.DescribeOptions`,
+   under the multilingual USE bi-encoder, a model no demo arm uses; :mod:`bakeoff.truth.filters.reference_rank`),
+   leak recorded and matched in the verdict (:class:`~bakeoff.truth.generation.describe.DescribeOptions`,
    :mod:`bakeoff.report.leak_match`); a truth that collapsed is reported and not evaluated; up to ``1 + DEMO_REGENERATIONS`` tries per
    document. Every query is evaluated (``test_fraction=1``: the demo trains nothing). Written as a
    BEIR folder ``<out>/truth`` so ``bakeoff run --beir <out>/truth`` repeats it.
@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from .cache import Cache
 from .data.loaders import FieldMap
-from .truth.llm_spec import LLMSpec
+from .truth.llm.spec import LLMSpec
 
 if TYPE_CHECKING:
     from .runner.results import StoredResults
@@ -215,7 +215,7 @@ def run_demo(*, out: Path, corpus: Path | None = None, llm: LLMSpec | str = "loc
              retry_fix: bool = True, show_title: bool = True) -> DemoReport:
     """Run the four stages on the standard library (``corpus=None``) or on ``corpus``; write
     ``out/truth`` (BEIR) and ``out/results.json``. ``retry_fix`` and ``show_title``: the generator's
-    :class:`~bakeoff.truth.synthetic.DescribeOptions` of those names."""
+    :class:`~bakeoff.truth.generation.describe.DescribeOptions` of those names."""
     from .data.datasets import open_corpus
     from .data.model import Dataset
 
@@ -225,9 +225,9 @@ def run_demo(*, out: Path, corpus: Path | None = None, llm: LLMSpec | str = "loc
     from .runner.config import build_arms, parse_arm_spec
     from .runner.run import run_bakeoff
     from .stdlib_corpus import stdlib_corpus
-    from .truth.answerability import AnswerabilityOptions, bias_caveat
-    from .truth.generate import generate_truth
-    from .truth.synthetic import DescribeOptions
+    from .truth.filters.answerability import AnswerabilityOptions, bias_caveat
+    from .truth.generation.describe import DescribeOptions
+    from .truth.generation.generate import generate_truth
 
     report = DemoReport()
     t_all = time.perf_counter()

@@ -136,7 +136,7 @@ def test_concurrency_below_one_is_a_usage_error(tmp_path):
 
 def test_open_llm_refuses_concurrency_below_one():
     from bakeoff.errors import ConfigError
-    from bakeoff.truth.generate import open_llm
+    from bakeoff.truth.llm.open import open_llm
 
     with pytest.raises(ConfigError, match="--concurrency must be at least 1, got 0"), \
             open_llm("local", cache=None, concurrency=0):

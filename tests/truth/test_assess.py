@@ -19,7 +19,7 @@ pytest.importorskip("pydantic")
 
 from bakeoff.cli import main
 from bakeoff.data.model import Qrels
-from bakeoff.truth.assess import merged_qrels
+from bakeoff.truth.judging.assess import merged_qrels
 from tests.support.fake_openai_chat import FakeOpenAI, Reply
 from tests.support.report_fixture import run_tiny
 

@@ -60,7 +60,7 @@ def test_assess_by_query_likelihood_matches_a_recomputation(tmp_path: Path) -> N
     passage, recomputed here token by token from the same model (mean log p after the passage's prompt minus the
     mean over the empty document's, within llama.cpp's batching noise), the grade follows the threshold rule, and a second run decodes nothing."""
     from bakeoff.models.gguf import resolve_local_model
-    from bakeoff.truth.specificity import PROMPT, LlamaLikelihood
+    from bakeoff.truth.filters.specificity import PROMPT, LlamaLikelihood
 
     results = run_tiny(tmp_path)
     argv = ["assess", str(results), "--llm", "local:gemma-270m", "--method", "likelihood", "--baseline", "none",

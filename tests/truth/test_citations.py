@@ -14,10 +14,10 @@ import pytest
 
 from bakeoff.data.versions import Versions, read_targets
 from bakeoff.errors import InputError
-from bakeoff.truth.citations import MineOptions, NgramIndex, find_mentions, mine_source, paragraphs
-from bakeoff.truth.mined import mine_citations
-from bakeoff.truth.patterns import builtin_patterns, load_patterns, parse_text_date
-from bakeoff.truth.sources import read_sources
+from bakeoff.truth.citations.mined import mine_citations
+from bakeoff.truth.citations.mining import MineOptions, NgramIndex, find_mentions, mine_source, paragraphs
+from bakeoff.truth.citations.patterns import builtin_patterns, load_patterns, parse_text_date
+from bakeoff.truth.citations.sources import read_sources
 
 FIX = Path(__file__).parents[1] / "fixtures" / "citations"
 PH = "[CITA OMITIDA]"
@@ -176,7 +176,7 @@ def test_window_snaps_to_paragraphs(law, pset, sources):
 
 
 def test_windows_merge_only_when_overlapping(law, pset):
-    from bakeoff.truth.sources import Source
+    from bakeoff.truth.citations.sources import Source
 
     filler = [f"Párrafo de relleno número {i} con hechos sin relación alguna con la norma." for i in range(6)]
     p_a = "Se aplica el artículo 5 de la Ley de Tránsito al caso."
@@ -191,7 +191,7 @@ def test_windows_merge_only_when_overlapping(law, pset):
 
 
 def test_cap_removes_farthest_paragraphs_then_cuts(law, pset):
-    from bakeoff.truth.sources import Source
+    from bakeoff.truth.citations.sources import Source
 
     paras = [f"Párrafo {i}: " + "palabra " * 20 for i in range(5)]
     paras[2] = "Que el artículo 11 de la Ley de Tránsito exige atención."
@@ -342,7 +342,7 @@ def test_mine_options_validated(opts):
 
 def test_english_pipeline_end_to_end(tmp_path):
     """A small English act with one amended section; mined with the builtin ``en`` set."""
-    from bakeoff.truth.sources import Source
+    from bakeoff.truth.citations.sources import Source
 
     t = tmp_path / "act.jsonl"
     t.write_text(

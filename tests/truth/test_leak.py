@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bakeoff.truth.leak import common_words, leak, leak_histogram, leak_stats, rare_terms
+from bakeoff.truth.filters.leak import common_words, leak, leak_histogram, leak_stats, rare_terms
 
 
 def test_rare_terms_lowercases_splits_on_digits_and_drops_short_and_common_words() -> None:
@@ -43,7 +43,7 @@ def test_histogram_bins_and_closed_last_bin() -> None:
 
 
 def test_title_copy_is_the_share_of_query_words_in_the_title() -> None:
-    from bakeoff.truth.leak import title_copy
+    from bakeoff.truth.filters.leak import title_copy
 
     title = "PTH Signaling in Osteoprogenitors Is Essential for B-Lymphocyte Differentiation"
     assert title_copy("PTH signaling in osteoprogenitors", title) == 1.0      # "in" is under 3 letters
@@ -54,7 +54,7 @@ def test_title_copy_is_the_share_of_query_words_in_the_title() -> None:
 
 
 def test_words_split_on_punctuation_space_and_underscore_and_are_the_drift_filters_words() -> None:
-    from bakeoff.truth import drift, leak
+    from bakeoff.truth.filters import drift, leak
 
     assert leak.words("IFN-γ levels_2 in T-cells, 2024!") == ["ifn", "γ", "levels", "2", "in", "t", "cells", "2024"]
     assert drift.words is leak.words  # one definition of a word for title copy, copied runs and borrowed phrases

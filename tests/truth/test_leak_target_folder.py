@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bakeoff.truth.synthetic import leak_target_shares
+from bakeoff.truth.generation.leak_target import leak_target_shares
 from tests.support.report_fixture import write_tiny_beir
 
 

@@ -12,8 +12,8 @@ import pytest
 pytest.importorskip("httpx")
 pytest.importorskip("pydantic")
 
-from bakeoff.truth.llm import ChatRequest, LLMClient, LLMConfig, Price, ingest_batch, write_batch
-from bakeoff.truth.prompts import describe_schema
+from bakeoff.truth.generation.prompts import describe_schema
+from bakeoff.truth.llm.client import ChatRequest, LLMClient, LLMConfig, Price, ingest_batch, write_batch
 from tests.support.fake_openai_chat import FakeOpenAI, Reply
 
 GOOD = json.dumps({"query": "how do I copy a folder"})

@@ -11,8 +11,8 @@ import pytest
 pytest.importorskip("httpx")
 pytest.importorskip("pydantic")
 
-from bakeoff.truth.llm import ChatRequest, LLMClient, LLMConfig
-from bakeoff.truth.prompts import describe_schema
+from bakeoff.truth.generation.prompts import describe_schema
+from bakeoff.truth.llm.client import ChatRequest, LLMClient, LLMConfig
 from tests.support.fake_openai_chat import FakeOpenAI, Reply
 
 KEY = "sk-proj-" + "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2H1g0"

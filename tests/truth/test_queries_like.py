@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from bakeoff.errors import ConfigError
-from bakeoff.truth.prompts import PromptControl, describe_messages
-from bakeoff.truth.queries_like import MIN_QUERIES, STYLE_SHOTS, draw_style, read_queries_like
+from bakeoff.truth.generation.prompts import PromptControl, describe_messages
+from bakeoff.truth.generation.queries_like import MIN_QUERIES, STYLE_SHOTS, draw_style, read_queries_like
 
 
 def test_reads_text_and_jsonl(tmp_path) -> None:

@@ -1,4 +1,4 @@
-"""The reference-rank rule (:mod:`bakeoff.truth.reference_rank`), against hand-computed ranks."""
+"""The reference-rank rule (:mod:`bakeoff.truth.filters.reference_rank`), against hand-computed ranks."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from bakeoff.errors import ConfigError
-from bakeoff.truth.reference_rank import (
+from bakeoff.truth.filters.reference_rank import (
     RankedScore,
     ReferenceRankOptions,
     rank_against,

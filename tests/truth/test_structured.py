@@ -18,9 +18,9 @@ import pytest
 pytest.importorskip("httpx")
 pytest.importorskip("pydantic")
 
-from bakeoff.truth.llm import ChatRequest, LLMClient, LLMConfig
-from bakeoff.truth.prompts import describe_schema
-from bakeoff.truth.structured import FORMS, RequestRefused, key_form, refusal
+from bakeoff.truth.generation.prompts import describe_schema
+from bakeoff.truth.llm.client import ChatRequest, LLMClient, LLMConfig
+from bakeoff.truth.llm.structured import FORMS, RequestRefused, key_form, refusal
 from tests.support.fake_openai_chat import FakeOpenAI, Reply
 
 GOOD = json.dumps({"query": "how do I copy a folder"})

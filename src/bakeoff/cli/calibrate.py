@@ -9,6 +9,9 @@ import typer
 
 from ._common import AlphaOpt, ProgressOpt, SeedOpt, folder_path, make_cache, measure_names
 from ._generator import (
+    ANSWERABILITY_ALPHA,
+    ANSWERABILITY_REFERENCES,
+    LEAK_THRESHOLD,
     AnswerabilityAlphaOpt,
     AnswerabilityOpt,
     AnswerabilityReferencesOpt,
@@ -53,15 +56,15 @@ def calibrate(
     leak_mode: LeakModeOpt = "record",
     leak_target: LeakTargetOpt = "default",
     queries_like: QueriesLikeOpt = None,
-    leak_threshold: LeakThresholdOpt = 0.35,
+    leak_threshold: LeakThresholdOpt = LEAK_THRESHOLD,
     regenerations: RegenerationsOpt = 3,
     candidates: CandidatesOpt = 1,
     mask_share: MaskShareOpt = 0.0,
     max_doc_chars: MaxDocCharsOpt = None,
     min_doc_chars: MinDocCharsOpt = 60,
     answerability: AnswerabilityOpt = "use",
-    answerability_alpha: AnswerabilityAlphaOpt = 0.05,
-    answerability_references: AnswerabilityReferencesOpt = 99,
+    answerability_alpha: AnswerabilityAlphaOpt = ANSWERABILITY_ALPHA,
+    answerability_references: AnswerabilityReferencesOpt = ANSWERABILITY_REFERENCES,
     style: StyleOpt = "question",
     prompt_lang: PromptLangOpt = "en",
     persona: PersonaOpt = None,
@@ -91,10 +94,11 @@ def calibrate(
     `bakeoff report` shows beside the verdict of any run by the same generator."""
     from ..calibrate import DEFAULT_ARMS, DEFAULT_MEASURES, run_calibration
     from ..report.calibration import calibration_text
-    from ..truth.assess import AssessOptions
-    from ..truth.llm_spec import LLMSpec
-    from ..truth.queries_like import read_queries_like
-    from ..truth.synthetic import DescribeOptions, leak_target_shares
+    from ..truth.generation.describe import DescribeOptions
+    from ..truth.generation.leak_target import leak_target_shares
+    from ..truth.generation.queries_like import read_queries_like
+    from ..truth.judging.assess import AssessOptions
+    from ..truth.llm.spec import LLMSpec
 
     llm_spec = LLMSpec.parse(llm)
     judge_spec = None if pool_llm is None else LLMSpec.parse(pool_llm, option="--pool-llm")

@@ -30,7 +30,7 @@ def demo(
     """Corpus (stdlib docstrings or --corpus) -> LLM-written queries, filtered -> TF-IDF, BM25, BM25+stemmer, dense, RRF -> verdict."""
     from ..data.loaders import FieldMap
     from ..demo import run_demo
-    from ..truth.llm_spec import LLMSpec
+    from ..truth.llm.spec import LLMSpec
 
     run_demo(out=out, corpus=corpus, llm=LLMSpec.parse(llm), fields=FieldMap(id=id_field, text=(text_field,), title=title_field),
              n=n, seed=seed, cache=make_cache(cache, cache_dir), progress=progress, echo=typer.echo,

@@ -9,6 +9,9 @@ import typer
 
 from ._common import make_cache
 from ._generator import (
+    ANSWERABILITY_ALPHA,
+    ANSWERABILITY_REFERENCES,
+    LEAK_THRESHOLD,
     AnswerabilityAlphaOpt,
     AnswerabilityOpt,
     AnswerabilityReferencesOpt,
@@ -49,7 +52,7 @@ def generate(
     leak_mode: LeakModeOpt = "record",
     leak_target: LeakTargetOpt = "default",
     queries_like: QueriesLikeOpt = None,
-    leak_threshold: LeakThresholdOpt = 0.35,
+    leak_threshold: LeakThresholdOpt = LEAK_THRESHOLD,
     regenerations: RegenerationsOpt = 3,
     candidates: CandidatesOpt = 1,
     mask_share: MaskShareOpt = 0.0,
@@ -66,8 +69,8 @@ def generate(
     specificity_top: Annotated[float | None, typer.Option(help="Keep only this top fraction of queries by specificity.")] = None,
     answerability: AnswerabilityOpt = "use",
     answerability_threshold: Annotated[float | None, typer.Option(help="An absolute rule instead of the rank rule: keep queries whose answerability score is at least this.")] = None,
-    answerability_alpha: AnswerabilityAlphaOpt = 0.05,
-    answerability_references: AnswerabilityReferencesOpt = 99,
+    answerability_alpha: AnswerabilityAlphaOpt = ANSWERABILITY_ALPHA,
+    answerability_references: AnswerabilityReferencesOpt = ANSWERABILITY_REFERENCES,
     answerability_top: Annotated[float | None, typer.Option(help="Keep only this top fraction of queries by answerability.")] = None,
     min_doc_chars: MinDocCharsOpt = 60,
     style: StyleOpt = "question",
@@ -101,12 +104,15 @@ def generate(
 
     from ..data.loaders import FieldMap
     from ..errors import ConfigError
-    from ..truth.generate import generate_truth
-    from ..truth.llm_spec import LLMSpec
-    from ..truth.queries_like import read_queries_like
-    from ..truth.repair import GradeMap
-    from ..truth.specificity import DEFAULT_THRESHOLD, SpecificityOptions
-    from ..truth.synthetic import ClusterOptions, DescribeOptions, leak_target_shares
+    from ..truth.filters.specificity import SpecificityOptions
+    from ..truth.filters.thresholds import SPECIFICITY_THRESHOLD
+    from ..truth.generation.clusters import ClusterOptions
+    from ..truth.generation.describe import DescribeOptions
+    from ..truth.generation.generate import generate_truth
+    from ..truth.generation.leak_target import leak_target_shares
+    from ..truth.generation.queries_like import read_queries_like
+    from ..truth.generation.repair import GradeMap
+    from ..truth.llm.spec import LLMSpec
 
     llm_spec = LLMSpec.parse(llm)
     scorer_spec = None if specificity == "off" else LLMSpec.parse(specificity, option="--specificity")
@@ -116,7 +122,7 @@ def generate(
     doc_chars["prompt"] = prompt_control(style=style, lang=prompt_lang, persona=persona, instruction=instruction,
                                          preset=preset, examples=examples)
     doc_chars["specificity"] = None if specificity == "off" else SpecificityOptions(
-        threshold=DEFAULT_THRESHOLD if specificity_threshold is None else specificity_threshold,
+        threshold=SPECIFICITY_THRESHOLD if specificity_threshold is None else specificity_threshold,
         keep_fraction=specificity_top)
     doc_chars["answerability"] = answerability_options(
         answerability, alpha=answerability_alpha, references=answerability_references, seed=seed,

@@ -32,8 +32,8 @@ def citations(
     progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
 ) -> None:
     """One query per citing source; cited target versions are the (lower-bound) positives."""
-    from ..truth.citations import MineOptions
-    from ..truth.mined import mine_folder
+    from ..truth.citations.mined import mine_folder
+    from ..truth.citations.mining import MineOptions
 
     opts = MineOptions(window=window, cap=cap, verbatim_threshold=verbatim_threshold, ngram=ngram)
     mined, path = mine_folder(targets=targets, sources=sources, patterns=patterns, out=out, options=opts,

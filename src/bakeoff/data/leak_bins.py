@@ -1,6 +1,6 @@
 """Leak bins and the leak distribution of people's queries: what a synthetic truth is matched to.
 
-The leak of a query (:func:`bakeoff.truth.leak.leak`, the share of its rare words found in its source
+The leak of a query (:func:`bakeoff.truth.filters.leak.leak`, the share of its rare words found in its source
 document) is binned into five bins of width 0.2::
 
     bin 0: [0, 0.2)   bin 1: [0.2, 0.4)   bin 2: [0.4, 0.6)   bin 3: [0.6, 0.8)   bin 4: [0.8, 1]

@@ -1,9 +1,14 @@
-"""Ground truth builders: LLM-written queries (describe / cluster modes), the leak metric,
-the OpenAI-compatible client and the embedded local LLM; and citation-mined sets over dated,
-versioned target corpora (``bakeoff.data.versions``, ``bakeoff.truth.citations``,
-``bakeoff.truth.mined``). Heavy dependencies (httpx, pydantic, llama-cpp-python) are
-imported only when used.
+"""Ground truth builders, one subpackage per concern:
 
+* :mod:`.llm` — the OpenAI-compatible client, structured output, ``--llm`` specs and the local
+  ``llama-server`` launcher;
+* :mod:`.filters` — the quality filters and scores of a generated query (leak, self-reference, drift,
+  answerability, specificity);
+* :mod:`.generation` — LLM-written queries (describe / cluster modes) and ``bakeoff generate``;
+* :mod:`.judging` — the LLM assessor of unjudged documents (``bakeoff assess``);
+* :mod:`.citations` — citation-mined sets over dated, versioned target corpora (``bakeoff.data.versions``).
+
+Heavy dependencies (httpx, pydantic, llama-cpp-python) are imported only when used.
 Names are re-exported lazily (PEP 562, :mod:`bakeoff._lazy`)."""
 
 from __future__ import annotations
@@ -13,21 +18,24 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_exports
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
-    from .leak import leak, leak_histogram, leak_stats, rare_terms
-    from .llm import ChatRequest, LLMClient, LLMConfig, Price, ingest_batch, write_batch
-    from .llm_spec import LLMSpec
-    from .local_llm import LocalLLMServer
-    from .repair import GradeMap, repair_question
-    from .synthetic import ClusterOptions, DescribeOptions, SyntheticTruth, cluster_truth, describe_truth
+    from .filters.leak import leak, leak_histogram, leak_stats, rare_terms
+    from .generation.clusters import ClusterOptions, cluster_truth
+    from .generation.describe import DescribeOptions, describe_truth
+    from .generation.repair import GradeMap, repair_question
+    from .generation.synthetic import SyntheticTruth
+    from .llm.client import ChatRequest, LLMClient, LLMConfig, Price, ingest_batch, write_batch
+    from .llm.local_server import LocalLLMServer
+    from .llm.spec import LLMSpec
 
 _EXPORTS = {
-    **dict.fromkeys(("leak", "leak_histogram", "leak_stats", "rare_terms"), ".leak"),
-    **dict.fromkeys(("ChatRequest", "LLMClient", "LLMConfig", "Price", "ingest_batch", "write_batch"), ".llm"),
-    "LLMSpec": ".llm_spec",
-    "LocalLLMServer": ".local_llm",
-    "GradeMap": ".repair", "repair_question": ".repair",
-    **dict.fromkeys(("ClusterOptions", "DescribeOptions", "SyntheticTruth", "cluster_truth", "describe_truth"),
-                    ".synthetic"),
+    **dict.fromkeys(("leak", "leak_histogram", "leak_stats", "rare_terms"), ".filters.leak"),
+    **dict.fromkeys(("ChatRequest", "LLMClient", "LLMConfig", "Price", "ingest_batch", "write_batch"), ".llm.client"),
+    "LLMSpec": ".llm.spec",
+    "LocalLLMServer": ".llm.local_server",
+    "GradeMap": ".generation.repair", "repair_question": ".generation.repair",
+    "ClusterOptions": ".generation.clusters", "cluster_truth": ".generation.clusters",
+    "DescribeOptions": ".generation.describe", "describe_truth": ".generation.describe",
+    "SyntheticTruth": ".generation.synthetic",
 }
 
 #: The same names as _EXPORTS, written out for type checkers (tests/test_api.py checks they agree).

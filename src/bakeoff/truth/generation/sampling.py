@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from ..data.model import Corpus
+from ...data.model import Corpus
 
 __all__ = ["MISSING", "eligible_rows", "sample_rows", "sampled_mix", "split_of"]
 

@@ -34,14 +34,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._io import atomic_open, atomic_write_json, replace_folder, staged_as
-from ..data.datasets import is_citation
-from ..data.model import Corpus, Qrels, Queries, Query
-from ..data.versions import TargetVersion, Versions, read_targets
-from ..data.writers import write_beir
-from ..errors import InputError
-from ..progress import progress_bar
-from .citations import MinedQuery, MineOptions, NgramIndex, mine_source
+from ..._io import atomic_open, atomic_write_json, replace_folder, staged_as
+from ...data.datasets import is_citation
+from ...data.model import Corpus, Qrels, Queries, Query
+from ...data.versions import TargetVersion, Versions, read_targets
+from ...data.writers import write_beir
+from ...errors import InputError
+from ...progress import progress_bar
+from .mining import MinedQuery, MineOptions, NgramIndex, mine_source
 from .patterns import PatternSet, load_patterns
 from .sources import Source, read_sources
 
@@ -74,7 +74,7 @@ def targets_corpus(targets: Sequence[TargetVersion]) -> Corpus:
 
 def mine_citations(targets: Sequence[TargetVersion], sources: Iterable[Source], pset: PatternSet, *,
                    options: MineOptions | None = None, progress: bool = True) -> MinedSet:
-    """Mine one query per citing source (see :mod:`bakeoff.truth.citations`)."""
+    """Mine one query per citing source (see :mod:`bakeoff.truth.citations.mining`)."""
     options = options or MineOptions()
     corpus = targets_corpus(targets)
     versions = Versions.from_targets(targets)

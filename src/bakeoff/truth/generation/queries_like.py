@@ -27,9 +27,9 @@ from typing import Any
 
 import numpy as np
 
-from ..data.leak_bins import leak_bin_counts
-from ..data.model import Corpus
-from ..errors import ConfigError
+from ...data.leak_bins import leak_bin_counts
+from ...data.model import Corpus
+from ...errors import ConfigError
 
 __all__ = ["MIN_QUERIES", "STYLE_SHOTS", "draw_style", "estimated_leak_shares", "read_queries_like"]
 
@@ -71,7 +71,7 @@ def read_queries_like(path: str | os.PathLike[str]) -> tuple[str, ...]:
 
 def draw_style(queries: Sequence[str], *, seed: int, row: int, number: int, k: int = STYLE_SHOTS) -> tuple[str, ...]:
     """``k`` of ``queries`` for request ``number`` of document ``row``, drawn with ``default_rng([seed, row,
-    number])`` and kept in file order (:attr:`bakeoff.truth.prompts.PromptControl.style_queries` renders them)."""
+    number])`` and kept in file order (:attr:`bakeoff.truth.generation.prompts.PromptControl.style_queries` renders them)."""
     pick = sorted(int(x) for x in np.random.default_rng([seed, row, number]).choice(
         len(queries), size=min(k, len(queries)), replace=False))
     return tuple(queries[i] for i in pick)
@@ -81,8 +81,8 @@ def estimated_leak_shares(queries: Sequence[str], corpus: Corpus, *, lang: str =
                           scorer: object | None = None) -> tuple[float, ...]:
     """The five leak-bin shares of ``queries``, each query's leak taken against the document of ``corpus`` that
     the USE bi-encoder (or ``scorer``, anything with ``score_matrix(queries, documents)``) ranks first."""
-    from .answerability import open_answerability
-    from .leak import leak
+    from ..filters.answerability import open_answerability
+    from ..filters.leak import leak
 
     sc: Any = scorer if scorer is not None else open_answerability("use")
     docs = [f"{t}\n{x}" if t else x for t, x in zip(corpus.titles, corpus.texts, strict=True)]

@@ -102,8 +102,8 @@ def warm_up(corpus: Any, client: Any, options: Any, *, local: bool) -> Estimate:
     """Time ``k`` uncached describe requests (module docstring) and return the estimate for ``options``."""
     import numpy as np
 
+    from .describe import describe_request
     from .sampling import eligible_rows, sample_rows
-    from .synthetic import describe_request
 
     n = int(options.n)
     per_doc = int(getattr(options, "candidates", 1)) * (1 + int(getattr(options, "max_regenerations", 0)))
@@ -137,7 +137,7 @@ def warm_up(corpus: Any, client: Any, options: Any, *, local: bool) -> Estimate:
 
 def _with_cached(est: Estimate, corpus: Any, client: Any, options: Any) -> Estimate:
     """``est`` with the first round's requests looked up in the client's cache (none without a cache)."""
-    from .synthetic import describe_requests
+    from .describe import describe_requests
 
     if client.cache is None:
         return est

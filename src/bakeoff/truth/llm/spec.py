@@ -2,7 +2,7 @@
 
 The text forms, each parsed by :meth:`LLMSpec.parse` into one frozen value that the rest of the code passes on:
 
-* ``local`` — the default bundled model, served by ``llama-server`` on loopback (:mod:`bakeoff.truth.local_llm`);
+* ``local`` — the default bundled model, served by ``llama-server`` on loopback (:mod:`bakeoff.truth.llm.local_server`);
 * ``local:NAME`` or ``local:PATH.gguf`` — another bundled model or a GGUF file
   (:func:`bakeoff.models.gguf.resolve_local_model`);
 * ``openai:<model>`` — the OpenAI API (key ``$OPENAI_API_KEY``, base ``$OPENAI_BASE_URL`` or the public API);
@@ -19,11 +19,11 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..errors import ConfigError
+from ...errors import ConfigError
 
 if TYPE_CHECKING:
-    from ..models.gguf import LocalModel
-    from .llm import LLMConfig
+    from ...models.gguf import LocalModel
+    from .client import LLMConfig
 
 __all__ = ["LLMKind", "LLMSpec"]
 
@@ -75,14 +75,14 @@ class LLMSpec:
         """The GGUF model of a local spec (:func:`bakeoff.models.gguf.resolve_local_model`)."""
         if not self.is_local:
             raise ConfigError(f"{self} is not a local model")
-        from ..models.gguf import resolve_local_model
+        from ...models.gguf import resolve_local_model
 
         return resolve_local_model(self.model)
 
     def config(self, **overrides: Any) -> LLMConfig:
         """The client configuration of a remote spec (``local`` is configured by the server it starts,
-        :meth:`bakeoff.truth.local_llm.LocalLLMServer.config`)."""
-        from .llm import LLMConfig
+        :meth:`bakeoff.truth.llm.local_server.LocalLLMServer.config`)."""
+        from .client import LLMConfig
 
         if self.kind == "openai":
             base = os.environ.get("OPENAI_BASE_URL", "https://api.openai.com/v1")
@@ -95,4 +95,4 @@ class LLMSpec:
         if self.kind == "url":
             assert self.base_url is not None
             return LLMConfig(base_url=self.base_url, model=self.model, **overrides)
-        raise ConfigError(f"{self} is served by llama-server here: open it with bakeoff.truth.generate.open_llm")
+        raise ConfigError(f"{self} is served by llama-server here: open it with bakeoff.truth.llm.open.open_llm")

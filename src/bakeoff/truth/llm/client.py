@@ -10,7 +10,7 @@ Conventions
   JSON are retried up to ``max_retries`` times with exponential backoff
   ``min(backoff_max_s, backoff_s * 2**attempt)`` (a ``Retry-After`` header,
   capped the same way, wins). Other 4xx answers fail at once, and so does a 500 whose body
-  says the request itself is malformed (:func:`bakeoff.truth.structured.refusal`).
+  says the request itself is malformed (:func:`bakeoff.truth.llm.structured.refusal`).
 * **Structured output**: every answer must parse as JSON and validate against a
   pydantic model. An invalid answer is re-asked ``schema_retries`` more times
   (with a different sampling seed), then the request counts as a *failure*;
@@ -18,10 +18,10 @@ Conventions
   crashes on a bad answer. The ``response_format`` form is negotiated with the
   server once (``auto``, the default) or fixed; a server that refuses the request
   itself (a field it names) ends the run with one line, not a retry loop
-  (:mod:`bakeoff.truth.structured`).
+  (:mod:`bakeoff.truth.llm.structured`).
 * **Caching**: a validated answer is cached under ``cache_key({model, messages,
   schema, params, response_format})`` (kind ``llm``; ``response_format`` is
-  :func:`~bakeoff.truth.structured.key_form` of the form that produced it), so a
+  :func:`~bakeoff.truth.llm.structured.key_form` of the form that produced it), so a
   re-run costs nothing and a crashed run resumes where it stopped. Failures are not cached.
 * **Reasoning models** (o-series, gpt-5 family; :func:`is_reasoning_model`): chat requests send
   ``max_completion_tokens`` instead of ``max_tokens``, no ``temperature``/``top_p``, and
@@ -48,10 +48,10 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Self
 
-from .._io import atomic_open
-from ..cache import Cache, cache_key
-from ..errors import ConfigError, InputError
-from ..net import HttpClient, HttpError
+from ..._io import atomic_open
+from ...cache import Cache, cache_key
+from ...errors import ConfigError, InputError
+from ...net import HttpClient, HttpError
 from .structured import (
     FORMS,
     Form,
@@ -87,7 +87,7 @@ log = logging.getLogger("bakeoff")
 #: reasoning tokens too, and a 64-token budget ends before any visible answer.
 REASONING_MIN_TOKENS = 2048
 
-#: ``auto`` negotiates a :data:`~bakeoff.truth.structured.FORMS` form with the server; the others fix it.
+#: ``auto`` negotiates a :data:`~bakeoff.truth.llm.structured.FORMS` form with the server; the others fix it.
 ResponseFormat = Literal["auto", "json_schema", "json_object_schema", "none"]
 
 
@@ -524,7 +524,7 @@ class LLMClient:
 
     def generate(self, req: ChatRequest) -> Generation:
         """Answer ``req`` (from the cache when possible). Never raises for server or answer errors, except
-        :class:`~bakeoff.truth.structured.RequestRefused` when the server refuses the request itself."""
+        :class:`~bakeoff.truth.llm.structured.RequestRefused` when the server refuses the request itself."""
         key = self.request_key(req)
         self.usage.add(requests=1)
         hit = self._cached(req, key)
@@ -634,7 +634,7 @@ class LLMClient:
 
     def _many(self, fn: Callable[[ChatRequest], Generation], reqs: Sequence[ChatRequest], *, progress: bool,
               desc: str) -> list[Generation]:
-        from ..progress import progress_bar
+        from ...progress import progress_bar
 
         bar = _TokenRate(progress_bar(total=len(reqs), desc=desc, enabled=progress, unit="req"), self.usage)
         out: list[Generation | None] = [None] * len(reqs)

@@ -1,7 +1,7 @@
 """Keeping generated queries by a score, and describing a score distribution.
 
-Shared by the per-query filters of :mod:`bakeoff.truth.specificity` and
-:mod:`bakeoff.truth.answerability` (higher score = better query):
+Shared by the per-query filters of :mod:`bakeoff.truth.filters.specificity` and
+:mod:`bakeoff.truth.filters.answerability` (higher score = better query):
 
 * :func:`keep_mask` — a score passes when ``score >= threshold`` (no threshold: all pass); with
   ``keep_fraction`` f, only the ``ceil(f * passing)`` best of the passing ones are kept (ties:
@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-__all__ = ["keep_mask", "score_stats"]
+if TYPE_CHECKING:
+    from ...data.model import Corpus
+
+__all__ = ["keep_mask", "score_stats", "score_text"]
 
 
 def keep_mask(scores: Sequence[float], *, threshold: float | None, keep_fraction: float | None) -> list[bool]:
@@ -47,3 +50,9 @@ def score_stats(values: Sequence[float], *, edges: np.ndarray, threshold: float 
         out["threshold"] = threshold
         out["share_below"] = float((arr < threshold).mean()) if arr.size else 0.0
     return out
+
+
+def score_text(corpus: Corpus, row: int) -> str:
+    """The document as the specificity scorer reads it: title and text."""
+    title, text = corpus.titles[row], corpus.texts[row]
+    return f"{title}\n{text}" if title else text

@@ -17,7 +17,7 @@ score (O)". The answer is structured: ``{"intent_match": M, "trustworthiness": T
 "final_score": O}``, each an integer in 0..3 (a pydantic schema). Instruction models get a
 chat prompt; base models (the bundled Gemma 3 270M) a few-shot completion in the same
 rubric. An answer that does not validate (a grade outside 0..3, broken JSON) is re-asked
-with another sampling seed (``schema_retries``, :class:`bakeoff.truth.llm.LLMClient`) and,
+with another sampling seed (``schema_retries``, :class:`bakeoff.truth.llm.client.LLMClient`) and,
 if it never validates, counted as ``failed`` and left unjudged. Answers are cached and their
 tokens priced by the same client as ``bakeoff generate``.
 
@@ -45,20 +45,20 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .._io import atomic_write_json
-from ..cache import Cache
-from ..data.model import Corpus, Qrels, Run
-from ..data.pool import Hole, holes
-from ..errors import ConfigError, InputError
-from ..metrics import score_run
-from .llm import ChatRequest, Generation, LLMClient
-from .llm_spec import LLMSpec
+from ..._io import atomic_write_json
+from ...cache import Cache
+from ...data.model import Corpus, Qrels, Run
+from ...data.pool import Hole, holes
+from ...errors import ConfigError, InputError
+from ...metrics import score_run
+from ..llm.client import ChatRequest, Generation, LLMClient
+from ..llm.spec import LLMSpec
 
 if TYPE_CHECKING:  # pragma: no cover
     from pydantic import BaseModel
 
-    from ..runner.results import StoredResults
-    from .specificity import QueryLikelihood
+    from ...runner.results import StoredResults
+    from ..filters.specificity import QueryLikelihood
 
 __all__ = [
     "ASSESS_INSTRUCTION",
@@ -371,7 +371,7 @@ def judge_likelihood(lm: QueryLikelihood, pairs: Sequence[tuple[str, str]], *,
     """Judge ``(query text, passage text)`` pairs by query likelihood (the ``likelihood`` method).
 
     The score is the query's pointwise mutual information with the passage, per token, as the
-    specificity filter computes it (:mod:`bakeoff.truth.specificity`)::
+    specificity filter computes it (:mod:`bakeoff.truth.filters.specificity`)::
 
         s(q, d) = lp(q | d) - lp(q | b)
 
@@ -382,7 +382,7 @@ def judge_likelihood(lm: QueryLikelihood, pairs: Sequence[tuple[str, str]], *,
     (the passage makes the query likelier than the baseline does, but not by the margin), 0 when
     ``s < 0``. No answer is sampled, so there is nothing to fail validation; ``score`` holds ``s``.
     """
-    from .specificity import SpecificityOptions, specificity_scores
+    from ..filters.specificity import SpecificityOptions, specificity_scores
 
     so = SpecificityOptions(threshold=None, max_doc_chars=options.max_doc_chars,
                             baseline="none" if options.baseline == "none" else "random", seed=options.seed)
@@ -521,7 +521,7 @@ class PoolJudgment:
         """The judge, its prompt (text and sha256), the parameters, counts, grades, usage and time."""
         options = self.options
         if options.method == "likelihood":
-            from .specificity import PROMPT
+            from ..filters.specificity import PROMPT
 
             example: list[Any] = [PROMPT.format(document="{passage}") + " {query}"]
             method = (f"query likelihood: mean log p(query token | passage) minus the same under the "
@@ -554,7 +554,7 @@ def judge_holes(dataset: Any, runs: Mapping[str, Run], *, query_ids: Sequence[st
     """Pool ``runs``' top ``options.depth`` for ``query_ids``, and grade the pool's holes (documents
     ``dataset.qrels`` does not judge) with ``llm`` by ``options.method``: the first ``max_pairs`` holes,
     disputed ones first (:func:`bakeoff.data.pool.holes`)."""
-    from .generate import open_llm
+    from ..llm.open import open_llm
 
     llm = LLMSpec.of(llm)
     options.check()
@@ -596,9 +596,9 @@ def assess_results(
     ``RESULTS_DIR/assessed``). Bad input (no results, unknown arm, an arm without a run,
     ``depth < 1``) raises before anything is asked or written.
     """
-    from ..data.writers import write_trec_qrels
-    from ..runner.reopen import load_dataset, load_runs, results_path
-    from ..runner.results import read_results
+    from ...data.writers import write_trec_qrels
+    from ...runner.reopen import load_dataset, load_runs, results_path
+    from ...runner.results import read_results
 
     options.check()
     path = results_path(results_dir)
@@ -647,7 +647,7 @@ def _by_likelihood(llm: LLMSpec, pairs: Sequence[tuple[str, str]], corpus: Corpu
     start-up time."""
     import numpy as np
 
-    from .specificity import SpecificityOptions, open_likelihood
+    from ..filters.specificity import SpecificityOptions, open_likelihood
 
     t0 = time.perf_counter()
     lm = open_likelihood(llm)

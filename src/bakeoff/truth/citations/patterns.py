@@ -49,8 +49,8 @@ from typing import Any
 
 from pydantic import Field
 
-from ..errors import InputError
-from ..validation import Schema, toml_key_line, validate
+from ...errors import InputError
+from ...validation import Schema, toml_key_line, validate
 
 __all__ = [
     "BUILTIN",

@@ -30,7 +30,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import ConfigError
+from ...errors import ConfigError
+from .thresholds import REFERENCE_ALPHA, REFERENCE_DOCUMENTS
 
 __all__ = ["TIE", "RankedScore", "ReferenceRankOptions", "rank_against", "rank_all", "rank_by_pairs", "reference_rows"]
 
@@ -43,8 +44,8 @@ class ReferenceRankOptions:
     """``references`` R random documents per query; keep when the own document's rank is at most
     ``max(1, floor(alpha * (R + 1)))``; ``seed`` draws the references."""
 
-    references: int = 99
-    alpha: float = 0.05
+    references: int = REFERENCE_DOCUMENTS
+    alpha: float = REFERENCE_ALPHA
     seed: int = 0
 
     def __post_init__(self) -> None:

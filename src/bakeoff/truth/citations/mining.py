@@ -2,7 +2,7 @@
 
 One query per source (ruling, paper, ticket) that cites the target law:
 
-1. **Find** mentions with a :class:`~bakeoff.truth.patterns.PatternSet`
+1. **Find** mentions with a :class:`~bakeoff.truth.citations.patterns.PatternSet`
    (``target`` citations become positives; ``other``-law citations stay
    visible; ``bare`` article mentions are masked when they repeat a cited number).
 2. **Resolve** each cited number to a unit (``target_id``) and to the version
@@ -35,12 +35,12 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..data.versions import Versions
-from ..errors import ConfigError
+from ...data.versions import Versions
+from ...errors import ConfigError
 from .patterns import PatternSet, parse_text_date
 from .sources import Source
 
@@ -243,75 +243,136 @@ def _cut(text: str, cap: int) -> str:
     return text[: cut if cut > 0 else cap].rstrip()
 
 
+@dataclass
+class _SourceLog:
+    """One source's counts, problems and audit record while it is mined."""
+
+    source: Source
+    counts: dict[str, int] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+    audit: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        s = self.source
+        self.audit.update({"query_id": s.id, "where": s.where, "url": s.url,
+                           "date": s.date.isoformat() if s.date else None})
+
+    def bump(self, key: str, by: int = 1) -> None:
+        self.counts[key] = self.counts.get(key, 0) + by
+
+    def done(self, status: str) -> MinedQuery:
+        """The outcome of a source that gives no query, for ``status``."""
+        self.audit["status"] = status
+        self.audit["problems"] = self.problems
+        return MinedQuery(self.source.id, None, None, [], {}, self.audit, self.counts)
+
+
+@dataclass
+class _Resolved:
+    """What a source's target citations resolve to: the audit record of each citation, the positives (version
+    ids, in citation order), the as-of dates, every cited number, and the spans of citations with a positive."""
+
+    cites: list[dict[str, Any]] = field(default_factory=list)
+    positives: dict[str, None] = field(default_factory=dict)
+    as_of: dict[str, None] = field(default_factory=dict)
+    cited_numbers: set[str] = field(default_factory=set)
+    spans: list[tuple[int, int]] = field(default_factory=list)
+
+
 def mine_source(source: Source, *, pset: PatternSet, versions: Versions, units: set[str], index: NgramIndex,
                 options: MineOptions | None = None) -> MinedQuery:
     """Build the query, positives and audit of one source (see the module docstring)."""
     options = options or MineOptions()
     text = source.text
-    counts: dict[str, int] = {}
-    problems: list[str] = []
-    audit: dict[str, Any] = {"query_id": source.id, "where": source.where, "url": source.url,
-                             "date": source.date.isoformat() if source.date else None}
-
-    def bump(key: str, by: int = 1) -> None:
-        counts[key] = counts.get(key, 0) + by
-
-    def done(status: str) -> MinedQuery:
-        audit["status"] = status
-        audit["problems"] = problems
-        return MinedQuery(source.id, None, None, [], {}, audit, counts)
-
+    log = _SourceLog(source)
     if source.date is None:
-        bump("no_date")
-        problems.append(source.date_problem or f"{source.where}: no date")
-        return done("no_date")
+        log.bump("no_date")
+        log.problems.append(source.date_problem or f"{source.where}: no date")
+        return log.done("no_date")
     mentions = find_mentions(text, pset, max_range=options.max_range)
     targets = [m for m in mentions if m.kind == "target"]
     if not targets:
-        bump("no_citation")
-        return done("no_citation")
-    cites: list[dict[str, Any]] = []
-    positives: dict[str, None] = {}
-    as_of: dict[str, None] = {}
-    cited_numbers: set[str] = set()
-    resolved_spans: list[tuple[int, int]] = []
+        log.bump("no_citation")
+        return log.done("no_citation")
+    res = _resolve(targets, source, log, pset=pset, versions=versions, units=units)
+    log.audit["citations"] = res.cites
+    if not res.positives:
+        log.bump("no_known_target")
+        return log.done("no_known_target")
+    paras = paragraphs(text)
+    kept, cite_paras = _window(text, paras, res.spans, log, index=index, options=options)
+    masks = _union(_mask_spans(text, mentions, targets, res.cited_numbers, pset))
+
+    def render(i: int, masked: bool) -> str:
+        ps, pe = paras[i]
+        return _render(text, ps, pe, masks, pset.placeholder) if masked else text[ps:pe]
+
+    log.audit["removed_for_cap"] = _cap(kept, cite_paras, paras, lambda i: render(i, True), cap=options.cap)
+    log.audit["kept_paragraphs"] = [[paras[i][0], paras[i][1]] for i in kept]
+    log.audit["masked"] = [{"start": s, "end": e, "text": text[s:e], "reason": "+".join(w)} for s, e, w in masks
+                           if any(paras[i][0] <= s < paras[i][1] for i in kept)]
+    log.bump("masked_strings", len(log.audit["masked"]))
+    if not kept:
+        log.bump("empty_after_drop")
+        log.problems.append(f"{source.where}: every paragraph around the citations copies the targets; no query")
+        return log.done("empty_after_drop")
+    q = "\n\n".join(render(i, True) for i in kept)
+    u = "\n\n".join(render(i, False) for i in kept)
+    log.audit["truncated"] = len(q) > options.cap
+    q, u = _cut(q, options.cap), _cut(u, options.cap)
+    log.audit["status"] = "ok"
+    log.audit["problems"] = log.problems
+    log.audit["positives"] = list(res.positives)
+    # the positives live in the qrels and the audit only: query metadata must not carry the answer
+    meta = {"date": source.date.isoformat(), "as_of": sorted(res.as_of), "url": source.url,
+            "n_targets": len(res.positives)}
+    return MinedQuery(source.id, q, u, list(res.positives), meta, log.audit, log.counts)
+
+
+def _resolve(targets: list[Mention], source: Source, log: _SourceLog, *, pset: PatternSet, versions: Versions,
+             units: set[str]) -> _Resolved:
+    """Resolve each cited number to a unit and to the version in force on the citation's date (its ``vdate``,
+    else the source's); unknown units and units with no version in force are counted and told, not positives."""
+    text, res = source.text, _Resolved()
     for m in targets:
-        cited_numbers.update(m.numbers)
+        res.cited_numbers.update(m.numbers)
         day = m.vdate or source.date
+        assert day is not None
         rec: dict[str, Any] = {"start": m.start, "end": m.end, "text": text[m.start:m.end], "pattern": m.pattern,
                                "numbers": list(m.numbers), "as_of": day.isoformat(), "targets": []}
         for p in m.problems:
-            problems.append(f"{source.where}: offset {m.start}: {p}")
-            bump("pattern_problems")
+            log.problems.append(f"{source.where}: offset {m.start}: {p}")
+            log.bump("pattern_problems")
         for num in m.numbers:
             unit = pset.unit_of(num)
             if unit not in units:
-                bump("unknown_article")
-                problems.append(f"{source.where}: offset {m.start}: cites article {num!r} but no target unit "
-                                f"{unit!r} exists; not a positive")
+                log.bump("unknown_article")
+                log.problems.append(f"{source.where}: offset {m.start}: cites article {num!r} but no target unit "
+                                    f"{unit!r} exists; not a positive")
                 continue
             vid = versions.in_force(unit, day)
             if vid is None:
-                bump("not_in_force")
-                problems.append(f"{source.where}: offset {m.start}: {unit!r} has no version in force on {day}; "
-                                "not a positive (add 'vigente al <fecha>' to date the citation)")
+                log.bump("not_in_force")
+                log.problems.append(f"{source.where}: offset {m.start}: {unit!r} has no version in force on {day}; "
+                                    "not a positive (add 'vigente al <fecha>' to date the citation)")
                 continue
             rec["targets"].append(vid)
-            positives.setdefault(vid)
-            as_of.setdefault(day.isoformat())
+            res.positives.setdefault(vid)
+            res.as_of.setdefault(day.isoformat())
         if rec["targets"]:
-            resolved_spans.append((m.start, m.end))
-        cites.append(rec)
-    audit["citations"] = cites
-    if not positives:
-        bump("no_known_target")
-        return done("no_known_target")
+            res.spans.append((m.start, m.end))
+        res.cites.append(rec)
+    return res
 
-    paras = paragraphs(text)
-    ranges = snap_windows(resolved_spans, paras, window=options.window, n=len(text))
-    audit["windows"] = [[paras[a][0], paras[b][1]] for a, b in ranges]
+
+def _window(text: str, paras: list[tuple[int, int]], spans: list[tuple[int, int]], log: _SourceLog, *,
+            index: NgramIndex, options: MineOptions) -> tuple[list[int], set[int]]:
+    """The paragraphs of the windows around the resolved citations, less those that copy a target
+    (n-gram ratio >= ``verbatim_threshold``, dropped and audited); and the paragraphs holding a citation."""
+    ranges = snap_windows(spans, paras, window=options.window, n=len(text))
+    log.audit["windows"] = [[paras[a][0], paras[b][1]] for a, b in ranges]
     in_window = [i for a, b in ranges for i in range(a, b + 1)]
-    cite_paras = {i for i in in_window for s, _ in resolved_spans if paras[i][0] <= s < paras[i][1]}
+    cite_paras = {i for i in in_window for s, _ in spans if paras[i][0] <= s < paras[i][1]}
     dropped, kept = [], []
     for i in in_window:
         ps, pe = paras[i]
@@ -320,9 +381,15 @@ def mine_source(source: Source, *, pset: PatternSet, versions: Versions, units: 
             dropped.append({"start": ps, "end": pe, "ratio": round(r, 6)})
         else:
             kept.append(i)
-    audit["dropped"] = dropped
-    bump("dropped_paragraphs", len(dropped))
+    log.audit["dropped"] = dropped
+    log.bump("dropped_paragraphs", len(dropped))
+    return kept, cite_paras
 
+
+def _mask_spans(text: str, mentions: list[Mention], targets: list[Mention], cited_numbers: set[str],
+                pset: PatternSet) -> list[tuple[int, int, str]]:
+    """The spans to mask, each with its reason: cited numbers and law names of the target citations, the law's
+    giveaways outside other-law citations, and bare mentions of a cited number."""
     spans: list[tuple[int, int, str]] = []
     for m in targets:
         spans.append((*m.nums_span, "cited_number"))
@@ -336,36 +403,19 @@ def mine_source(source: Source, *, pset: PatternSet, versions: Versions, units: 
     for m in mentions:
         if m.kind == "bare" and cited_numbers.intersection(m.numbers):
             spans.append((*m.nums_span, "bare_cited_number"))
-    masks = _union(spans)
+    return spans
 
-    def render(i: int, masked: bool) -> str:
-        ps, pe = paras[i]
-        return _render(text, ps, pe, masks, pset.placeholder) if masked else text[ps:pe]
 
+def _cap(kept: list[int], cite_paras: set[int], paras: list[tuple[int, int]], masked: Callable[[int], str], *,
+         cap: int) -> list[list[int]]:
+    """Remove from ``kept`` (in place) the paragraphs farthest from a citation until the masked query fits
+    ``cap`` characters (citing paragraphs stay); the removed paragraphs' spans."""
     removed: list[list[int]] = []
-    while kept and sum(len(render(i, True)) for i in kept) + 2 * (len(kept) - 1) > options.cap:
+    while kept and sum(len(masked(i)) for i in kept) + 2 * (len(kept) - 1) > cap:
         cands = [i for i in kept if i not in cite_paras]
         if not cands:
             break
         far = max(cands, key=lambda i: (min(abs(i - c) for c in cite_paras) if cite_paras else 0, i))
         kept.remove(far)
         removed.append([paras[far][0], paras[far][1]])
-    audit["removed_for_cap"] = removed
-    audit["kept_paragraphs"] = [[paras[i][0], paras[i][1]] for i in kept]
-    audit["masked"] = [{"start": s, "end": e, "text": text[s:e], "reason": "+".join(w)} for s, e, w in masks
-                       if any(paras[i][0] <= s < paras[i][1] for i in kept)]
-    bump("masked_strings", len(audit["masked"]))
-    if not kept:
-        bump("empty_after_drop")
-        problems.append(f"{source.where}: every paragraph around the citations copies the targets; no query")
-        return done("empty_after_drop")
-    q = "\n\n".join(render(i, True) for i in kept)
-    u = "\n\n".join(render(i, False) for i in kept)
-    audit["truncated"] = len(q) > options.cap
-    q, u = _cut(q, options.cap), _cut(u, options.cap)
-    audit["status"] = "ok"
-    audit["problems"] = problems
-    audit["positives"] = list(positives)
-    # the positives live in the qrels and the audit only: query metadata must not carry the answer
-    meta = {"date": source.date.isoformat(), "as_of": sorted(as_of), "url": source.url, "n_targets": len(positives)}
-    return MinedQuery(source.id, q, u, list(positives), meta, audit, counts)
+    return removed

@@ -12,7 +12,7 @@ and what to try.
   question mark, no interrogative or auxiliary first word — and either opens like a label
   ("document(s)/paper(s)/article(s)/information on|about", or starts with an article and has at most
   eight words) or has at least half of its words in its document's title
-  (:func:`bakeoff.truth.leak.title_copy`). Above :data:`MAX_TITLE_LIKE` of the kept queries, the
+  (:func:`bakeoff.truth.filters.leak.title_copy`). Above :data:`MAX_TITLE_LIKE` of the kept queries, the
   truth is title fragments.
 """
 
@@ -22,7 +22,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .leak import title_copy
+from ..filters.leak import title_copy
 
 __all__ = ["MAX_TITLE_LIKE", "MIN_KEPT_SHARE", "looks_like_title", "truth_health"]
 

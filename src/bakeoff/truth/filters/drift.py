@@ -4,11 +4,11 @@ A small model shown few-shot examples copies more than their form. Two drifts ar
 rejection reason of describe mode:
 
 * ``borrowed_example`` — :func:`borrowed_words`: a phrase of the query (two or more consecutive words)
-  that one example query of the prompt also has, with two or more content words (:data:`MAX_BORROWED`
+  that one example query of the prompt also has, with two or more content words (:data:`~bakeoff.truth.filters.thresholds.MAX_BORROWED`
   + 1) absent from the query's own document: the query carries that example's content, not its
   document's — "What is the primary challenge with CRF in mice compared to conventional treatment?",
   where "compared to conventional treatment" came from an example about another document. Content
-  words are :func:`bakeoff.truth.leak.words` (``[^\\W_]+`` runs, lower-cased) not in
+  words are :func:`bakeoff.truth.filters.leak.words` (``[^\\W_]+`` runs, lower-cased) not in
   :data:`FUNCTION_WORDS` of the prompt language.
   A question frame shared word by word ("what role does … play in") borrows one word per phrase, so
   the examples' form may be copied freely.
@@ -24,11 +24,10 @@ import unicodedata
 from collections.abc import Iterable, Mapping
 
 from .leak import words
+from .thresholds import EXAMPLE_JACCARD
 
-__all__ = ["FUNCTION_WORDS", "MAX_BORROWED", "SYMBOL_SCRIPTS", "borrowed_words", "foreign_scripts", "scripts"]
-
-#: At most this many borrowed content words from one example are tolerated.
-MAX_BORROWED = 1
+__all__ = ["FUNCTION_WORDS", "SYMBOL_SCRIPTS", "borrowed_words", "copies_example", "foreign_scripts",
+           "scripts"]
 
 #: Words that carry a question's form, not its content, per prompt language.
 FUNCTION_WORDS: Mapping[str, frozenset[str]] = {
@@ -89,3 +88,15 @@ SYMBOL_SCRIPTS = frozenset({"GREEK", "MICRO"})
 def foreign_scripts(query: str, source: str) -> set[str]:
     """Writing systems of the query's letters that ``source`` does not use, :data:`SYMBOL_SCRIPTS` aside."""
     return scripts(query) - scripts(source) - SYMBOL_SCRIPTS
+
+
+def copies_example(query: str, *, examples: frozenset[str] = frozenset(),
+                    max_jaccard: float = EXAMPLE_JACCARD) -> bool:
+    """True when ``query``'s word set has Jaccard >= ``max_jaccard`` with a few-shot example answer
+    (small base models often echo their examples)."""
+    words = set(query.lower().split())
+    for shot in examples:
+        other = set(shot.lower().split())
+        if words and len(words & other) / len(words | other) >= max_jaccard:
+            return True
+    return False

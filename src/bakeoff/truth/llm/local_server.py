@@ -12,8 +12,8 @@ and stops them on exit (and when the process that started them dies: ``PR_SET_PD
 common prefix (``cache_prompt``), constrains answers to a JSON schema (``response_format``
 ``json_schema``, or ``json_schema`` on ``/v1/completions``) and returns token log-probabilities
 (``logprobs`` / ``top_logprobs``) over its OpenAI-compatible API, so the client is the same
-:class:`~bakeoff.truth.llm.LLMClient` as for any other server, with ``concurrency = N * S`` and the
-other servers as its :attr:`~bakeoff.truth.llm.LLMConfig.replicas` (each request goes to the least busy).
+:class:`~bakeoff.truth.llm.client.LLMClient` as for any other server, with ``concurrency = N * S`` and the
+other servers as its :attr:`~bakeoff.truth.llm.client.LLMConfig.replicas` (each request goes to the least busy).
 
 Conventions:
 
@@ -47,11 +47,11 @@ import time
 from pathlib import Path
 from typing import Any, Self
 
-from ..cache import default_cache_dir
-from ..errors import BakeoffError
-from ..models.gguf import LocalModel
-from ..net import HttpClient, HttpError
-from .llm import LLMConfig
+from ...cache import default_cache_dir
+from ...errors import BakeoffError
+from ...models.gguf import LocalModel
+from ...net import HttpClient, HttpError
+from .client import LLMConfig
 
 __all__ = ["DEFAULT_SLOTS", "LLAMA_SERVER_ENV", "LocalLLMServer", "default_servers", "default_slots",
            "default_threads", "free_port", "gemma_model_path", "llama_server_binary", "llama_server_version"]
@@ -111,7 +111,7 @@ def free_port() -> int:
 
 def gemma_model_path(folder: Path | None = None) -> Path:
     """Assemble (first time) and return the Gemma 3 270M GGUF file; sha256-verified by the package."""
-    from ..models.gguf import gemma_path
+    from ...models.gguf import gemma_path
 
     return gemma_path(folder or default_cache_dir() / "models")
 
@@ -217,7 +217,7 @@ class LocalLLMServer:
 
     def _model(self) -> LocalModel:
         if self.model is None:
-            from ..models.gguf import resolve_local_model
+            from ...models.gguf import resolve_local_model
 
             self.model = resolve_local_model("")
         return self.model

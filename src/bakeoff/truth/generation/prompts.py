@@ -3,7 +3,7 @@
 No prompt carries hand-written examples: a corpus of any genre gets the same prompts, and
 examples, when there are any, come from the user (``--examples FILE``) or from the corpus itself
 (describe mode's bootstrapping: a round's best kept queries become the next round's examples,
-InPars/Promptagator-style; see :mod:`bakeoff.truth.synthetic`).
+InPars/Promptagator-style; see :mod:`bakeoff.truth.generation.describe`).
 
 Two forms, by what the model is:
 
@@ -142,11 +142,11 @@ class PromptControl:
     preset: str | None = None
     examples: tuple[tuple[str, str], ...] | None = None
     #: Real queries of the collection shown as style only (``--queries-like``; drawn per request by
-    #: :mod:`bakeoff.truth.queries_like`), for other documents: their form and length, not their content.
+    #: :mod:`bakeoff.truth.generation.queries_like`), for other documents: their form and length, not their content.
     style_queries: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
-        from ..errors import ConfigError
+        from ...errors import ConfigError
 
         if self.examples is not None and (not self.examples or any(
                 len(e) != 2 or not all(isinstance(x, str) and x.strip() for x in e) for e in self.examples)):
@@ -202,7 +202,7 @@ def read_examples(path: str | os.PathLike[str]) -> tuple[tuple[str, str], ...]:
     """``(document, query)`` examples from a JSONL file of ``{"document": ..., "query": ...}`` lines
     (blank lines skipped). A bad line is a :class:`~bakeoff.errors.ConfigError` naming the file,
     the line and the field."""
-    from ..errors import ConfigError
+    from ...errors import ConfigError
 
     out = []
     p = Path(path)
@@ -258,7 +258,7 @@ def cluster_schema(*, max_questions: int = 3, max_docs: int = 16) -> type[Any]:
     """``{"questions": [{"question", "judgments": [{"id", "relevant", "rank", "reason"}]}]}``.
 
     Deliberately permissive about ids and ranks: duplicates, unknown ids and
-    omissions are *repaired and counted* (see :mod:`bakeoff.truth.repair`), not rejected.
+    omissions are *repaired and counted* (see :mod:`bakeoff.truth.generation.repair`), not rejected.
     """
     from pydantic import BaseModel, Field
 

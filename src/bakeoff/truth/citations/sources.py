@@ -25,9 +25,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..data.loaders import _json_lines, _lines
-from ..data.versions import parse_date
-from ..errors import InputError
+from ...data.loaders import _json_lines, _lines
+from ...data.versions import parse_date
+from ...errors import InputError
 
 __all__ = ["Source", "read_sources"]
 

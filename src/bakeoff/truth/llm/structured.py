@@ -1,8 +1,8 @@
 """Structured output: the forms of ``response_format`` that OpenAI-compatible servers take, the order in
 which they are tried, and how to read a server's refusal of a request.
 
-Forms (:data:`FORMS`, in the order :class:`~bakeoff.truth.llm.LLMClient` tries them when
-:attr:`~bakeoff.truth.llm.LLMConfig.response_format` is ``auto``):
+Forms (:data:`FORMS`, in the order :class:`~bakeoff.truth.llm.client.LLMClient` tries them when
+:attr:`~bakeoff.truth.llm.client.LLMConfig.response_format` is ``auto``):
 
 * ``json_schema``: ``{"type": "json_schema", "json_schema": {"name": N, "schema": S}}`` (OpenAI, vLLM,
   ollama, llama.cpp's ``llama-server``);
@@ -41,7 +41,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..errors import ConfigError
+from ...errors import ConfigError
 
 __all__ = ["FORMS", "Form", "Refusal", "RequestRefused", "describe_form", "fallback_note", "is_refusal", "key_form",
            "refusal", "response_format_body"]

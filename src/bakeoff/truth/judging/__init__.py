@@ -1,0 +1,1 @@
+"""An LLM assessor for the unjudged documents of a judgment set (:mod:`.assess`, ``bakeoff assess``)."""
