@@ -60,7 +60,7 @@ def main() -> None:
 
     import numpy as np
 
-    from bakeoff.data.datasets import open_corpus
+    from bakeoff.data.loaders import open_corpus
     from bakeoff.models.gguf import resolve_local_model
     from bakeoff.truth.llm import LLMClient
     from bakeoff.truth.local_llm import DEFAULT_SLOTS, LocalLLMServer, default_servers
