@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError, InputError
+from .chunking import ChunkSpec
 from .clean import CleanOptions
 from .loaders import FieldMap, load_beir, load_files, load_ir_datasets, read_beir_queries
 from .model import Dataset, Qrels, label_kind_of
@@ -79,9 +80,9 @@ class DatasetSpec:
     fields: FieldMap = FieldMap()
     clean: CleanOptions = CleanOptions()
     name: str | None = None
-    #: Passage chunking (a :class:`bakeoff.ingest.chunking.ChunkSpec`), applied by the runner, not here:
-    #: the dataset stays document-level so its qrels keep their meaning.
-    chunk: Any = None
+    #: Passage chunking, applied by the runner (:mod:`bakeoff.runner.passages`), not here: the dataset
+    #: stays document-level so its qrels keep their meaning.
+    chunk: ChunkSpec | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """The source as recorded in ``results.json`` (``dataset.source``); unset keys omitted."""
