@@ -1,7 +1,7 @@
 """Bringing a corpus from where it lives: paginated JSON web APIs and folders of document
 files.
 
-* :mod:`.api` — ``ingest_api`` (``bakeoff ingest api``), built from :mod:`.pagination`,
+* :mod:`.web_api` — ``ingest_api`` (``bakeoff ingest api``), built from :mod:`.pagination`,
   :mod:`.mapping` (JMESPath field mapping), :mod:`.manners` (User-Agent, rate,
   robots.txt), :mod:`.fetch` (JSON GET with conditional revalidation over
   :class:`bakeoff.net.HttpClient`), :mod:`.state` (crash-safe resume state),
@@ -21,7 +21,7 @@ from typing import Any
 
 __all__ = ["ApiSource", "Manners", "ingest_api", "ingest_files"]
 
-_WHERE = {"ApiSource": "api", "Manners": "api", "ingest_api": "api", "ingest_files": "documents"}
+_WHERE = {"ApiSource": "web_api", "Manners": "web_api", "ingest_api": "web_api", "ingest_files": "documents"}
 
 
 def __getattr__(name: str) -> Any:
