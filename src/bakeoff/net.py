@@ -66,8 +66,8 @@ from typing import Any, Self
 
 from .environment import read_secret
 from .errors import BakeoffError, ConfigError, MissingDependencyError
+from .library_versions import bakeoff_version
 from .redact import MIN_SECRET_PART, is_secret_name, redact_url, scrub, url_secrets
-from .versions import bakeoff_version
 
 __all__ = [
     "DEFAULT_USER_AGENT",
