@@ -19,7 +19,7 @@ Model selectors (``model=``), see :func:`bakeoff.models.encoders.make_encoder`:
   environment variable holding the key): any OpenAI-compatible ``/v1/embeddings``;
 - ``use``: multilingual Universal Sentence Encoder (numpy only, offline).
 
-Prompts (instructions prepended to queries / documents, :mod:`bakeoff.models.prompts`):
+Prompts (instructions prepended to queries / documents, :mod:`bakeoff.models.encoders.instructions`):
 by default (``prompts=auto``) the model's own ``prompts`` from its
 ``config_sentence_transformers.json`` (``query``; ``document``/``passage``/``corpus``;
 else ``default_prompt_name``), else the preset of its family matched by name (e5, bge,
