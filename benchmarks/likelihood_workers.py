@@ -37,7 +37,7 @@ def main() -> None:
 
     import numpy as np
 
-    from bakeoff.calibrate import dataset_spec
+    from bakeoff.calibration_pipeline import dataset_spec
     from bakeoff.data.datasets import open_dataset
     from bakeoff.models.gguf import resolve_local_model
     from bakeoff.truth.filters.specificity import (

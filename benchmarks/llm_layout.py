@@ -60,7 +60,7 @@ def main() -> None:
 
     import numpy as np
 
-    from bakeoff.data.datasets import open_corpus
+    from bakeoff.data.loaders import open_corpus
     from bakeoff.models.gguf import resolve_local_model
     from bakeoff.truth.generation.describe import DescribeOptions, describe_request
     from bakeoff.truth.generation.sampling import eligible_rows, sample_rows

@@ -4,7 +4,7 @@
         [--llm local] [-n 100] [--seed 0] [--pipelines before,after] [--json out.json]
 
 For each **pipeline** (how the queries are generated) it runs ``bakeoff calibrate``'s library path
-(:func:`bakeoff.calibrate.run_calibration`, the default nine arms, ``--train-fraction 0``: every kept query is
+(:func:`bakeoff.calibration_pipeline.run_calibration`, the default nine arms, ``--train-fraction 0``: every kept query is
 evaluated, nothing is fine-tuned) on the judged corpus, then reads the same synthetic results three ways:
 
 * ``unweighted`` — every kept query counts once (the verdict before the leak match);
@@ -83,7 +83,7 @@ def main() -> None:
     a = ap.parse_args()
 
     from bakeoff.cache import Cache
-    from bakeoff.calibrate import DEFAULT_ARMS, dataset_spec, run_calibration
+    from bakeoff.calibration_pipeline import DEFAULT_ARMS, dataset_spec, run_calibration
     from bakeoff.data.datasets import open_dataset
     from bakeoff.data.leak_bins import leak_bin_counts
     from bakeoff.report.calibration import calibration_figures

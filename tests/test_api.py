@@ -1,4 +1,4 @@
-"""The short public API (``bakeoff.evaluate``, ``compare``, ``fuse``; :mod:`bakeoff.api`) against
+"""The short public API (``bakeoff.evaluate``, ``compare``, ``fuse``; :mod:`bakeoff.verbs`) against
 independent implementations: pytrec_eval and ranx for the measures, ranx's ``fuse`` for fusion,
 scipy and an enumeration of every sign pattern for the paired tests, on real SciFact runs."""
 
@@ -229,7 +229,7 @@ def test_the_face_is_short_lazy_and_has_no_old_names():
             getattr(bakeoff, old)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert bakeoff.evaluate.__module__ == "bakeoff.api"
+        assert bakeoff.evaluate.__module__ == "bakeoff.verbs"
     with pytest.raises(AttributeError):
         bakeoff.no_such_name  # noqa: B018
     code = ("import sys, bakeoff; before = set(sys.modules); bakeoff.evaluate; "

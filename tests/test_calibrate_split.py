@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bakeoff.calibrate import split_by_document
+from bakeoff.calibration_pipeline import split_by_document
 
 
 def _docs() -> dict[str, list[str]]:

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from bakeoff.errors import ConfigError
+from bakeoff.library_versions import bakeoff_version
 from bakeoff.net import HttpClient, HttpError, retry_after_seconds
-from bakeoff.versions import bakeoff_version
 from tests.support.fake_http import FakeServer, Reply
 
 KEY = "sk-live-0123456789abcdefghijKLMNOPQRSTUV"  # 38 characters

@@ -45,3 +45,11 @@ def test_disabled_bar_is_silent(capsys: pytest.CaptureFixture[str], monkeypatch:
     bar.update(2)
     bar.close()
     assert capsys.readouterr().err == ""
+
+
+def test_a_malformed_interval_is_one_line_naming_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    from bakeoff.errors import ConfigError
+
+    monkeypatch.setenv("BAKEOFF_PROGRESS_INTERVAL", "fast")  # it fell back to 30 s without a word
+    with pytest.raises(ConfigError, match="^BAKEOFF_PROGRESS_INTERVAL must be a number of seconds, got 'fast'$"):
+        progress_bar(total=2, desc="x")

@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING
 from ._lazy import lazy_exports
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
-    from .api import Report, compare, evaluate, fuse
     from .data.datasets import open_dataset
     from .data.loaders import load_beir, read_qrels, read_trec_run
     from .data.model import Dataset, Qrels, Run
@@ -26,9 +25,10 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .metrics import Evaluation
     from .runner.results import Results, read_results
     from .runner.run import run_bakeoff
+    from .verbs import Report, compare, evaluate, fuse
 
 _EXPORTS = {
-    "evaluate": ".api", "compare": ".api", "fuse": ".api", "Report": ".api",
+    "evaluate": ".verbs", "compare": ".verbs", "fuse": ".verbs", "Report": ".verbs",
     "run_bakeoff": ".runner.run", "Results": ".runner.results", "read_results": ".runner.results",
     "load_beir": ".data.loaders", "read_qrels": ".data.loaders", "read_trec_run": ".data.loaders",
     "open_dataset": ".data.datasets",

@@ -38,6 +38,7 @@ import numpy as np
 
 from ._io import atomic_write_bytes
 from .data.model import Run
+from .environment import CACHE_DIR, XDG_CACHE_HOME
 
 __all__ = ["Cache", "CachePolicy", "RowCheckpoint", "cache_key", "checkpointed_rows", "default_cache_dir"]
 
@@ -46,11 +47,10 @@ CachePolicy = Literal["use", "refresh", "off"]
 
 def default_cache_dir() -> Path:
     """``$BAKEOFF_CACHE_DIR``, else ``$XDG_CACHE_HOME/bakeoff``, else ``~/.cache/bakeoff``."""
-    env = os.environ.get("BAKEOFF_CACHE_DIR")
-    if env:
-        return Path(env)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "bakeoff"
+    folder = CACHE_DIR.get()
+    if folder is not None:
+        return folder
+    return (XDG_CACHE_HOME.get() or Path(os.path.expanduser("~")) / ".cache") / "bakeoff"
 
 
 def cache_key(parts: Mapping[str, Any]) -> str:

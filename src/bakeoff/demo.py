@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .cache import Cache
-from .data.loaders import FieldMap
+from .data.loaders import FieldMap, open_corpus
 from .truth.llm.spec import LLMSpec
 
 if TYPE_CHECKING:
@@ -216,7 +216,6 @@ def run_demo(*, out: Path, corpus: Path | None = None, llm: LLMSpec | str = "loc
     """Run the four stages on the standard library (``corpus=None``) or on ``corpus``; write
     ``out/truth`` (BEIR) and ``out/results.json``. ``retry_fix`` and ``show_title``: the generator's
     :class:`~bakeoff.truth.generation.describe.DescribeOptions` of those names."""
-    from .data.datasets import open_corpus
     from .data.model import Dataset
 
     llm = LLMSpec.of(llm)

@@ -59,15 +59,15 @@ from __future__ import annotations
 import datetime as _dt
 import email.utils
 import json
-import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Self
 
+from .environment import read_secret
 from .errors import BakeoffError, ConfigError, MissingDependencyError
+from .library_versions import bakeoff_version
 from .redact import MIN_SECRET_PART, is_secret_name, redact_url, scrub, url_secrets
-from .versions import bakeoff_version
 
 __all__ = [
     "DEFAULT_USER_AGENT",
@@ -251,7 +251,7 @@ class HttpClient:
         """The bearer token from ``auth_env`` (``ConfigError`` when the variable is unset)."""
         if not self.auth_env:
             return None
-        key = os.environ.get(self.auth_env)
+        key = read_secret(self.auth_env)
         if not key:
             raise ConfigError(f"environment variable {self.auth_env} (the API key) is not set")
         return key
@@ -260,8 +260,9 @@ class HttpClient:
         """Everything :meth:`scrub` removes: the API key, secret-looking header values (the
         credential after an auth scheme such as ``Bearer`` too) and secret URL values."""
         out: list[str] = []
-        if self.auth_env and os.environ.get(self.auth_env):
-            out.append(os.environ[self.auth_env])
+        key = read_secret(self.auth_env) if self.auth_env else None
+        if key:
+            out.append(key)
         for name, value in {**self.headers, **dict(headers or {})}.items():
             if is_secret_name(name) and value.strip():
                 out.append(value.split(None, 1)[-1])  # the credential after a scheme such as "Bearer"

@@ -16,6 +16,8 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, Self, TypeVar
 
+from .environment import PROGRESS_INTERVAL
+
 __all__ = ["LineBar", "close_bars", "library_bars_off", "progress_bar", "ticking", "write_line"]
 
 T = TypeVar("T")
@@ -35,10 +37,7 @@ def progress_bar(iterable: Iterable[T] | None = None, *, total: int | None = Non
 
 
 def _interval() -> float:
-    try:
-        return max(0.0, float(os.environ.get("BAKEOFF_PROGRESS_INTERVAL", "30")))
-    except ValueError:
-        return 30.0
+    return PROGRESS_INTERVAL.get()
 
 
 class LineBar:
@@ -123,7 +122,6 @@ def library_bars_off(*, force: bool = False) -> Iterator[None]:
     caller loaded a model before) is switched off through its public switch and switched back on after
     (tqdm has none: its bars follow the variable only when it is imported after this point).
     """
-    import os
 
     for name in ("HF_HUB_DISABLE_PROGRESS_BARS", "TQDM_DISABLE"):
         if force:

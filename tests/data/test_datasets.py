@@ -1,4 +1,4 @@
-"""The one dataset opener: every source kind, the corpus sniffing, split merging, search modes."""
+"""The one dataset opener: every source kind, split merging, search modes."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bakeoff.data.datasets import DatasetSpec, open_corpus, open_dataset
-from bakeoff.data.loaders import FieldMap, load_beir
+from bakeoff.data.datasets import DatasetSpec, open_dataset
+from bakeoff.data.loaders import load_beir
 from bakeoff.data.model import Dataset
 from bakeoff.errors import ConfigError, InputError
 from tests.data.test_loaders import beir_folder, write
@@ -18,37 +18,6 @@ from tests.data.test_loaders import beir_folder, write
 def _same_data(a: Dataset, b: Dataset) -> bool:
     return (a.corpus.fingerprint(), a.queries.fingerprint(), a.qrels.fingerprint()) == (
         b.corpus.fingerprint(), b.queries.fingerprint(), b.qrels.fingerprint())
-
-
-# corpus ------------------------------------------------------------------------------------------
-
-
-def test_open_corpus_sniffs_every_form(tmp_path):
-    beir = beir_folder(tmp_path / "beir")
-    ref = load_beir(beir).corpus
-    assert open_corpus(beir).fingerprint() == ref.fingerprint()                       # BEIR folder
-    assert open_corpus(beir / "corpus.jsonl").fingerprint() == ref.fingerprint()      # BEIR corpus.jsonl
-    assert open_corpus(beir / "corpus.jsonl").metadata[0] == {}                       # BEIR reader, not records
-    recs = write(tmp_path / "recs.jsonl", '{"id": "a", "text": "x", "lang": "en"}\n{"id": "b", "text": "y"}\n')
-    c = open_corpus(recs)
-    assert c.ids == ("a", "b") and c.metadata[0] == {"lang": "en"}                    # records, field map
-    texts = tmp_path / "notes"
-    write(texts / "one.md", "# Title one\nbody")
-    write(texts / "sub" / "two.txt", "plain")
-    c = open_corpus(texts)
-    assert c.ids == ("one.md", "sub/two.txt") and c.titles[0] == "Title one"          # a folder of files
-
-
-def test_open_corpus_explicit_field_map_wins_over_sniffing(tmp_path):
-    # a record file with both "_id" and "id": the field map's id field decides
-    both = write(tmp_path / "both.jsonl", '{"_id": "x1", "id": "r1", "text": "t"}\n')
-    assert open_corpus(both).ids == ("r1",)
-    assert open_corpus(both, fields=FieldMap(id="_id")).ids == ("x1",)
-
-
-def test_open_corpus_missing_path_names_it(tmp_path):
-    with pytest.raises(InputError, match=r"missing\.jsonl: no such file or folder"):
-        open_corpus(tmp_path / "missing.jsonl")
 
 
 # datasets ---------------------------------------------------------------------------------------

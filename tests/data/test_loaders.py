@@ -9,6 +9,7 @@ from bakeoff.data import (
     CleanOptions,
     FieldMap,
     load_beir,
+    open_corpus,
     read_folder,
     read_qrels,
     read_records,
@@ -223,3 +224,63 @@ def test_folder_skips_and_names_unreadable_files(tmp_path) -> None:
     corpus = read_folder(docs, report=report)
     assert list(corpus.ids) == ["a.txt"]
     assert len(report.unreadable_files) == 1 and report.unreadable_files[0].startswith(f"{docs / 'b.txt'}: ")
+
+
+def test_open_corpus_sniffs_every_form(tmp_path):
+    beir = beir_folder(tmp_path / "beir")
+    ref = load_beir(beir).corpus
+    assert open_corpus(beir).fingerprint() == ref.fingerprint()                       # BEIR folder
+    assert open_corpus(beir / "corpus.jsonl").fingerprint() == ref.fingerprint()      # BEIR corpus.jsonl
+    assert open_corpus(beir / "corpus.jsonl").metadata[0] == {}                       # BEIR reader, not records
+    recs = write(tmp_path / "recs.jsonl", '{"id": "a", "text": "x", "lang": "en"}\n{"id": "b", "text": "y"}\n')
+    c = open_corpus(recs)
+    assert c.ids == ("a", "b") and c.metadata[0] == {"lang": "en"}                    # records, field map
+    texts = tmp_path / "notes"
+    write(texts / "one.md", "# Title one\nbody")
+    write(texts / "sub" / "two.txt", "plain")
+    c = open_corpus(texts)
+    assert c.ids == ("one.md", "sub/two.txt") and c.titles[0] == "Title one"          # a folder of files
+
+
+def test_open_corpus_explicit_field_map_wins_over_sniffing(tmp_path):
+    # a record file with both "_id" and "id": the field map's id field decides
+    both = write(tmp_path / "both.jsonl", '{"_id": "x1", "id": "r1", "text": "t"}\n')
+    assert open_corpus(both).ids == ("r1",)
+    assert open_corpus(both, fields=FieldMap(id="_id")).ids == ("x1",)
+
+
+def test_open_corpus_missing_path_names_it(tmp_path):
+    with pytest.raises(InputError, match=r"missing\.jsonl: no such file or folder"):
+        open_corpus(tmp_path / "missing.jsonl")
+
+def test_open_corpus_reads_a_file_once_in_one_pass(tmp_path, monkeypatch):
+    # the format is decided from the first record, in the pass that reads the file: no second opening
+    from bakeoff.data import loaders
+
+    opened: list[Path] = []
+    lines = loaders._lines
+
+    def counting(path):
+        opened.append(path)
+        return lines(path)
+
+    monkeypatch.setattr(loaders, "_lines", counting)
+    beir = beir_folder(tmp_path / "beir")
+    assert open_corpus(beir / "corpus.jsonl").ids == ("d1", "d2", "d3")
+    recs = write(tmp_path / "recs.jsonl", '{"id": "a", "text": "x"}\n')
+    assert open_corpus(recs).ids == ("a",)
+    assert opened == [beir / "corpus.jsonl", recs]
+
+
+@pytest.mark.parametrize(("name", "text", "match"), [
+    ("c.jsonl", '{"_id": "d1", "text": "x"}\n{"_id": "d2"}\n', r"c\.jsonl:2: field 'text': missing"),
+    ("c.jsonl", '{"id": "a", "text": "x"}\n{"id": "b", "body": "y"}\n', r"c\.jsonl:2: field 'text': missing"),
+    ("c.jsonl", '{"id": "a", "text": "x"}\nnot json\n', r"c\.jsonl:2: invalid JSON"),
+    ("c.jsonl", '[1, 2]\n', r"c\.jsonl:1: expected a JSON object"),
+    ("c.jsonl", "", r"c\.jsonl: the corpus is empty"),
+    ("c.csv", "id,text\na,x\n,y\n", r"c\.csv:3: field 'id': "),
+    ("c.txt", "plain", r"c\.txt: unknown record format"),
+])
+def test_open_corpus_errors_name_file_line_and_field(tmp_path, name, text, match):
+    with pytest.raises(InputError, match=match):
+        open_corpus(write(tmp_path / name, text))

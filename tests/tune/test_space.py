@@ -7,8 +7,9 @@ import pytest
 
 from bakeoff.arms.fusion import RRFArm
 from bakeoff.arms.lexical import BM25Arm
+from bakeoff.arms.registry import arm_type_info
 from bakeoff.errors import ConfigError
-from bakeoff.tune.space import Range, SearchSpace, arm_options, check_options, parse_param
+from bakeoff.tune.space import Range, SearchSpace, check_options, parse_param
 
 
 def test_grid_order_is_product_last_option_fastest():
@@ -60,21 +61,24 @@ def test_refusals(params, kw, msg):
 
 
 def test_unknown_option_names_the_closest():
-    assert arm_options(BM25Arm)[:4] == ["k1", "b", "delta", "method"]
-    assert "arms" not in arm_options(RRFArm) and {"rank_constant", "depth", "weights"} <= set(arm_options(RRFArm))
+    bm25, rrf = arm_type_info("bm25"), arm_type_info("rrf")
+    assert list(bm25.options)[:4] == ["k1", "b", "delta", "method"] and bm25.factory is BM25Arm
+    assert bm25.options["k1"] == 1.5  # the constructor's default
+    assert "arms" not in rrf.options and {"rank_constant", "depth", "weights"} <= set(rrf.options)
+    assert rrf.factory is RRFArm and "name" not in rrf.options
     with pytest.raises(ConfigError, match="has no parameter 'k2'; did you mean 'k1'\\?"):
-        check_options(SearchSpace.build({"k2": [1.0]}), BM25Arm, arm="bm25", type_name="bm25")
+        check_options(SearchSpace.build({"k2": [1.0]}), bm25, arm="bm25")
     with pytest.raises(ConfigError, match="wires arms together"):
-        check_options(SearchSpace.build({"arms": ["a+b"]}), RRFArm, arm="h", type_name="rrf")
+        check_options(SearchSpace.build({"arms": ["a+b"]}), rrf, arm="h")
+    with pytest.raises(ConfigError, match="unknown arm type 'bm52' \\(did you mean 'bm25'\\?\\)"):
+        arm_type_info("bm52")
 
 
 def test_the_issue_parameters_are_tunable_options():
     """BM25 k1/b/method, RRF rank_constant/depth/weights, convex weight/norm, rerank top, ANN ef_search/nprobe."""
-    from bakeoff.arms.registry import arm_type
-
     for type_name, names in [("bm25", ["k1", "b", "method"]), ("rrf", ["rank_constant", "depth", "weights"]),
                              ("convex", ["weight", "norm"]), ("fuse", ["method", "norm", "rank_constant", "weights", "depth"]),
                              ("rerank", ["top"]), ("ann", ["ef_search", "nprobe"])]:
-        check_options(SearchSpace.build({n: [1] for n in names}), arm_type(type_name), arm="x", type_name=type_name)
+        check_options(SearchSpace.build({n: [1] for n in names}), arm_type_info(type_name), arm="x")
     with pytest.raises(ConfigError, match="did you mean 'ef_search'"):
-        check_options(SearchSpace.build({"efSearch": [16]}), arm_type("ann"), arm="hnsw", type_name="ann")
+        check_options(SearchSpace.build({"efSearch": [16]}), arm_type_info("ann"), arm="hnsw")

@@ -19,7 +19,7 @@ Model selectors (``model=``), see :func:`bakeoff.models.encoders.make_encoder`:
   environment variable holding the key): any OpenAI-compatible ``/v1/embeddings``;
 - ``use``: multilingual Universal Sentence Encoder (numpy only, offline).
 
-Prompts (instructions prepended to queries / documents, :mod:`bakeoff.models.prompts`):
+Prompts (instructions prepended to queries / documents, :mod:`bakeoff.models.encoders.instructions`):
 by default (``prompts=auto``) the model's own ``prompts`` from its
 ``config_sentence_transformers.json`` (``query``; ``document``/``passage``/``corpus``;
 else ``default_prompt_name``), else the preset of its family matched by name (e5, bge,
@@ -50,10 +50,10 @@ import numpy as np
 from ..cache import Cache, cache_key, checkpointed_rows
 from ..data.model import Corpus, Queries, Run
 from ..errors import ConfigError
+from ..library_versions import version_of
 from ..models.encoders import Encoder, TextKind, length_order, make_encoder
 from ..models.training_record import training_mark
 from ..validation import NonNegative, PositiveInt
-from ..versions import version_of
 from .base import Arm, ArmContext, DocMask, group_by_mask, register_arm
 from .exact import exact_search
 from .exact_index import INDEX_FORMAT, ExactIndex

@@ -15,9 +15,9 @@ import numpy as np
 from ..data.model import Corpus, Queries, Run
 from ..data.ranking import top_k_indices
 from ..errors import ConfigError, MissingDependencyError
+from ..library_versions import version_of
 from ..progress import progress_bar
 from ..validation import Fraction, NonNegative, PositiveInt
-from ..versions import version_of
 from ._text import make_analyzer, make_stemmer, stopword_list
 from .base import Arm, ArmContext, DocMask, group_by_mask, register_arm
 

@@ -25,22 +25,28 @@ keyword parameters (:func:`options_schema`, :func:`bakeoff.validation.signature_
 annotation is the type and carries the constraints (``k1: NonNegative = 1.5``, ``b: Fraction``,
 ``batch_size: PositiveInt``, ``method: Literal[...]``), so declaring a parameter declares its
 validation — for plugins too. Unknown options are refused with the closest valid name.
+
+**What a caller needs about a type** without building an arm (the tuner's sweep) is one call,
+:func:`arm_type_info`: the factory and every option a user can set with its default.
 """
 
 from __future__ import annotations
 
 import importlib
+import inspect
 import logging
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
+from types import MappingProxyType
 from typing import Any
 
 from ..errors import ConfigError
 from ..validation import Schema, closest, signature_model, validate
 from .base import ARM_TYPES, Arm, ArmFactory, register_arm
 
-__all__ = ["BUILTIN_MODULES", "ENTRY_POINT_GROUP", "ArmTypes", "arm_type", "arm_types", "options_schema",
-           "validate_options"]
+__all__ = ["BUILTIN_MODULES", "ENTRY_POINT_GROUP", "REFERENCE_OPTIONS", "WIRING", "ArmTypeInfo", "ArmTypes", "arm_type", "arm_type_info",
+           "arm_types", "options_schema", "validate_options"]
 
 log = logging.getLogger("bakeoff")
 
@@ -181,14 +187,53 @@ def validate_options(type_name: str, options: Mapping[str, Any], *, where: str,
     or a value out of range is one :class:`~bakeoff.errors.ConfigError` line starting with ``where``."""
     factory = arm_type(type_name)
     if factory is None:
-        known = sorted(arm_types())
-        hint = closest(type_name, known)
-        tip = f" (did you mean {hint!r}?)" if hint else ""
         line = line_of((*line_prefix, "type")) if line_of is not None else None
         head = where + (f":{line}" if line else "") + ": " + (f"{context}: " if context else "")
-        raise ConfigError(f"{head}unknown arm type {type_name!r}{tip}; known: {', '.join(known)}")
+        raise _unknown_type(type_name, head=head)
     model: Schema = validate(options_schema(factory), dict(options), where=where, line_of=line_of, line_prefix=line_prefix,
                      noun="option", context=context)
     out = {key: getattr(model, key) for key in options if key in type(model).model_fields}
     out.update(model.model_extra or {})
     return out
+
+
+def _unknown_type(type_name: str, *, head: str = "") -> ConfigError:
+    known = sorted(arm_types())
+    hint = closest(type_name, known)
+    tip = f" (did you mean {hint!r}?)" if hint else ""
+    return ConfigError(f"{head}unknown arm type {type_name!r}{tip}; known: {', '.join(known)}")
+
+
+#: Constructor parameters that wire an arm (its own name, the arms it takes) rather than set an option:
+#: never among an :class:`ArmTypeInfo`'s options.
+WIRING: tuple[str, ...] = ("self", "name", *REFERENCE_OPTIONS)
+
+
+@dataclass(frozen=True)
+class ArmTypeInfo:
+    """An arm type as a caller that builds variants of it sees it (:func:`arm_type_info`).
+
+    ``options`` maps every keyword parameter of the constructor a user can set to its default
+    (``None`` when it has none), in the constructor's order, without ``name`` and the references to
+    other arms (``arms=``, ``base=``).
+    """
+
+    name: str
+    factory: ArmFactory
+    options: Mapping[str, Any]
+
+
+def arm_type_info(name: str) -> ArmTypeInfo:
+    """The factory and the options of arm type ``name`` (built-in or plugin, as :func:`arm_type`);
+    an unknown type is one :class:`~bakeoff.errors.ConfigError` line naming the closest known type."""
+    factory = arm_type(name)
+    if factory is None:
+        raise _unknown_type(name)
+    try:
+        params = inspect.signature(factory).parameters
+    except (TypeError, ValueError):  # pragma: no cover - builtins without a signature
+        params = MappingProxyType({})
+    options = {p: (None if par.default is inspect.Parameter.empty else par.default)
+               for p, par in params.items()
+               if p not in WIRING and par.kind in (par.KEYWORD_ONLY, par.POSITIONAL_OR_KEYWORD)}
+    return ArmTypeInfo(name, factory, MappingProxyType(options))

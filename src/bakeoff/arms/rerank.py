@@ -51,11 +51,11 @@ from ..cache import cache_key, checkpointed_rows
 from ..data.model import Corpus, Queries, Run
 from ..data.ranking import top_k
 from ..errors import ConfigError
+from ..library_versions import version_of
 from ..models.cross_encoders import BACKENDS, PRECISIONS, CrossEncoderScorer, model_identity
 from ..models.cross_encoders.openvino import OPENVINO_CODE_VERSION
 from ..models.training_record import training_mark
 from ..validation import NonNegativeInt, PositiveInt
-from ..versions import version_of
 from .base import Arm, ArmContext, DocMask, register_arm
 
 __all__ = ["RerankArm", "pair_order"]

@@ -92,7 +92,7 @@ def calibrate(
     embedder (and with --ft-rerank a reranker) on the train split, run one arm set against the human queries and the
     synthetic test split, and measure how far the synthetic ordering and verdict match the human ones; writes OUT/calibration.json, which
     `bakeoff report` shows beside the verdict of any run by the same generator."""
-    from ..calibrate import DEFAULT_ARMS, DEFAULT_MEASURES, run_calibration
+    from ..calibration_pipeline import DEFAULT_ARMS, DEFAULT_MEASURES, run_calibration
     from ..report.calibration import calibration_text
     from ..truth.generation.describe import DescribeOptions
     from ..truth.generation.leak_target import leak_target_shares

@@ -68,9 +68,9 @@ def api(
 
     Provenance goes to OUT.provenance.json, the resume state to OUT.state.sqlite."""
     from ..data.clean import CleanOptions
-    from ..ingest.api import ApiSource, Manners, ingest_api
     from ..ingest.mapping import FieldSpec, parse_field_assignment
     from ..ingest.pagination import Pagination
+    from ..ingest.web_api import ApiSource, Manners, ingest_api
 
     headers = []
     for h in header:

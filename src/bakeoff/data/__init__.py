@@ -16,7 +16,9 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         FieldMap,
         LoadReport,
         load_beir,
+        load_files,
         load_ir_datasets,
+        open_corpus,
         read_beir_corpus,
         read_beir_queries,
         read_folder,
@@ -30,8 +32,9 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
 
 _EXPORTS = {
     "CleanOptions": ".clean",
-    **dict.fromkeys(("FieldMap", "LoadReport", "load_beir", "load_ir_datasets", "read_beir_corpus",
-                     "read_beir_queries", "read_folder", "read_qrels", "read_records", "read_trec_run"), ".loaders"),
+    **dict.fromkeys(("FieldMap", "LoadReport", "load_beir", "load_files", "load_ir_datasets", "open_corpus",
+                     "read_beir_corpus", "read_beir_queries", "read_folder", "read_qrels", "read_records",
+                     "read_trec_run"), ".loaders"),
     **dict.fromkeys(("Corpus", "Dataset", "Document", "Qrels", "Queries", "Query", "Run"), ".model"),
     **dict.fromkeys(("rank", "top_k", "top_k_indices"), ".ranking"),
     **dict.fromkeys(("write_beir", "write_beir_qrels", "write_trec_qrels", "write_trec_run"), ".writers"),
@@ -40,8 +43,8 @@ _EXPORTS = {
 #: The same names as _EXPORTS, written out for type checkers (tests/test_api.py checks they agree).
 __all__ = [
     "CleanOptions", "Corpus", "Dataset", "Document", "FieldMap", "LoadReport", "Qrels", "Queries", "Query", "Run",
-    "load_beir", "load_ir_datasets", "rank", "read_beir_corpus", "read_beir_queries", "read_folder", "read_qrels",
-    "read_records", "read_trec_run", "top_k", "top_k_indices", "write_beir", "write_beir_qrels", "write_trec_qrels",
-    "write_trec_run",
+    "load_beir", "load_files", "load_ir_datasets", "open_corpus", "rank", "read_beir_corpus", "read_beir_queries",
+    "read_folder", "read_qrels", "read_records", "read_trec_run", "top_k", "top_k_indices", "write_beir",
+    "write_beir_qrels", "write_trec_qrels", "write_trec_run",
 ]
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

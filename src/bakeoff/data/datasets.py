@@ -7,9 +7,10 @@ A :class:`DatasetSpec` says where a dataset comes from, exactly one of:
   in two splits keeps its higher grade). ``corpus`` beside ``beir`` replaces the folder's
   corpus (a folder without ``corpus.jsonl``, e.g. a synthetic set, takes it from there);
 * ``irds``: an ir_datasets id (``beir/scifact/test``);
-* ``corpus`` + ``queries`` + ``qrels``: files; the corpus is anything :func:`open_corpus`
-  reads (records with a :class:`~bakeoff.data.loaders.FieldMap`, a BEIR ``corpus.jsonl``
-  or folder, a folder of text files).
+* ``corpus`` + ``queries`` + ``qrels``: files; the corpus is anything
+  :func:`~bakeoff.data.loaders.open_corpus` reads (records with a
+  :class:`~bakeoff.data.loaders.FieldMap`, a BEIR ``corpus.jsonl`` or folder, a folder of
+  text files).
 
 :func:`open_dataset` returns the :class:`~bakeoff.data.model.Dataset` and, for versioned
 corpora, the per-query row masks of the search mode (``None`` otherwise):
@@ -25,8 +26,9 @@ corpora, the per-query row masks of the search mode (``None`` otherwise):
 
 ``plain=True`` skips the search-mode step and returns the data as stored (training).
 
-:func:`open_corpus` opens a corpus alone (commands that need no queries): format sniffing
-lives there and nowhere else.
+Each source kind is one call of a loader (:func:`~bakeoff.data.loaders.load_beir`,
+:func:`~bakeoff.data.loaders.load_files`, :func:`~bakeoff.data.loaders.load_ir_datasets`); a corpus alone
+(commands that need no queries) is :func:`bakeoff.data.loaders.open_corpus`, where its format is decided.
 """
 
 from __future__ import annotations
@@ -40,21 +42,10 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError, InputError
+from .chunking import ChunkSpec
 from .clean import CleanOptions
-from .loaders import (
-    FieldMap,
-    LoadReport,
-    attach,
-    beir_qrels_path,
-    load_beir,
-    load_ir_datasets,
-    read_beir_corpus,
-    read_beir_queries,
-    read_folder,
-    read_qrels,
-    read_records,
-)
-from .model import Corpus, Dataset, Qrels, label_kind_of
+from .loaders import FieldMap, load_beir, load_files, load_ir_datasets, read_beir_queries
+from .model import Dataset, Qrels, label_kind_of
 from .versions import Versions, as_of_masks
 
 __all__ = [
@@ -63,7 +54,6 @@ __all__ = [
     "Masks",
     "is_citation",
     "load_mined",
-    "open_corpus",
     "open_dataset",
     "read_provenance",
 ]
@@ -90,9 +80,9 @@ class DatasetSpec:
     fields: FieldMap = FieldMap()
     clean: CleanOptions = CleanOptions()
     name: str | None = None
-    #: Passage chunking (a :class:`bakeoff.ingest.chunking.ChunkSpec`), applied by the runner, not here:
-    #: the dataset stays document-level so its qrels keep their meaning.
-    chunk: Any = None
+    #: Passage chunking, applied by the runner (:mod:`bakeoff.runner.passages`), not here: the dataset
+    #: stays document-level so its qrels keep their meaning.
+    chunk: ChunkSpec | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """The source as recorded in ``results.json`` (``dataset.source``); unset keys omitted."""
@@ -101,51 +91,6 @@ class DatasetSpec:
         if self.chunk is not None:
             out["chunk"] = self.chunk.as_dict()
         return out
-
-
-# corpus ----------------------------------------------------------------------------------------
-
-
-def _looks_like_beir_corpus(path: Path, fields: FieldMap) -> bool:
-    """A ``.jsonl`` file whose first record has ``_id`` but not the field map's id field."""
-    if path.suffix.lower() != ".jsonl":
-        return False
-    try:
-        with path.open(encoding="utf-8", errors="replace") as fh:
-            first = next((line for line in fh if line.strip()), "")
-        obj = json.loads(first.lstrip("\ufeff"))
-    except (OSError, ValueError):
-        return False  # the record reader reports the problem with its line number
-    return isinstance(obj, dict) and "_id" in obj and fields.id not in obj
-
-
-def open_corpus(
-    path: PathLike,
-    *,
-    fields: FieldMap = FieldMap(),
-    clean: CleanOptions = CleanOptions(),
-    report: LoadReport | None = None,
-) -> Corpus:
-    """Read a corpus from whatever ``path`` is.
-
-    * a folder holding ``corpus.jsonl``: that BEIR corpus;
-    * any other folder: one document per PDF, DOCX, HTML, Markdown or text file, with the ids ``bakeoff ingest
-      files`` gives (:func:`~bakeoff.data.loaders.read_folder`);
-    * a ``.jsonl`` file whose first record has ``_id`` and not ``fields.id``: a BEIR corpus;
-    * else JSONL/CSV/TSV/Parquet records mapped by ``fields``
-      (:func:`~bakeoff.data.loaders.read_records`).
-    """
-    path = Path(path)
-    if not path.exists():
-        raise InputError("no such file or folder", path=path)
-    if path.is_dir():
-        beir = path / "corpus.jsonl"
-        if beir.exists():
-            return read_beir_corpus(beir, clean=clean, report=report)
-        return read_folder(path, clean=clean, report=report)
-    if _looks_like_beir_corpus(path, fields):
-        return read_beir_corpus(path, clean=clean, report=report)
-    return read_records(path, fields=fields, clean=clean, report=report)
 
 
 # citation-mined folders --------------------------------------------------------------------------
@@ -231,12 +176,7 @@ def _open_beir(root: Path, *, split: str, corpus: str | None, clean: CleanOption
         allq = read_beir_queries(root / "queries.jsonl")
         judged = allq.subset([q for q in sorted(merged) if q in allq])
         return Dataset(first.corpus, judged, Qrels(merged), name=first.name, split=split, info=first.info)
-    if corpus is None:
-        return load_beir(root, split=split, clean=clean)
-    qrels_path = beir_qrels_path(root, split)
-    report = LoadReport()
-    return attach(open_corpus(corpus, clean=clean, report=report), read_beir_queries(root / "queries.jsonl"),
-                  read_qrels(qrels_path), name=root.name, split=split, report=report, qrels_path=qrels_path)
+    return load_beir(root, split=split, clean=clean, corpus_file=corpus)
 
 
 def _open_source(spec: DatasetSpec) -> Dataset:
@@ -246,11 +186,8 @@ def _open_source(spec: DatasetSpec) -> Dataset:
     elif spec.irds:
         ds = load_ir_datasets(spec.irds, clean=spec.clean)
     elif spec.corpus and spec.queries and spec.qrels:
-        report = LoadReport()
-        src = Path(spec.corpus)
-        corpus = open_corpus(src, fields=spec.fields, clean=spec.clean, report=report)
-        ds = attach(corpus, read_beir_queries(spec.queries), read_qrels(spec.qrels),
-                    name=spec.name or src.stem, split=spec.split, report=report, qrels_path=spec.qrels)
+        ds = load_files(spec.corpus, spec.queries, spec.qrels, fields=spec.fields, clean=spec.clean,
+                        name=spec.name, split=spec.split)
     else:
         raise ConfigError("dataset: give beir=PATH, irds=NAME, or corpus=, queries= and qrels=")
     return _renamed(ds, spec.name)

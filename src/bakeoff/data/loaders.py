@@ -7,8 +7,10 @@ short documents dropped, judgments for documents missing from the corpus,
 queries without judgments) are counted in :class:`LoadReport` and logged as
 warnings by the caller.
 
-Commands and modules open datasets through :func:`bakeoff.data.datasets.open_dataset`
-(and corpora through :func:`bakeoff.data.datasets.open_corpus`), which compose these readers.
+:func:`open_corpus` is the one corpus opener: it decides a corpus's format once (folder, BEIR
+``corpus.jsonl``, records) and reads it in the same pass. Commands and modules open datasets through
+:func:`bakeoff.data.datasets.open_dataset`, which calls one loader per source kind (:func:`load_beir`,
+:func:`load_files`, :func:`load_ir_datasets`) and adds the search mode.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import itertools
 import json
 import os
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,7 +40,9 @@ __all__ = [
     "attach",
     "beir_qrels_path",
     "load_beir",
+    "load_files",
     "load_ir_datasets",
+    "open_corpus",
     "read_beir_corpus",
     "read_beir_queries",
     "read_folder",
@@ -216,15 +220,25 @@ def read_beir_corpus(
 ) -> Corpus:
     """Read a BEIR ``corpus.jsonl``: ``{"_id", "title", "text", "metadata"}`` per line."""
     path = Path(path)
-    report = report if report is not None else LoadReport()
-    b = _CorpusBuilder(path, clean, report)
+    b = _CorpusBuilder(path, clean, report if report is not None else LoadReport())
+    add = _beir_document(b)
     for no, obj in _json_lines(path):
+        add(no, obj)
+    return b.build()
+
+
+def _beir_document(b: _CorpusBuilder) -> Callable[[int, Mapping[str, Any]], None]:
+    """Adds one BEIR corpus record (``_id``, ``text``, optional ``title`` and ``metadata``) to ``b``."""
+    path = b.path
+
+    def add(no: int, obj: Mapping[str, Any]) -> None:
         doc_id = _field_str(obj, "_id", path=path, line=no)
         text = _field_str(obj, "text", path=path, line=no)
         title = _field_str(obj, "title", path=path, line=no, required=False)
         meta = obj.get("metadata") or {}
         b.add(doc_id, title, text, meta if isinstance(meta, dict) else {"metadata": meta}, no, field="_id")
-    return b.build()
+
+    return add
 
 
 def read_beir_queries(path: PathLike) -> Queries:
@@ -358,15 +372,35 @@ def read_records(
     For Parquet the "line" in error messages is the 1-based row number.
     """
     path = Path(path)
-    fmt = fmt or {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".csv": "csv",
-                  ".tsv": "csv", ".parquet": "parquet", ".pq": "parquet"}.get(path.suffix.lower(), "")
+    records = _iter_records(path, _record_format(path, fmt))
+    b = _CorpusBuilder(path, clean, report if report is not None else LoadReport())
+    add = _mapped_record(b, fields)
+    for no, rec in records:
+        add(no, rec)
+    return b.build()
+
+
+#: Record formats by file suffix (:func:`read_records`, :func:`open_corpus`).
+_RECORD_SUFFIXES = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".csv": "csv", ".tsv": "csv",
+                    ".parquet": "parquet", ".pq": "parquet"}
+
+
+def _record_format(path: Path, fmt: str | None = None) -> str:
+    """``fmt``, else the format of ``path``'s suffix; an InputError naming the file when it is none of
+    ``jsonl``, ``csv``, ``parquet``."""
+    fmt = fmt or _RECORD_SUFFIXES.get(path.suffix.lower(), "")
     if fmt not in ("jsonl", "csv", "parquet"):
         raise InputError("unknown record format; use .jsonl, .csv, .tsv or .parquet", path=path)
-    report = report if report is not None else LoadReport()
-    b = _CorpusBuilder(path, clean, report)
+    return fmt
+
+
+def _mapped_record(b: _CorpusBuilder, fields: FieldMap) -> Callable[[int, Mapping[str, Any]], None]:
+    """Adds the document(s) one record makes under ``fields`` (see :class:`FieldMap`) to ``b``."""
+    path = b.path
     multi = len(fields.text) > 1
     used = {fields.id, *fields.text, *(() if fields.title is None else (fields.title,))}
-    for no, rec in _iter_records(path, fmt):
+
+    def add(no: int, rec: Mapping[str, Any]) -> None:
         base = _field_str(rec, fields.id, path=path, line=no)
         check_id(base, path=path, line=no, field=fields.id)
         title = _field_str(rec, fields.title, path=path, line=no, required=False) if fields.title else ""
@@ -381,6 +415,45 @@ def read_records(
                 continue
             b.add(f"{base}_{f}" if multi else base, title, text, {**meta, **({"field": f} if multi else {})}, no,
                   field=fields.id)
+
+    return add
+
+
+def open_corpus(
+    path: PathLike,
+    *,
+    fields: FieldMap = FieldMap(),
+    clean: CleanOptions = CleanOptions(),
+    report: LoadReport | None = None,
+) -> Corpus:
+    """Read a corpus from whatever ``path`` is: the one corpus opener (the format is decided here, once,
+    and the file is read in the same pass).
+
+    * a folder holding ``corpus.jsonl``: that BEIR corpus;
+    * any other folder: one document per PDF, DOCX, HTML, Markdown or text file, with the ids ``bakeoff ingest
+      files`` gives (:func:`read_folder`);
+    * a ``.jsonl`` file whose first record has ``_id`` and not ``fields.id``: a BEIR corpus
+      (:func:`read_beir_corpus`);
+    * else JSONL/CSV/TSV/Parquet records mapped by ``fields`` (:func:`read_records`).
+
+    Bad input is the readers' :class:`~bakeoff.errors.InputError` (file, line, field).
+    """
+    path = Path(path)
+    if not path.exists():
+        raise InputError("no such file or folder", path=path)
+    if path.is_dir():
+        beir = path / "corpus.jsonl"
+        if beir.exists():
+            return read_beir_corpus(beir, clean=clean, report=report)
+        return read_folder(path, clean=clean, report=report)
+    fmt = _record_format(path)
+    b = _CorpusBuilder(path, clean, report if report is not None else LoadReport())
+    add = None
+    for no, rec in _iter_records(path, fmt):
+        if add is None:  # the first record decides: BEIR (``_id`` and not the field map's id) or mapped records
+            beir_record = path.suffix.lower() == ".jsonl" and "_id" in rec and fields.id not in rec
+            add = _beir_document(b) if beir_record else _mapped_record(b, fields)
+        add(no, rec)
     return b.build()
 
 
@@ -476,11 +549,15 @@ def load_beir(
     split: str = "test",
     clean: CleanOptions = CleanOptions(),
     report: LoadReport | None = None,
+    corpus_file: PathLike | None = None,
     queries_file: PathLike | None = None,
     qrels_file: PathLike | None = None,
 ) -> Dataset:
-    """Load a BEIR folder: ``corpus.jsonl``, ``queries.jsonl`` and ``qrels/<split>.tsv``
-    (``queries_file``/``qrels_file`` replace the folder's, e.g. a judgments database)."""
+    """Load a BEIR folder: ``corpus.jsonl``, ``queries.jsonl`` and ``qrels/<split>.tsv``.
+
+    ``corpus_file`` (anything :func:`open_corpus` reads) replaces the folder's corpus (a folder without
+    ``corpus.jsonl``, e.g. a synthetic set, takes it from there); ``queries_file``/``qrels_file`` replace
+    the folder's queries and judgments (e.g. a judgments database)."""
     root = Path(path)
     if qrels_file:
         qrels_path = Path(qrels_file)
@@ -491,8 +568,28 @@ def load_beir(
     report = report if report is not None else LoadReport()
     qrels = read_qrels(qrels_path)
     queries = read_beir_queries(queries_file or root / "queries.jsonl")
-    corpus = read_beir_corpus(root / "corpus.jsonl", clean=clean, report=report)
+    corpus = (open_corpus(corpus_file, clean=clean, report=report) if corpus_file is not None
+              else read_beir_corpus(root / "corpus.jsonl", clean=clean, report=report))
     return attach(corpus, queries, qrels, name=root.name, split=split, report=report, qrels_path=qrels_path)
+
+
+def load_files(
+    corpus: PathLike,
+    queries: PathLike,
+    qrels: PathLike,
+    *,
+    fields: FieldMap = FieldMap(),
+    clean: CleanOptions = CleanOptions(),
+    name: str | None = None,
+    split: str = "test",
+) -> Dataset:
+    """A dataset from three files: the corpus (anything :func:`open_corpus` reads, records mapped by
+    ``fields``), the queries (:func:`read_beir_queries`) and the judgments (TREC qrels, or a ``bakeoff
+    label`` judgments database). ``name`` defaults to the corpus file's stem."""
+    report = LoadReport()
+    src = Path(corpus)
+    return attach(open_corpus(src, fields=fields, clean=clean, report=report), read_beir_queries(queries),
+                  read_qrels(qrels), name=name or src.stem, split=split, report=report, qrels_path=qrels)
 
 
 def load_ir_datasets(name: str, *, clean: CleanOptions = CleanOptions()) -> Dataset:

@@ -12,6 +12,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from ..environment import RAY_ADDRESS
 from ..errors import ConfigError
 
 __all__ = ["make_engine"]
@@ -29,7 +30,7 @@ def make_engine(spec: str | Mapping[str, Any] | None, *, address: str | None = N
     if isinstance(spec, str):
         if spec != "ray":
             raise ConfigError(f"--engine must be local or ray, got {spec!r}")
-        spec = {"ray": address or os.environ.get("RAY_ADDRESS") or "local"}
+        spec = {"ray": address or RAY_ADDRESS.get() or "local"}
     opts = dict(spec)
     if "ray" not in opts:
         raise ConfigError(f"[engine]: expected ray = \"auto\"|ADDRESS|\"local\", got keys {sorted(opts)}")

@@ -66,7 +66,7 @@ def _cache_root(cache_dir: Path | None) -> Path:
 
 def model_folder(cache_key: Mapping[str, Any], names: Sequence[str], *, cache_dir: Path | None = None) -> Path:
     """The folder of the converted model for ``cache_key`` (the model's identity) and input ``names``."""
-    from ..versions import version_of
+    from ..library_versions import version_of
 
     blob = json.dumps({"key": cache_key, "inputs": list(names), "openvino": version_of("openvino"), "format": 1},
                       sort_keys=True, default=str)

@@ -16,10 +16,11 @@ means torch is imported.
 from __future__ import annotations
 
 import hashlib
-import os
 import platform
 from functools import lru_cache
 from pathlib import Path
+
+from ..environment import ATEN_CPU_CAPABILITY
 
 __all__ = ["bf16_native", "cpu_capability"]
 
@@ -56,7 +57,7 @@ def _memo_path() -> Path | None:
         torch_version = version("torch")
     except PackageNotFoundError:
         return None
-    key = "\n".join([torch_version, os.environ.get("ATEN_CPU_CAPABILITY", ""), platform.machine(), _cpu_flags()])
+    key = f"{torch_version}\n{ATEN_CPU_CAPABILITY.get()}\n{platform.machine()}\n{_cpu_flags()}"
     return default_cache_dir() / "cpu-capability" / f"{hashlib.sha256(key.encode()).hexdigest()[:32]}.txt"
 
 

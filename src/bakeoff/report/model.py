@@ -62,9 +62,9 @@ from typing import Any
 
 from .. import diagnose as dg
 from ..data.model import Dataset, Run
+from ..library_versions import bakeoff_version
 from ..runner.results import StoredArm, StoredResults
 from ..stats import DEFAULT_RESAMPLES, comparison
-from ..versions import bakeoff_version
 
 __all__ = ["REPORT_SCHEMA_VERSION", "build_report", "composite_pairs", "find_leak", "primary_measure"]
 

@@ -24,6 +24,7 @@ from pydantic import AfterValidator
 
 from ..arms.base import Arm
 from ..arms.registry import arm_type, validate_options
+from ..data.chunking import ChunkSpec
 from ..data.clean import CleanOptions
 from ..data.datasets import DatasetSpec
 from ..data.loaders import FieldMap
@@ -302,9 +303,7 @@ def load_config(path: str | Path) -> BakeoffConfig:
     base = path.parent
     ds = doc.dataset
     chunk = None
-    if ds.chunk is not None:  # [dataset.chunk]: passages (bakeoff.ingest.chunking)
-        from ..ingest.chunking import ChunkSpec
-
+    if ds.chunk is not None:  # [dataset.chunk]: passages (bakeoff.data.chunking)
         line = line_of(("dataset", "chunk"))
         chunk = ChunkSpec.from_mapping(ds.chunk, where=f"{path}{f':{line}' if line else ''}: [dataset.chunk]")
     text_fields = [ds.fields.text] if isinstance(ds.fields.text, str) else list(ds.fields.text)

@@ -7,13 +7,13 @@ would index and share its cache entries (and its crash-safe checkpoints).
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import numpy as np
 
 from ..cache import Cache
 from ..data.model import Corpus
+from ..environment import OPENAI_API_KEY, OPENAI_BASE_URL
 from .context import Context
 
 __all__ = ["embed_corpus"]
@@ -30,8 +30,8 @@ def embed_corpus(corpus: Corpus, *, model: str | None = None, cache: Cache | Non
 
     opts: dict[str, Any] = {}
     if model is not None and model.lower().startswith("openai:"):
-        opts["api_key_env"] = api_key_env or "OPENAI_API_KEY"
-        url = base_url or os.environ.get("OPENAI_BASE_URL")
+        opts["api_key_env"] = api_key_env or OPENAI_API_KEY.name
+        url = base_url or OPENAI_BASE_URL.get()
         if url:
             opts["base_url"] = url
     arm = DenseArm(model=model, **opts)

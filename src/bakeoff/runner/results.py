@@ -72,9 +72,9 @@ from pydantic import ConfigDict, Field, ModelWrapValidatorHandler, PrivateAttr, 
 from .._io import atomic_write_json
 from ..data.model import Run, label_kind_of
 from ..errors import InputError
+from ..library_versions import bakeoff_version
 from ..metrics import Evaluation
 from ..validation import OpenSchema, PositiveInt, validate
-from ..versions import bakeoff_version
 
 __all__ = ["SCHEMA_VERSION", "ArmResult", "Results", "StoredArm", "StoredDataset", "StoredQueries", "StoredResults",
            "read_results", "safe_filename"]

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..arms.base import Arm, DocMask
 from ..cache import Cache
+from ..data.chunking import ChunkSpec
 from ..data.model import Dataset, Run
 from ..errors import ConfigError
 from ..metrics import Measure, averaging_rule, default_measures, measures_for, score_run
@@ -21,6 +22,7 @@ from .context import Context
 from .costs import DEFAULT_HOURLY_RATE, arm_cost, arm_timing
 from .footprint import MIB, model_bytes
 from .guards import DEFAULT_MAX_EMPTY_SHARE, check_share, drop_identical_ids, empty_guard, self_retrieval
+from .passages import chunked_corpus, search_passages
 from .results import ArmResult, Results
 
 if TYPE_CHECKING:
@@ -73,7 +75,7 @@ def run_bakeoff(
     latency_seed: int = 0,
     hourly_rate: float = DEFAULT_HOURLY_RATE,
     mask: DocMask | None = None,
-    chunk: Any = None,
+    chunk: ChunkSpec | None = None,
     max_empty_share: float = DEFAULT_MAX_EMPTY_SHARE,
     ignore_identical_ids: bool | None = None,
     averaging: str = "bakeoff",
@@ -104,10 +106,10 @@ def run_bakeoff(
     An arm that declares its provenance (``arm.provenance()``, e.g. a dense or
     rerank arm whose model folder bakeoff fine-tuned) gets it as ``fine_tuned``.
 
-    ``chunk`` (a :class:`bakeoff.ingest.chunking.ChunkSpec`) chunks the corpus into
+    ``chunk`` (a :class:`bakeoff.data.chunking.ChunkSpec`) chunks the corpus into
     passages: every arm indexes and searches passages, and each run is aggregated to
     documents (MaxP / FirstP) before evaluation, with enough passages retrieved that
-    ``depth`` documents remain (see :mod:`bakeoff.ingest.chunking`). The chunking
+    ``depth`` documents remain (see :mod:`bakeoff.runner.passages`). The chunking
     parameters and the passages' fingerprint go to ``dataset.chunk`` in results.json.
 
     Guards (:mod:`bakeoff.runner.guards`): each arm's share of evaluated queries with an empty
@@ -138,12 +140,10 @@ def run_bakeoff(
 
     depth = max(k, depth if depth is not None else DEFAULT_DEPTH)
     ms = measures_for(dataset.label_kind, k=k, depth=depth, requested=measures)
-    # --- chunking (bakeoff.ingest.chunking): arms see passages; runs are aggregated to documents ---
+    # --- chunking (bakeoff.runner.passages): arms see passages; runs are aggregated to documents ---
     chunked = None
     if chunk is not None:
-        from ..ingest.chunking import chunk_corpus
-
-        chunked = chunk_corpus(dataset.corpus, chunk)
+        chunked = chunked_corpus(dataset.corpus, chunk)
         ctx = Context(corpus=chunked.passages, cache=cache, progress=progress,
                       extras=dict(ctx.extras) if ctx is not None else {})
 
@@ -153,7 +153,7 @@ def run_bakeoff(
         if chunked is None:
             r = ctx.search(arm, dataset.queries, k=depth, mask=mask)
             return r, r, depth
-        return chunked.search(ctx, arm, dataset.queries, depth=depth, mask=mask)
+        return search_passages(ctx, chunked, arm, dataset.queries, depth=depth, mask=mask)
     # --- end chunking ---
 
     ctx = ctx or Context(corpus=dataset.corpus, cache=cache, progress=progress)
@@ -287,7 +287,7 @@ def run_config(
     table, default ``cfg.extra["engine"]``) encodes corpora through
     :func:`bakeoff.engine.make_engine`. ``dataset.source`` in the results is ``cfg.dataset``.
     ``chunk`` (``tokens=128,overlap=32`` ...) and ``aggregate`` (``maxp``/``firstp``) override the
-    file's ``[dataset.chunk]`` (see :mod:`bakeoff.ingest.chunking`). ``ignore_identical_ids`` and
+    file's ``[dataset.chunk]`` (see :mod:`bakeoff.data.chunking`). ``ignore_identical_ids`` and
     ``max_empty_share`` override ``[run]``'s (see :mod:`bakeoff.runner.guards`), ``averaging`` and
     ``relevance_level`` too (:func:`run_bakeoff`).
     """
@@ -297,12 +297,12 @@ def run_config(
 
     chunk_spec = cfg.dataset.chunk
     if chunk is not None or aggregate is not None:
-        from ..ingest.chunking import ChunkSpec
-
-        if chunk is None and chunk_spec is None:
+        if chunk is not None:
+            chunk_spec = ChunkSpec.parse(chunk, aggregate=aggregate)
+        elif chunk_spec is None:
             raise ConfigError("--aggregate needs --chunk (or a [dataset.chunk] table)")
-        chunk_spec = (ChunkSpec.parse(chunk, aggregate=aggregate) if chunk is not None
-                      else dataclasses.replace(chunk_spec, aggregate=aggregate))
+        else:
+            chunk_spec = dataclasses.replace(chunk_spec, aggregate=aggregate)  # type: ignore[arg-type]
         cfg = dataclasses.replace(cfg, dataset=dataclasses.replace(cfg.dataset, chunk=chunk_spec))
     k_ = k if k is not None else cfg.k
     depth_ = max(k_, depth if depth is not None else max(cfg.depth, k_))

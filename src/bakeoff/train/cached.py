@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..cache import Cache, cache_key
-from ..versions import versions_of
+from ..library_versions import versions_of
 from .common import read_training_record
 
 __all__ = ["FINETUNED_DIR", "TRAINING_CODE_VERSION", "finetune_cached", "training_key"]

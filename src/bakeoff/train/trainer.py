@@ -35,8 +35,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..library_versions import versions_of
 from ..models.resolve import model_path
-from ..versions import versions_of
 from .common import prepare_out, publish, scoped_global_rng, write_training_record
 from .data import TrainingData, split_validation
 

@@ -14,12 +14,12 @@ A space maps option names of the tuned arm to either a **list of values** or a *
 
 Refused (:class:`~bakeoff.errors.ConfigError`, one line): no option, an option with an empty
 list (an empty grid), an inverted range, ``trials < 1``, an option the arm does not have
-(:func:`check_options`, with the closest name suggested).
+(:func:`check_options`, against :func:`bakeoff.arms.registry.arm_type_info`, with the closest name
+suggested).
 """
 
 from __future__ import annotations
 
-import inspect
 import itertools
 import math
 from collections.abc import Mapping, Sequence
@@ -28,14 +28,13 @@ from typing import Any
 
 import numpy as np
 
+from ..arms.registry import WIRING, ArmTypeInfo
 from ..errors import ConfigError
 from ..validation import closest
 
-__all__ = ["SEARCHES", "Range", "SearchSpace", "arm_options", "check_options", "parse_param"]
+__all__ = ["SEARCHES", "Range", "SearchSpace", "check_options", "parse_param"]
 
 SEARCHES = ("grid", "random")
-#: Options that wire arms together rather than tune them.
-_STRUCTURAL = {"self", "name", "arms", "base"}
 
 
 @dataclass(frozen=True)
@@ -164,26 +163,16 @@ def _item(v: Any) -> Any:
     return v.item() if hasattr(v, "item") else v
 
 
-def arm_options(factory: Any) -> list[str]:
-    """The keyword options an arm type accepts (its constructor's), minus the wiring ones."""
-    try:
-        sig = inspect.signature(factory)
-    except (TypeError, ValueError):  # pragma: no cover - builtins without a signature
-        return []
-    return [p for p, par in sig.parameters.items()
-            if p not in _STRUCTURAL and par.kind in (par.KEYWORD_ONLY, par.POSITIONAL_OR_KEYWORD)]
-
-
-def check_options(space: SearchSpace, factory: Any, *, arm: str, type_name: str, where: str = "[tune]") -> None:
-    """Every option of ``space`` must be one of the arm type's; else a one-line error naming the
-    closest option."""
-    known = arm_options(factory)
+def check_options(space: SearchSpace, type_info: ArmTypeInfo, *, arm: str, where: str = "[tune]") -> None:
+    """Every option of ``space`` must be one of the arm type's options (``type_info``); else a one-line
+    error naming the closest option."""
+    known = list(type_info.options)
     for name in space.names:
         if name in known:
             continue
-        if name in _STRUCTURAL:
+        if name in WIRING:
             raise ConfigError(f"{where}: {name!r} wires arms together and cannot be tuned")
         close = closest(name, known)
         hint = f"did you mean {close!r}? " if close else ""
-        raise ConfigError(f"{where}: arm {arm!r} ({type_name}) has no parameter {name!r}; {hint}"
+        raise ConfigError(f"{where}: arm {arm!r} ({type_info.name}) has no parameter {name!r}; {hint}"
                           f"its parameters: {', '.join(known)}")

@@ -41,7 +41,7 @@ import numpy as np
 
 from .._io import atomic_write_json
 from ..arms.base import Arm
-from ..arms.registry import arm_type
+from ..arms.registry import ArmTypeInfo, arm_type_info
 from ..cache import Cache, cache_key
 from ..data.model import Dataset, Run
 from ..errors import ConfigError
@@ -53,7 +53,7 @@ from ..runner.run import run_bakeoff
 from ..stats import DEFAULT_RESAMPLES, comparison
 from ..validation import closest
 from .devsplit import DevSplit, assign_folds, leaks, slice_queries
-from .space import SearchSpace, arm_options, check_options
+from .space import SearchSpace, check_options
 
 __all__ = ["TUNE_KEYS", "TuneOutput", "TuneSpec", "run_tune", "tune_spec_from_table"]
 
@@ -120,37 +120,28 @@ class TuneOutput:
 
 
 # --- arms -------------------------------------------------------------------------------------
-def _variant(spec: ArmSpec, built: Mapping[str, Arm], setting: Mapping[str, Any], *, name: str) -> Arm:
-    """The arm of ``spec`` with ``setting`` overriding its options; inputs named by ``arms=``/``base=``
-    are the already built objects (so they are indexed and searched once)."""
+def _variant(spec: ArmSpec, type_info: ArmTypeInfo, built: Mapping[str, Arm], setting: Mapping[str, Any], *,
+             name: str) -> Arm:
+    """The arm of ``spec`` (of the type ``type_info`` describes) with ``setting`` overriding its options;
+    inputs named by ``arms=``/``base=`` are the already built objects (so they are indexed and searched
+    once)."""
     opts = {**spec.options, **setting}
     for key in ("arms", "base"):
         if key in opts and isinstance(opts[key], str):
             names = [n.strip() for n in opts[key].split("+") if n.strip()]
             resolved = [built[n] for n in names]
             opts[key] = resolved if key == "arms" else resolved[0]
-    factory = arm_type(spec.type)
     try:
-        return factory(name=name, **opts)  # type: ignore[misc]
+        return type_info.factory(name=name, **opts)
     except TypeError as exc:
         raise ConfigError(f"[tune] arm {spec.name!r} ({spec.type}) with {dict(setting)}: {exc}") from None
     except ConfigError as exc:
         raise ConfigError(f"[tune] arm {spec.name!r} with {dict(setting)}: {exc}") from None
 
 
-def _defaults(spec: ArmSpec, names: Sequence[str]) -> dict[str, Any]:
+def _defaults(spec: ArmSpec, type_info: ArmTypeInfo, names: Sequence[str]) -> dict[str, Any]:
     """The configured value of each swept option: the config's, else the arm type's default."""
-    import inspect
-
-    sig = inspect.signature(arm_type(spec.type))  # type: ignore[arg-type]
-    out = {}
-    for n in names:
-        if n in spec.options:
-            out[n] = spec.options[n]
-        else:
-            d = sig.parameters[n].default
-            out[n] = None if d is inspect.Parameter.empty else d
-    return out
+    return {n: spec.options[n] if n in spec.options else type_info.options[n] for n in names}
 
 
 # --- data -------------------------------------------------------------------------------------
@@ -228,8 +219,8 @@ def run_tune(cfg: BakeoffConfig, spec: TuneSpec, *, cache: Cache | None, out: Pa
         raise ConfigError(f"[tune] arm {spec.arm!r} is not an arm of the bake-off"
                           + (f"; did you mean {close!r}?" if close else f"; arms: {', '.join(specs)}"))
     aspec = specs[spec.arm]
-    factory = arm_type(aspec.type)
-    check_options(spec.space, factory, arm=spec.arm, type_name=aspec.type)
+    type_info = arm_type_info(aspec.type)  # the one question to the registry
+    check_options(spec.space, type_info, arm=spec.arm)
     measure = str(parse_measure(spec.measure))
     spec.dev.check_against(cfg.dataset.split)
     built = {a.name: a for a in build_arms(cfg.arms)}
@@ -238,8 +229,9 @@ def run_tune(cfg: BakeoffConfig, spec: TuneSpec, *, cache: Cache | None, out: Pa
     tuned_name = f"{spec.arm}-tuned"
     while tuned_name in built:
         tuned_name += "-"
-    trial_fps = [_variant(aspec, built, s, name=spec.arm).fingerprint() for s in settings]  # every setting builds
-    defaults = _defaults(aspec, spec.space.names)
+    trial_fps = [_variant(aspec, type_info, built, s, name=spec.arm).fingerprint()  # every setting builds
+                 for s in settings]
+    defaults = _defaults(aspec, type_info, spec.space.names)
     dev_ds, dev_mask, test_ds, test_mask, dev_info = _open(cfg, spec)
     k = cfg.k
     depth = max(k, cfg.depth)
@@ -275,7 +267,7 @@ def run_tune(cfg: BakeoffConfig, spec: TuneSpec, *, cache: Cache | None, out: Pa
         return values, ctx.was_cached(arm, dev_ds.queries, k=depth, mask=dev_mask), time.perf_counter() - s0
 
     for i, (setting, fp) in enumerate(zip(settings, trial_fps)):
-        arm = _variant(aspec, built, setting, name=spec.arm)
+        arm = _variant(aspec, type_info, built, setting, name=spec.arm)
         values, cached, secs = score(arm)
         del arm  # drop the trial's index (k-fold reads the chosen runs back from the cache)
         per_query.append(values)
@@ -323,14 +315,15 @@ def run_tune(cfg: BakeoffConfig, spec: TuneSpec, *, cache: Cache | None, out: Pa
     fresh = {a.name: a for a in build_arms(cfg.arms)}  # a fresh context indexes what it searches
     base = fresh[spec.arm]
     if spec.dev.kind != "kfold":
-        tuned = _variant(aspec, fresh, chosen["params"], name=tuned_name)
+        tuned = _variant(aspec, type_info, fresh, chosen["params"], name=tuned_name)
         results = run_bakeoff(test_ds, [base, tuned], **kw)
     else:
         results = run_bakeoff(test_ds, [base], **kw)
         picks_fp = [trials[p["index"]]["fingerprint"] for p in chosen["per_fold"]]
         again = Context(corpus=dev_ds.corpus, cache=cache, progress=progress)  # indexes afresh if not cached
-        runs = {trials[p["index"]]["fingerprint"]: again.search(_variant(aspec, fresh, p["params"], name=spec.arm),
-                                                                dev_ds.queries, k=depth, mask=dev_mask)
+        runs = {trials[p["index"]]["fingerprint"]:
+                again.search(_variant(aspec, type_info, fresh, p["params"], name=spec.arm), dev_ds.queries, k=depth,
+                             mask=dev_mask)
                 for p in chosen["per_fold"]}
         ranked = {q: runs[picks_fp[fold_of[q]]].get(q) for q in test_ds.queries.ids if q in fold_of}
         cv_run = Run.from_ranked(tuned_name, ranked)
@@ -372,7 +365,7 @@ def run_tune(cfg: BakeoffConfig, spec: TuneSpec, *, cache: Cache | None, out: Pa
         "arm": spec.arm, "type": aspec.type, "tuned_arm": tuned_name,
         "measure": measure, "tie_rule": TIE_RULE, "averaging": results.averaging,
         "relevance_level": results.relevance_level,
-        "space": spec.space.as_dict(), "defaults": defaults, "options": arm_options(factory),
+        "space": spec.space.as_dict(), "defaults": defaults, "options": list(type_info.options),
         "dev": {**dev_info, "describe": spec.dev.describe(), "split": dev_ds.split, "n_queries": len(dev_ids),
                 "default_score": _mean(d_values, dev_ids),
                 **({"folds_of_queries": {str(f): sum(1 for q in dev_ids if fold_of.get(q) == f)

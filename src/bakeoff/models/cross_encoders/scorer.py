@@ -15,7 +15,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from ...errors import ConfigError, MissingDependencyError
-from ...versions import version_of
+from ...library_versions import version_of
 from ..cpu import cpu_capability
 from ..precision import choose_precision
 from ..resolve import model_identity, resolve_model

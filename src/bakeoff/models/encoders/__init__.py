@@ -20,7 +20,7 @@
   512-d, numpy only, offline (Spanish and 15 other languages).
 
 Every backend gets the query and document **prompts** resolved by
-:func:`bakeoff.models.prompts.resolve_prompts` (explicit prompts, a named prompt of the
+:func:`bakeoff.models.encoders.instructions.resolve_prompts` (explicit prompts, a named prompt of the
 model's sentence-transformers configuration, the configuration's own prompts, or the
 family preset matched by the model name); a model whose family needs an instruction and
 runs without one is warned about once per encoder.
@@ -35,8 +35,8 @@ from typing import Any
 
 from ...errors import ConfigError
 from ..precision import BACKENDS, PRECISIONS, choose_precision
-from ..prompts import Prompts, instruction_warning, resolve_prompts
 from .base import Encoder, TextKind, l2_normalise, length_order
+from .instructions import Prompts, instruction_warning, resolve_prompts
 
 __all__ = ["BACKENDS", "PRECISIONS", "Encoder", "TextKind", "encoder_prompts", "l2_normalise", "length_order",
            "make_encoder"]
@@ -56,7 +56,7 @@ def encoder_prompts(
     prompts: str | None = None,
 ) -> Prompts:
     """The prompts an encoder built from the selector ``model`` uses (see
-    :func:`bakeoff.models.prompts.resolve_prompts`): API models (``openai:NAME``) are matched
+    :func:`bakeoff.models.encoders.instructions.resolve_prompts`): API models (``openai:NAME``) are matched
     by ``NAME`` against the presets; local and hub models also read their configuration."""
     sel = None if model is None else str(model).strip()
     if sel is not None and sel.lower() in _USE_NAMES:

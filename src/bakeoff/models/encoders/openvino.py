@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import ConfigError
-from ...versions import version_of
+from ...library_versions import version_of
 from .._openvino import (
     OV_PRECISIONS,
     compile_module,

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import MissingDependencyError
-from ...versions import version_of
+from ...library_versions import version_of
 from ..resolve import files_sha256, packaged_files
 from .base import PrefixedEncoder, TextKind, encode_in_length_order, l2_normalise
 

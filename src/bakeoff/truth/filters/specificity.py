@@ -41,7 +41,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
-import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,6 +49,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, Self
 import numpy as np
 
 from ...cache import Cache, cache_key
+from ...environment import LLAMA_REPACK
 from ...errors import BakeoffError, ConfigError
 from ..llm.spec import LLMSpec
 from . import score_filter
@@ -103,7 +103,7 @@ class QueryLikelihood(Protocol):
 def _no_repack() -> Iterator[None]:
     """Model loads inside this block get ``use_extra_bufts=False`` (llama.cpp's ``--no-repack``);
     ``BAKEOFF_LLAMA_REPACK=1`` keeps repacking. The patched default is restored on exit."""
-    if os.environ.get("BAKEOFF_LLAMA_REPACK") == "1":
+    if LLAMA_REPACK.get():
         yield
         return
     import llama_cpp.llama_cpp as low
@@ -161,7 +161,7 @@ class LlamaLikelihood:
         self.decoded_tokens = 0
 
     def identity(self) -> str:
-        repack = "repack" if os.environ.get("BAKEOFF_LLAMA_REPACK") == "1" else "norepack"
+        repack = "repack" if LLAMA_REPACK.get() else "norepack"
         return f"{self.model_path.name}@llama-cpp-python-{self._version}+{repack}"
 
     def close(self) -> None:

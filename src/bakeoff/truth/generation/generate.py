@@ -1,6 +1,6 @@
 """``bakeoff generate``: LLM-written ground truth for a corpus, end to end.
 
-corpus (:func:`bakeoff.data.datasets.open_corpus`) -> an LLM client (:func:`~bakeoff.truth.llm.open.open_llm`:
+corpus (:func:`bakeoff.data.loaders.open_corpus`) -> an LLM client (:func:`~bakeoff.truth.llm.open.open_llm`:
 ``local`` starts and stops the bundled llama.cpp server) -> describe or cluster mode
 (:mod:`bakeoff.truth.generation.describe` or :mod:`bakeoff.truth.generation.clusters`, chosen by the options' type) -> a BEIR folder with
 ``provenance.json``.
@@ -28,8 +28,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...cache import Cache
-from ...data.datasets import open_corpus
-from ...data.loaders import FieldMap
+from ...data.loaders import FieldMap, open_corpus
 from ...data.model import Corpus
 from ...errors import ConfigError
 from ..filters.thresholds import LEAK_THRESHOLD
@@ -105,7 +104,7 @@ def generate_truth(
     provenance names ``source`` (default: the corpus path) as the corpus.
 
     ``corpus`` is a :class:`~bakeoff.data.model.Corpus` or a path opened by
-    :func:`bakeoff.data.datasets.open_corpus` (records mapped by ``fields``), after the options
+    :func:`bakeoff.data.loaders.open_corpus` (records mapped by ``fields``), after the options
     are checked. Cluster mode needs ``embed``; ``batch_in`` applies to describe mode. Cluster
     questions whose leak exceeds ``cluster_leak_threshold`` are dropped
     (:func:`~bakeoff.truth.generation.clusters.cluster_leak_filter`; ``None`` only records the leak).

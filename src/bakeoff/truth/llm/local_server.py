@@ -48,21 +48,19 @@ from pathlib import Path
 from typing import Any, Self
 
 from ...cache import default_cache_dir
+from ...environment import LLAMA_REPACK, LLAMA_SERVER, LLAMA_SLOTS, LLM_SERVERS, LLM_THREADS
 from ...errors import BakeoffError
 from ...models.gguf import LocalModel
 from ...net import HttpClient, HttpError
 from .client import LLMConfig
 
-__all__ = ["DEFAULT_SLOTS", "LLAMA_SERVER_ENV", "LocalLLMServer", "default_servers", "default_slots",
+__all__ = ["DEFAULT_SLOTS", "LocalLLMServer", "default_servers", "default_slots",
            "default_threads", "free_port", "gemma_model_path", "llama_server_binary", "llama_server_version"]
 
 log = logging.getLogger("bakeoff")
 
-#: Environment variable naming the ``llama-server`` executable to use.
-LLAMA_SERVER_ENV = "BAKEOFF_LLAMA_SERVER"
-
 #: Parallel slots of each server (requests decoded together in one batch); ``$BAKEOFF_LLAMA_SLOTS`` overrides.
-DEFAULT_SLOTS = 2
+DEFAULT_SLOTS = LLAMA_SLOTS.fallback
 
 #: Upper bound of :func:`default_servers`.
 MAX_DEFAULT_SERVERS = 4
@@ -72,19 +70,9 @@ MAX_SLOTS = 64
 DEFAULT_N_CTX = 4096
 
 
-def _positive_env(name: str, default: int, *, upper: int | None = None) -> int:
-    env = os.environ.get(name, "").strip()
-    if not env:
-        return default
-    if not env.isdigit() or int(env) < 1 or (upper is not None and int(env) > upper):
-        bound = f" in 1..{upper}" if upper is not None else ""
-        raise BakeoffError(f"{name} must be a positive integer{bound}, got {env!r}")
-    return int(env)
-
-
 def default_slots() -> int:
     """``$BAKEOFF_LLAMA_SLOTS`` when set, else :data:`DEFAULT_SLOTS`."""
-    return _positive_env("BAKEOFF_LLAMA_SLOTS", DEFAULT_SLOTS, upper=MAX_SLOTS)
+    return LLAMA_SLOTS.get()
 
 
 def _usable_cpus() -> int:
@@ -94,12 +82,13 @@ def _usable_cpus() -> int:
 def default_servers() -> int:
     """``$BAKEOFF_LLM_SERVERS`` when set, else one server per CPU this process may use, at most
     :data:`MAX_DEFAULT_SERVERS`."""
-    return _positive_env("BAKEOFF_LLM_SERVERS", max(1, min(MAX_DEFAULT_SERVERS, _usable_cpus())))
+    chosen = LLM_SERVERS.get()
+    return chosen if chosen is not None else max(1, min(MAX_DEFAULT_SERVERS, _usable_cpus()))
 
 
 def default_threads() -> int:
     """``$BAKEOFF_LLM_THREADS`` when set, else 1 (threads of each server; see the module docstring)."""
-    return _positive_env("BAKEOFF_LLM_THREADS", 1)
+    return LLM_THREADS.get()
 
 
 def free_port() -> int:
@@ -124,11 +113,11 @@ _INSTALL_HINT = ("install llama.cpp's server: `make llama-server` in a bakeoff c
 def llama_server_binary() -> Path:
     """The ``llama-server`` executable: ``$BAKEOFF_LLAMA_SERVER``, else the one beside this Python
     (``<prefix>/bin``, where ``make llama-server`` installs it), else the first on ``PATH``."""
-    env = os.environ.get(LLAMA_SERVER_ENV, "").strip()
-    if env:
-        path = Path(env).expanduser()
+    chosen = LLAMA_SERVER.get()
+    if chosen is not None:
+        path = chosen.expanduser()
         if not (path.is_file() and os.access(path, os.X_OK)):
-            raise BakeoffError(f"{LLAMA_SERVER_ENV}={env}: not an executable file")
+            raise BakeoffError(f"{LLAMA_SERVER.name}={chosen}: not an executable file")
         return path
     beside = Path(sys.prefix) / "bin" / "llama-server"
     if beside.is_file() and os.access(beside, os.X_OK):
@@ -233,7 +222,7 @@ class LocalLLMServer:
     def model_id(self) -> str:
         """Cache identity: the model and the llama.cpp build (either changes answers)."""
         binary = self.binary or llama_server_binary()
-        repack = "repack" if os.environ.get("BAKEOFF_LLAMA_REPACK") == "1" else "norepack"
+        repack = "repack" if LLAMA_REPACK.get() else "norepack"
         return f"{self._model().identity}@llama.cpp-{llama_server_version(binary)}+{repack}"
 
     def config(self, **overrides: Any) -> LLMConfig:
@@ -254,7 +243,7 @@ class LocalLLMServer:
                "--no-webui", "--log-verbosity", "2"]
         if self.batch_size is not None:
             cmd += ["--batch-size", str(self.batch_size), "--ubatch-size", str(self.batch_size)]
-        if os.environ.get("BAKEOFF_LLAMA_REPACK") != "1":
+        if not LLAMA_REPACK.get():
             cmd.append("--no-repack")
         if self.prompt_style == "chat":
             cmd.append("--jinja")

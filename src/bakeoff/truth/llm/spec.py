@@ -15,10 +15,10 @@ is read when a client is configured (:meth:`LLMSpec.config`), not when the text 
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from ...environment import OLLAMA_HOST, OPENAI_API_KEY, OPENAI_BASE_URL
 from ...errors import ConfigError
 
 if TYPE_CHECKING:
@@ -85,10 +85,10 @@ class LLMSpec:
         from .client import LLMConfig
 
         if self.kind == "openai":
-            base = os.environ.get("OPENAI_BASE_URL", "https://api.openai.com/v1")
-            return LLMConfig(base_url=base, model=self.model, api_key_env="OPENAI_API_KEY", **overrides)
+            base = OPENAI_BASE_URL.get() or "https://api.openai.com/v1"
+            return LLMConfig(base_url=base, model=self.model, api_key_env=OPENAI_API_KEY.name, **overrides)
         if self.kind == "ollama":
-            host = os.environ.get("OLLAMA_HOST", "http://127.0.0.1:11434").rstrip("/")
+            host = OLLAMA_HOST.get().rstrip("/")
             if not host.startswith("http"):
                 host = "http://" + host
             return LLMConfig(base_url=host + "/v1", model=self.model, **{"concurrency": 1, **overrides})

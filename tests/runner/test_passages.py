@@ -1,108 +1,19 @@
-"""Chunking: windows and unit splitting (golden cases), MiniLM token counts checked against the
-pure-Python WordPiece tokenizer of transformers, MaxP / FirstP aggregation by hand (tie rule,
-input order), the passage-depth rule, and ``bakeoff run --chunk`` end to end (fingerprints,
-cache, results.json, report/compare across chunked and whole-document results)."""
+"""Retrieval over passages: the passage-depth rule, ``run_bakeoff`` over chunks against MaxP over a
+passage index by hand, and ``bakeoff run --chunk`` end to end (fingerprints, cache, results.json,
+report/compare across chunked and whole-document results)."""
 
 from __future__ import annotations
 
 import json
-import random
 from pathlib import Path
-
-import pytest
 
 from bakeoff.arms import BM25Arm
 from bakeoff.cli import main
-from bakeoff.data.model import Corpus, Dataset, Qrels, Queries, Run
-from bakeoff.errors import ConfigError
-from bakeoff.ingest.chunking import ChunkSpec, aggregate_run, chunk_corpus, load_tokenizer, split_units, windows
+from bakeoff.data.chunking import ChunkSpec, chunk_corpus
+from bakeoff.data.model import Corpus, Dataset, Qrels, Queries
 from bakeoff.metrics import score_run
 from bakeoff.runner.context import Context
 from bakeoff.runner.run import run_bakeoff
-
-
-def test_windows_golden() -> None:
-    assert windows(10, 4, 2) == [(0, 4), (2, 6), (4, 8), (6, 10)]
-    assert windows(9, 4, 2) == [(0, 4), (2, 6), (4, 8), (6, 9)]
-    assert windows(4, 4, 2) == [(0, 4)]
-    assert windows(5, 4, 2) == [(0, 4), (2, 5)]
-    assert windows(5, 3, 0) == [(0, 3), (3, 5)]
-    assert windows(1, 128, 32) == [(0, 1)]
-    assert windows(0, 4, 1) == [(0, 0)]
-    assert windows(300, 128, 32) == [(0, 128), (96, 224), (192, 300)]
-
-
-def test_sentence_and_paragraph_units_golden() -> None:
-    text = 'Dr. Smith arrived. He said "stop." Then 3 cats left!\n\n  Next para?  \n \nLast one.'
-    sents = split_units([text], ChunkSpec(unit="sentences", size=1))[0]
-    assert [text[a:b] for a, b in sents] == ["Dr.", "Smith arrived.", 'He said "stop."', "Then 3 cats left!",
-                                             "Next para?", "Last one."]
-    paras = split_units([text], ChunkSpec(unit="paragraphs", size=1))[0]
-    assert [text[a:b] for a, b in paras] == ['Dr. Smith arrived. He said "stop." Then 3 cats left!', "Next para?",
-                                             "Last one."]
-
-
-def test_chunk_ids_text_titles_and_metadata() -> None:
-    c = Corpus(("a", "b", "c"), ("p1.\n\np2.\n\np3.", "", "solo"), ("Title A", "Title B", ""), ({"x": 1}, {}, {}))
-    cc = chunk_corpus(c, ChunkSpec.parse("paragraphs=2,overlap=1"))
-    assert cc.passages.ids == ("a#0", "a#1", "b#0", "c#0")
-    assert cc.passages.texts == ("p1.\n\np2.", "p2.\n\np3.", "", "solo")
-    assert cc.passages.titles == ("Title A", "Title A", "Title B", "")
-    assert dict(cc.passages.metadata[1]) == {"doc": "a", "passage": 1, "start": 5, "end": 13}
-    assert cc.doc_of == ("a", "a", "b", "c") and cc.doc_row == (0, 0, 1, 2)
-    other = chunk_corpus(c, ChunkSpec.parse("paragraphs=1"))
-    assert other.passages.fingerprint() != cc.passages.fingerprint() != c.fingerprint()
-    # ids stay unique even when document ids contain '#': the text after the last '#' is the number
-    odd = chunk_corpus(Corpus(("a", "a#1"), ("x\n\ny", "z"), ("", ""), ({}, {})), ChunkSpec.parse("paragraphs=1"))
-    assert odd.passages.ids == ("a#0", "a#1", "a#1#0")
-
-
-@pytest.mark.slow  # SciFact
-def test_minilm_token_windows_match_the_python_wordpiece_count(scifact: Dataset) -> None:
-    """tokens=128,overlap=32 counts the tokens all-MiniLM-L6-v2 sees: the number of tokens per
-    document agrees with transformers' pure-Python BertTokenizer (an independent WordPiece), and
-    the passages are exactly the windows over them."""
-    transformers = pytest.importorskip("transformers")
-    tok = load_tokenizer("minilm")
-    from bakeoff.models.resolve import bundled_minilm_dir
-
-    slow = transformers.BertTokenizer(str(bundled_minilm_dir() / "vocab.txt"), do_lower_case=True)
-    rng = random.Random(7)
-    rows = rng.sample(range(len(scifact.corpus)), 40)
-    sub = Corpus(tuple(scifact.corpus.ids[i] for i in rows), tuple(scifact.corpus.texts[i] for i in rows),
-                 tuple(scifact.corpus.titles[i] for i in rows), tuple({} for _ in rows))
-    spec = ChunkSpec.parse("tokens=128,overlap=32")
-    cc = chunk_corpus(sub, spec, tokenizer=tok)
-    spans = tok.spans(sub.texts)
-    n_long = 0
-    for doc_id, text, sp in zip(sub.ids, sub.texts, spans, strict=True):
-        assert len(sp) == len(slow.tokenize(text))
-        wins = windows(len(sp), 128, 32)
-        n_long += len(wins) > 1
-        got = [p for p in cc.passages if p.metadata["doc"] == doc_id]
-        assert [p.id for p in got] == [f"{doc_id}#{n}" for n in range(len(wins))]
-        for p, (a, b) in zip(got, wins, strict=True):
-            assert p.text == text[sp[a][0]:sp[b - 1][1]]
-            inside = [s for s in sp if s[0] >= p.metadata["start"] and s[1] <= p.metadata["end"]]
-            assert len(inside) == b - a <= 128
-    assert n_long >= 10  # SciFact abstracts are often longer than 128 tokens
-    assert cc.tokenizer_identity.startswith("sentence-transformers/all-MiniLM-L6-v2@sha256:")
-
-
-def test_aggregate_maxp_firstp_by_hand_with_the_tie_rule() -> None:
-    pd = {"a#0": ("a", 0), "a#1": ("a", 1), "b#0": ("b", 0), "b#1": ("b", 1), "c#0": ("c", 0), "c#2": ("c", 2)}
-    run = Run.from_scores("x", {"q": {"a#1": 3.0, "a#0": 1.0, "b#1": 2.0, "b#0": 2.5, "c#2": 3.0, "c#0": 0.5}})
-    maxp = aggregate_run(run, pd, how="maxp")
-    assert maxp["q"] == (("c", 3.0), ("a", 3.0), ("b", 2.5))  # a and c tie at 3.0: doc id descending
-    firstp = aggregate_run(run, pd, how="firstp")
-    assert firstp["q"] == (("b", 2.5), ("a", 1.0), ("c", 0.5))
-    assert aggregate_run(run, pd, how="maxp", k=2)["q"] == (("c", 3.0), ("a", 3.0))
-    # input order does not matter, the input run is not modified
-    shuffled = Run.from_ranked("x", {"q": tuple(reversed(run["q"]))})
-    assert aggregate_run(shuffled, pd, how="maxp")["q"] == maxp["q"]
-    assert run["q"][0] == ("c#2", 3.0)
-    with pytest.raises(ValueError, match="not in the chunked corpus"):
-        aggregate_run(Run.from_scores("x", {"q": {"zz#0": 1.0}}), pd)
 
 
 def _dataset() -> Dataset:
@@ -174,20 +85,6 @@ def test_passage_depth_doubles_until_depth_documents_remain() -> None:
     assert len(res.arms[0].run["q"]) == 5 and res.arms[0].run["q"][0][0] == "d00"
 
 
-def test_chunk_spec_parsing_and_errors() -> None:
-    assert ChunkSpec.parse("tokens=128,overlap=32").as_dict() == {
-        "unit": "tokens", "size": 128, "overlap": 32, "aggregate": "maxp", "tokenizer": "minilm"}
-    assert ChunkSpec.parse("sentences=3", aggregate="firstp").aggregate == "firstp"
-    for bad, msg in [("tokens=128,overlap=128", "overlap must be"), ("words=3", "unknown keys"),
-                     ("tokens=0", ">= 1"), ("tokens=12,paragraphs=1", "exactly one"),
-                     ("sentences=2,tokenizer=words", "tokens=N only"), ("tokens", "not key=value"),
-                     ("tokens=x", "must be an integer")]:
-        with pytest.raises(ConfigError, match=msg):
-            ChunkSpec.parse(bad)
-    with pytest.raises(ConfigError, match="maxp or firstp"):
-        ChunkSpec.parse("tokens=5", aggregate="mean")
-
-
 def _write_beir(ds: Dataset, root: Path) -> None:
     from bakeoff.data.writers import write_beir
 
@@ -227,4 +124,3 @@ def test_cli_run_chunk_report_and_compare(tmp_path: Path, capsys) -> None:
     assert "overlap must be an integer in [0, 4)" in capsys.readouterr().err
     assert main(["run", "--beir", str(data), "--arm", "bm25", *env, "--aggregate", "maxp"]) == 2
     assert "--aggregate needs --chunk" in capsys.readouterr().err
-

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from bakeoff.errors import ConfigError
-from bakeoff.models.prompts import FAMILIES, instruction_warning, match_family, resolve_prompts
+from bakeoff.models.encoders.instructions import FAMILIES, instruction_warning, match_family, resolve_prompts
 
 QUERY_PROMPT = "query: "
 DOC_PROMPT = "passage: "

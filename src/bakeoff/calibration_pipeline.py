@@ -483,7 +483,7 @@ def run_calibration(
                              n_resamples=n_resamples, seed=seed, alpha=alpha, leak_target=lk.get("target"),
                              target_source=str(lk.get("target_source") or "default"), generate=generate or {},
                              truth_dir=out / "truth", echo=echo)
-        from .versions import bakeoff_version
+        from .library_versions import bakeoff_version
 
         record = {
             "schema": "bakeoff.calibration",

@@ -39,7 +39,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import ConfigError
+from ...errors import ConfigError
 
 __all__ = ["FAMILIES", "Family", "Prompts", "config_prompts", "instruction_warning", "match_family",
            "resolve_prompts"]
