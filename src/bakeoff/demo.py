@@ -212,10 +212,11 @@ def _estimated(estimate: Any) -> str:
 def run_demo(*, out: Path, corpus: Path | None = None, llm: LLMSpec | str = "local", fields: FieldMap = FieldMap(),
              n: int = 100, seed: int = 0, cache: Cache | None = None, progress: bool = True,
              arms: tuple[str, ...] = DEMO_ARMS, echo: Any = print, min_doc_chars: int | None = None,
-             retry_fix: bool = True, show_title: bool = True) -> DemoReport:
+             retry_fix: bool = True, show_title: bool = True, copy_penalty: bool = True) -> DemoReport:
     """Run the four stages on the standard library (``corpus=None``) or on ``corpus``; write
     ``out/truth`` (BEIR) and ``out/results.json``. ``retry_fix`` and ``show_title``: the generator's
-    :class:`~bakeoff.truth.generation.describe.DescribeOptions` of those names."""
+    :class:`~bakeoff.truth.generation.describe.DescribeOptions` of those names; ``copy_penalty``: its default
+    :class:`~bakeoff.truth.generation.copy_penalty.CopyPenalty`, or none."""
     from .data.model import Dataset
 
     llm = LLMSpec.of(llm)
@@ -225,6 +226,7 @@ def run_demo(*, out: Path, corpus: Path | None = None, llm: LLMSpec | str = "loc
     from .runner.run import run_bakeoff
     from .stdlib_corpus import stdlib_corpus
     from .truth.filters.answerability import AnswerabilityOptions, bias_caveat
+    from .truth.generation.copy_penalty import CopyPenalty
     from .truth.generation.describe import DescribeOptions
     from .truth.generation.generate import generate_truth
 
@@ -245,7 +247,8 @@ def run_demo(*, out: Path, corpus: Path | None = None, llm: LLMSpec | str = "loc
     t0 = time.perf_counter()
     opts = DescribeOptions(n=n, seed=seed, max_regenerations=DEMO_REGENERATIONS, max_doc_chars=max_chars,
                            test_fraction=1.0, min_doc_chars=floor, answerability=AnswerabilityOptions(),
-                           retry_fix=retry_fix, show_title=show_title)
+                           retry_fix=retry_fix, show_title=show_title,
+                           copy_penalty=CopyPenalty() if copy_penalty else None)
     done = generate_truth(docs, options=opts, llm=llm, out=out / "truth", source=source, cache=cache,
                           progress=progress, answerability=DEMO_ANSWERABILITY, announce=lambda line: echo("      " + line))
     truth, usage = done.truth, done.usage

@@ -11,6 +11,7 @@ import typer
 
 if TYPE_CHECKING:
     from ..truth.filters.answerability import AnswerabilityOptions
+    from ..truth.generation.copy_penalty import CopyPenalty
     from ..truth.generation.prompts import PromptControl
 
 #: The defaults of the generator's filter options: :data:`bakeoff.truth.filters.thresholds.LEAK_THRESHOLD`,
@@ -53,10 +54,20 @@ ShowTitleOpt = Annotated[bool, typer.Option(
     "--show-title/--hide-title", help="describe: show the model each document's title (--hide-title: the text only; filters still read both).")]
 RetryFixOpt = Annotated[bool, typer.Option(
     help="describe: a document whose query copied a sentence or its title is asked again with that reason said.")]
+CopyPenaltyOpt = Annotated[bool, typer.Option(
+    "--copy-penalty/--no-copy-penalty",
+    help="describe, --llm local: penalise at decoding a query that repeats a run of the prompt's words (a pasted sentence).")]
 ConcurrencyOpt = Annotated[int | None, typer.Option(
     min=1, help="Requests in flight (default 4; with --llm local, the parallel slots of llama-server).")]
 PriceOpt = Annotated[str | None, typer.Option(help="USD per 1M tokens 'prompt,completion' (overrides the table).")]
 ReasoningEffortOpt = Annotated[str | None, typer.Option(help="Reasoning models: minimal, low, medium or high.")]
+
+
+def copy_penalty_option(on: bool) -> CopyPenalty | None:
+    """``--copy-penalty``: the default :class:`~bakeoff.truth.generation.copy_penalty.CopyPenalty`, or none."""
+    from ..truth.generation.copy_penalty import CopyPenalty
+
+    return CopyPenalty() if on else None
 
 
 def prompt_control(*, style: str, lang: str, persona: str | None, instruction: str | None, preset: str | None,

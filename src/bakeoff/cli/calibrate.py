@@ -18,6 +18,7 @@ from ._generator import (
     BootstrapOpt,
     CandidatesOpt,
     ConcurrencyOpt,
+    CopyPenaltyOpt,
     ExamplesOpt,
     InstructionOpt,
     LeakModeOpt,
@@ -38,6 +39,7 @@ from ._generator import (
     ShowTitleOpt,
     StyleOpt,
     answerability_options,
+    copy_penalty_option,
     prompt_control,
 )
 
@@ -74,6 +76,7 @@ def calibrate(
     bootstrap: BootstrapOpt = 0,
     retry_fix: RetryFixOpt = True,
     show_title: ShowTitleOpt = True,
+    copy_penalty: CopyPenaltyOpt = True,
     concurrency: ConcurrencyOpt = None,
     price: PriceOpt = None,
     reasoning_effort: ReasoningEffortOpt = None,
@@ -111,7 +114,8 @@ def calibrate(
         min_doc_chars=min_doc_chars, candidates=candidates, leak_mode=leak_mode,
         leak_target=leak_target_shares(leak_target, lang=prompt_lang), leak_target_source=leak_target,
         queries_like=read_queries_like(queries_like) if queries_like else None, mask_share=mask_share,
-        bootstrap=bootstrap, retry_fix=retry_fix, show_title=show_title, prompt=prompt, answerability=answerability_options(
+        bootstrap=bootstrap, retry_fix=retry_fix, show_title=show_title, copy_penalty=copy_penalty_option(copy_penalty),
+        prompt=prompt, answerability=answerability_options(
             answerability, alpha=answerability_alpha, references=answerability_references, seed=gen_seed), **extra)
     record = run_calibration(
         dataset=dataset, out=out, options=opts, llm=llm_spec, arms=arm or DEFAULT_ARMS,

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from ._common import make_cache
-from ._generator import LlmOpt, RetryFixOpt, ShowTitleOpt
+from ._generator import CopyPenaltyOpt, LlmOpt, RetryFixOpt, ShowTitleOpt
 
 
 def demo(
@@ -26,6 +26,7 @@ def demo(
     min_doc_chars: Annotated[int | None, typer.Option(help="Never sample documents shorter than this (characters).")] = None,
     retry_fix: RetryFixOpt = True,
     show_title: ShowTitleOpt = True,
+    copy_penalty: CopyPenaltyOpt = True,
 ) -> None:
     """Corpus (stdlib docstrings or --corpus) -> LLM-written queries, filtered -> TF-IDF, BM25, BM25+stemmer, dense, RRF -> verdict."""
     from ..data.loaders import FieldMap
@@ -34,7 +35,8 @@ def demo(
 
     run_demo(out=out, corpus=corpus, llm=LLMSpec.parse(llm), fields=FieldMap(id=id_field, text=(text_field,), title=title_field),
              n=n, seed=seed, cache=make_cache(cache, cache_dir), progress=progress, echo=typer.echo,
-             min_doc_chars=min_doc_chars, retry_fix=retry_fix, show_title=show_title)
+             min_doc_chars=min_doc_chars, retry_fix=retry_fix, show_title=show_title,
+             copy_penalty=copy_penalty)
 
 
 #: ``--help`` epilog (``\b``: click keeps its line breaks).

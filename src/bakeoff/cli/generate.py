@@ -18,6 +18,7 @@ from ._generator import (
     BootstrapOpt,
     CandidatesOpt,
     ConcurrencyOpt,
+    CopyPenaltyOpt,
     ExamplesOpt,
     InstructionOpt,
     LeakModeOpt,
@@ -38,6 +39,7 @@ from ._generator import (
     ShowTitleOpt,
     StyleOpt,
     answerability_options,
+    copy_penalty_option,
     prompt_control,
 )
 
@@ -82,6 +84,7 @@ def generate(
     bootstrap: BootstrapOpt = 0,
     retry_fix: RetryFixOpt = True,
     show_title: ShowTitleOpt = True,
+    copy_penalty: CopyPenaltyOpt = True,
     reasoning_effort: ReasoningEffortOpt = None,
     test_fraction: Annotated[float, typer.Option(help="Share of queries in qrels/test.tsv (rest: train).")] = 0.5,
     concurrency: ConcurrencyOpt = None,
@@ -132,7 +135,8 @@ def generate(
             n=n, seed=seed, leak_threshold=leak_threshold, max_regenerations=regenerations, stratify_by=stratify_by,
             lang=lang, test_fraction=test_fraction, min_doc_chars=min_doc_chars, candidates=candidates,
             leak_mode=leak_mode, leak_target=leak_target_shares(leak_target, lang=lang), leak_target_source=leak_target,
-            queries_like=read_queries_like(queries_like) if queries_like else None, mask_share=mask_share, bootstrap=bootstrap, retry_fix=retry_fix, show_title=show_title, **doc_chars)
+            queries_like=read_queries_like(queries_like) if queries_like else None, mask_share=mask_share, bootstrap=bootstrap, retry_fix=retry_fix, show_title=show_title,
+            copy_penalty=copy_penalty_option(copy_penalty), **doc_chars)
     else:
         try:
             gm = GradeMap.parse(grades)

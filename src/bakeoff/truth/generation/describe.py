@@ -59,6 +59,7 @@ from ..filters.thresholds import (
     STEER_MIN_TRIES,
 )
 from ..llm.client import ChatRequest, Generation, LLMClient
+from .copy_penalty import CopyPenalty
 from .health import looks_like_title, truth_health
 from .leak_target import LEAK_MODES, leak_quota
 from .prompts import (
@@ -141,6 +142,10 @@ class DescribeOptions:
     #: Show the generator each document's title. ``False``: the text only, so that a query cannot restate the
     #: title or name it (a docstring's qualified name, a paper's claim); the filters and scorers still read both.
     show_title: bool = True
+    #: A penalty at decoding on repeating a run of the prompt's tokens (:mod:`bakeoff.truth.generation.copy_penalty`:
+    #: a pasted sentence costs more the longer it gets), sent to servers that take it (the bundled ``local``);
+    #: ``None``: off.
+    copy_penalty: CopyPenalty | None = field(default_factory=CopyPenalty)
     #: Real queries of the collection (``--queries-like``): each request shows
     #: :data:`~bakeoff.truth.generation.queries_like.STYLE_SHOTS` of them as style (:mod:`bakeoff.truth.generation.queries_like`);
     #: a query borrowing their content words is rejected (``borrowed_example``).
@@ -183,6 +188,8 @@ def describe_request(corpus: Corpus, row: int, client: LLMClient, options: Descr
     ctl = control or o.prompt
     params: dict[str, Any] = {"temperature": o.temperature, "max_tokens": o.max_tokens,
                               "seed": o.seed * 100_003 + attempt}
+    if o.copy_penalty is not None and client.config.llama_cpp_sampling:
+        params.update(o.copy_penalty.request_fields())
     text = doc_text(corpus, row, o.max_doc_chars, title=o.show_title)
     if masked:
         text = mask_rare_terms(text, share=o.mask_terms, rng=np.random.default_rng([o.seed, row, 5]), lang=o.lang)
@@ -656,6 +663,8 @@ class _DescribeRun:
                         "instruction": o.prompt.describe_instruction(), "control": asdict(o.prompt),
                         "examples": self.prompting.policy, "bootstrapped": self.prompting.boot},
             "parameters": {**asdict(o), "schema": describe_schema().model_json_schema()},
+            "copy_penalty": {"applied": o.copy_penalty is not None and self.client.config.llama_cpp_sampling,
+                             "request_fields": o.copy_penalty.request_fields() if o.copy_penalty else None},
             "leak": {"kept": leak_stats(kept, threshold=leak_thr),
                      "all_generations": leak_stats(self.tally.leaks, threshold=leak_thr),
                      "rejection_rate": (counts["rejected"] + counts["leak_quota"]) / scored if scored else 0.0,

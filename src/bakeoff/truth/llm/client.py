@@ -161,6 +161,10 @@ class LLMConfig:
     #: one with the fewest requests in flight (the first on a tie). Not part of any cache key, not in
     #: :meth:`public` (the ports change every run).
     replicas: tuple[str, ...] = ()
+    #: The server is llama.cpp's ``llama-server`` (the bundled ``--llm local``), which takes its own sampler
+    #: fields in a request (e.g. the copy penalty, :mod:`bakeoff.truth.generation.copy_penalty`); other servers
+    #: may refuse fields they do not know, so they are sent only when this is true.
+    llama_cpp_sampling: bool = False
 
     @property
     def is_reasoning(self) -> bool:

@@ -230,7 +230,8 @@ class LocalLLMServer:
         opts: dict[str, Any] = {"base_url": self.base_url, "replicas": tuple(self.base_urls[1:]), "model": self.name,
                                 "concurrency": self.servers * self.slots,
                                 "response_format": "json_schema", "prompt_style": self.prompt_style,
-                                "model_id": self.model_id(), "timeout_s": 600.0, "max_retries": 2}
+                                "model_id": self.model_id(), "timeout_s": 600.0, "max_retries": 2,
+                                "llama_cpp_sampling": True}
         opts.update(overrides)
         return LLMConfig(**opts)
 
