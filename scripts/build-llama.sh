@@ -7,9 +7,8 @@
 # The build is cached outside the venv, in ${BAKEOFF_LLAMA_CACHE:-${XDG_CACHE_HOME:-~/.cache}/bakeoff/llama-server}/
 # <llama-cpp-python version>-<hash of the CPU flags and build options>/ (built for this CPU: llama.cpp's default
 # GGML_NATIVE=ON, Intel AMX kernels off: see below), so a second clone, `make clean` or CI on the same machine
-# reuses it. It is built in a temporary folder and moved
-# into place only when complete (a lock serialises concurrent installs); a failed build leaves nothing behind but
-# its log. The binding is installed from the same source distribution with its own compile turned off
+# reuses it. It is built in a temporary folder and moved into place only when complete (a lock serialises
+# concurrent installs); a failed build leaves nothing behind but its log. The binding is installed from the same source distribution with its own compile turned off
 # (CMAKE_ARGS=-DLLAMA_BUILD=OFF, --no-cache-dir so pip's wheel cache never holds a library-less wheel), then the
 # cached libraries are copied into it. The version is the newest llama-cpp-python that pyproject.toml's [llm]
 # extra allows (or LLAMA_CPP_PYTHON_VERSION). Usage: build-llama.sh [VENV]
