@@ -5,10 +5,10 @@
 # (the in-process specificity and likelihood scorers), so `pip` never compiles llama.cpp a second time.
 #
 # The build is cached outside the venv, in ${BAKEOFF_LLAMA_CACHE:-${XDG_CACHE_HOME:-~/.cache}/bakeoff/llama-server}/
-# <llama-cpp-python version>-<hash of the CPU flags>/ (built for this CPU: llama.cpp's default GGML_NATIVE=ON), so
-# a second clone, `make clean` or CI on the same machine reuses it. It is built in a temporary folder and moved
-# into place only when complete (a lock serialises concurrent installs); a failed build leaves nothing behind but
-# its log. The binding is installed from the same source distribution with its own compile turned off
+# <llama-cpp-python version>-<hash of the CPU flags and build options>/ (built for this CPU: llama.cpp's default
+# GGML_NATIVE=ON, Intel AMX kernels off: see below), so a second clone, `make clean` or CI on the same machine
+# reuses it. It is built in a temporary folder and moved into place only when complete (a lock serialises
+# concurrent installs); a failed build leaves nothing behind but its log. The binding is installed from the same source distribution with its own compile turned off
 # (CMAKE_ARGS=-DLLAMA_BUILD=OFF, --no-cache-dir so pip's wheel cache never holds a library-less wheel), then the
 # cached libraries are copied into it. The version is the newest llama-cpp-python that pyproject.toml's [llm]
 # extra allows (or LLAMA_CPP_PYTHON_VERSION). Usage: build-llama.sh [VENV]
@@ -62,7 +62,20 @@ if [ ! -f "$sdist" ]; then
 fi
 if [ -r /proc/cpuinfo ]; then flags=$(grep -m1 -E '^(flags|Features)' /proc/cpuinfo || uname -m)
 else flags=$(sysctl -n machdep.cpu.features machdep.cpu.leaf7_features hw.optional 2>/dev/null || uname -m); fi
-key="$version-$(printf '%s\n%s' "$(uname -m)" "$flags" | sha256sum | cut -c1-12)"
+# Intel AMX kernels off: where -march=native (GGML_NATIVE) turns AMX on, ggml compiles its AMX matmul, whose
+# 64-byte tile configuration lives on the stack and is loaded with _tile_loadconfig; GCC 12's intrinsic declares
+# an 8-byte memory operand, so the optimiser drops the stores of the tile shapes and ldtilecfg reads stack garbage:
+# a general protection fault (or an illegal tile instruction) on the first completion through the AMX weight
+# buffer (the binding's default; llama-server with repacking on). Every other ISA extension stays on, and the
+# numeric path without weight repacking (llama-server --no-repack, bakeoff's default) is unchanged. The options
+# join the cache key, so a build made without them is never reused; a CPU without AMX builds as before.
+nocflags=""
+if "$cxx" -march=native -dM -E -x c++ /dev/null 2>/dev/null | grep -q '__AMX_TILE__'; then
+  nocflags="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+fi
+ident=$(printf '%s\n%s' "$(uname -m)" "$flags")
+[ -z "$nocflags" ] || ident=$(printf '%s\nflags %s' "$ident" "$nocflags")
+key="$version-$(printf '%s' "$ident" | sha256sum | cut -c1-12)"
 cache="$root/$key"
 
 if [ ! -f "$cache/BUILD_INFO" ]; then
@@ -81,6 +94,7 @@ if [ ! -f "$cache/BUILD_INFO" ]; then
         -DCMAKE_INSTALL_RPATH='$ORIGIN' -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_TESTS=OFF \
         -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF \
         -DLLAMA_BUILD_COMMIT="llama-cpp-python-$version" \
+        ${nocflags:+"-DCMAKE_C_FLAGS=${CFLAGS:-} $nocflags" "-DCMAKE_CXX_FLAGS=${CXXFLAGS:-} $nocflags"} \
       && cmake --build "$work/build" --target llama-server llama mtmd -j "$(nproc 2>/dev/null || echo 2)"; } \
       >"$log" 2>&1 \
       || fail "compiling llama.cpp failed ($(sed -n 's/^ *//; /error:\|fatal error/{p;q}' "$log" | grep . || tail -1 "$log")); the log: $log"
@@ -89,8 +103,8 @@ if [ ! -f "$cache/BUILD_INFO" ]; then
     find "$work/build" -name 'lib*.so*' \( -type f -o -type l \) -exec cp -a {} "$work/out/bin/" \;
     "$work/out/bin/llama-server" --version >"$work/out/VERSION" 2>&1 \
       || fail "the llama-server just built does not start ($(tail -1 "$work/out/VERSION")); the log: $log"
-    printf 'llama-cpp-python %s\nbuilt %s in %ss with %s\n' "$version" "$(date -u +%FT%TZ)" \
-      "$(( $(date +%s) - started ))" "$("$cxx" --version | head -1)" >"$work/out/BUILD_INFO"
+    printf 'llama-cpp-python %s\nbuilt %s in %ss with %s\nextra flags: %s\n' "$version" "$(date -u +%FT%TZ)" \
+      "$(( $(date +%s) - started ))" "$("$cxx" --version | head -1)" "${nocflags:-none}" >"$work/out/BUILD_INFO"
     mv -T "$work/out" "$cache"
     rm -f "$log"
   fi
