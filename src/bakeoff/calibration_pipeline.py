@@ -407,7 +407,8 @@ def run_calibration(
 
         with staged_as(stage, out):  # a failed write names the file as it will be called under OUT
             done = generate_truth(ds.corpus, options=opts, out=stage / "truth", llm=llm, cache=cache,
-                                  progress=progress, source=str(dataset), **dict(generate or {}))
+                                  progress=progress, source=str(dataset),
+                                  **{"announce": lambda line: echo("      " + line), **dict(generate or {})})
         truth = done.truth
         if truth is None:
             raise ConfigError("calibration cannot use batch files: generate the truth interactively")
