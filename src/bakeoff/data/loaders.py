@@ -39,6 +39,8 @@ __all__ = [
     "LoadReport",
     "attach",
     "beir_qrels_path",
+    "iter_records",
+    "json_lines",
     "load_beir",
     "load_files",
     "load_ir_datasets",
@@ -49,6 +51,7 @@ __all__ = [
     "read_qrels",
     "read_records",
     "read_trec_run",
+    "text_lines",
 ]
 
 PathLike = str | os.PathLike[str]
@@ -109,8 +112,11 @@ class LoadReport:
         }
 
 
-def _lines(path: Path) -> Iterator[tuple[int, str]]:
-    """Yield (1-based line number, text) of a UTF-8 file; undecodable bytes -> InputError."""
+def text_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """Yield (1-based line number, text) of a UTF-8 file, each line with its line ending (a leading BOM dropped).
+
+    A missing file, a folder, an unreadable file or bytes that are not UTF-8 are an
+    :class:`~bakeoff.errors.InputError` naming the file (and the line)."""
     try:
         fh = open(path, "rb")  # noqa: SIM115 - closed by the `with fh:` below; opened apart to name each failure
     except FileNotFoundError:
@@ -143,8 +149,10 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
             yield no, text
 
 
-def _json_lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    for no, text in _lines(path):
+def json_lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield (1-based line number, object) of a JSONL file, blank lines skipped; a line that is not one JSON
+    object is an :class:`~bakeoff.errors.InputError` naming file and line."""
+    for no, text in text_lines(path):
         if not text.strip():
             continue
         try:
@@ -222,7 +230,7 @@ def read_beir_corpus(
     path = Path(path)
     b = _CorpusBuilder(path, clean, report if report is not None else LoadReport())
     add = _beir_document(b)
-    for no, obj in _json_lines(path):
+    for no, obj in json_lines(path):
         add(no, obj)
     return b.build()
 
@@ -256,7 +264,7 @@ def read_beir_queries(path: PathLike) -> Queries:
         qs.append(Query(qid, text, meta))
 
     if path.suffix.lower() in (".tsv", ".txt"):
-        for no, line in _lines(path):
+        for no, line in text_lines(path):
             if not line.strip():
                 continue
             cols = line.rstrip("\n").split("\t")
@@ -264,7 +272,7 @@ def read_beir_queries(path: PathLike) -> Queries:
                 raise InputError("expected 'id<TAB>text'", path=path, line=no, field="text")
             add(cols[0], cols[1], {}, no)
     else:
-        for no, obj in _json_lines(path):
+        for no, obj in json_lines(path):
             meta = obj.get("metadata") or {}
             extra = {k: v for k, v in obj.items() if k not in ("_id", "text", "metadata")}
             add(
@@ -294,9 +302,12 @@ class FieldMap:
     metadata: tuple[str, ...] | None = None
 
 
-def _iter_records(path: Path, fmt: str) -> Iterator[tuple[int, dict[str, Any]]]:
+def iter_records(path: Path, fmt: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield (number, record) of a records file in ``fmt``: ``jsonl`` (:func:`json_lines`; the number is the
+    line), ``csv`` (CSV/TSV with a header, strictly parsed; the number is the line) or ``parquet`` (the
+    1-based row; needs pyarrow)."""
     if fmt == "jsonl":
-        yield from _json_lines(path)
+        yield from json_lines(path)
     elif fmt == "csv":
         yield from _csv_records(path)
     elif fmt == "parquet":
@@ -334,7 +345,7 @@ def _csv_records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """Rows of a CSV/TSV file with a header, strictly parsed: a quote left open (which would
     swallow the following rows) or any malformed quoting is an InputError naming the line where
     the bad row starts. Fields may be as long as :data:`CSV_FIELD_LIMIT`."""
-    stream = (t for _, t in _lines(path))
+    stream = (t for _, t in text_lines(path))
     first = next(stream, "")
     delimiter = "\t" if path.suffix.lower() == ".tsv" or first.count("\t") > first.count(",") else ","
     with _csv_field_limit(CSV_FIELD_LIMIT):
@@ -372,7 +383,7 @@ def read_records(
     For Parquet the "line" in error messages is the 1-based row number.
     """
     path = Path(path)
-    records = _iter_records(path, _record_format(path, fmt))
+    records = iter_records(path, _record_format(path, fmt))
     b = _CorpusBuilder(path, clean, report if report is not None else LoadReport())
     add = _mapped_record(b, fields)
     for no, rec in records:
@@ -449,7 +460,7 @@ def open_corpus(
     fmt = _record_format(path)
     b = _CorpusBuilder(path, clean, report if report is not None else LoadReport())
     add = None
-    for no, rec in _iter_records(path, fmt):
+    for no, rec in iter_records(path, fmt):
         if add is None:  # the first record decides: BEIR (``_id`` and not the field map's id) or mapped records
             beir_record = path.suffix.lower() == ".jsonl" and "_id" in rec and fields.id not in rec
             add = _beir_document(b) if beir_record else _mapped_record(b, fields)
