@@ -35,6 +35,7 @@ from .model import Corpus, Dataset, Qrels, Queries, Query
 from .trec import read_qrels, read_trec_run  # the TREC readers live in .trec (trec_eval's rules)
 
 __all__ = [
+    "CorpusBuilder",
     "FieldMap",
     "LoadReport",
     "attach",
@@ -177,8 +178,14 @@ def _field_str(obj: Mapping[str, Any], key: str, *, path: Path, line: int, requi
     return str(value)
 
 
-class _CorpusBuilder:
-    """Accumulates documents applying :class:`CleanOptions`, counting what it drops."""
+class CorpusBuilder:
+    """Accumulates documents read from ``path`` into a :class:`~bakeoff.data.model.Corpus`, applying
+    :class:`~bakeoff.data.clean.CleanOptions` and counting what it drops in ``report``.
+
+    :meth:`add` checks the id (:func:`~bakeoff.data.ids.check_id`); a repeated id is an InputError naming
+    both lines, or with ``dedupe`` the first is kept (``duplicate_ids``); cleaned text shorter than
+    ``min_chars`` is dropped (``short_dropped``); a document with neither text nor title is kept and counted
+    (``empty_documents``). :meth:`build` refuses an empty corpus."""
 
     def __init__(self, path: Path, clean: CleanOptions, report: LoadReport) -> None:
         self.path, self.clean, self.report = path, clean, report
@@ -228,14 +235,14 @@ def read_beir_corpus(
 ) -> Corpus:
     """Read a BEIR ``corpus.jsonl``: ``{"_id", "title", "text", "metadata"}`` per line."""
     path = Path(path)
-    b = _CorpusBuilder(path, clean, report if report is not None else LoadReport())
+    b = CorpusBuilder(path, clean, report if report is not None else LoadReport())
     add = _beir_document(b)
     for no, obj in json_lines(path):
         add(no, obj)
     return b.build()
 
 
-def _beir_document(b: _CorpusBuilder) -> Callable[[int, Mapping[str, Any]], None]:
+def _beir_document(b: CorpusBuilder) -> Callable[[int, Mapping[str, Any]], None]:
     """Adds one BEIR corpus record (``_id``, ``text``, optional ``title`` and ``metadata``) to ``b``."""
     path = b.path
 
@@ -384,7 +391,7 @@ def read_records(
     """
     path = Path(path)
     records = iter_records(path, _record_format(path, fmt))
-    b = _CorpusBuilder(path, clean, report if report is not None else LoadReport())
+    b = CorpusBuilder(path, clean, report if report is not None else LoadReport())
     add = _mapped_record(b, fields)
     for no, rec in records:
         add(no, rec)
@@ -405,7 +412,7 @@ def _record_format(path: Path, fmt: str | None = None) -> str:
     return fmt
 
 
-def _mapped_record(b: _CorpusBuilder, fields: FieldMap) -> Callable[[int, Mapping[str, Any]], None]:
+def _mapped_record(b: CorpusBuilder, fields: FieldMap) -> Callable[[int, Mapping[str, Any]], None]:
     """Adds the document(s) one record makes under ``fields`` (see :class:`FieldMap`) to ``b``."""
     path = b.path
     multi = len(fields.text) > 1
@@ -458,7 +465,7 @@ def open_corpus(
             return read_beir_corpus(beir, clean=clean, report=report)
         return read_folder(path, clean=clean, report=report)
     fmt = _record_format(path)
-    b = _CorpusBuilder(path, clean, report if report is not None else LoadReport())
+    b = CorpusBuilder(path, clean, report if report is not None else LoadReport())
     add = None
     for no, rec in iter_records(path, fmt):
         if add is None:  # the first record decides: BEIR (``_id`` and not the field map's id) or mapped records
@@ -484,7 +491,7 @@ def read_folder(
     """
     root = Path(path)
     report = report if report is not None else LoadReport()
-    b = _CorpusBuilder(root, clean, report)
+    b = CorpusBuilder(root, clean, report)
     for i, (f, doc_id) in enumerate(folder_files(root).items(), start=1):
         rel = f.relative_to(root).as_posix()
         if f.is_symlink() and not f.exists():
@@ -619,7 +626,7 @@ def load_ir_datasets(name: str, *, clean: CleanOptions = CleanOptions()) -> Data
         raise InputError(f"unknown ir_datasets id {name!r}", path=f"irds:{name}") from None
     report = LoadReport()
     try:
-        b = _CorpusBuilder(Path(f"irds:{name}"), clean, report)
+        b = CorpusBuilder(Path(f"irds:{name}"), clean, report)
         for i, doc in enumerate(ds.docs_iter(), start=1):
             title = getattr(doc, "title", "") or ""
             text = getattr(doc, "text", None) or getattr(doc, "body", "") or ""
