@@ -258,13 +258,13 @@ def test_open_corpus_reads_a_file_once_in_one_pass(tmp_path, monkeypatch):
     from bakeoff.data import loaders
 
     opened: list[Path] = []
-    lines = loaders._lines
+    lines = loaders.text_lines
 
     def counting(path):
         opened.append(path)
         return lines(path)
 
-    monkeypatch.setattr(loaders, "_lines", counting)
+    monkeypatch.setattr(loaders, "text_lines", counting)
     beir = beir_folder(tmp_path / "beir")
     assert open_corpus(beir / "corpus.jsonl").ids == ("d1", "d2", "d3")
     recs = write(tmp_path / "recs.jsonl", '{"id": "a", "text": "x"}\n')

@@ -46,7 +46,7 @@ from ..validation import Schema, closest, signature_model, validate
 from .base import ARM_TYPES, Arm, ArmFactory, register_arm
 
 __all__ = ["BUILTIN_MODULES", "ENTRY_POINT_GROUP", "REFERENCE_OPTIONS", "WIRING", "ArmTypeInfo", "ArmTypes", "arm_type", "arm_type_info",
-           "arm_types", "options_schema", "validate_options"]
+           "arm_types", "options_schema", "resolve_references", "validate_options"]
 
 log = logging.getLogger("bakeoff")
 
@@ -164,6 +164,23 @@ REFERENCE_OPTIONS: tuple[str, ...] = ("arms", "base")
 _NOT_OPTIONS: tuple[str, ...] = ("encoder",)
 
 _SCHEMAS: dict[Any, type[Schema]] = {}
+
+
+def resolve_references(options: Mapping[str, Any], built: Mapping[str, Arm], *, where: str) -> dict[str, Any]:
+    """``options`` with the references to other arms (:data:`REFERENCE_OPTIONS`) replaced by the built arms:
+    ``arms="a+b"`` becomes ``[built["a"], built["b"]]`` and ``base="a"`` becomes ``built["a"]`` (names split on
+    ``+``, blanks dropped); a value that is not a string (arms already built) is kept. A name not in ``built``
+    is one :class:`~bakeoff.errors.ConfigError` line starting with ``where``."""
+    opts = dict(options)
+    for key in REFERENCE_OPTIONS:
+        if key in opts and isinstance(opts[key], str):
+            refs = [n.strip() for n in opts[key].split("+") if n.strip()]
+            missing = [n for n in refs if n not in built]
+            if missing:
+                raise ConfigError(f"{where}: {key}= names unknown arm(s) {missing}; define them first")
+            resolved = [built[n] for n in refs]
+            opts[key] = resolved if key == "arms" else resolved[0]
+    return opts
 
 
 def _constructor(cls: type[Any]) -> Any:

@@ -1,18 +1,13 @@
 """The options of a query generator, declared once for ``generate``, ``calibrate`` and ``demo`` (one help text
-each, one default each), and the two option objects they build (:func:`prompt_control`,
-:func:`answerability_options`)."""
+each, one default each). The option objects they build are the library's
+(:mod:`bakeoff.truth.generation.options`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
-
-if TYPE_CHECKING:
-    from ..truth.filters.answerability import AnswerabilityOptions
-    from ..truth.generation.copy_penalty import CopyPenalty
-    from ..truth.generation.prompts import PromptControl
 
 #: The defaults of the generator's filter options: :data:`bakeoff.truth.filters.thresholds.LEAK_THRESHOLD`,
 #: ``REFERENCE_ALPHA`` and ``REFERENCE_DOCUMENTS`` (a test checks), written out so that building the CLI does not
@@ -61,33 +56,3 @@ ConcurrencyOpt = Annotated[int | None, typer.Option(
     min=1, help="Requests in flight (default 4; with --llm local, the parallel slots of llama-server).")]
 PriceOpt = Annotated[str | None, typer.Option(help="USD per 1M tokens 'prompt,completion' (overrides the table).")]
 ReasoningEffortOpt = Annotated[str | None, typer.Option(help="Reasoning models: minimal, low, medium or high.")]
-
-
-def copy_penalty_option(on: bool) -> CopyPenalty | None:
-    """``--copy-penalty``: the default :class:`~bakeoff.truth.generation.copy_penalty.CopyPenalty`, or none."""
-    from ..truth.generation.copy_penalty import CopyPenalty
-
-    return CopyPenalty() if on else None
-
-
-def prompt_control(*, style: str, lang: str, persona: str | None, instruction: str | None, preset: str | None,
-                   examples: Path | None) -> PromptControl:
-    """The prompt options (``--style``, ``--prompt-lang``, ``--persona``, ``--instruction``, ``--preset``,
-    ``--examples``)."""
-    from ..truth.generation.prompts import PromptControl, read_examples
-
-    return PromptControl(style=style, lang=lang, persona=persona, instruction=instruction,  # type: ignore[arg-type]
-                         preset=preset, examples=read_examples(examples) if examples else None)
-
-
-def answerability_options(scorer: str, *, alpha: float, references: int, seed: int, threshold: float | None = None,
-                          top: float | None = None) -> AnswerabilityOptions | None:
-    """The answerability filter of ``--answerability`` (``None`` for ``off``): the rank rule against
-    ``references`` random documents at ``alpha``, or the absolute ``threshold``; ``top`` keeps a top fraction."""
-    from ..truth.filters.answerability import AnswerabilityOptions
-    from ..truth.filters.reference_rank import ReferenceRankOptions
-
-    if scorer == "off":
-        return None
-    return AnswerabilityOptions(threshold=threshold, keep_fraction=top,
-                                reference=ReferenceRankOptions(references=references, alpha=alpha, seed=seed))

@@ -38,9 +38,6 @@ from ._generator import (
     RetryFixOpt,
     ShowTitleOpt,
     StyleOpt,
-    answerability_options,
-    copy_penalty_option,
-    prompt_control,
 )
 
 
@@ -99,6 +96,7 @@ def calibrate(
     from ..report.calibration import calibration_text
     from ..truth.generation.describe import DescribeOptions
     from ..truth.generation.leak_target import leak_target_shares
+    from ..truth.generation.options import answerability_options, copy_penalty_option, prompt_control
     from ..truth.generation.queries_like import read_queries_like
     from ..truth.judging.assess import AssessOptions
     from ..truth.llm.spec import LLMSpec

@@ -38,9 +38,6 @@ from ._generator import (
     RetryFixOpt,
     ShowTitleOpt,
     StyleOpt,
-    answerability_options,
-    copy_penalty_option,
-    prompt_control,
 )
 
 
@@ -106,44 +103,23 @@ def generate(
     from functools import partial
 
     from ..data.loaders import FieldMap
-    from ..errors import ConfigError
-    from ..truth.filters.specificity import SpecificityOptions
-    from ..truth.filters.thresholds import SPECIFICITY_THRESHOLD
-    from ..truth.generation.clusters import ClusterOptions
-    from ..truth.generation.describe import DescribeOptions
-    from ..truth.generation.generate import generate_truth
-    from ..truth.generation.leak_target import leak_target_shares
-    from ..truth.generation.queries_like import read_queries_like
-    from ..truth.generation.repair import GradeMap
+    from ..truth.generation.generate import generate_truth, outcome_lines
+    from ..truth.generation.options import generation_options
     from ..truth.llm.spec import LLMSpec
 
     llm_spec = LLMSpec.parse(llm)
     scorer_spec = None if specificity == "off" else LLMSpec.parse(specificity, option="--specificity")
-    if mode not in ("describe", "clusters"):
-        raise ConfigError(f"mode must be describe or clusters, got {mode!r}")
-    doc_chars: dict = {"max_doc_chars": max_doc_chars} if max_doc_chars else {}
-    doc_chars["prompt"] = prompt_control(style=style, lang=prompt_lang, persona=persona, instruction=instruction,
-                                         preset=preset, examples=examples)
-    doc_chars["specificity"] = None if specificity == "off" else SpecificityOptions(
-        threshold=SPECIFICITY_THRESHOLD if specificity_threshold is None else specificity_threshold,
-        keep_fraction=specificity_top)
-    doc_chars["answerability"] = answerability_options(
-        answerability, alpha=answerability_alpha, references=answerability_references, seed=seed,
-        threshold=answerability_threshold, top=answerability_top)
-    if mode == "describe":
-        opts: DescribeOptions | ClusterOptions = DescribeOptions(
-            n=n, seed=seed, leak_threshold=leak_threshold, max_regenerations=regenerations, stratify_by=stratify_by,
-            lang=lang, test_fraction=test_fraction, min_doc_chars=min_doc_chars, candidates=candidates,
-            leak_mode=leak_mode, leak_target=leak_target_shares(leak_target, lang=lang), leak_target_source=leak_target,
-            queries_like=read_queries_like(queries_like) if queries_like else None, mask_share=mask_share, bootstrap=bootstrap, retry_fix=retry_fix, show_title=show_title,
-            copy_penalty=copy_penalty_option(copy_penalty), **doc_chars)
-    else:
-        try:
-            gm = GradeMap.parse(grades)
-        except ValueError:
-            raise ConfigError(f"--grades must look like '3,2,2;1', got {grades!r}") from None
-        opts = ClusterOptions(n=n, seed=seed, cluster_size=cluster_size, questions_per_cluster=questions_per_cluster,
-                              grade_map=gm, test_fraction=test_fraction, **doc_chars)
+    opts = generation_options(
+        mode, n=n, seed=seed, test_fraction=test_fraction, max_doc_chars=max_doc_chars, style=style,
+        prompt_lang=prompt_lang, persona=persona, instruction=instruction, preset=preset, examples=examples,
+        specificity=specificity, specificity_threshold=specificity_threshold, specificity_top=specificity_top,
+        answerability=answerability, answerability_alpha=answerability_alpha,
+        answerability_references=answerability_references, answerability_threshold=answerability_threshold,
+        answerability_top=answerability_top, leak_threshold=leak_threshold, leak_mode=leak_mode,
+        leak_target=leak_target, queries_like=queries_like, lang=lang, regenerations=regenerations,
+        candidates=candidates, mask_share=mask_share, stratify_by=stratify_by, min_doc_chars=min_doc_chars,
+        bootstrap=bootstrap, retry_fix=retry_fix, show_title=show_title, copy_penalty=copy_penalty,
+        cluster_size=cluster_size, questions_per_cluster=questions_per_cluster, grades=grades)
     cache_obj = make_cache(cache, cache_dir)
     embed = None
     if mode == "clusters":
@@ -155,58 +131,8 @@ def generate(
                           concurrency=concurrency, price=price, embed=embed, batch_in=batch_in, batch_out=batch_out,
                           progress=progress, specificity=scorer_spec, reasoning_effort=reasoning_effort,
                           cluster_leak_threshold=leak_threshold, answerability=answerability, announce=typer.echo)
-    if done.ingested is not None:
-        c = done.ingested
-        typer.echo(f"batch results: {c['ingested']} ingested, {c['invalid']} invalid, {c['unknown']} unknown")
-    if done.truth is None:
-        typer.echo(f"wrote {done.batch_requests} requests to {batch_out}; submit it to the Batch API, then re-run "
-                   f"with --batch-in RESULTS.jsonl")
-        return
-    prov = done.truth.provenance
-    typer.echo(f"llm: {done.usage.summary()}")
-    if mode == "describe":
-        lk = prov["leak"]
-        typer.echo(f"kept {prov['counts']['kept']} of {prov['counts']['sampled']} sampled documents; "
-                   f"mean leak {lk['kept']['mean']:.3f} (leak mode {lk['mode']}; kept per leak bin {lk['kept_by_bin']}"
-                   + (f", quota {lk['quota']}" if lk.get("quota") else "") + f"); examples: {prov['prompts']['examples']}")
-        if lk.get("quota_waived_after_round") is not None:
-            st = lk["steered"]
-            typer.echo(f"leak quota waived after round {lk['quota_waived_after_round']}: {st['reached_room']} of "
-                       f"{st['judged']} steered regenerations reached a bin with room (the model does not follow the "
-                       "steer; --leak-mode record skips the quota)")
-        typer.echo("rejected generations: " + ", ".join(f"{k} {v}" for k, v in prov["rejections"].items())
-                   + f"; documents too short to sample: {prov['documents']['too_short']}")
-        if (prov.get("health") or {}).get("line"):
-            typer.echo(prov["health"]["line"])
-        est = prov.get("estimate") or {}
-        if est.get("llm_seconds") is not None:
-            typer.echo(f"generation: {est['measured']['generations']} generations in {est['measured']['seconds']:.0f} s "
-                       f"(estimated {est['generations']} in {est['llm_seconds']:.0f} s of LLM time)")
-    if mode != "describe":
-        rep = ", ".join(f"{k} {v}" for k, v in prov["repairs"].items() if v)
-        typer.echo(f"kept {prov['counts']['kept']} questions from {prov['counts'].get('clusters', 0)} clusters; "
-                   f"repairs: {rep or 'none'}; hard negatives {prov['n_hard_negatives']}; dropped: low specificity "
-                   f"{prov['counts'].get('low_specificity', 0)}, not answerable {prov['counts'].get('not_answerable', 0)}, "
-                   f"leak {prov['counts'].get('rejected_leak', 0)}")
-    if "specificity" in prov:
-        sp = prov["specificity"]["all_candidates"]
-        if sp["n"]:
-            typer.echo(f"specificity of {sp['n']} candidates (nats/token): p10 {sp['p10']:+.2f}, median {sp['p50']:+.2f}, "
-                       f"p90 {sp['p90']:+.2f}; below threshold {sp.get('share_below', 0.0):.0%}")
-    if "answerability" in prov:
-        an = prov["answerability"]
-        st = an["all_candidates"]
-        if st["n"]:
-            rule = (f"rank of the source among {an['reference']['references']} random documents <= "
-                    f"{an['reference']['max_rank']}: {an['reference']['share_kept']:.0%} pass" if "reference" in an
-                    else f"below {an['threshold']} {st.get('share_below', 0.0):.0%}")
-            typer.echo(f"answerability ({an['score']}, {an['scorer'].get('model')}) of {st['n']} candidates: "
-                       f"p10 {st['p10']:+.2f}, median {st['p50']:+.2f}, p90 {st['p90']:+.2f}; {rule}")
-    if prov["counts"]["kept"]:
-        typer.echo(f"wrote {out} (run it: bakeoff run --beir {out} --arm bm25 ...)")
-    else:
-        typer.echo(f"wrote {out}, but with no query kept there is nothing to evaluate; see the rejections above "
-                   "(more documents with -n, a bigger model with --llm, or a looser --answerability-alpha)")
+    for line in outcome_lines(done, out=out, batch_out=batch_out):
+        typer.echo(line)
 
 
 #: ``--help`` epilog (``\b``: click keeps its line breaks).

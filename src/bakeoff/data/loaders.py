@@ -35,10 +35,13 @@ from .model import Corpus, Dataset, Qrels, Queries, Query
 from .trec import read_qrels, read_trec_run  # the TREC readers live in .trec (trec_eval's rules)
 
 __all__ = [
+    "CorpusBuilder",
     "FieldMap",
     "LoadReport",
     "attach",
     "beir_qrels_path",
+    "iter_records",
+    "json_lines",
     "load_beir",
     "load_files",
     "load_ir_datasets",
@@ -49,6 +52,7 @@ __all__ = [
     "read_qrels",
     "read_records",
     "read_trec_run",
+    "text_lines",
 ]
 
 PathLike = str | os.PathLike[str]
@@ -109,8 +113,11 @@ class LoadReport:
         }
 
 
-def _lines(path: Path) -> Iterator[tuple[int, str]]:
-    """Yield (1-based line number, text) of a UTF-8 file; undecodable bytes -> InputError."""
+def text_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """Yield (1-based line number, text) of a UTF-8 file, each line with its line ending (a leading BOM dropped).
+
+    A missing file, a folder, an unreadable file or bytes that are not UTF-8 are an
+    :class:`~bakeoff.errors.InputError` naming the file (and the line)."""
     try:
         fh = open(path, "rb")  # noqa: SIM115 - closed by the `with fh:` below; opened apart to name each failure
     except FileNotFoundError:
@@ -143,8 +150,10 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
             yield no, text
 
 
-def _json_lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    for no, text in _lines(path):
+def json_lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield (1-based line number, object) of a JSONL file, blank lines skipped; a line that is not one JSON
+    object is an :class:`~bakeoff.errors.InputError` naming file and line."""
+    for no, text in text_lines(path):
         if not text.strip():
             continue
         try:
@@ -169,8 +178,14 @@ def _field_str(obj: Mapping[str, Any], key: str, *, path: Path, line: int, requi
     return str(value)
 
 
-class _CorpusBuilder:
-    """Accumulates documents applying :class:`CleanOptions`, counting what it drops."""
+class CorpusBuilder:
+    """Accumulates documents read from ``path`` into a :class:`~bakeoff.data.model.Corpus`, applying
+    :class:`~bakeoff.data.clean.CleanOptions` and counting what it drops in ``report``.
+
+    :meth:`add` checks the id (:func:`~bakeoff.data.ids.check_id`); a repeated id is an InputError naming
+    both lines, or with ``dedupe`` the first is kept (``duplicate_ids``); cleaned text shorter than
+    ``min_chars`` is dropped (``short_dropped``); a document with neither text nor title is kept and counted
+    (``empty_documents``). :meth:`build` refuses an empty corpus."""
 
     def __init__(self, path: Path, clean: CleanOptions, report: LoadReport) -> None:
         self.path, self.clean, self.report = path, clean, report
@@ -220,14 +235,14 @@ def read_beir_corpus(
 ) -> Corpus:
     """Read a BEIR ``corpus.jsonl``: ``{"_id", "title", "text", "metadata"}`` per line."""
     path = Path(path)
-    b = _CorpusBuilder(path, clean, report if report is not None else LoadReport())
+    b = CorpusBuilder(path, clean, report if report is not None else LoadReport())
     add = _beir_document(b)
-    for no, obj in _json_lines(path):
+    for no, obj in json_lines(path):
         add(no, obj)
     return b.build()
 
 
-def _beir_document(b: _CorpusBuilder) -> Callable[[int, Mapping[str, Any]], None]:
+def _beir_document(b: CorpusBuilder) -> Callable[[int, Mapping[str, Any]], None]:
     """Adds one BEIR corpus record (``_id``, ``text``, optional ``title`` and ``metadata``) to ``b``."""
     path = b.path
 
@@ -256,7 +271,7 @@ def read_beir_queries(path: PathLike) -> Queries:
         qs.append(Query(qid, text, meta))
 
     if path.suffix.lower() in (".tsv", ".txt"):
-        for no, line in _lines(path):
+        for no, line in text_lines(path):
             if not line.strip():
                 continue
             cols = line.rstrip("\n").split("\t")
@@ -264,7 +279,7 @@ def read_beir_queries(path: PathLike) -> Queries:
                 raise InputError("expected 'id<TAB>text'", path=path, line=no, field="text")
             add(cols[0], cols[1], {}, no)
     else:
-        for no, obj in _json_lines(path):
+        for no, obj in json_lines(path):
             meta = obj.get("metadata") or {}
             extra = {k: v for k, v in obj.items() if k not in ("_id", "text", "metadata")}
             add(
@@ -294,9 +309,12 @@ class FieldMap:
     metadata: tuple[str, ...] | None = None
 
 
-def _iter_records(path: Path, fmt: str) -> Iterator[tuple[int, dict[str, Any]]]:
+def iter_records(path: Path, fmt: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield (number, record) of a records file in ``fmt``: ``jsonl`` (:func:`json_lines`; the number is the
+    line), ``csv`` (CSV/TSV with a header, strictly parsed; the number is the line) or ``parquet`` (the
+    1-based row; needs pyarrow)."""
     if fmt == "jsonl":
-        yield from _json_lines(path)
+        yield from json_lines(path)
     elif fmt == "csv":
         yield from _csv_records(path)
     elif fmt == "parquet":
@@ -334,7 +352,7 @@ def _csv_records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """Rows of a CSV/TSV file with a header, strictly parsed: a quote left open (which would
     swallow the following rows) or any malformed quoting is an InputError naming the line where
     the bad row starts. Fields may be as long as :data:`CSV_FIELD_LIMIT`."""
-    stream = (t for _, t in _lines(path))
+    stream = (t for _, t in text_lines(path))
     first = next(stream, "")
     delimiter = "\t" if path.suffix.lower() == ".tsv" or first.count("\t") > first.count(",") else ","
     with _csv_field_limit(CSV_FIELD_LIMIT):
@@ -372,8 +390,8 @@ def read_records(
     For Parquet the "line" in error messages is the 1-based row number.
     """
     path = Path(path)
-    records = _iter_records(path, _record_format(path, fmt))
-    b = _CorpusBuilder(path, clean, report if report is not None else LoadReport())
+    records = iter_records(path, _record_format(path, fmt))
+    b = CorpusBuilder(path, clean, report if report is not None else LoadReport())
     add = _mapped_record(b, fields)
     for no, rec in records:
         add(no, rec)
@@ -394,7 +412,7 @@ def _record_format(path: Path, fmt: str | None = None) -> str:
     return fmt
 
 
-def _mapped_record(b: _CorpusBuilder, fields: FieldMap) -> Callable[[int, Mapping[str, Any]], None]:
+def _mapped_record(b: CorpusBuilder, fields: FieldMap) -> Callable[[int, Mapping[str, Any]], None]:
     """Adds the document(s) one record makes under ``fields`` (see :class:`FieldMap`) to ``b``."""
     path = b.path
     multi = len(fields.text) > 1
@@ -447,9 +465,9 @@ def open_corpus(
             return read_beir_corpus(beir, clean=clean, report=report)
         return read_folder(path, clean=clean, report=report)
     fmt = _record_format(path)
-    b = _CorpusBuilder(path, clean, report if report is not None else LoadReport())
+    b = CorpusBuilder(path, clean, report if report is not None else LoadReport())
     add = None
-    for no, rec in _iter_records(path, fmt):
+    for no, rec in iter_records(path, fmt):
         if add is None:  # the first record decides: BEIR (``_id`` and not the field map's id) or mapped records
             beir_record = path.suffix.lower() == ".jsonl" and "_id" in rec and fields.id not in rec
             add = _beir_document(b) if beir_record else _mapped_record(b, fields)
@@ -473,7 +491,7 @@ def read_folder(
     """
     root = Path(path)
     report = report if report is not None else LoadReport()
-    b = _CorpusBuilder(root, clean, report)
+    b = CorpusBuilder(root, clean, report)
     for i, (f, doc_id) in enumerate(folder_files(root).items(), start=1):
         rel = f.relative_to(root).as_posix()
         if f.is_symlink() and not f.exists():
@@ -608,7 +626,7 @@ def load_ir_datasets(name: str, *, clean: CleanOptions = CleanOptions()) -> Data
         raise InputError(f"unknown ir_datasets id {name!r}", path=f"irds:{name}") from None
     report = LoadReport()
     try:
-        b = _CorpusBuilder(Path(f"irds:{name}"), clean, report)
+        b = CorpusBuilder(Path(f"irds:{name}"), clean, report)
         for i, doc in enumerate(ds.docs_iter(), start=1):
             title = getattr(doc, "title", "") or ""
             text = getattr(doc, "text", None) or getattr(doc, "body", "") or ""

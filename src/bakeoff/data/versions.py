@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
-from .loaders import _iter_records
+from .loaders import iter_records
 from .model import Corpus, Qrels, Queries
 
 __all__ = ["TargetVersion", "Versions", "as_of_masks", "parse_date", "read_targets", "version_id"]
@@ -94,7 +94,7 @@ def read_targets(path: str | Path) -> list[TargetVersion]:
         raise InputError("no such file", path=path)
     out: list[TargetVersion] = []
     seen: dict[str, int] = {}
-    for no, rec in _iter_records(path, fmt):
+    for no, rec in iter_records(path, fmt):
         def get(key: str, *, required: bool, rec: dict[str, Any] = rec, no: int = no) -> str:
             return _field(rec, key, required=required, path=path, line=no)
 

@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from ..data.clean import CleanOptions
-from ..data.loaders import LoadReport, _CorpusBuilder
+from ..data.loaders import CorpusBuilder, LoadReport
 from ..data.model import Corpus
 from ..errors import ConfigError, InputError, MissingDependencyError
 from ..net import HttpClient, HttpError, default_user_agent
@@ -339,7 +339,7 @@ class _Walker:
     def assemble(self, clean: CleanOptions) -> tuple[Corpus, dict[str, Any]]:
         st, mapper = self.state, self.mapper
         report = LoadReport()
-        builder = _CorpusBuilder(Path(self.source.url), CleanOptions(
+        builder = CorpusBuilder(Path(self.source.url), CleanOptions(
             strip_html=clean.strip_html, normalize_space=clean.normalize_space, dedupe=True,
             min_chars=clean.min_chars), report)
         empty: Counter[str] = Counter()

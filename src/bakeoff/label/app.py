@@ -92,125 +92,125 @@ class _SecurityHeaders:
         await self.app(scope, receive, send_with_headers)
 
 
-def make_app(*, store: Store, corpus: Corpus, title: str, allowed_hosts: list[str], key: str, port: int,
-             default_annotator: str | None = None,
-             pool_one: Callable[[str, str], None] | None = None) -> Starlette:
-    """The ASGI app. ``key`` is the launch key every page and action needs, ``port`` the
-    port it is served on (names the key cookie); ``allowed_hosts`` the Host names accepted
-    (:func:`~bakeoff.label.guard.allowed_hosts`). ``pool_one(qid, text)`` pools a query
-    accepted in review (None when the database has no synthetic queries)."""
-    env = Environment(loader=PackageLoader("bakeoff.label", "templates"), autoescape=True,
-                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    review_mode = store.has_review()
-    guide = store.meta().get("guidelines")
-    base_ctx = {"title": title, "grades": GRADES, "csp": _CSP_PAGE, "review_mode": review_mode, "key": key,
-                "shown_chars": SHOWN_CHARS, "guide": guide}
+class _Views:
+    """What the pages and actions render: the templates with the page context, documents as shown
+    (:func:`~bakeoff.label.display.document_view`) and the work areas an action re-renders."""
 
-    def render(name: str, **ctx: Any) -> str:
-        return env.get_template(name).render(**base_ctx, **ctx)
+    def __init__(self, *, store: Store, corpus: Corpus, title: str, key: str) -> None:
+        self.store, self.corpus = store, corpus
+        self.env = Environment(loader=PackageLoader("bakeoff.label", "templates"), autoescape=True,
+                               undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+        self.review_mode = store.has_review()
+        self.guide = store.meta().get("guidelines")
+        self.base_ctx = {"title": title, "grades": GRADES, "csp": _CSP_PAGE, "review_mode": self.review_mode,
+                         "key": key, "shown_chars": SHOWN_CHARS, "guide": self.guide}
 
-    def doc_of(doc_id: str | None, query: str = "") -> DocumentView:
-        if doc_id is None or doc_id not in corpus:
+    def render(self, name: str, **ctx: Any) -> str:
+        return self.env.get_template(name).render(**self.base_ctx, **ctx)
+
+    def doc_of(self, doc_id: str | None, query: str = "") -> DocumentView:
+        if doc_id is None or doc_id not in self.corpus:
             return document_view(doc_id or "", "", "(this document is not in the loaded corpus)", "")
-        d = corpus[doc_id]
+        d = self.corpus[doc_id]
         return document_view(d.id, d.title, d.text, query)
 
-    def label_fragment(a: str, message: str = "") -> str:
-        view = store.view(a, message=message)
-        need = description_of(view.qid, view.query_meta, guide) if view.qid else ""
-        return render("_work.html", view=view, doc=doc_of(view.doc_id, view.query_text), need=need)
+    def label_fragment(self, a: str, message: str = "") -> str:
+        view = self.store.view(a, message=message)
+        need = description_of(view.qid, view.query_meta, self.guide) if view.qid else ""
+        return self.render("_work.html", view=view, doc=self.doc_of(view.doc_id, view.query_text), need=need)
 
-    def review_fragment(a: str, message: str = "") -> str:
-        view = store.review_view(a, message=message)
-        return render("_review.html", view=view, sources=[doc_of(d, view.text) for d in view.written_from])
+    def review_fragment(self, a: str, message: str = "") -> str:
+        view = self.store.review_view(a, message=message)
+        return self.render("_review.html", view=view, sources=[self.doc_of(d, view.text) for d in view.written_from])
 
-    def annotator_of(request: Request) -> str:
-        a = annotator_name(request.path_params["annotator"])
-        if a is None:
-            raise _BadRequest(f"bad annotator name {request.path_params['annotator']!r}: {NAME_RULE}")
-        return a
+    def settle_fragment(self, a: str, message: str = "") -> str:
+        items = self.store.disagreements()
+        for it in items:
+            it["doc_view"] = self.doc_of(it["doc"], it["query"])
+        return self.render("_settle.html", items=items, message=message, annotator=a)
 
-    async def index(request: Request) -> Response:
-        if default_annotator:
-            page = "review" if review_mode and store.review_view(default_annotator).pending else "label"
-            return RedirectResponse(f"/{page}/{quote(default_annotator)}", status_code=303)
-        return HTMLResponse(render("start.html", annotator="", page="start", error=""))
 
-    async def start(request: Request) -> Response:
+class _Pages:
+    """The pages (``GET``): the start page, labelling, review, the overview and the disagreements."""
+
+    def __init__(self, views: _Views, *, default_annotator: str | None) -> None:
+        self.views, self.store, self.default_annotator = views, views.store, default_annotator
+
+    async def index(self, request: Request) -> Response:
+        if self.default_annotator:
+            pending = self.views.review_mode and self.store.review_view(self.default_annotator).pending
+            page = "review" if pending else "label"
+            return RedirectResponse(f"/{page}/{quote(self.default_annotator)}", status_code=303)
+        return HTMLResponse(self.views.render("start.html", annotator="", page="start", error=""))
+
+    async def start(self, request: Request) -> Response:
         a = annotator_name(request.query_params.get("annotator") or "")
-        page = "review" if request.query_params.get("page") == "review" and review_mode else "label"
+        page = "review" if request.query_params.get("page") == "review" and self.views.review_mode else "label"
         if a is None:
-            return HTMLResponse(render("start.html", annotator="", page="start",
-                                       error=f"Give a name: {NAME_RULE}."), status_code=400)
+            return HTMLResponse(self.views.render("start.html", annotator="", page="start",
+                                                  error=f"Give a name: {NAME_RULE}."), status_code=400)
         return RedirectResponse(f"/{page}/{quote(a)}", status_code=303)
 
-    async def label_page(request: Request) -> Response:
-        a = annotator_of(request)
+    async def label(self, request: Request) -> Response:
+        a = _annotator_of(request)
         message = ""
         goto = request.query_params.get("q")
         if goto is not None:  # a jump from the overview page
             try:
-                store.move(a, "goto_query", qid=goto)
+                self.store.move(a, "goto_query", qid=goto)
             except Refused as exc:
                 message = f"Not done: {exc}"
-        return HTMLResponse(render("label.html", annotator=a, page="label", work=label_fragment(a, message)))
+        return HTMLResponse(self.views.render("label.html", annotator=a, page="label",
+                                              work=self.views.label_fragment(a, message)))
 
-    def settle_fragment(a: str, message: str = "") -> str:
-        items = store.disagreements()
-        for it in items:
-            it["doc_view"] = doc_of(it["doc"], it["query"])
-        return render("_settle.html", items=items, message=message, annotator=a)
+    async def settle(self, request: Request) -> Response:
+        a = _annotator_of(request)
+        return HTMLResponse(self.views.render("settle.html", annotator=a, page="settle",
+                                              work=self.views.settle_fragment(a)))
 
-    async def settle_page(request: Request) -> Response:
-        a = annotator_of(request)
-        return HTMLResponse(render("settle.html", annotator=a, page="settle", work=settle_fragment(a)))
+    async def overview(self, request: Request) -> Response:
+        a = _annotator_of(request)
+        rows = self.store.overview(a)
+        return HTMLResponse(self.views.render("overview.html", annotator=a, page="overview", rows=rows,
+                                              totals={"queries": len(rows), "open": sum(r.open for r in rows),
+                                                      "done": sum(1 for r in rows if r.open and r.mine == r.pool_size),
+                                                      "mine": sum(r.mine for r in rows)}))
 
-    async def settle_api(request: Request) -> Response:
-        a = annotator_of(request)
-        data = await body_of(request)
+    async def review(self, request: Request) -> Response:
+        a = _annotator_of(request)
+        if not self.views.review_mode:
+            return RedirectResponse(f"/label/{quote(a)}", status_code=303)
+        return HTMLResponse(self.views.render("review.html", annotator=a, page="review",
+                                              work=self.views.review_fragment(a)))
+
+
+class _Actions:
+    """The actions (``POST /api/{annotator}/{page}/{action}``, a JSON body): each answers with its page's
+    work area re-rendered after the store committed, or with status 409 and the store's refusal."""
+
+    def __init__(self, views: _Views, *, pool_one: Callable[[str, str], None] | None) -> None:
+        self.views, self.store, self.pool_one = views, views.store, pool_one
+
+    async def settle(self, request: Request) -> Response:
+        a = _annotator_of(request)
+        data = await _body_of(request)
         if request.path_params["action"] == "view":
-            return HTMLResponse(settle_fragment(a))
+            return HTMLResponse(self.views.settle_fragment(a))
         if request.path_params["action"] != "decide":
             raise _BadRequest(f"unknown action {request.path_params['action']!r}", status=404)
         grade = data.get("grade")
         try:
-            store.settle(a, str(data.get("qid")), str(data.get("doc")), None if grade is None else _int(grade))
+            self.store.settle(a, str(data.get("qid")), str(data.get("doc")), None if grade is None else _int(grade))
         except Refused as exc:
-            return HTMLResponse(settle_fragment(a, message=f"Not done: {exc}"), status_code=409)
-        return HTMLResponse(settle_fragment(a))
+            return HTMLResponse(self.views.settle_fragment(a, message=f"Not done: {exc}"), status_code=409)
+        return HTMLResponse(self.views.settle_fragment(a))
 
-    async def overview_page(request: Request) -> Response:
-        a = annotator_of(request)
-        rows = store.overview(a)
-        return HTMLResponse(render("overview.html", annotator=a, page="overview", rows=rows,
-                                   totals={"queries": len(rows), "open": sum(r.open for r in rows),
-                                           "done": sum(1 for r in rows if r.open and r.mine == r.pool_size),
-                                           "mine": sum(r.mine for r in rows)}))
-
-    async def review_page(request: Request) -> Response:
-        a = annotator_of(request)
-        if not review_mode:
-            return RedirectResponse(f"/label/{quote(a)}", status_code=303)
-        return HTMLResponse(render("review.html", annotator=a, page="review", work=review_fragment(a)))
-
-    async def body_of(request: Request) -> dict[str, Any]:
-        if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
-            raise _BadRequest("actions take a JSON body (Content-Type: application/json)", status=415)
-        raw = await request.body()
-        check_json_depth(raw)
-        try:
-            data = json.loads(raw or b"{}")
-        except ValueError:
-            raise _BadRequest("the body is not valid JSON") from None
-        if not isinstance(data, dict):
-            raise _BadRequest("the body must be a JSON object")
-        return data
-
-    async def label_api(request: Request) -> Response:
-        a = annotator_of(request)
-        data = await body_of(request)
+    async def label(self, request: Request) -> Response:
+        a = _annotator_of(request)
+        data = await _body_of(request)
         action = request.path_params["action"]
         message = ""
+        store = self.store
         try:
             if action == "judge":
                 if "replaces" not in data:
@@ -227,54 +227,89 @@ def make_app(*, store: Store, corpus: Corpus, title: str, allowed_hosts: list[st
             elif action != "view":
                 raise _BadRequest(f"unknown action {action!r}", status=404)
         except Refused as exc:
-            return HTMLResponse(label_fragment(a, message=f"Not done: {exc}"), status_code=409)
-        return HTMLResponse(label_fragment(a, message=message))
+            return HTMLResponse(self.views.label_fragment(a, message=f"Not done: {exc}"), status_code=409)
+        return HTMLResponse(self.views.label_fragment(a, message=message))
 
-    async def review_api(request: Request) -> Response:
-        a = annotator_of(request)
-        data = await body_of(request)
+    async def review(self, request: Request) -> Response:
+        a = _annotator_of(request)
+        data = await _body_of(request)
         action = request.path_params["action"]
         message = ""
         try:
             if action == "decide":
                 qid = str(data.get("qid"))
-                to_pool = store.review(a, qid, str(data.get("decision")), data.get("text"))
-                if to_pool is not None and pool_one is not None:
-                    await run_in_threadpool(pool_one, qid, to_pool)
+                to_pool = self.store.review(a, qid, str(data.get("decision")), data.get("text"))
+                if to_pool is not None and self.pool_one is not None:
+                    await run_in_threadpool(self.pool_one, qid, to_pool)
             elif action == "undo":
-                message = store.review_undo(a)
+                message = self.store.review_undo(a)
             elif action == "move":
-                store.review_move(a, str(data.get("to")), qid=data.get("qid"))
+                self.store.review_move(a, str(data.get("to")), qid=data.get("qid"))
             elif action != "view":
                 raise _BadRequest(f"unknown action {action!r}", status=404)
         except Refused as exc:
-            return HTMLResponse(review_fragment(a, message=f"Not done: {exc}"), status_code=409)
-        return HTMLResponse(review_fragment(a, message=message))
+            return HTMLResponse(self.views.review_fragment(a, message=f"Not done: {exc}"), status_code=409)
+        return HTMLResponse(self.views.review_fragment(a, message=message))
 
-    async def no_favicon(request: Request) -> Response:
-        return Response(status_code=204)
 
-    async def bad_request(request: Request, exc: Exception) -> Response:
-        assert isinstance(exc, _BadRequest)
-        return HTMLResponse(f"<p class=\"message error\">{_escape(str(exc))}</p>", status_code=exc.status)
+def _annotator_of(request: Request) -> str:
+    a = annotator_name(request.path_params["annotator"])
+    if a is None:
+        raise _BadRequest(f"bad annotator name {request.path_params['annotator']!r}: {NAME_RULE}")
+    return a
 
+
+async def _body_of(request: Request) -> dict[str, Any]:
+    """An action's JSON object (a JSON content type, depth capped, an object): else a 4xx."""
+    if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
+        raise _BadRequest("actions take a JSON body (Content-Type: application/json)", status=415)
+    raw = await request.body()
+    check_json_depth(raw)
+    try:
+        data = json.loads(raw or b"{}")
+    except ValueError:
+        raise _BadRequest("the body is not valid JSON") from None
+    if not isinstance(data, dict):
+        raise _BadRequest("the body must be a JSON object")
+    return data
+
+
+async def _no_favicon(request: Request) -> Response:
+    return Response(status_code=204)
+
+
+async def _bad_request(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, _BadRequest)
+    return HTMLResponse(f"<p class=\"message error\">{_escape(str(exc))}</p>", status_code=exc.status)
+
+
+def make_app(*, store: Store, corpus: Corpus, title: str, allowed_hosts: list[str], key: str, port: int,
+             default_annotator: str | None = None,
+             pool_one: Callable[[str, str], None] | None = None) -> Starlette:
+    """The ASGI app. ``key`` is the launch key every page and action needs, ``port`` the
+    port it is served on (names the key cookie); ``allowed_hosts`` the Host names accepted
+    (:func:`~bakeoff.label.guard.allowed_hosts`). ``pool_one(qid, text)`` pools a query
+    accepted in review (None when the database has no synthetic queries)."""
+    views = _Views(store=store, corpus=corpus, title=title, key=key)
+    pages = _Pages(views, default_annotator=default_annotator)
+    actions = _Actions(views, pool_one=pool_one)
     routes = [
-        Route("/", index),
-        Route("/start", start),
-        Route("/favicon.ico", no_favicon),
-        Route("/label/{annotator}", label_page),
-        Route("/review/{annotator}", review_page),
-        Route("/overview/{annotator}", overview_page),
-        Route("/disagreements/{annotator}", settle_page),
-        Route("/api/{annotator}/settle/{action}", settle_api, methods=["POST"]),
-        Route("/api/{annotator}/label/{action}", label_api, methods=["POST"]),
-        Route("/api/{annotator}/review/{action}", review_api, methods=["POST"]),
+        Route("/", pages.index),
+        Route("/start", pages.start),
+        Route("/favicon.ico", _no_favicon),
+        Route("/label/{annotator}", pages.label),
+        Route("/review/{annotator}", pages.review),
+        Route("/overview/{annotator}", pages.overview),
+        Route("/disagreements/{annotator}", pages.settle),
+        Route("/api/{annotator}/settle/{action}", actions.settle, methods=["POST"]),
+        Route("/api/{annotator}/label/{action}", actions.label, methods=["POST"]),
+        Route("/api/{annotator}/review/{action}", actions.review, methods=["POST"]),
         Mount("/static", StaticFiles(packages=[("bakeoff.label", "static")]), name="static"),
     ]
     return Starlette(routes=routes,
                      middleware=[Middleware(_SecurityHeaders),
                                  Middleware(Guard, key=key, port=port, hosts=allowed_hosts)],
-                     exception_handlers={_BadRequest: bad_request})
+                     exception_handlers={_BadRequest: _bad_request})
 
 
 class _BadRequest(Exception):

@@ -23,7 +23,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator
 
 from ..arms.base import Arm
-from ..arms.registry import arm_type, validate_options
+from ..arms.registry import arm_type, resolve_references, validate_options
 from ..data.chunking import ChunkSpec
 from ..data.clean import CleanOptions
 from ..data.datasets import DatasetSpec
@@ -117,14 +117,7 @@ def build_arms(specs: Sequence[ArmSpec]) -> list[Arm]:
     for spec, opts in checked:
         factory = arm_type(spec.type)
         assert factory is not None  # validate_options refused unknown types
-        for key in ("arms", "base"):
-            if key in opts and isinstance(opts[key], str):
-                refs = [n.strip() for n in opts[key].split("+") if n.strip()]
-                missing = [n for n in refs if n not in built]
-                if missing:
-                    raise ConfigError(f"arm {spec.name!r}: {key}= names unknown arm(s) {missing}; define them first")
-                resolved = [built[n] for n in refs]
-                opts[key] = resolved if key == "arms" else resolved[0]
+        opts = resolve_references(opts, built, where=f"arm {spec.name!r}")
         try:
             arm = factory(name=spec.name, **opts)
         except TypeError as exc:

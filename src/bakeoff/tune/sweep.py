@@ -41,7 +41,7 @@ import numpy as np
 
 from .._io import atomic_write_json
 from ..arms.base import Arm
-from ..arms.registry import ArmTypeInfo, arm_type_info
+from ..arms.registry import ArmTypeInfo, arm_type_info, resolve_references
 from ..cache import Cache, cache_key
 from ..data.model import Dataset, Run
 from ..errors import ConfigError
@@ -124,13 +124,8 @@ def _variant(spec: ArmSpec, type_info: ArmTypeInfo, built: Mapping[str, Arm], se
              name: str) -> Arm:
     """The arm of ``spec`` (of the type ``type_info`` describes) with ``setting`` overriding its options;
     inputs named by ``arms=``/``base=`` are the already built objects (so they are indexed and searched
-    once)."""
-    opts = {**spec.options, **setting}
-    for key in ("arms", "base"):
-        if key in opts and isinstance(opts[key], str):
-            names = [n.strip() for n in opts[key].split("+") if n.strip()]
-            resolved = [built[n] for n in names]
-            opts[key] = resolved if key == "arms" else resolved[0]
+    once; :func:`~bakeoff.arms.registry.resolve_references`)."""
+    opts = resolve_references({**spec.options, **setting}, built, where=f"[tune] arm {spec.name!r}")
     try:
         return type_info.factory(name=name, **opts)
     except TypeError as exc:
@@ -142,6 +137,48 @@ def _variant(spec: ArmSpec, type_info: ArmTypeInfo, built: Mapping[str, Arm], se
 def _defaults(spec: ArmSpec, type_info: ArmTypeInfo, names: Sequence[str]) -> dict[str, Any]:
     """The configured value of each swept option: the config's, else the arm type's default."""
     return {n: spec.options[n] if n in spec.options else type_info.options[n] for n in names}
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What the sweep needs, validated before any search: the tuned arm's spec and type, the canonical
+    ``measure``, the bake-off's arms as built (``built``), the settings in trial order with their
+    fingerprints, the configured values of the swept options and the tuned arm's name."""
+
+    aspec: ArmSpec
+    type_info: ArmTypeInfo
+    measure: str
+    built: Mapping[str, Arm]
+    settings: list[dict[str, Any]]
+    trial_fps: list[str]
+    defaults: dict[str, Any]
+    tuned_name: str
+
+    def variant(self, built: Mapping[str, Arm], setting: Mapping[str, Any], *, name: str) -> Arm:
+        return _variant(self.aspec, self.type_info, built, setting, name=name)
+
+
+def _plan(cfg: BakeoffConfig, spec: TuneSpec) -> _Plan:
+    """Step 1 of the module docstring: everything checked (one ConfigError line) before anything runs."""
+    specs = {s.name: s for s in cfg.arms}
+    if spec.arm not in specs:
+        close = closest(spec.arm, specs)
+        raise ConfigError(f"[tune] arm {spec.arm!r} is not an arm of the bake-off"
+                          + (f"; did you mean {close!r}?" if close else f"; arms: {', '.join(specs)}"))
+    aspec = specs[spec.arm]
+    type_info = arm_type_info(aspec.type)  # the one question to the registry
+    check_options(spec.space, type_info, arm=spec.arm)
+    measure = str(parse_measure(spec.measure))
+    spec.dev.check_against(cfg.dataset.split)
+    built = {a.name: a for a in build_arms(cfg.arms)}
+    settings = spec.space.settings()
+    tuned_name = f"{spec.arm}-tuned"
+    while tuned_name in built:
+        tuned_name += "-"
+    trial_fps = [_variant(aspec, type_info, built, s, name=spec.arm).fingerprint()  # every setting builds
+                 for s in settings]
+    return _Plan(aspec=aspec, type_info=type_info, measure=measure, built=built, settings=settings,
+                 trial_fps=trial_fps, defaults=_defaults(aspec, type_info, spec.space.names), tuned_name=tuned_name)
 
 
 # --- data -------------------------------------------------------------------------------------
@@ -207,105 +244,92 @@ def _best(means: Sequence[float]) -> int:
     return best
 
 
-def run_tune(cfg: BakeoffConfig, spec: TuneSpec, *, cache: Cache | None, out: Path | None = None,
-             progress: bool = True, n_resamples: int = DEFAULT_RESAMPLES, stats_seed: int = 0,
-             alpha: float = 0.05, latency_sample: int | None = None) -> TuneOutput:
-    """Sweep, choose on dev, test once (module docstring); write into ``out`` when given."""
-    t_start = time.perf_counter()
-    # 1. validate everything before any search
-    specs = {s.name: s for s in cfg.arms}
-    if spec.arm not in specs:
-        close = closest(spec.arm, specs)
-        raise ConfigError(f"[tune] arm {spec.arm!r} is not an arm of the bake-off"
-                          + (f"; did you mean {close!r}?" if close else f"; arms: {', '.join(specs)}"))
-    aspec = specs[spec.arm]
-    type_info = arm_type_info(aspec.type)  # the one question to the registry
-    check_options(spec.space, type_info, arm=spec.arm)
-    measure = str(parse_measure(spec.measure))
-    spec.dev.check_against(cfg.dataset.split)
-    built = {a.name: a for a in build_arms(cfg.arms)}
-    default_arm = built[spec.arm]
-    settings = spec.space.settings()
-    tuned_name = f"{spec.arm}-tuned"
-    while tuned_name in built:
-        tuned_name += "-"
-    trial_fps = [_variant(aspec, type_info, built, s, name=spec.arm).fingerprint()  # every setting builds
-                 for s in settings]
-    defaults = _defaults(aspec, type_info, spec.space.names)
-    dev_ds, dev_mask, test_ds, test_mask, dev_info = _open(cfg, spec)
-    k = cfg.k
-    depth = max(k, cfg.depth)
+@dataclass
+class _DevScorer:
+    """An arm's per-query ``measure`` values on the dev queries, searched at ``depth`` through ``ctx``."""
 
-    # 2. sweep on the dev queries
-    t0 = time.perf_counter()
-    ctx = Context(corpus=dev_ds.corpus, cache=cache, progress=progress)
-    fold_of: dict[str, int] = dev_info.pop("fold_of", {})
-    trials: list[dict[str, Any]] = []
-    per_query: list[Mapping[str, float]] = []
+    cfg: BakeoffConfig
+    ctx: Context
+    dev_ds: Dataset
+    dev_mask: Any
+    depth: int
+    measure: str
+    cache: Cache | None
+    metrics_code: str  # _metrics_code()
 
-    metrics_code = _metrics_code()
-    # non-default conventions join the score cache key (the defaults keep the keys of earlier releases)
-    conventions = {key: value for key, value, default in (("averaging", cfg.averaging, "bakeoff"),
-                                                          ("relevance_level", cfg.relevance_level, 1))
-                   if value != default}
-
-    def score(arm: Arm) -> tuple[Mapping[str, float], bool, float]:
-        """The arm's per-query dev values: from the score cache (keyed by the run's cache key, the
-        dev judgments, the measure and the metric code), else from its (cached) run."""
+    def score(self, arm: Arm) -> tuple[Mapping[str, float], bool, float]:
+        """``(values, cached, seconds)``: from the score cache (keyed by the run's cache key, the dev
+        judgments, the measure and the metric code), else from the arm's (cached) run."""
+        cfg, ctx, dev_ds, cache = self.cfg, self.ctx, self.dev_ds, self.cache
+        # non-default conventions join the score cache key (the defaults keep the keys of earlier releases)
+        conventions = {key: value for key, value, default in (("averaging", cfg.averaging, "bakeoff"),
+                                                              ("relevance_level", cfg.relevance_level, 1))
+                       if value != default}
         s0 = time.perf_counter()
-        key = cache_key({"kind": "tune-score", "run": ctx.run_key(arm, dev_ds.queries, k=depth, mask=dev_mask),
-                         "qrels": dev_ds.qrels.fingerprint(), "measure": measure, "metrics_code": metrics_code,
-                         **conventions})
+        key = cache_key({"kind": "tune-score", "run": ctx.run_key(arm, dev_ds.queries, k=self.depth, mask=self.dev_mask),
+                         "qrels": dev_ds.qrels.fingerprint(), "measure": self.measure,
+                         "metrics_code": self.metrics_code, **conventions})
         hit = cache.get_json("tune-score", key) if cache is not None else None
         if isinstance(hit, dict):
             return hit, True, time.perf_counter() - s0
-        run = ctx.search(arm, dev_ds.queries, k=depth, mask=dev_mask)
-        values = dict(score_run(run, dev_ds.qrels, [measure], query_ids=dev_ds.queries.ids,
-                               averaging=cfg.averaging, relevance_level=cfg.relevance_level).per_query[measure])
+        run = ctx.search(arm, dev_ds.queries, k=self.depth, mask=self.dev_mask)
+        values = dict(score_run(run, dev_ds.qrels, [self.measure], query_ids=dev_ds.queries.ids,
+                               averaging=cfg.averaging, relevance_level=cfg.relevance_level).per_query[self.measure])
         if cache is not None:
             cache.put_json("tune-score", key, values)
-        return values, ctx.was_cached(arm, dev_ds.queries, k=depth, mask=dev_mask), time.perf_counter() - s0
+        return values, ctx.was_cached(arm, dev_ds.queries, k=self.depth, mask=self.dev_mask), time.perf_counter() - s0
 
-    for i, (setting, fp) in enumerate(zip(settings, trial_fps)):
-        arm = _variant(aspec, type_info, built, setting, name=spec.arm)
-        values, cached, secs = score(arm)
+
+def _sweep(plan: _Plan, scorer: _DevScorer, *, progress: bool) -> tuple[list[dict[str, Any]], list[Mapping[str, float]]]:
+    """Step 2: each setting's trial record (``index``, ``params``, ``fingerprint``, ``cached``, ``seconds``)
+    and its per-query dev values, in trial order."""
+    trials: list[dict[str, Any]] = []
+    per_query: list[Mapping[str, float]] = []
+    for i, (setting, fp) in enumerate(zip(plan.settings, plan.trial_fps)):
+        arm = plan.variant(plan.built, setting, name=plan.aspec.name)
+        values, cached, secs = scorer.score(arm)
         del arm  # drop the trial's index (k-fold reads the chosen runs back from the cache)
         per_query.append(values)
         trials.append({"index": i, "params": dict(setting), "fingerprint": fp, "cached": cached,
                        "seconds": round(secs, 4)})
         if progress:
-            log.info("trial %d/%d %s: %s", i + 1, len(settings), dict(setting), "cached" if cached else f"{secs:.2f}s")
-    d_values, _, _ = score(default_arm)
-    dev_ids = list(d_values)
-    sweep_s = time.perf_counter() - t0
+            log.info("trial %d/%d %s: %s", i + 1, len(plan.settings), dict(setting),
+                     "cached" if cached else f"{secs:.2f}s")
+    return trials, per_query
 
-    # 3. choose
-    chosen: dict[str, Any]
-    if spec.dev.kind == "kfold":
-        n_folds = int(spec.dev.folds or 0)
+
+def _choose(dev: DevSplit, trials: list[dict[str, Any]], per_query: Sequence[Mapping[str, float]],
+            dev_ids: Sequence[str], fold_of: Mapping[str, int]) -> dict[str, Any]:
+    """Step 3: the best setting by dev mean (one per fold with ``kfold``); sets each trial's ``dev`` (and
+    ``dev_folds``)."""
+    if dev.kind == "kfold":
         picks = []
-        for f in range(n_folds):
+        for f in range(int(dev.folds or 0)):
             train_ids = [q for q in dev_ids if fold_of.get(q) != f]
             means = [_mean(v, train_ids) for v in per_query]
-            b = _best(means)
-            picks.append(b)
+            picks.append(_best(means))
             for t, m in zip(trials, means):
                 t.setdefault("dev_folds", []).append(m)
         for t, v in zip(trials, per_query):
             t["dev"] = _mean(v, dev_ids)
-        chosen = {"per_fold": [{"fold": f, "index": b, "params": trials[b]["params"],
-                                "dev": trials[b]["dev_folds"][f]} for f, b in enumerate(picks)]}
-    else:
-        for t, v in zip(trials, per_query):
-            t["dev"] = _mean(v, dev_ids)
-        b = _best([t["dev"] for t in trials])
-        chosen = {"index": b, "params": trials[b]["params"], "dev": trials[b]["dev"]}
+        return {"per_fold": [{"fold": f, "index": b, "params": trials[b]["params"],
+                              "dev": trials[b]["dev_folds"][f]} for f, b in enumerate(picks)]}
+    for t, v in zip(trials, per_query):
+        t["dev"] = _mean(v, dev_ids)
+    b = _best([t["dev"] for t in trials])
+    return {"index": b, "params": trials[b]["params"], "dev": trials[b]["dev"]}
 
-    # 4. test once
-    t1 = time.perf_counter()
-    lat = latency_sample if latency_sample is not None else cfg.latency_sample
+
+def _test_once(cfg: BakeoffConfig, spec: TuneSpec, plan: _Plan, *, trials: Sequence[Mapping[str, Any]],
+               chosen: Mapping[str, Any], test_ds: Dataset, test_mask: Any, dev_ds: Dataset, dev_mask: Any,
+               fold_of: Mapping[str, int], cache: Cache | None, progress: bool,
+               latency_sample: int | None) -> Results:
+    """Step 4: the defaults and the chosen setting run on the test queries (k-fold: each query ranked by
+    the setting chosen without its fold)."""
     from ..metrics import default_measures
 
+    k, depth, measure = cfg.k, max(cfg.k, cfg.depth), plan.measure
+    lat = latency_sample if latency_sample is not None else cfg.latency_sample
     ms = list(cfg.measures) if cfg.measures else [str(m) for m in default_measures(k, depth)]
     kw = dict(k=k, depth=depth, measures=ms if measure in ms else [measure, *ms], cache=cache, progress=progress,
               mask=test_mask,
@@ -315,36 +339,31 @@ def run_tune(cfg: BakeoffConfig, spec: TuneSpec, *, cache: Cache | None, out: Pa
     fresh = {a.name: a for a in build_arms(cfg.arms)}  # a fresh context indexes what it searches
     base = fresh[spec.arm]
     if spec.dev.kind != "kfold":
-        tuned = _variant(aspec, type_info, fresh, chosen["params"], name=tuned_name)
-        results = run_bakeoff(test_ds, [base, tuned], **kw)
-    else:
-        results = run_bakeoff(test_ds, [base], **kw)
-        picks_fp = [trials[p["index"]]["fingerprint"] for p in chosen["per_fold"]]
-        again = Context(corpus=dev_ds.corpus, cache=cache, progress=progress)  # indexes afresh if not cached
-        runs = {trials[p["index"]]["fingerprint"]:
-                again.search(_variant(aspec, type_info, fresh, p["params"], name=spec.arm), dev_ds.queries, k=depth,
-                             mask=dev_mask)
-                for p in chosen["per_fold"]}
-        ranked = {q: runs[picks_fp[fold_of[q]]].get(q) for q in test_ds.queries.ids if q in fold_of}
-        cv_run = Run.from_ranked(tuned_name, ranked)
-        ev = score_run(cv_run, test_ds.qrels, results.measures, query_ids=test_ds.queries.ids,
-                      averaging=cfg.averaging, relevance_level=cfg.relevance_level)
-        fp = hashlib.sha256(json.dumps(picks_fp).encode()).hexdigest()
-        results.arms.append(ArmResult(name=tuned_name, type=aspec.type,
-                                      config={"per_fold": [p["params"] for p in chosen["per_fold"]]},
-                                      fingerprint=fp, run=cv_run, evaluation=ev, timing={}, cached=False,
-                                      extra={"tuned": "k-fold: each query ranked by the setting chosen "
-                                                      "without its fold"}))
-    test_s = time.perf_counter() - t1
-    if spec.dev.kind == "slice":  # the report reopens the whole split; only these queries are evaluated
-        from ..data.datasets import open_dataset
+        tuned = plan.variant(fresh, chosen["params"], name=plan.tuned_name)
+        return run_bakeoff(test_ds, [base, tuned], **kw)
+    results = run_bakeoff(test_ds, [base], **kw)
+    picks_fp = [trials[p["index"]]["fingerprint"] for p in chosen["per_fold"]]
+    again = Context(corpus=dev_ds.corpus, cache=cache, progress=progress)  # indexes afresh if not cached
+    runs = {trials[p["index"]]["fingerprint"]:
+            again.search(plan.variant(fresh, p["params"], name=spec.arm), dev_ds.queries, k=depth, mask=dev_mask)
+            for p in chosen["per_fold"]}
+    ranked = {q: runs[picks_fp[fold_of[q]]].get(q) for q in test_ds.queries.ids if q in fold_of}
+    cv_run = Run.from_ranked(plan.tuned_name, ranked)
+    ev = score_run(cv_run, test_ds.qrels, results.measures, query_ids=test_ds.queries.ids,
+                  averaging=cfg.averaging, relevance_level=cfg.relevance_level)
+    fp = hashlib.sha256(json.dumps(picks_fp).encode()).hexdigest()
+    results.arms.append(ArmResult(name=plan.tuned_name, type=plan.aspec.type,
+                                  config={"per_fold": [p["params"] for p in chosen["per_fold"]]},
+                                  fingerprint=fp, run=cv_run, evaluation=ev, timing={}, cached=False,
+                                  extra={"tuned": "k-fold: each query ranked by the setting chosen "
+                                                  "without its fold"}))
+    return results
 
-        full, _ = open_dataset(cfg.dataset)
-        results.dataset = {**results.dataset, "fingerprints": {**results.dataset["fingerprints"],
-                                                               "queries": full.queries.fingerprint()}}
-    results.dataset = {**results.dataset, "source": cfg.dataset.as_dict()}
 
-    # 5. statistics on the test queries
+def _test_result(results: Results, measure: str, *, n_resamples: int, stats_seed: int,
+                 alpha: float) -> tuple[dict[str, Any], int]:
+    """Step 5: tuned against defaults on ``measure`` over the test queries both answered (the ``result``
+    record of ``tune.json``, differences as tuned - defaults) and the number of those queries."""
     names = [a.name for a in results.arms]
     pq = {a.name: {measure: a.evaluation.per_query[measure]} for a in results.arms}
     # resampled in the order `bakeoff report` reads them back from results.json (keys sorted), so the
@@ -360,23 +379,61 @@ def run_tune(cfg: BakeoffConfig, spec: TuneSpec, *, cache: Cache | None, out: Pa
         return {"mean": m.mean, "ci_low": m.ci_low, "ci_high": m.ci_high}
 
     lo, hi = pair.diff_ci_low * sign + 0.0, pair.diff_ci_high * sign + 0.0  # + 0.0: no negative zero
+    return {"defaults": mean_ci(names[0]), "tuned": mean_ci(names[1]),
+            "diff": pair.diff * sign + 0.0, "diff_ci_low": min(lo, hi), "diff_ci_high": max(lo, hi),
+            "p_perm": pair.p_perm, "p_ttest": pair.p_ttest, "d_z": pair.d_z * sign + 0.0,
+            "significant": pair.significant, "alpha": alpha, "n_resamples": n_resamples,
+            "seed": stats_seed, "confidence": comp.confidence}, len(qids)
+
+
+def run_tune(cfg: BakeoffConfig, spec: TuneSpec, *, cache: Cache | None, out: Path | None = None,
+             progress: bool = True, n_resamples: int = DEFAULT_RESAMPLES, stats_seed: int = 0,
+             alpha: float = 0.05, latency_sample: int | None = None) -> TuneOutput:
+    """Sweep, choose on dev, test once (module docstring); write into ``out`` when given."""
+    t_start = time.perf_counter()
+    plan = _plan(cfg, spec)  # 1. validate everything before any search
+    dev_ds, dev_mask, test_ds, test_mask, dev_info = _open(cfg, spec)
+
+    # 2. sweep on the dev queries
+    t0 = time.perf_counter()
+    scorer = _DevScorer(cfg=cfg, ctx=Context(corpus=dev_ds.corpus, cache=cache, progress=progress), dev_ds=dev_ds,
+                        dev_mask=dev_mask, depth=max(cfg.k, cfg.depth), measure=plan.measure, cache=cache,
+                        metrics_code=_metrics_code())
+    fold_of: dict[str, int] = dev_info.pop("fold_of", {})
+    trials, per_query = _sweep(plan, scorer, progress=progress)
+    d_values, _, _ = scorer.score(plan.built[spec.arm])
+    dev_ids = list(d_values)
+    sweep_s = time.perf_counter() - t0
+
+    chosen = _choose(spec.dev, trials, per_query, dev_ids, fold_of)  # 3. choose
+
+    t1 = time.perf_counter()  # 4. test once
+    results = _test_once(cfg, spec, plan, trials=trials, chosen=chosen, test_ds=test_ds, test_mask=test_mask,
+                         dev_ds=dev_ds, dev_mask=dev_mask, fold_of=fold_of, cache=cache, progress=progress,
+                         latency_sample=latency_sample)
+    test_s = time.perf_counter() - t1
+    if spec.dev.kind == "slice":  # the report reopens the whole split; only these queries are evaluated
+        from ..data.datasets import open_dataset
+
+        full, _ = open_dataset(cfg.dataset)
+        results.dataset = {**results.dataset, "fingerprints": {**results.dataset["fingerprints"],
+                                                               "queries": full.queries.fingerprint()}}
+    results.dataset = {**results.dataset, "source": cfg.dataset.as_dict()}
+
+    result, n_test = _test_result(results, plan.measure, n_resamples=n_resamples, stats_seed=stats_seed,
+                                  alpha=alpha)  # 5. statistics on the test queries
     tune = {
         "schema": "bakeoff.tune", "schema_version": 1,
-        "arm": spec.arm, "type": aspec.type, "tuned_arm": tuned_name,
-        "measure": measure, "tie_rule": TIE_RULE, "averaging": results.averaging,
+        "arm": spec.arm, "type": plan.aspec.type, "tuned_arm": plan.tuned_name,
+        "measure": plan.measure, "tie_rule": TIE_RULE, "averaging": results.averaging,
         "relevance_level": results.relevance_level,
-        "space": spec.space.as_dict(), "defaults": defaults, "options": list(type_info.options),
+        "space": spec.space.as_dict(), "defaults": plan.defaults, "options": list(plan.type_info.options),
         "dev": {**dev_info, "describe": spec.dev.describe(), "split": dev_ds.split, "n_queries": len(dev_ids),
                 "default_score": _mean(d_values, dev_ids),
                 **({"folds_of_queries": {str(f): sum(1 for q in dev_ids if fold_of.get(q) == f)
                                          for f in range(int(spec.dev.folds or 0))}} if fold_of else {})},
-        "test": {"split": test_ds.split, "n_queries": len(qids), "query_subset": test_ds.info.get("query_subset")},
-        "trials": trials, "chosen": chosen,
-        "result": {"defaults": mean_ci(names[0]), "tuned": mean_ci(names[1]),
-                   "diff": pair.diff * sign + 0.0, "diff_ci_low": min(lo, hi), "diff_ci_high": max(lo, hi),
-                   "p_perm": pair.p_perm, "p_ttest": pair.p_ttest, "d_z": pair.d_z * sign + 0.0,
-                   "significant": pair.significant, "alpha": alpha, "n_resamples": n_resamples,
-                   "seed": stats_seed, "confidence": comp.confidence},
+        "test": {"split": test_ds.split, "n_queries": n_test, "query_subset": test_ds.info.get("query_subset")},
+        "trials": trials, "chosen": chosen, "result": result,
         "timing": {"sweep_s": round(sweep_s, 3), "test_s": round(test_s, 3),
                    "total_s": round(time.perf_counter() - t_start, 3),
                    "trials": len(trials), "trials_from_cache": sum(1 for t in trials if t["cached"])},

@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...data.loaders import _json_lines, _lines
+from ...data.loaders import json_lines, text_lines
 from ...data.versions import parse_date
 from ...errors import InputError
 
@@ -66,7 +66,7 @@ def read_sources(path: str | Path) -> list[Source]:
         raise InputError("no such file or folder", path=path)
     out: list[Source] = []
     seen: dict[str, int] = {}
-    for no, obj in _json_lines(path):
+    for no, obj in json_lines(path):
         for key in ("id", "text"):
             if key not in obj or obj[key] is None or (isinstance(obj[key], str) and not obj[key].strip()):
                 raise InputError("missing", path=path, line=no, field=key)
@@ -91,7 +91,7 @@ def _read_folder(root: Path) -> list[Source]:
         raise InputError("no .txt or .md files", path=root)
     out: list[Source] = []
     for f in files:
-        text = "".join(t for _, t in _lines(f))
+        text = "".join(t for _, t in text_lines(f))
         sid = f.relative_to(root).with_suffix("").as_posix()
         where = str(f)
         sidecar = f.with_suffix(".json")

@@ -347,8 +347,8 @@ def cluster_leak_filter(truth: SyntheticTruth, corpus: Corpus, *, threshold: flo
     """Cluster mode's leak filter and statistics (describe mode has them built in).
 
     Each question's leak is measured against the concatenated (title + text) of its relevant
-    documents (:func:`leak_report`'s rule) and recorded in its metadata (``leak``); with a
-    ``threshold``, questions above it are dropped with their judgments and hard negatives
+    documents and recorded in its metadata (``leak``); with a ``threshold``, questions above it
+    are dropped with their judgments and hard negatives
     (no regeneration: a cluster answer is one request for several questions). Provenance gets
     ``leak`` = ``{"kept", "all_generations", "rejection_rate", "threshold", "lang"}`` as in
     describe mode, and ``counts["rejected_leak"]``.

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from ..filters.answerability import AnswerabilityScorer
     from ..filters.specificity import QueryLikelihood
 
-__all__ = ["Embed", "GenerateOutcome", "generate_truth"]
+__all__ = ["Embed", "GenerateOutcome", "generate_truth", "outcome_lines"]
 
 #: ``embed(corpus) -> ((len(corpus), dim) vectors, encoder identity)`` for cluster mode.
 Embed = Callable[[Corpus], tuple[np.ndarray, str]]
@@ -240,3 +240,81 @@ def _describe(corpus: Corpus, client: LLMClient, options: DescribeOptions, *, pr
         truth.provenance["estimate"] = record(estimate, counts=truth.provenance.get("counts") or {},
                                               seconds=time.perf_counter() - t2)
     return truth
+
+
+def outcome_lines(done: GenerateOutcome, *, out: str | os.PathLike[str], batch_out: str | os.PathLike[str] | None
+                  ) -> list[str]:
+    """What ``bakeoff generate`` prints when :func:`generate_truth` returns: the batch files' counts, the
+    LLM's usage, what was kept and rejected (describe mode: the leak by bin, the health line and the estimate
+    beside the measured time; cluster mode: repairs and drops), the filters' score distributions and where
+    the folder was written."""
+    lines: list[str] = []
+    if done.ingested is not None:
+        c = done.ingested
+        lines.append(f"batch results: {c['ingested']} ingested, {c['invalid']} invalid, {c['unknown']} unknown")
+    if done.truth is None:
+        lines.append(f"wrote {done.batch_requests} requests to {batch_out}; submit it to the Batch API, then re-run "
+                     f"with --batch-in RESULTS.jsonl")
+        return lines
+    prov = done.truth.provenance
+    lines.append(f"llm: {done.usage.summary()}")
+    if prov.get("mode") == "clusters":
+        lines.append(_clusters_line(prov))
+    else:
+        lines += _describe_lines(prov)
+    lines += _filter_lines(prov)
+    if prov["counts"]["kept"]:
+        lines.append(f"wrote {out} (run it: bakeoff run --beir {out} --arm bm25 ...)")
+    else:
+        lines.append(f"wrote {out}, but with no query kept there is nothing to evaluate; see the rejections above "
+                     "(more documents with -n, a bigger model with --llm, or a looser --answerability-alpha)")
+    return lines
+
+
+def _describe_lines(prov: dict[str, Any]) -> list[str]:
+    lk = prov["leak"]
+    lines = [f"kept {prov['counts']['kept']} of {prov['counts']['sampled']} sampled documents; "
+             f"mean leak {lk['kept']['mean']:.3f} (leak mode {lk['mode']}; kept per leak bin {lk['kept_by_bin']}"
+             + (f", quota {lk['quota']}" if lk.get("quota") else "") + f"); examples: {prov['prompts']['examples']}"]
+    if lk.get("quota_waived_after_round") is not None:
+        st = lk["steered"]
+        lines.append(f"leak quota waived after round {lk['quota_waived_after_round']}: {st['reached_room']} of "
+                     f"{st['judged']} steered regenerations reached a bin with room (the model does not follow the "
+                     "steer; --leak-mode record skips the quota)")
+    lines.append("rejected generations: " + ", ".join(f"{k} {v}" for k, v in prov["rejections"].items())
+                 + f"; documents too short to sample: {prov['documents']['too_short']}")
+    if (prov.get("health") or {}).get("line"):
+        lines.append(prov["health"]["line"])
+    est = prov.get("estimate") or {}
+    if est.get("llm_seconds") is not None:
+        lines.append(f"generation: {est['measured']['generations']} generations in {est['measured']['seconds']:.0f} s "
+                     f"(estimated {est['generations']} in {est['llm_seconds']:.0f} s of LLM time)")
+    return lines
+
+
+def _clusters_line(prov: dict[str, Any]) -> str:
+    rep = ", ".join(f"{k} {v}" for k, v in prov["repairs"].items() if v)
+    return (f"kept {prov['counts']['kept']} questions from {prov['counts'].get('clusters', 0)} clusters; "
+            f"repairs: {rep or 'none'}; hard negatives {prov['n_hard_negatives']}; dropped: low specificity "
+            f"{prov['counts'].get('low_specificity', 0)}, not answerable {prov['counts'].get('not_answerable', 0)}, "
+            f"leak {prov['counts'].get('rejected_leak', 0)}")
+
+
+def _filter_lines(prov: dict[str, Any]) -> list[str]:
+    """The specificity and answerability scores of all candidates (when those filters ran)."""
+    lines = []
+    if "specificity" in prov:
+        sp = prov["specificity"]["all_candidates"]
+        if sp["n"]:
+            lines.append(f"specificity of {sp['n']} candidates (nats/token): p10 {sp['p10']:+.2f}, median "
+                         f"{sp['p50']:+.2f}, p90 {sp['p90']:+.2f}; below threshold {sp.get('share_below', 0.0):.0%}")
+    if "answerability" in prov:
+        an = prov["answerability"]
+        st = an["all_candidates"]
+        if st["n"]:
+            rule = (f"rank of the source among {an['reference']['references']} random documents <= "
+                    f"{an['reference']['max_rank']}: {an['reference']['share_kept']:.0%} pass" if "reference" in an
+                    else f"below {an['threshold']} {st.get('share_below', 0.0):.0%}")
+            lines.append(f"answerability ({an['score']}, {an['scorer'].get('model')}) of {st['n']} candidates: "
+                         f"p10 {st['p10']:+.2f}, median {st['p50']:+.2f}, p90 {st['p90']:+.2f}; {rule}")
+    return lines

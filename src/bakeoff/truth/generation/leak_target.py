@@ -11,13 +11,11 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-import numpy as np
-
 from ...data.leak_bins import DEFAULT_LEAK_TARGET, LEAK_BINS, leak_bin
 from ...data.model import Corpus, Qrels, Queries
-from ..filters.leak import leak, leak_histogram
+from ..filters.leak import leak
 
-__all__ = ["LEAK_MODES", "histogram_table", "judged_leak_shares", "leak_quota", "leak_report", "leak_target_shares"]
+__all__ = ["LEAK_MODES", "judged_leak_shares", "leak_quota", "leak_target_shares"]
 
 
 #: ``--leak-mode``: ``target`` matches the kept queries' leak to a target distribution; ``cut`` rejects
@@ -76,39 +74,3 @@ def judged_leak_shares(queries: Queries, qrels: Qrels, corpus: Corpus, *, lang: 
             row = corpus.position[d]
             shares[leak_bin(leak(text, f"{corpus.titles[row]} {corpus.texts[row]}", lang=lang))] += 1 / len(docs)
     return tuple(x / n for x in shares) if n else None
-
-
-def leak_report(queries: Queries, qrels: Qrels, corpus: Corpus, *, lang: str = "en") -> list[float]:
-    """Leak of each judged query against the concatenation of its relevant documents'
-    (title + text); queries without a relevant document in the corpus are skipped."""
-    out = []
-    for qid, text in zip(queries.ids, queries.texts, strict=True):
-        docs = [d for d in qrels.relevant(qid) if d in corpus]
-        if not docs:
-            continue
-        source = " ".join(f"{corpus.titles[corpus.position[d]]} {corpus.texts[corpus.position[d]]}" for d in docs)
-        out.append(leak(text, source, lang=lang))
-    return out
-
-
-def histogram_table(columns: dict[str, list[float]]) -> str:
-    """Side-by-side leak histograms (counts and shares) of several query sets, as text."""
-    hists = {name: leak_histogram(vals) for name, vals in columns.items()}
-    bins = list(next(iter(hists.values())))
-    width = max(14, *(len(n) for n in columns))
-    lines = ["leak bin".ljust(11) + "".join(n.rjust(width + 2) for n in columns)]
-    for b in bins:
-        cells = []
-        for name, vals in columns.items():
-            c = hists[name][b]
-            cells.append(f"{c} ({c / max(1, len(vals)):.0%})".rjust(width + 2))
-        lines.append(b.ljust(11) + "".join(cells))
-    for label, fn in (("n", len), ("mean", lambda v: float(np.mean(v)) if v else 0.0),
-                      ("median", lambda v: float(np.median(v)) if v else 0.0),
-                      ("> 0.35", lambda v: float(np.mean(np.asarray(v) > 0.35)) if v else 0.0)):
-        cells = []
-        for vals in columns.values():
-            x = fn(vals)
-            cells.append((f"{x}" if label == "n" else f"{x:.3f}").rjust(width + 2))
-        lines.append(label.ljust(11) + "".join(cells))
-    return "\n".join(lines)

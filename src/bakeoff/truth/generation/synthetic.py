@@ -9,7 +9,6 @@ BEIR folder (``corpus.jsonl`` copy, ``queries.jsonl``, ``qrels/train.tsv``,
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import tempfile
@@ -22,7 +21,7 @@ from ...data.model import Corpus, Qrels, Queries
 from ...data.writers import write_beir
 from .sampling import split_of
 
-__all__ = ["SyntheticTruth", "doc_text", "provenance_json"]
+__all__ = ["SyntheticTruth", "doc_text"]
 
 
 @dataclass
@@ -75,7 +74,3 @@ def doc_text(corpus: Corpus, row: int, max_chars: int, *, title: bool = True) ->
     full = f"{head}\n{text}" if head and title else text
     full = " ".join(full.split())
     return full if len(full) <= max_chars else full[:max_chars].rsplit(" ", 1)[0] + " ..."
-
-
-def provenance_json(truth: SyntheticTruth) -> str:
-    return json.dumps(truth.provenance, indent=2, sort_keys=True, default=str)

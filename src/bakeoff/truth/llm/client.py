@@ -43,26 +43,21 @@ import os
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Self
 
 from ..._io import atomic_open
-from ...cache import Cache, cache_key
+from ...cache import Cache
 from ...errors import ConfigError, InputError
-from ...net import HttpClient, HttpError
-from .structured import (
-    FORMS,
-    Form,
-    Refusal,
-    RequestRefused,
-    fallback_note,
-    is_refusal,
-    key_form,
-    refusal,
-    response_format_body,
-)
+from ...net import HttpError
+from . import _request
+from ._accounting import TokenRate, charge
+from ._answer_cache import cached_answer, cached_logprobs, store_answer, store_logprobs
+from ._answers import answer_text, first_token_logprobs, validate
+from ._negotiation import FormNegotiation
+from ._transport import ServerPool, map_in_flight
+from .structured import Form
 
 if TYPE_CHECKING:  # pragma: no cover
     from pydantic import BaseModel
@@ -82,10 +77,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("bakeoff")
-
-#: Lower bound of ``max_completion_tokens`` for reasoning models: the budget covers the hidden
-#: reasoning tokens too, and a 64-token budget ends before any visible answer.
-REASONING_MIN_TOKENS = 2048
 
 #: ``auto`` negotiates a :data:`~bakeoff.truth.llm.structured.FORMS` form with the server; the others fix it.
 ResponseFormat = Literal["auto", "json_schema", "json_object_schema", "none"]
@@ -268,57 +259,11 @@ class Usage:
                 f"${self.cost_usd:.4f}")
 
 
-def _extract_json(text: str) -> Any:
-    """Parse ``text`` as JSON; tolerate a fenced block or prose around one JSON object."""
-    s = text.strip()
-    if s.startswith("```"):
-        s = s.strip("`")
-        s = s[s.find("\n") + 1:] if "\n" in s else s
-    try:
-        return json.loads(s)
-    except json.JSONDecodeError:
-        start, end = s.find("{"), s.rfind("}")
-        if start >= 0 and end > start:
-            return json.loads(s[start:end + 1])
-        raise
-
-
-def _answer_text(req: ChatRequest, resp: Mapping[str, Any]) -> str:
-    choice = resp["choices"][0]
-    if req.prompt is not None:
-        return req.prefill + (choice["text"] or "")
-    return choice["message"]["content"] or ""
-
-
-def _first_token_logprobs(resp: Mapping[str, Any]) -> dict[str, float]:
-    """``{token: logprob}`` of the answer's first position: the chat form (``logprobs.content[0].top_logprobs``,
-    a list of ``{"token", "logprob"}``) or the legacy completions form (``logprobs.top_logprobs[0]``, a mapping)."""
-    lp = resp["choices"][0]["logprobs"]
-    if lp.get("content"):
-        return {str(t["token"]): float(t["logprob"]) for t in lp["content"][0]["top_logprobs"]}
-    return {str(t): float(v) for t, v in lp["top_logprobs"][0].items()}
-
-
-class _TokenRate:
-    """A progress bar whose postfix shows generated tokens per second since it opened (tqdm shows
-    requests per second and the ETA)."""
-
-    def __init__(self, bar: Any, usage: Usage) -> None:
-        self.bar, self.usage = bar, usage
-        self.t0, self.tokens0 = time.perf_counter(), usage.completion_tokens
-
-    def update(self, n: int = 1) -> None:
-        self.bar.update(n)
-        dt = time.perf_counter() - self.t0
-        if dt > 0:
-            self.bar.set_postfix_str(f"{(self.usage.completion_tokens - self.tokens0) / dt:.1f} tok/s", refresh=False)
-
-    def close(self) -> None:
-        self.bar.close()
-
-
 class LLMClient:
-    """Chat client with retries, structured output, caching and accounting.
+    """Chat client with retries, structured output, caching and accounting, composed of the servers
+    (:mod:`._transport`), the structured-output form (:mod:`._negotiation`), the request's wire shape and key
+    (:mod:`._request`), the answer's validation (:mod:`._answers`), its cache entries (:mod:`._answer_cache`)
+    and the costs (:mod:`._accounting`).
 
     ``sleep`` is injectable so tests can observe backoff without waiting.
     """
@@ -331,53 +276,35 @@ class LLMClient:
         self.config = config
         self.cache = cache
         self.usage = Usage()
-        cfg = config
-        self._servers = [HttpClient(base_url=u, auth_env=cfg.api_key_env, timeout=cfg.timeout_s,
-                                    retries=cfg.max_retries, backoff=cfg.backoff_s, backoff_max=cfg.backoff_max_s,
-                                    sleep=sleep, on_request=self._on_request, on_retry=self._on_retry,
-                                    no_retry=is_refusal)
-                         for u in (cfg.base_url, *cfg.replicas)]
-        #: The forms to try, in order, and the one the server took (``None`` until the first chat request).
-        self._forms: tuple[Form, ...] = FORMS if cfg.response_format == "auto" else (cfg.response_format,)
-        self._form: Form | None = None
-        self._negotiating = threading.Lock()
-        self._refused: RequestRefused | None = None  # once set, every request raises it without asking
-        self._in_flight = [0] * len(self._servers)
-        #: Requests sent to each server (``base_url`` first, then the ``replicas``).
-        self.sent = [0] * len(self._servers)
-        self._pick = threading.Lock()
+        self._servers = ServerPool(config, usage=self.usage, sleep=sleep)
+        self._forms = FormNegotiation(config.response_format, url=config.base_url)
         #: When a list, cache misses are appended here (for :func:`write_batch`) instead of being asked,
         #: and answered with a ``pending`` Generation.
         self.collect: list[ChatRequest] | None = None
 
     # -- identity ------------------------------------------------------------
     @property
+    def sent(self) -> list[int]:
+        """Requests sent to each server (``base_url`` first, then the ``replicas``)."""
+        return self._servers.sent
+
+    @property
     def response_form(self) -> Form | None:
         """The structured-output form the server took (``None`` until the first chat request is answered)."""
-        return self._form
+        return self._forms.taken
 
     def public(self) -> dict[str, Any]:
         """What provenance records: :meth:`LLMConfig.public` and ``response_form``, the structured-output
         form the server took (``None`` when no chat request was sent, e.g. all answers were cached)."""
-        return {**self.config.public(), "response_form": self._form}
+        return {**self.config.public(), "response_form": self._forms.taken}
 
     def request_key(self, req: ChatRequest) -> str:
-        extra = {"reasoning_effort": self.config.reasoning_effort} if self.config.reasoning_effort else {}
-        return cache_key({**extra,
-            "kind": "llm-chat",
-            "model": self.config.identity,
-            "messages": [dict(m) for m in req.messages],
-            "prompt": req.prompt,
-            "prefill": req.prefill,
-            "schema": req.json_schema(),
-            "params": dict(req.params),
-            "response_format": key_form(self._form or self._forms[0]),
-            "code_version": self.code_version,
-        })
+        """The cache key of ``req``'s answer in the form in use (:func:`._request.request_key`)."""
+        return _request.request_key(self.config, req, form=self._forms.in_use, code_version=self.code_version)
 
     @staticmethod
     def endpoint(req: ChatRequest) -> str:
-        return "completions" if req.prompt is not None else "chat/completions"
+        return _request.endpoint(req)
 
     def body(self, req: ChatRequest, *, seed_offset: int = 0, form: Form | None = None) -> dict[str, Any]:
         """The JSON body of ``POST /chat/completions`` (or ``/completions``) for ``req``, its
@@ -387,36 +314,12 @@ class LLMClient:
         becomes ``max_completion_tokens`` (which also bounds the hidden reasoning tokens, so it is
         raised to at least ``REASONING_MIN_TOKENS``), ``temperature`` and ``top_p`` are dropped (those
         models refuse any value but the default), and ``reasoning_effort`` is sent when configured."""
-        params = dict(req.params)
-        if seed_offset and "seed" in params:
-            params["seed"] = int(params["seed"]) + seed_offset
-        if self.config.is_reasoning and req.prompt is None:
-            params.pop("temperature", None)
-            params.pop("top_p", None)
-            if "max_tokens" in params:
-                params["max_completion_tokens"] = max(int(params.pop("max_tokens")), REASONING_MIN_TOKENS)
-            if self.config.reasoning_effort:
-                params["reasoning_effort"] = self.config.reasoning_effort
-        if req.prompt is not None:
-            return {"model": self.config.model, "prompt": req.prompt + req.prefill, **params}
-        body: dict[str, Any] = {"model": self.config.model, "messages": [dict(m) for m in req.messages], **params}
-        fmt = response_format_body(form or self._form or self._forms[0], req.schema.__name__, req.json_schema())
-        if fmt is not None:
-            body["response_format"] = fmt
-        return body
+        return _request.request_body(self.config, req, form=form or self._forms.in_use, seed_offset=seed_offset)
 
     # -- HTTP ------------------------------------------------------------------
-    def _on_request(self) -> None:
-        self.usage.add(http_calls=1)
-
-    def _on_retry(self, reason: str, delay: float) -> None:
-        self.usage.add(transport_retries=1)
-        log.debug("llm: %s, retrying in %.2fs", reason, delay)
-
     def close(self) -> None:
         """Close the pooled connections (the client stays usable: they reopen on demand)."""
-        for http in self._servers:
-            http.close()
+        self._servers.close()
 
     def __enter__(self) -> Self:
         return self
@@ -424,104 +327,25 @@ class LLMClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _post(self, body: Mapping[str, Any], endpoint: str = "chat/completions") -> Any:
-        """POST ``body`` as JSON to the least busy server (retried as :mod:`bakeoff.net` says);
-        :class:`~bakeoff.net.HttpError` when it fails."""
-        with self._pick:
-            k = min(range(len(self._servers)), key=self._in_flight.__getitem__)
-            self._in_flight[k] += 1
-            self.sent[k] += 1
-        try:
-            return self._servers[k].post_json(endpoint, body)
-        finally:
-            with self._pick:
-                self._in_flight[k] -= 1
-
-    def _post_or_refuse(self, body: Mapping[str, Any], endpoint: str) -> Any:
-        """:meth:`_post`, with a refusal of the request itself raised as :class:`RequestRefused`."""
-        try:
-            return self._post(body, endpoint)
-        except HttpError as exc:
-            refused = refusal(exc.status, exc.body)
-            if refused is None or exc.status is None:
-                raise
-            raise RequestRefused(exc.url, exc.status, refused) from None
-
     def _ask(self, req: ChatRequest, seed_offset: int) -> Any:
-        """The server's answer to ``req`` in the form in use. The first chat request goes alone and
-        settles the form (:meth:`_negotiate`); a request that waited for it gets ``None`` (its cache
-        key may have changed: look again, then ask again). A server that refuses the request sees it
-        once: the refusal is remembered and later requests raise it unsent."""
-        if self._refused is not None:
-            raise self._refused
-        try:
-            if req.prompt is None and self._form is None:
-                with self._negotiating:
-                    if self._refused is not None:
-                        raise self._refused
-                    if self._form is None:
-                        return self._negotiate(req, seed_offset)
-                return None
-            return self._post_or_refuse(self.body(req, seed_offset=seed_offset), self.endpoint(req))
-        except RequestRefused as exc:
-            self._refused = exc
-            raise
+        """The server's answer to ``req`` in the form in use (``None``: it waited for the form to be
+        settled; look in the cache again, then ask again)."""
+        def send(form: Form) -> Any:
+            return self._servers.post_or_refuse(self.body(req, seed_offset=seed_offset, form=form), self.endpoint(req))
 
-    def _negotiate(self, req: ChatRequest, seed_offset: int) -> Any:
-        """Send ``req`` in each form to try until the server takes one; keep that form."""
-        tried: list[tuple[Form, Refusal]] = []
-        for form in self._forms:
-            try:
-                resp = self._post_or_refuse(self.body(req, seed_offset=seed_offset, form=form), self.endpoint(req))
-            except RequestRefused as exc:
-                if not exc.refusal.about_format or form == self._forms[-1]:
-                    raise RequestRefused(exc.url, exc.status, exc.refusal, tried=tried) from None
-                tried.append((form, exc.refusal))
-                continue
-            self._form = form
-            if tried:
-                log.warning("%s", fallback_note(self.config.base_url, tried, form))
-            return resp
-        raise AssertionError("unreachable: the last form returns or raises")  # pragma: no cover
+        return self._forms.ask(req, send)
 
     # -- one request ---------------------------------------------------------
     def validate(self, req: ChatRequest, text: str) -> Any:
         """Parse and validate ``text`` against ``req.schema`` (raises ValueError on failure)."""
-        from pydantic import ValidationError
-
-        try:
-            obj = _extract_json(text)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"invalid JSON: {exc.msg}") from None
-        try:
-            return req.schema.model_validate(obj)
-        except ValidationError as exc:
-            raise ValueError(f"schema violation: {exc.error_count()} errors") from None
-
-    def _cached(self, req: ChatRequest, key: str) -> Generation | None:
-        if self.cache is None:
-            return None
-        hit = self.cache.get_json("llm", key)
-        if hit is None:
-            return None
-        try:
-            value = self.validate(req, hit["raw"])
-        except ValueError:
-            return None
-        return Generation(value=value, raw=hit["raw"], prompt_tokens=hit.get("prompt_tokens", 0),
-                          completion_tokens=hit.get("completion_tokens", 0), cached=True, key=key)
-
-    def _store(self, key: str, raw: str, pt: int, ct: int, source: str) -> None:
-        if self.cache is not None:
-            self.cache.put_json("llm", key, {"raw": raw, "model": self.config.identity, "prompt_tokens": pt,
-                                             "completion_tokens": ct, "source": source})
+        return validate(req, text)
 
     def _rekey(self, req: ChatRequest, key: str) -> tuple[str, Generation | None]:
         """``req``'s key in the form in use, and its cached answer when that key is not ``key``."""
         now = self.request_key(req)
         if now == key:
             return key, None
-        hit = self._cached(req, now)
+        hit = cached_answer(self.cache, req, now)
         if hit is not None:
             self.usage.add(cache_hits=1)
         return now, hit
@@ -531,13 +355,18 @@ class LLMClient:
         :class:`~bakeoff.truth.llm.structured.RequestRefused` when the server refuses the request itself."""
         key = self.request_key(req)
         self.usage.add(requests=1)
-        hit = self._cached(req, key)
+        hit = cached_answer(self.cache, req, key)
         if hit is not None:
             self.usage.add(cache_hits=1)
             return hit
         if self.collect is not None:
             self.collect.append(req)
             return Generation(value=None, error="queued for a batch file", key=key, pending=True)
+        return self._answer(req, key)
+
+    def _answer(self, req: ChatRequest, key: str) -> Generation:
+        """Ask the server for ``req`` (not in the cache under ``key``), re-asking an invalid answer with another
+        seed up to ``schema_retries`` times; the valid answer is cached."""
         price = self.config.resolved_price()
         pt_total = ct_total = 0
         last_error = "no attempt"
@@ -555,11 +384,9 @@ class LLMClient:
             except HttpError as exc:
                 last_error = exc.detail
                 break  # transport retries already exhausted
-            usage = (resp.get("usage") or {}) if isinstance(resp, dict) else {}
-            pt, ct = int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
+            pt, ct = charge(self.usage, resp, price)
             pt_total += pt
             ct_total += ct
-            self.usage.add(prompt_tokens=pt, completion_tokens=ct, cost_usd=price.cost(pt, ct))
             key, hit = self._rekey(req, key)  # this request settled a form with another key: a cached answer wins
             if hit is not None:
                 return hit
@@ -567,16 +394,17 @@ class LLMClient:
                 last_error = "malformed completion (not a JSON object)"
                 continue
             try:
-                raw = _answer_text(req, resp)
+                raw = answer_text(req, resp)
             except (KeyError, IndexError, TypeError):
                 last_error = "malformed completion (no choices[0] text)"
                 continue
             try:
-                value = self.validate(req, raw)
+                value = validate(req, raw)
             except ValueError as exc:
                 last_error = str(exc)
                 continue
-            self._store(key, raw, pt, ct, "chat")
+            store_answer(self.cache, key, raw=raw, model=self.config.identity, prompt_tokens=pt,
+                         completion_tokens=ct, source="chat")
             return Generation(value=value, raw=raw, prompt_tokens=pt_total, completion_tokens=ct_total,
                               attempts=attempt + 1, key=key)
         self.usage.add(failures=1)
@@ -596,39 +424,27 @@ class LLMClient:
         server reports it (llama.cpp: the model's distribution before any sampling rule). Cached like
         answers, under their own key; a server without logprobs gives a failed Generation.
         """
-        params = {**dict(req.params), "max_tokens": 1}
-        params.update({"logprobs": True, "top_logprobs": top} if req.prompt is None else {"logprobs": top})
-        if req.prompt is not None:
-            body: dict[str, Any] = {"model": self.config.model, "prompt": req.prompt + req.prefill, **params}
-        else:
-            body = {"model": self.config.model, "messages": [dict(m) for m in req.messages], **params}
-        key = cache_key({"kind": "llm-logprobs", "model": self.config.identity, "body": {**body, "model": None},
-                         "code_version": self.code_version})
+        body = _request.logprobs_body(self.config, req, top=top)
+        key = _request.logprobs_key(self.config, body, code_version=self.code_version)
         self.usage.add(requests=1)
-        if self.cache is not None:
-            hit = self.cache.get_json("llm", key)
-            if hit is not None:
-                self.usage.add(cache_hits=1)
-                return Generation(value=dict(hit["logprobs"]), raw=hit["raw"], cached=True, key=key,
-                                  prompt_tokens=hit.get("prompt_tokens", 0))
+        hit = cached_logprobs(self.cache, key)
+        if hit is not None:
+            self.usage.add(cache_hits=1)
+            return hit
         try:
-            resp = self._post(body, self.endpoint(req))
+            resp = self._servers.post(body, self.endpoint(req))
         except HttpError as exc:
             self.usage.add(failures=1)
             return Generation(value=None, error=exc.detail, attempts=1, key=key)
-        usage = (resp.get("usage") or {}) if isinstance(resp, dict) else {}
-        pt, ct = int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
-        self.usage.add(prompt_tokens=pt, completion_tokens=ct, cost_usd=self.config.resolved_price().cost(pt, ct))
+        pt, ct = charge(self.usage, resp, self.config.resolved_price())
         try:
-            logprobs = _first_token_logprobs(resp)
-            raw = _answer_text(req, resp)
+            logprobs = first_token_logprobs(resp)
+            raw = answer_text(req, resp)
         except (KeyError, IndexError, TypeError, AttributeError, ValueError):
             self.usage.add(failures=1)
             return Generation(value=None, error="no logprobs in the answer (the server may not support them)",
                               attempts=1, key=key)
-        if self.cache is not None:
-            self.cache.put_json("llm", key, {"logprobs": logprobs, "raw": raw, "model": self.config.identity,
-                                             "prompt_tokens": pt})
+        store_logprobs(self.cache, key, logprobs=logprobs, raw=raw, model=self.config.identity, prompt_tokens=pt)
         return Generation(value=logprobs, raw=raw, prompt_tokens=pt, completion_tokens=ct, attempts=1, key=key)
 
     def logprobs_many(self, reqs: Sequence[ChatRequest], *, top: int = 20, progress: bool = True,
@@ -640,28 +456,10 @@ class LLMClient:
               desc: str) -> list[Generation]:
         from ...progress import progress_bar
 
-        bar = _TokenRate(progress_bar(total=len(reqs), desc=desc, enabled=progress, unit="req"), self.usage)
-        out: list[Generation | None] = [None] * len(reqs)
-
-        def one(i: int) -> None:
-            out[i] = fn(reqs[i])
-            bar.update(1)
-
-        if self.config.concurrency == 1 or len(reqs) <= 1:
-            for i in range(len(reqs)):
-                one(i)
-        else:
-            pool = ThreadPoolExecutor(max_workers=self.config.concurrency)
-            try:
-                list(pool.map(one, range(len(reqs))))
-            except BaseException:
-                # an error, an interrupt or SIGTERM: drop the queued requests and do not wait for those in
-                # flight, so the caller's clean-up (staging folders, local servers) runs now
-                pool.shutdown(wait=False, cancel_futures=True)
-                raise
-            pool.shutdown(wait=True)
+        bar = TokenRate(progress_bar(total=len(reqs), desc=desc, enabled=progress, unit="req"), self.usage)
+        out = map_in_flight(fn, reqs, concurrency=self.config.concurrency, done=bar.update)
         bar.close()
-        return [g for g in out if g is not None]
+        return out
 
 
 # -- batch files ----------------------------------------------------------------
@@ -676,7 +474,7 @@ def write_batch(client: LLMClient, reqs: Sequence[ChatRequest], path: str | os.P
     with atomic_open(path, "w") as fh:
         for req in reqs:
             key = client.request_key(req)
-            if key in seen or client._cached(req, key) is not None:
+            if key in seen or cached_answer(client.cache, req, key) is not None:
                 continue
             seen.add(key)
             line = {"custom_id": key, "method": "POST", "url": "/v1/" + client.endpoint(req), "body": client.body(req)}
@@ -719,15 +517,13 @@ def ingest_batch(client: LLMClient, reqs: Sequence[ChatRequest], path: str | os.
             counts["invalid"] += 1
             continue
         try:
-            raw = _answer_text(req, body)
-            client.validate(req, raw)
+            raw = answer_text(req, body)
+            validate(req, raw)
         except (KeyError, IndexError, TypeError, ValueError):
             counts["invalid"] += 1
             continue
-        usage = body.get("usage") or {}
-        pt, ct = int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
-        client.usage.add(prompt_tokens=pt, completion_tokens=ct,
-                         cost_usd=price.cost(pt, ct) * client.config.batch_discount)
-        client._store(rec["custom_id"], raw, pt, ct, "batch")
+        pt, ct = charge(client.usage, body, price, discount=client.config.batch_discount)
+        store_answer(client.cache, rec["custom_id"], raw=raw, model=client.config.identity, prompt_tokens=pt,
+                     completion_tokens=ct, source="batch")
         counts["ingested"] += 1
     return counts
