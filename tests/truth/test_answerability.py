@@ -27,6 +27,7 @@ from bakeoff.truth.filters.answerability import (
     open_answerability,
     score_stats,
 )
+from bakeoff.truth.filters.reference_rank import ReferenceRankOptions
 from bakeoff.truth.generation.clusters import ClusterOptions, cluster_truth
 from bakeoff.truth.generation.describe import DescribeOptions, describe_truth
 from bakeoff.truth.llm.client import LLMClient, LLMConfig
@@ -206,6 +207,44 @@ def test_cluster_mode_drops_unanswerable_questions(minilm) -> None:
     assert truth.provenance["counts"]["not_answerable"] == 1
     assert truth.queries.metadata[0]["answerability"] > 0.6
     assert truth.provenance["answerability"]["all_candidates"]["n"] == 2
+
+
+def _cluster_misranked(body: dict, i: int) -> Reply:
+    """The gzip question twice: judged with the gzip document first, then with the heap document first (which
+    the gzip document, one of its references, outscores)."""
+    listing = [ln for ln in body["messages"][-1]["content"].splitlines() if ln.startswith("[D")]
+    labels = [ln.split("]")[0][1:] for ln in listing]
+    first = {key: next(lab for lab, ln in zip(labels, listing, strict=True) if key in ln) for key in ("gzip", "heap")}
+
+    def judged(top: str) -> list[dict]:
+        rest = [lab for lab in labels if lab != top]
+        return [{"id": top, "relevant": True, "rank": 1, "reason": ""}] + [
+            {"id": lab, "relevant": False, "rank": 2 + j, "reason": ""} for j, lab in enumerate(rest)]
+
+    return Reply(200, json.dumps({"questions": [{"question": ANSWERED, "judgments": judged(first["gzip"])},
+                                                {"question": ANSWERED.replace("one call", "a single call"),
+                                                 "judgments": judged(first["heap"])}]}))
+
+
+@pytest.mark.slow  # a real model
+def test_cluster_mode_applies_the_rank_rule(minilm) -> None:
+    """Cluster mode's default answerability is the rank rule, as describe mode's: a question is kept when its
+    top-ranked document beats the reference documents (R = 19 at alpha 0.05 here: rank 1 only; the corpus has
+    three documents, so each is ranked against the other two)."""
+    assert ClusterOptions().answerability == AnswerabilityOptions() and AnswerabilityOptions().relative
+    vectors = np.ones((3, 4), dtype=np.float32)
+    opts = ClusterOptions(n=2, cluster_size=3, questions_per_cluster=2, specificity=None,
+                          answerability=AnswerabilityOptions(reference=ReferenceRankOptions(references=19)))
+    with FakeOpenAI(_cluster_misranked) as srv:
+        client = LLMClient(LLMConfig(base_url=srv.base_url, model="fake"))
+        truth = cluster_truth(_corpus(), client, vectors=vectors, options=opts, progress=False, answerer=minilm)
+    assert truth.queries.texts == (ANSWERED,)
+    assert truth.queries.metadata[0]["answer_rank"] == 1
+    prov = truth.provenance
+    assert prov["counts"]["not_answerable"] == 1
+    assert prov["answerability"]["reference"]["max_rank"] == 1
+    assert prov["answerability"]["reference"]["share_kept"] == 0.5
+    assert prov["health"]["kept_share"] == 0.5
 
 
 @pytest.mark.parametrize("flags, message", [

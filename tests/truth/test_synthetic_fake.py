@@ -125,6 +125,42 @@ def test_cluster_mode_repairs_grades_and_hard_negatives(tmp_path: Path) -> None:
     assert main(["run", "--beir", str(out), "--arm", "bm25", "--no-progress", "--cache", "off"]) == 0
 
 
+#: Of the kind the bundled 0.5B wrote for clusters of CISI and SciFact: the JSON shape's placeholder, the task
+#: asked back, a question about "this document", and one need.
+_CLUSTER_JUNK = ("...", "What would a user might ask? For every question judge every document by its id",
+                 "What does the title of this document tell you about the book?",
+                 "which docs are about energy in cells?")
+
+
+def _junk_answer(body: dict, i: int) -> Reply:
+    judged = [{"id": "D1", "relevant": True, "rank": 1, "reason": ""}, {"id": "D2", "relevant": True, "rank": 2,
+              "reason": ""}, {"id": "D3", "relevant": False, "rank": 3, "reason": ""},
+              {"id": "D4", "relevant": False, "rank": 4, "reason": ""}]
+    return Reply(200, json.dumps({"questions": [{"question": q, "judgments": judged} for q in _CLUSTER_JUNK]}))
+
+
+def test_cluster_mode_runs_describe_modes_text_filters() -> None:
+    """A placeholder, an echo of the prompt and a query about "this document" are dropped under their reasons,
+    and the health check says how few of the questions asked were kept."""
+    ids = ("g1", "g2", "g3", "g4")
+    corpus = Corpus(ids, (DOCS["a"], DOCS["b"], DOCS["c"], "Volcanoes erupt molten rock."),
+                    ("", "", "", ""), tuple({} for _ in ids))
+    vectors = np.array([[1, 0], [1, 0.1], [0.9, 0.2], [1, 0.05]], dtype=np.float32)
+    with FakeOpenAI(_junk_answer) as srv:
+        client = LLMClient(LLMConfig(base_url=srv.base_url, model="fake"))
+        opts = ClusterOptions(n=4, cluster_size=4, questions_per_cluster=4, test_fraction=1.0, specificity=None,
+                              answerability=None)
+        truth = cluster_truth(corpus, client, vectors=vectors, options=opts, progress=False)
+    counts = truth.provenance["counts"]
+    assert truth.queries.texts == (_CLUSTER_JUNK[3],)
+    assert (counts["too_short"], counts["echoes_prompt"], counts["refers_to_document"]) == (1, 1, 1)
+    assert counts["questions_dropped"] == 3 and counts["kept"] == 1
+    health = truth.provenance["health"]
+    assert health["kept_share"] == 0.25 and not health["ok"]
+    assert health["line"].startswith("warning: the generated truth is too weak to decide on: only 1 of 4 questions "
+                                     "asked were kept (25%) (most rejected: ")
+
+
 def test_generate_cli_describe_then_run(tmp_path: Path, capsys) -> None:
     src = tmp_path / "src"
     src.mkdir()

@@ -43,6 +43,7 @@ from __future__ import annotations
 import contextlib
 import math
 import threading
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
@@ -74,6 +75,7 @@ __all__ = [
     "bias_caveat",
     "keep_mask",
     "open_answerability",
+    "reference_provenance",
     "score_stats",
 ]
 
@@ -373,3 +375,13 @@ def answer_provenance(answerer: AnswerabilityScorer, options: AnswerabilityOptio
             "all_candidates": score_stats(candidates, threshold=threshold),
             "kept": score_stats([x for x in kept if x is not None], threshold=threshold),
             "evaluations": dict(stats)}
+
+
+def reference_provenance(reference: ReferenceRankOptions, ranks: Sequence[int]) -> dict[str, Any]:
+    """Provenance of the rank rule: its options, ``max_rank``, the rule, a histogram of the own documents' ranks
+    (``11+`` for 11 and above) and the share of ``ranks`` kept."""
+    hist = Counter(min(rk, 11) for rk in ranks)
+    return {**asdict(reference), "max_rank": reference.max_rank,
+            "rule": "kept iff 1 + #{reference docs scoring >= own - 1e-6} <= max(1, floor(alpha * (R + 1)))",
+            "rank_histogram": {("11+" if k == 11 else str(k)): hist[k] for k in sorted(hist)},
+            "share_kept": (sum(rk <= reference.max_rank for rk in ranks) / len(ranks)) if ranks else 0.0}

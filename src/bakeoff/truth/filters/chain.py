@@ -33,11 +33,13 @@ __all__ = [
     "CopiesPassage",
     "CopiesTitle",
     "Draft",
+    "EchoesPrompt",
     "ForeignScript",
     "LeakCut",
     "QueryFilter",
     "RefersToDocument",
     "TooShort",
+    "cluster_chain",
     "describe_chain",
 ]
 
@@ -55,6 +57,8 @@ class Draft:
     style: tuple[str, ...]
     lang: str
     leak: float | None = None
+    #: The instruction the model was given (without the documents); only :class:`EchoesPrompt` reads it.
+    prompt: str = ""
 
 
 class QueryFilter(Protocol):
@@ -162,6 +166,18 @@ class CopiesPassage(_Filter):
 
 
 @dataclass(frozen=True)
+class EchoesPrompt(_Filter):
+    """The query holds a run of at least ``max_run`` consecutive words of the prompt's instruction (the task or
+    its rules written back as a question)."""
+
+    max_run: int = MAX_COPIED_RUN
+    name: ClassVar[str] = "echoes_prompt"
+
+    def check(self, draft: Draft) -> Mapping[str, Any] | None:
+        return {} if draft.prompt and copied_run(draft.query, draft.prompt) >= self.max_run else None
+
+
+@dataclass(frozen=True)
 class LeakCut(_Filter):
     """The query's measured leak is above ``threshold`` (``leak_mode="cut"``); the leak is recorded."""
 
@@ -197,3 +213,13 @@ def describe_chain(*, min_query_words: int = MIN_QUERY_WORDS, max_title_copy: fl
     if max_copied_run is not None:
         text.append(CopiesPassage(max_copied_run))
     return Chain(text=tuple(text), leak=() if leak_threshold is None else (LeakCut(leak_threshold),))
+
+
+def cluster_chain(*, min_query_words: int = MIN_QUERY_WORDS, max_title_copy: float | None = MAX_TITLE_COPY,
+                  max_copied_run: int | None = MAX_COPIED_RUN) -> tuple[QueryFilter, ...]:
+    """Cluster mode's text filters: describe mode's (:func:`describe_chain`, read against the question's
+    top-ranked document's title and every member's text) and :class:`EchoesPrompt`. Cluster mode's leak cut
+    runs after the judgments (:func:`~bakeoff.truth.generation.clusters.cluster_leak_filter`)."""
+    text = describe_chain(min_query_words=min_query_words, max_title_copy=max_title_copy,
+                          max_copied_run=max_copied_run).text
+    return (*text, EchoesPrompt(max_copied_run if max_copied_run is not None else MAX_COPIED_RUN))

@@ -18,14 +18,23 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ...data.model import Corpus, Qrels, Queries
-from ..filters.answerability import AnswerabilityOptions, AnswerabilityScorer, answer_provenance, answerability_scores
+from ..filters.answerability import (
+    AnswerabilityOptions,
+    AnswerabilityScorer,
+    answer_provenance,
+    answerability_ranks,
+    answerability_scores,
+    reference_provenance,
+)
 from ..filters.answerability import keep_mask as answer_keep_mask
+from ..filters.chain import Draft, QueryFilter, cluster_chain
 from ..filters.drift import copies_example
 from ..filters.leak import leak, leak_stats
 from ..filters.score_filter import score_text
 from ..filters.specificity import QueryLikelihood, SpecificityOptions, random_others, score_stats, specificity_scores
 from ..filters.thresholds import LEAK_THRESHOLD
 from ..llm.client import ChatRequest, Generation, LLMClient
+from .health import truth_health
 from .prompts import (
     CLUSTER_INSTRUCTION,
     CLUSTER_SHOT_QUESTIONS,
@@ -38,7 +47,7 @@ from .prompts import (
 from .repair import REPAIR_KINDS, GradeMap, repair_question
 from .synthetic import SyntheticTruth, doc_text
 
-__all__ = ["ClusterOptions", "cluster_corpus", "cluster_leak_filter", "cluster_truth"]
+__all__ = ["CLUSTER_TEXT_DROPS", "ClusterOptions", "cluster_corpus", "cluster_leak_filter", "cluster_truth"]
 
 
 @dataclass(frozen=True)
@@ -115,7 +124,9 @@ def cluster_truth(corpus: Corpus, client: LLMClient, *, vectors: np.ndarray | No
     reqs, req_cluster = _cluster_requests(corpus, members, o, schema, completion=completion)
     gens = client.generate_many(reqs, progress=progress, desc="clusters")
     tally = _ClusterTally()
-    survivors = _survivors(req_cluster, gens, members, tally, completion=completion)
+    survivors = _survivors(req_cluster, gens, members, tally, completion=completion,
+                           screen=_Screen(corpus, cluster_chain(), lang=o.prompt.lang),
+                           prompts=[_instruction(r) for r in reqs])
     spec = o.specificity if scorer is not None else None
     ans = o.answerability if answerer is not None else None
     scores = _ClusterScores.of(corpus, client, survivors, members, progress=progress, spec=spec, scorer=scorer,
@@ -141,8 +152,29 @@ def cluster_truth(corpus: Corpus, client: LLMClient, *, vectors: np.ndarray | No
         "usage": client.usage.as_dict(),
     }
     scores.provenance(prov, kept.metas, spec=spec, scorer=scorer, ans=ans, answerer=answerer)
+    prov["counts"]["questions_asked"] = len(reqs) * (1 if completion else o.questions_per_cluster)
+    prov["health"] = _health(prov, corpus, kept.texts, kept.metas)
     return SyntheticTruth(Queries(tuple(kept.qids), tuple(kept.texts), tuple(kept.metas)), Qrels(kept.judg), prov,
                           test_fraction=o.test_fraction, split_seed=o.seed)
+
+
+#: The reasons the text filters (:func:`~bakeoff.truth.filters.chain.cluster_chain`) drop a question under.
+CLUSTER_TEXT_DROPS: tuple[str, ...] = tuple(f.counted_as for f in cluster_chain())
+#: Counts of cluster mode that are not a reason a question was dropped.
+_NOT_DROPS = frozenset({"clusters", "kept", "questions_asked", "questions_generated", "questions_dropped",
+                        "questions_over_n", "pending"})
+
+
+def _health(prov: dict[str, Any], corpus: Corpus, texts: list[str], metas: list[dict[str, Any]]) -> dict[str, Any]:
+    """:func:`~bakeoff.truth.generation.health.truth_health` of cluster questions: the kept share of the questions
+    asked, the drop reasons of ``prov["counts"]``, titles from each question's top-ranked document."""
+    counts = prov["counts"]
+    return truth_health(sampled=int(counts.get("questions_asked", 0)), kept=len(texts),
+                        rejections={("leak" if k == "rejected_leak" else k): int(v) for k, v in counts.items()
+                                    if k not in _NOT_DROPS},
+                        queries=texts, titles=[corpus.titles[corpus.position[m["ranking"][0]]] for m in metas],
+                        style=str((prov.get("parameters") or {}).get("prompt", {}).get("style", "question")),
+                        kept_of="questions asked were kept")
 
 
 @dataclass
@@ -210,14 +242,39 @@ def _questions(g: Generation, labels: list[str], *, completion: bool) -> list[tu
     return [(g.value.question, judgments)]
 
 
+def _instruction(req: ChatRequest) -> str:
+    """What ``req`` told the model, without the documents: its text up to the first listed document (``[D1]``)."""
+    text = req.prompt if req.prompt is not None else "\n".join(m["content"] for m in req.messages)
+    return text.split("\n[D1] ", 1)[0]
+
+
+@dataclass(frozen=True)
+class _Screen:
+    """Describe mode's text filters applied to a cluster question (:func:`~bakeoff.truth.filters.chain.cluster_chain`):
+    the title is its top-ranked document's, the source every member's title and text."""
+
+    corpus: Corpus
+    filters: tuple[QueryFilter, ...]
+    lang: str = "en"
+
+    def rejects(self, question: str, rows: list[int], top: int, prompt: str) -> str | None:
+        """The first filter's name that rejects ``question`` (asked over ``rows``, ranked ``top`` first), or ``None``."""
+        c = self.corpus
+        source = " ".join(f"{c.titles[r]} {c.texts[r]}" for r in rows)
+        draft = Draft(" ".join(question.split()), c.titles[top], source, CLUSTER_SHOT_QUESTIONS, (), self.lang,
+                      prompt=prompt)
+        return next((f.counted_as for f in self.filters if f.check(draft) is not None), None)
+
+
 def _survivors(req_cluster: list[int], gens: list[Generation], members: dict[int, list[int]], tally: _ClusterTally,
-               *, completion: bool) -> list[_Survivor]:
-    """Every question that survives the example-copy check and the repairs, in answer order, counted."""
+               *, completion: bool, screen: _Screen, prompts: list[str]) -> list[_Survivor]:
+    """Every question that survives the example-copy check, the repairs and the text filters (``screen``), in
+    answer order, counted (a filter's drops under its reason)."""
     counts, repairs = tally.counts, tally.repairs
     survivors: list[_Survivor] = []
     seen_clusters: set[int] = set()
     per_cluster_q: Counter[int] = Counter()
-    for c, g in zip(req_cluster, gens, strict=True):
+    for c, g, prompt in zip(req_cluster, gens, prompts, strict=True):
         if g.pending:
             counts["pending"] += 1
             continue
@@ -241,6 +298,12 @@ def _survivors(req_cluster: list[int], gens: list[Generation], members: dict[int
             if fixed is None:
                 counts["questions_dropped"] += 1
                 continue
+            rows = members[c]
+            reason = screen.rejects(fixed.question, rows, rows[int(fixed.order[0][1:]) - 1], prompt)
+            if reason is not None:
+                counts[reason] += 1
+                counts["questions_dropped"] += 1
+                continue
             survivors.append(_Survivor(c, qi, fixed))
     return survivors
 
@@ -248,7 +311,9 @@ def _survivors(req_cluster: list[int], gens: list[Generation], members: dict[int
 @dataclass
 class _ClusterScores:
     """Specificity and answerability of each survivor against its top-ranked document (``None``: not scored),
-    the answerability threshold in force, the survivors below the answerability top fraction, cache counts."""
+    the answerability threshold in force, under the rank rule (:mod:`bakeoff.truth.filters.reference_rank`) the
+    top document's rank among the reference documents, the survivors below the answerability top fraction,
+    cache counts."""
 
     spec: list[float | None]
     ans: list[float | None]
@@ -256,6 +321,8 @@ class _ClusterScores:
     below_top: set[int]
     spec_stats: dict[str, int]
     ans_stats: dict[str, int]
+    ranks: list[int | None] = field(default_factory=list)
+    rank_fails: set[int] = field(default_factory=set)
 
     @classmethod
     def of(cls, corpus: Corpus, client: LLMClient, survivors: list[_Survivor], members: dict[int, list[int]], *,
@@ -264,8 +331,10 @@ class _ClusterScores:
         spec_scores: list[float | None] = [None] * len(survivors)
         spec_stats: dict[str, int] = {}
         pairs = []
+        tops = []
         for c, _, fixed in survivors:
             top = members[c][int(fixed.order[0][1:]) - 1]
+            tops.append(top)
             pairs.append((" ".join(fixed.question.split()), score_text(corpus, top)))
         ans_thr = ans.resolved_threshold(answerer) if ans is not None else None  # type: ignore[arg-type]
         ans_stats: dict[str, int] = {}
@@ -277,13 +346,21 @@ class _ClusterScores:
             got = specificity_scores(pairs, scorer, options=spec, cache=client.cache,  # type: ignore[arg-type]
                                      progress=progress, stats=spec_stats, others=random_others(corpus, spec))
             spec_scores = [x.score for x in got]
+        ranks: list[int | None] = [None] * len(survivors)
+        rank_fails: set[int] = set()
+        if ans is not None and ans.reference is not None and ans.relative and answerer is not None and survivors:
+            ranked = answerability_ranks([q for q, _ in pairs], tops, [float(a or 0.0) for a in ans_scores], answerer,
+                                         doc_text=lambda r: score_text(corpus, r), n_docs=len(corpus), options=ans,
+                                         cache=client.cache)
+            ranks = [x.rank for x in ranked]
+            rank_fails = {i for i, x in enumerate(ranked) if not x.kept(ans.reference)}
         below_top: set[int] = set()
         if ans is not None and ans.keep_fraction is not None:
             passing = [i for i, a in enumerate(ans_scores) if a is not None and a >= ans_thr]  # type: ignore[operator]
             top_mask = answer_keep_mask([ans_scores[i] for i in passing], threshold=None,  # type: ignore[misc]
                                         keep_fraction=ans.keep_fraction)
             below_top = {i for i, k in zip(passing, top_mask, strict=True) if not k}
-        return cls(spec_scores, ans_scores, ans_thr, below_top, spec_stats, ans_stats)
+        return cls(spec_scores, ans_scores, ans_thr, below_top, spec_stats, ans_stats, ranks, rank_fails)
 
     def provenance(self, prov: dict[str, Any], metas: list[dict[str, Any]], *, spec: SpecificityOptions | None,
                    scorer: QueryLikelihood | None, ans: AnswerabilityOptions | None,
@@ -300,6 +377,9 @@ class _ClusterScores:
             prov["answerability"] = answer_provenance(answerer, ans, self.ans_thr,  # type: ignore[arg-type]
                                                       [a for a in self.ans if a is not None],
                                                       [m.get("answerability") for m in metas], self.ans_stats)
+            if ans.relative and ans.reference is not None:
+                prov["answerability"]["reference"] = reference_provenance(
+                    ans.reference, [r for r in self.ranks if r is not None])
 
 
 def _keep(corpus: Corpus, survivors: list[_Survivor], members: dict[int, list[int]], scores: _ClusterScores,
@@ -312,7 +392,7 @@ def _keep(corpus: Corpus, survivors: list[_Survivor], members: dict[int, list[in
             counts["low_specificity"] += 1
             counts["questions_dropped"] += 1
             continue
-        if an is not None and scores.ans_thr is not None and an < scores.ans_thr:
+        if (an is not None and scores.ans_thr is not None and an < scores.ans_thr) or pos in scores.rank_fails:
             counts["not_answerable"] += 1
             counts["questions_dropped"] += 1
             continue
@@ -336,6 +416,8 @@ def _keep(corpus: Corpus, survivors: list[_Survivor], members: dict[int, list[in
             meta["specificity"] = round(sc, 6)
         if an is not None:
             meta["answerability"] = round(an, 6)
+        if scores.ranks and scores.ranks[pos] is not None:
+            meta["answer_rank"] = scores.ranks[pos]
         kept.metas.append(meta)
         kept.judg[qid] = {label_to_doc[x]: gr for x, gr in grades.items()}
         kept.negatives[qid] = [label_to_doc[x] for x in fixed.negatives()]
@@ -377,6 +459,8 @@ def cluster_leak_filter(truth: SyntheticTruth, corpus: Corpus, *, threshold: flo
                     "all_generations": leak_stats(values, threshold=threshold),
                     "rejection_rate": rejected / len(values) if values else 0.0, "threshold": threshold, "lang": lang}
     prov["counts"] = {**dict(prov.get("counts") or {}), "kept": len(ids), "rejected_leak": rejected}
+    if "health" in prov:  # again, on what the cut kept
+        prov["health"] = _health(prov, corpus, texts, metas)
     if "hard_negatives" in prov:
         prov["hard_negatives"] = negatives
         prov["n_hard_negatives"] = sum(len(v) for v in negatives.values())

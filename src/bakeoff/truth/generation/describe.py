@@ -36,6 +36,7 @@ from ..filters.answerability import (
     answer_provenance,
     answerability_ranks,
     answerability_scores,
+    reference_provenance,
 )
 from ..filters.answerability import keep_mask as answer_keep_mask
 from ..filters.chain import Draft, LeakCut, QueryFilter, describe_chain
@@ -700,13 +701,7 @@ class _DescribeRun:
                                                   tally.answerability, [a.answerability for a in accepted.values()],
                                                   tally.ans_stats)
         if self.relative:
-            ref, ranks = ans.reference, tally.ranks
-            hist = Counter(min(rk, 11) for rk in ranks)
-            prov["answerability"]["reference"] = {
-                **asdict(ref), "max_rank": ref.max_rank,  # type: ignore[union-attr, arg-type]
-                "rule": "kept iff 1 + #{reference docs scoring >= own - 1e-6} <= max(1, floor(alpha * (R + 1)))",
-                "rank_histogram": {("11+" if k == 11 else str(k)): hist[k] for k in sorted(hist)},
-                "share_kept": (sum(rk <= ref.max_rank for rk in ranks) / len(ranks)) if ranks else 0.0}  # type: ignore[union-attr]
+            prov["answerability"]["reference"] = reference_provenance(ans.reference, tally.ranks)  # type: ignore[arg-type]
 
 
 #: Provenance's ``rejections``, in this order: every reason a generation or a kept query can be turned away for.

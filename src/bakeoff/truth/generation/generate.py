@@ -35,7 +35,7 @@ from ..filters.thresholds import LEAK_THRESHOLD
 from ..llm.client import LLMClient, Usage
 from ..llm.open import open_llm
 from ..llm.spec import LLMSpec
-from .clusters import ClusterOptions, cluster_leak_filter, cluster_truth
+from .clusters import CLUSTER_TEXT_DROPS, ClusterOptions, cluster_leak_filter, cluster_truth
 from .describe import DescribeOptions, describe_truth
 from .synthetic import SyntheticTruth
 
@@ -246,7 +246,7 @@ def outcome_lines(done: GenerateOutcome, *, out: str | os.PathLike[str], batch_o
                   ) -> list[str]:
     """What ``bakeoff generate`` prints when :func:`generate_truth` returns: the batch files' counts, the
     LLM's usage, what was kept and rejected (describe mode: the leak by bin, the health line and the estimate
-    beside the measured time; cluster mode: repairs and drops), the filters' score distributions and where
+    beside the measured time; cluster mode: repairs, drops and the health line), the filters' score distributions and where
     the folder was written."""
     lines: list[str] = []
     if done.ingested is not None:
@@ -260,6 +260,8 @@ def outcome_lines(done: GenerateOutcome, *, out: str | os.PathLike[str], batch_o
     lines.append(f"llm: {done.usage.summary()}")
     if prov.get("mode") == "clusters":
         lines.append(_clusters_line(prov))
+        if (prov.get("health") or {}).get("line"):
+            lines.append(prov["health"]["line"])
     else:
         lines += _describe_lines(prov)
     lines += _filter_lines(prov)
@@ -294,10 +296,12 @@ def _describe_lines(prov: dict[str, Any]) -> list[str]:
 
 def _clusters_line(prov: dict[str, Any]) -> str:
     rep = ", ".join(f"{k} {v}" for k, v in prov["repairs"].items() if v)
-    return (f"kept {prov['counts']['kept']} questions from {prov['counts'].get('clusters', 0)} clusters; "
-            f"repairs: {rep or 'none'}; hard negatives {prov['n_hard_negatives']}; dropped: low specificity "
-            f"{prov['counts'].get('low_specificity', 0)}, not answerable {prov['counts'].get('not_answerable', 0)}, "
-            f"leak {prov['counts'].get('rejected_leak', 0)}")
+    counts = prov["counts"]
+    drops = {"low_specificity": counts.get("low_specificity", 0), "not_answerable": counts.get("not_answerable", 0),
+             "leak": counts.get("rejected_leak", 0), **{k: counts[k] for k in CLUSTER_TEXT_DROPS if counts.get(k)}}
+    return (f"kept {counts['kept']} questions from {counts.get('clusters', 0)} clusters; repairs: {rep or 'none'}; "
+            f"hard negatives {prov['n_hard_negatives']}; dropped: "
+            + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in drops.items()))
 
 
 def _filter_lines(prov: dict[str, Any]) -> list[str]:

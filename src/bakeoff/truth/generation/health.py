@@ -53,18 +53,20 @@ def looks_like_title(query: str, title: str = "") -> bool:
 
 
 def truth_health(*, sampled: int, kept: int, rejections: Mapping[str, int], queries: Sequence[str],
-                 titles: Sequence[str], style: str = "question") -> dict[str, Any]:
+                 titles: Sequence[str], style: str = "question",
+                 kept_of: str = "sampled documents kept a query") -> dict[str, Any]:
     """``{"ok", "kept_share", "title_like", "title_like_share", "reasons": [str], "line": str | None}``.
 
     ``queries`` and ``titles``: the kept queries and their documents' titles, in the same order. ``line`` is
     the one-line warning (``None`` when ``ok``): what went wrong, the three largest rejection counts and
-    what to try."""
+    what to try. ``kept_of`` names what ``sampled`` counts and ``kept`` keeps (cluster mode: the questions
+    asked)."""
     share = kept / sampled if sampled else 0.0
     title_like = sum(looks_like_title(q, t) for q, t in zip(queries, titles, strict=True)) if style == "question" else 0
     tl_share = title_like / len(queries) if queries else 0.0
     reasons = []
     if share < MIN_KEPT_SHARE:
-        reasons.append(f"only {kept} of {sampled} sampled documents kept a query ({share:.0%})")
+        reasons.append(f"only {kept} of {sampled} {kept_of} ({share:.0%})")
     if tl_share > MAX_TITLE_LIKE:
         reasons.append(f"{title_like} of {len(queries)} kept queries read like titles, not needs ({tl_share:.0%})")
     line = None
