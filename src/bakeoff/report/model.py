@@ -66,7 +66,8 @@ from ..library_versions import bakeoff_version
 from ..runner.results import StoredArm, StoredResults
 from ..stats import DEFAULT_RESAMPLES, Comparison, comparison
 
-__all__ = ["REPORT_SCHEMA_VERSION", "build_report", "composite_pairs", "find_leak", "primary_measure"]
+__all__ = ["REPORT_SCHEMA_VERSION", "build_report", "composite_pairs", "find_leak", "primary_measure",
+           "report_and_stats"]
 
 log = logging.getLogger("bakeoff")
 
@@ -334,10 +335,33 @@ def build_report(
     text, judgments or rankings (disagreement text, churn, buckets, coverage).
     ``deltas`` adds ``(a, b)`` pairs to decompose, besides every (arm, composite) pair.
     """
+    return report_and_stats(results, dataset=dataset, runs=runs, measures=measures, n_resamples=n_resamples,
+                            confidence=confidence, alpha=alpha, seed=seed, deltas=deltas, n_disagree=n_disagree,
+                            sources=sources, progress=progress, leak=leak)[0]
+
+
+def report_and_stats(
+    results: StoredResults,
+    *,
+    dataset: Dataset | None = None,
+    runs: Mapping[str, Run] | None = None,
+    measures: Sequence[str] | None = None,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    confidence: float = 0.95,
+    alpha: float = 0.05,
+    seed: int = 0,
+    deltas: Sequence[tuple[str, str]] = (),
+    n_disagree: int = 10,
+    sources: Sequence[str] = (),
+    progress: bool = False,
+    leak: Mapping[str, Any] | None = None,
+) -> tuple[dict[str, Any], Comparison | None]:
+    """:func:`build_report`'s report and the statistics its ``stats`` section holds (``None`` when every arm
+    is broken: there are none)."""
     results, broken = _without_broken(results)
     if not results.arms:
         return _broken_only_report(results, broken, measures=measures, sources=sources, alpha=alpha, seed=seed,
-                                   n_resamples=n_resamples, confidence=confidence)
+                                   n_resamples=n_resamples, confidence=confidence), None
     measures = list(measures or results.measures)
     primary = primary_measure(results) if primary_measure(results) in measures else measures[0]
     per_query, qids, paired_note = _paired_queries(results, measures[0])
@@ -372,7 +396,7 @@ def build_report(
         **({"tune": results.tune} if results.tune else {}),  # a `bakeoff tune` sweep
         "broken_arms": broken,
     }
-    return _with_verdict(_finite(report))
+    return _with_verdict(_finite(report)), comp
 
 
 #: Arm -> measure -> query id -> value.
