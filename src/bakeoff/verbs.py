@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -30,7 +30,7 @@ from .data.ranking import NaNScoreError, rank
 from .data.trec import RunTable
 from .errors import ConfigError
 from .metrics import DEFAULT_MEASURES, Evaluation, Measure, averaging_rule, conventions_line, parse_measures, score_run
-from .stats import DEFAULT_RESAMPLES, Comparison, MeanStat, PairStat
+from .stats import DEFAULT_RESAMPLES, Comparison
 
 __all__ = ["FUSION_METHODS", "Report", "compare", "evaluate", "fuse"]
 
@@ -271,7 +271,7 @@ def compare(
     pair, so adding a run does not change the others'); ``name`` labels the report, whose document count
     is that of the documents retrieved or judged (the corpus is not known here).
     """
-    from .report.model import build_report
+    from .report.model import report_and_stats
     from .runner.results import Averaging, StoredArm, StoredDataset, StoredResults
 
     ms = [str(m) for m in _measures(measures)]
@@ -300,20 +300,21 @@ def compare(
         arms=tuple(StoredArm(name=n, type="run", metrics=ev.means, per_query=ev.per_query)
                    for n, ev in evaluations.items()),
     )
-    report = build_report(results, runs=named, measures=ms, n_resamples=n_resamples, confidence=confidence,
-                          alpha=alpha, seed=seed, progress=progress)
-    return Report(evaluations=evaluations, stats=_comparison(report["stats"]), report=report, runs=named)
+    report, stats = report_and_stats(results, runs=named, measures=ms, n_resamples=n_resamples,
+                                     confidence=confidence, alpha=alpha, seed=seed, progress=progress)
+    assert stats is not None  # runs given here are never broken (they carry no empty-ranking record)
+    return Report(evaluations=evaluations, stats=_as_reported(stats), report=report, runs=named)
 
 
-def _comparison(d: Mapping[str, Any]) -> Comparison:
-    """The report's ``stats`` section back as a :class:`~bakeoff.stats.Comparison` (``None`` -> NaN)."""
+def _as_reported(stats: Comparison) -> Comparison:
+    """``stats`` with the figures the report states: JSON has no infinity, so a non-finite figure (``t`` and
+    ``d_z`` when every query differs by the same amount) is NaN, the report's ``null``."""
 
-    def row(cls: type, item: Mapping[str, Any]) -> Any:
-        names = cls.__dataclass_fields__  # type: ignore[attr-defined]
-        return cls(**{k: (math.nan if v is None else v) for k, v in item.items() if k in names})
+    def finite(row: Any) -> Any:
+        return replace(row, **{f.name: math.nan for f in fields(row)
+                               if isinstance(getattr(row, f.name), float) and not math.isfinite(getattr(row, f.name))})
 
-    return Comparison(tuple(row(MeanStat, m) for m in d["means"]), tuple(row(PairStat, p) for p in d["pairs"]),
-                      d["n_queries"], d["n_resamples"], d["confidence"], d["alpha"], d["seed"], d.get("note"))
+    return replace(stats, means=tuple(finite(m) for m in stats.means), pairs=tuple(finite(p) for p in stats.pairs))
 
 
 def _weights(weights: Any, n: int, method: str) -> tuple[float, ...] | None:

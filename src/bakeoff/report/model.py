@@ -64,9 +64,10 @@ from .. import diagnose as dg
 from ..data.model import Dataset, Run
 from ..library_versions import bakeoff_version
 from ..runner.results import StoredArm, StoredResults
-from ..stats import DEFAULT_RESAMPLES, comparison
+from ..stats import DEFAULT_RESAMPLES, Comparison, comparison
 
-__all__ = ["REPORT_SCHEMA_VERSION", "build_report", "composite_pairs", "find_leak", "primary_measure"]
+__all__ = ["REPORT_SCHEMA_VERSION", "build_report", "composite_pairs", "find_leak", "primary_measure",
+           "report_and_stats"]
 
 log = logging.getLogger("bakeoff")
 
@@ -334,112 +335,42 @@ def build_report(
     text, judgments or rankings (disagreement text, churn, buckets, coverage).
     ``deltas`` adds ``(a, b)`` pairs to decompose, besides every (arm, composite) pair.
     """
+    return report_and_stats(results, dataset=dataset, runs=runs, measures=measures, n_resamples=n_resamples,
+                            confidence=confidence, alpha=alpha, seed=seed, deltas=deltas, n_disagree=n_disagree,
+                            sources=sources, progress=progress, leak=leak)[0]
+
+
+def report_and_stats(
+    results: StoredResults,
+    *,
+    dataset: Dataset | None = None,
+    runs: Mapping[str, Run] | None = None,
+    measures: Sequence[str] | None = None,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    confidence: float = 0.95,
+    alpha: float = 0.05,
+    seed: int = 0,
+    deltas: Sequence[tuple[str, str]] = (),
+    n_disagree: int = 10,
+    sources: Sequence[str] = (),
+    progress: bool = False,
+    leak: Mapping[str, Any] | None = None,
+) -> tuple[dict[str, Any], Comparison | None]:
+    """:func:`build_report`'s report and the statistics its ``stats`` section holds (``None`` when every arm
+    is broken: there are none)."""
     results, broken = _without_broken(results)
     if not results.arms:
         return _broken_only_report(results, broken, measures=measures, sources=sources, alpha=alpha, seed=seed,
-                                   n_resamples=n_resamples, confidence=confidence)
-    arms = results.arm_names
+                                   n_resamples=n_resamples, confidence=confidence), None
     measures = list(measures or results.measures)
     primary = primary_measure(results) if primary_measure(results) in measures else measures[0]
-    per_query = {a.name: a.per_query for a in results.arms}
-    first = results.arms[0].per_query[measures[0]]
-    qids = list(first)
-    paired_note = None
-    for other in results.arms[1:]:
-        if set(other.per_query[measures[0]]) != set(qids):
-            if results.averaging != "trec_eval":
-                raise ValueError(f"arm {other.name!r} was evaluated on different queries than {arms[0]!r}")
-            # trec_eval's rule averages each arm over the queries it answered: the paired comparison
-            # is over the queries every arm answered
-            common = set.intersection(*(set(b.per_query[measures[0]]) for b in results.arms))
-            qids = [q for q in qids if q in common]
-            per_query = {n: {m: {q: v[q] for q in qids} for m, v in pq.items()} for n, pq in per_query.items()}
-            paired_note = (f"averaging trec_eval: the arms answered different queries; the comparison is over the "
-                           f"{len(qids)} queries every arm answered (each arm's own mean is in results.json)")
-            break
-    k = results.k
+    per_query, qids, paired_note = _paired_queries(results, measures[0])
     comp = comparison(per_query, query_ids=qids, measures=measures, n_resamples=n_resamples, confidence=confidence,
                    alpha=alpha, seed=seed, progress=progress)
-
-    arm_rows = []
-    for arm in results.arms:
-        metrics = {}
-        beats: dict[str, list[str]] = {}
-        for m in measures:
-            ms = comp.mean(arm.name, m)
-            metrics[m] = {"mean": ms.mean, "ci_low": ms.ci_low, "ci_high": ms.ci_high}
-            beats[m] = [(p.b if p.a == arm.name else p.a) for p in comp.pairs
-                        if p.measure == m and p.significant and arm.name in (p.a, p.b)
-                        and ((p.diff > 0) if p.a == arm.name else (p.diff < 0))]
-        lat, lat_kind = latency_ms(arm)
-        arm_rows.append({"name": arm.name, "type": arm.type, "children": _children(arm),
-                         "timing": dict(arm.timing), "latency_ms": lat, "latency_kind": lat_kind,
-                         "cost": arm.cost, "cached": arm.cached, "footprint": arm.footprint, "empty": arm.empty,
-                         "metrics": metrics, "beats": beats})
-
-    diag: dict[str, Any] = {}
-    diag["win_tie_loss"] = {m: [{"a": w.a, "b": w.b, "wins": w.wins, "ties": w.ties, "losses": w.losses}
-                                for w in dg.win_tie_loss_matrix(per_query, m, query_ids=qids, arms=arms)]
-                            for m in measures}
-    queries = dataset.queries if dataset is not None else None
-    diag["disagreements"] = [
-        {"a": a, "b": b, "measure": primary,
-         "queries": [{"query_id": r["query_id"], "text": r["text"], "a": r[a], "b": r[b], "delta": r["delta"]}
-                     for r in dg.disagreements(per_query, a, b, primary, query_ids=qids, queries=queries,
-                                               n=n_disagree)]}
-        for a, b in combinations(arms, 2)
-    ]
-    pairs = composite_pairs(results)
-    diag["churn"] = []
-    if runs is not None and dataset is not None:
-        for base, new in pairs:
-            if base in runs and new in runs:
-                diag["churn"].append(dg.churn(runs[base], runs[new], dataset.qrels, k=k, query_ids=qids,
-                                              base_name=base, new_name=new).to_dict())
-    decomp_pairs = list(dict.fromkeys([*((new, base) for base, new in pairs), *deltas]))
-    if not decomp_pairs and len(arms) >= 2:
-        ranked = sorted(arms, key=lambda a: -comp.mean(a, primary).mean)
-        decomp_pairs = [(ranked[0], ranked[1])]
-    diag["decomposition"] = []
-    if dataset is not None:
-        bucketings: list[tuple[str, dict[str, str]]] = [
-            ("relevant documents", dg.relevant_count_buckets(dataset.qrels, qids)),
-            ("query length", dg.length_buckets(dataset.queries, qids)),
-        ]
-        for f in dg.bucketable_metadata_fields(dataset.queries, qids):
-            bucketings.append((f"metadata: {f}", dg.metadata_buckets(dataset.queries, qids, f)))
-        for a, b in decomp_pairs:
-            if a not in per_query or b not in per_query:
-                raise ValueError(f"cannot decompose {a} - {b}: unknown arm")
-            for m in dict.fromkeys([primary, f"mrr@{k}"]):
-                if m not in measures:
-                    continue
-                delta = comp.pair(a, b, m).diff * (1 if comp.pair(a, b, m).a == a else -1)
-                for by, buckets in bucketings:
-                    rows = dg.decompose(per_query, a, b, m, buckets=buckets, query_ids=qids)
-                    diag["decomposition"].append({"a": a, "b": b, "measure": m, "by": by, "delta": delta,
-                                                  "rows": [asdict(r) for r in rows]})
-    diag["oracle"] = {}
-    for m in measures:
-        o = dg.oracle(per_query, m, query_ids=qids, arms=arms)
-        o.pop("per_query", None)
-        diag["oracle"][m] = o
-    diag["coverage"] = None
-    diag["failures"] = None
-    if dataset is not None:
-        cov = dg.coverage(dataset.qrels, dataset.corpus, query_ids=qids)
-        diag["coverage"] = cov
-        if runs is not None:
-            diag["failures"] = {}
-            for a in arms:
-                if a in runs:
-                    fails = dg.failures(runs[a], dataset.qrels, k=k, query_ids=qids, exclude=cov["uncoverable"])
-                    diag["failures"][a] = {"count": len(fails), "queries": fails}
-
-    if leak is None:
-        leak = find_leak(results.source, dataset, qids)
-    else:
-        leak = {"source": "given", "values": list(leak.get("per_query", {}).values()), **dict(leak)}
+    arm_rows = [_arm_row(arm, comp, measures) for arm in results.arms]
+    diag = _diagnostics(results, per_query, qids, comp, measures=measures, primary=primary, dataset=dataset,
+                        runs=runs, deltas=deltas, n_disagree=n_disagree)
+    leak = _report_leak(leak, results, dataset, qids)
     quality = _truth_quality(results, dataset=dataset, runs=runs, qids=qids, primary=primary, comp=comp, leak=leak,
                              seed=seed, n_resamples=n_resamples, alpha=alpha)
     report = {
@@ -449,7 +380,7 @@ def build_report(
         "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "sources": list(sources),
         "dataset": results.dataset.to_dict(),
-        "k": k,
+        "k": results.k,
         "measures": measures,
         "primary": primary,
         "n_queries": len(qids),
@@ -465,7 +396,171 @@ def build_report(
         **({"tune": results.tune} if results.tune else {}),  # a `bakeoff tune` sweep
         "broken_arms": broken,
     }
-    return _with_verdict(_finite(report))
+    return _with_verdict(_finite(report)), comp
+
+
+#: Arm -> measure -> query id -> value.
+_PerQuery = dict[str, Mapping[str, Mapping[str, float]]]
+
+
+def _paired_queries(results: StoredResults, measure: str) -> tuple[_PerQuery, list[str], str | None]:
+    """The per-query values the arms are compared on (arm -> measure -> query id -> value), the query ids
+    (the first arm's order) and a note when they are not every arm's own.
+
+    Every arm must have been evaluated on the same queries on ``measure`` (a :class:`ValueError`
+    otherwise), except under trec_eval's averaging, which averages each arm over the queries it answered:
+    the paired comparison is then over the queries every arm answered, and the note says so."""
+    per_query: _PerQuery = {a.name: a.per_query for a in results.arms}
+    qids = list(results.arms[0].per_query[measure])
+    for other in results.arms[1:]:
+        if set(other.per_query[measure]) != set(qids):
+            if results.averaging != "trec_eval":
+                raise ValueError(f"arm {other.name!r} was evaluated on different queries than "
+                                 f"{results.arm_names[0]!r}")
+            common = set.intersection(*(set(b.per_query[measure]) for b in results.arms))
+            qids = [q for q in qids if q in common]
+            per_query = {n: {m: {q: v[q] for q in qids} for m, v in pq.items()} for n, pq in per_query.items()}
+            return per_query, qids, (f"averaging trec_eval: the arms answered different queries; the comparison is "
+                                     f"over the {len(qids)} queries every arm answered (each arm's own mean is in "
+                                     "results.json)")
+    return per_query, qids, None
+
+
+def _arm_row(arm: StoredArm, comp: Comparison, measures: Sequence[str]) -> dict[str, Any]:
+    """An arm's row of the report: its results.json figures, latency (:func:`latency_ms`), each measure's mean
+    with its CI, and per measure the arms it is significantly better than (``beats``, Holm)."""
+    metrics = {}
+    beats: dict[str, list[str]] = {}
+    for m in measures:
+        ms = comp.mean(arm.name, m)
+        metrics[m] = {"mean": ms.mean, "ci_low": ms.ci_low, "ci_high": ms.ci_high}
+        beats[m] = [(p.b if p.a == arm.name else p.a) for p in comp.pairs
+                    if p.measure == m and p.significant and arm.name in (p.a, p.b)
+                    and ((p.diff > 0) if p.a == arm.name else (p.diff < 0))]
+    lat, lat_kind = latency_ms(arm)
+    return {"name": arm.name, "type": arm.type, "children": _children(arm),
+            "timing": dict(arm.timing), "latency_ms": lat, "latency_kind": lat_kind,
+            "cost": arm.cost, "cached": arm.cached, "footprint": arm.footprint, "empty": arm.empty,
+            "metrics": metrics, "beats": beats}
+
+
+def _diagnostics(results: StoredResults, per_query: _PerQuery, qids: Sequence[str], comp: Comparison, *,
+                 measures: Sequence[str], primary: str, dataset: Dataset | None, runs: Mapping[str, Run] | None,
+                 deltas: Sequence[tuple[str, str]], n_disagree: int) -> dict[str, Any]:
+    """The report's ``diagnostics`` section (module docstring): win/tie/loss, disagreements, churn,
+    decomposition, oracle, coverage and failures. Those that need text, judgments or rankings need
+    ``dataset`` (and ``runs``); without them churn and decomposition are empty and coverage and failures
+    ``None``."""
+    arms = results.arm_names
+    diag: dict[str, Any] = {}
+    diag["win_tie_loss"] = {m: [{"a": w.a, "b": w.b, "wins": w.wins, "ties": w.ties, "losses": w.losses}
+                                for w in dg.win_tie_loss_matrix(per_query, m, query_ids=qids, arms=arms)]
+                            for m in measures}
+    queries = dataset.queries if dataset is not None else None
+    diag["disagreements"] = [
+        {"a": a, "b": b, "measure": primary,
+         "queries": [{"query_id": r["query_id"], "text": r["text"], "a": r[a], "b": r[b], "delta": r["delta"]}
+                     for r in dg.disagreements(per_query, a, b, primary, query_ids=qids, queries=queries,
+                                               n=n_disagree)]}
+        for a, b in combinations(arms, 2)
+    ]
+    pairs = composite_pairs(results)
+    diag["churn"] = _churn(pairs, qids, dataset=dataset, runs=runs, k=results.k)
+    diag["decomposition"] = []
+    if dataset is not None:
+        decomp_pairs = _decomposition_pairs(pairs, deltas, arms, comp, primary)
+        diag["decomposition"] = _decomposition(decomp_pairs, per_query, qids, comp, dataset=dataset,
+                                               measures=measures, primary=primary, k=results.k)
+    diag["oracle"] = {}
+    for m in measures:
+        o = dg.oracle(per_query, m, query_ids=qids, arms=arms)
+        o.pop("per_query", None)
+        diag["oracle"][m] = o
+    diag["coverage"] = None
+    diag["failures"] = None
+    if dataset is not None:
+        cov = dg.coverage(dataset.qrels, dataset.corpus, query_ids=qids)
+        diag["coverage"] = cov
+        if runs is not None:
+            diag["failures"] = _failures(arms, qids, cov["uncoverable"], dataset=dataset, runs=runs, k=results.k)
+    return diag
+
+
+def _churn(pairs: Sequence[tuple[str, str]], qids: Sequence[str], *, dataset: Dataset | None,
+           runs: Mapping[str, Run] | None, k: int) -> list[dict[str, Any]]:
+    """Churn (:func:`bakeoff.diagnose.churn`) of each ``(base, new)`` composite pair whose runs are given."""
+    out: list[dict[str, Any]] = []
+    if runs is not None and dataset is not None:
+        for base, new in pairs:
+            if base in runs and new in runs:
+                out.append(dg.churn(runs[base], runs[new], dataset.qrels, k=k, query_ids=qids,
+                                    base_name=base, new_name=new).to_dict())
+    return out
+
+
+def _decomposition_pairs(pairs: Sequence[tuple[str, str]], deltas: Sequence[tuple[str, str]],
+                         arms: Sequence[str], comp: Comparison, primary: str) -> list[tuple[str, str]]:
+    """The ``(a, b)`` pairs whose difference is decomposed: each composite before its input, then ``deltas``
+    (duplicates once); when there are none, the two arms with the highest mean ``primary``."""
+    decomp_pairs = list(dict.fromkeys([*((new, base) for base, new in pairs), *deltas]))
+    if not decomp_pairs and len(arms) >= 2:
+        ranked = sorted(arms, key=lambda a: -comp.mean(a, primary).mean)
+        decomp_pairs = [(ranked[0], ranked[1])]
+    return decomp_pairs
+
+
+def _decomposition(decomp_pairs: Sequence[tuple[str, str]], per_query: _PerQuery, qids: Sequence[str],
+                   comp: Comparison, *, dataset: Dataset, measures: Sequence[str], primary: str,
+                   k: int) -> list[dict[str, Any]]:
+    """Each pair's difference ``mean(a) - mean(b)`` on ``primary`` and ``mrr@k`` (those reported) split by
+    bucket (:func:`bakeoff.diagnose.decompose`) of every bucketing (:func:`_bucketings`)."""
+    bucketings = _bucketings(dataset, qids)
+    out: list[dict[str, Any]] = []
+    for a, b in decomp_pairs:
+        if a not in per_query or b not in per_query:
+            raise ValueError(f"cannot decompose {a} - {b}: unknown arm")
+        for m in dict.fromkeys([primary, f"mrr@{k}"]):
+            if m not in measures:
+                continue
+            delta = comp.pair(a, b, m).diff * (1 if comp.pair(a, b, m).a == a else -1)
+            for by, buckets in bucketings:
+                rows = dg.decompose(per_query, a, b, m, buckets=buckets, query_ids=qids)
+                out.append({"a": a, "b": b, "measure": m, "by": by, "delta": delta,
+                            "rows": [asdict(r) for r in rows]})
+    return out
+
+
+def _bucketings(dataset: Dataset, qids: Sequence[str]) -> list[tuple[str, dict[str, str]]]:
+    """``(by, {query id: bucket})`` for the decomposition: relevant documents, query length, and each
+    bucketable metadata field of the queries."""
+    bucketings: list[tuple[str, dict[str, str]]] = [
+        ("relevant documents", dg.relevant_count_buckets(dataset.qrels, qids)),
+        ("query length", dg.length_buckets(dataset.queries, qids)),
+    ]
+    for f in dg.bucketable_metadata_fields(dataset.queries, qids):
+        bucketings.append((f"metadata: {f}", dg.metadata_buckets(dataset.queries, qids, f)))
+    return bucketings
+
+
+def _failures(arms: Sequence[str], qids: Sequence[str], uncoverable: Any, *, dataset: Dataset,
+              runs: Mapping[str, Run], k: int) -> dict[str, Any]:
+    """Per arm with a run, the coverable queries with no relevant document in its top ``k``
+    (:func:`bakeoff.diagnose.failures`): ``{arm: {"count", "queries"}}``."""
+    out: dict[str, Any] = {}
+    for a in arms:
+        if a in runs:
+            fails = dg.failures(runs[a], dataset.qrels, k=k, query_ids=qids, exclude=uncoverable)
+            out[a] = {"count": len(fails), "queries": fails}
+    return out
+
+
+def _report_leak(leak: Mapping[str, Any] | None, results: StoredResults, dataset: Dataset | None,
+                 qids: Sequence[str]) -> dict[str, Any] | None:
+    """The report's ``leak`` section: the ``leak`` given to :func:`build_report` (source ``given``, its
+    per-query values as ``values``), else the one :func:`find_leak` finds."""
+    if leak is None:
+        return find_leak(results.source, dataset, qids)
+    return {"source": "given", "values": list(leak.get("per_query", {}).values()), **dict(leak)}
 
 
 def _truth_quality(results: StoredResults, *, dataset: Dataset | None, runs: Mapping[str, Run] | None,

@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["JUDGED_LOW", "LEAK_HEAVY", "LEAK_HEAVY_SHARE", "NOISE_FLOORS", "TOLERANCE", "build_verdict", "costs_of",
@@ -314,7 +315,6 @@ def build_verdict(report: Mapping[str, Any]) -> dict[str, Any]:
         report = leak_matched_view(report, matched)
     else:
         matched, unweighted = None, {}
-    arms = list(report["arms"])
     broken = [{"name": b["name"], **{key: (b.get("empty") or {}).get(key) for key in ("queries", "n", "share",
                                                                                       "max_share")}}
               for b in report.get("broken_arms") or []]
@@ -323,24 +323,91 @@ def build_verdict(report: Mapping[str, Any]) -> dict[str, Any]:
                            "caveats": [], "leak_check": [], "headline": "", "lines": [], "leak_matched": None}
     broken_lines = [f"Broken, left out of the ranking and the tests: {b['name']} (empty ranking for {b['queries']} "
                     f"of {b['n']} queries, {b['share']:.0%} > {b['max_share']:.0%})." for b in broken]
-    if not arms:
+    if not report["arms"]:
         out["headline"] = "No valid arm: every arm returned empty rankings; nothing to recommend."
         out["lines"] = [out["headline"], *broken_lines]
         return out
+    d = _decide(report, m)
+    out.update(costs=d.costs, best=d.best, tied=d.tied, below=d.below, candidates=d.candidates, pick=d.pick,
+               reason=d.reason)
+    head = _headline(d)
+    checks = leak_check(report, best=d.best, pick=d.pick, below=[r["name"] for r in d.below])
+    out["leak_check"] = checks
+    if checks:
+        head = head.replace(f"→ deploy {d.pick}.", f"→ deploy {d.pick}, but the leak check below disagrees.", 1)
+    matched_lines: list[str] = []
+    if matched is not None:
+        out["leak_matched"] = {key: matched.get(key) for key in ("target", "target_source", "n", "ess", "uncovered",
+                                                                 "queries_needed", "min_ess")}
+        head, matched_lines = _matched_lines(head, matched, unweighted, m=m, best=d.best, out=out)
+    lines = [head, *matched_lines, *_leak_lines(checks, m, d.pick), *_fastest_lines(d)]
+    out["oracle"] = _oracle(report, m, n_arms=d.n_arms)
+    if out["oracle"] is not None:
+        lines.append(f"Head-room: picking the best arm for each query (oracle) would reach {out['oracle']['mean']:.4f} "
+                     f"{m}, {out['oracle']['headroom'] or 0:+.4f} over {d.best}; a router or a fusion can gain at most "
+                     "that much.")
+    lines.extend(broken_lines)
+    n_sig = any(p.get("significant") for p in report["stats"]["pairs"] if p["measure"] == m)
+    out["caveats"] = _caveats(report, d.candidates, m, n_sig, d.n_arms)
+    lines.extend(f"Caveat: {c}" for c in out["caveats"])
+    out["headline"] = head
+    out["lines"] = lines
+    return out
+
+
+@dataclass(frozen=True)
+class _Decision:
+    """The decision on measure ``m`` (module docstring, rules 1-3): ``best`` (highest mean), the arms
+    ``tied`` with it and ``below`` it (``{"name", "mean", "diff", "p_holm"}``, in descending mean), the
+    ``candidates`` (best, then the tied), the ``pick``, and why: ``reason`` ``{"cost", "ratio"}`` (the cost
+    that decided, or ``simplicity``) or ``None``; ``simple`` is the pick when simplicity named it."""
+
+    m: str
+    n_arms: int
+    mean: dict[str, float]
+    ci: dict[str, tuple[Any, Any]]
+    costs: dict[str, dict[str, float | None]]
+    best: str
+    tied: list[dict[str, Any]]
+    below: list[dict[str, Any]]
+    candidates: list[str]
+    pick: str
+    simple: str | None
+    reason: dict[str, Any] | None
+
+
+def _decide(report: Mapping[str, Any], m: str) -> _Decision:
+    """Rank the report's arms on ``m``, split them into tied with the best and below it by the paired test,
+    and pick among the candidates (:func:`_pick`)."""
+    arms = list(report["arms"])
     mean = {a["name"]: float(a["metrics"][m]["mean"]) for a in arms}
     ci = {a["name"]: (a["metrics"][m].get("ci_low"), a["metrics"][m].get("ci_high")) for a in arms}
     costs = {a["name"]: costs_of(a) for a in arms}
-    out["costs"] = costs
     order = sorted(mean, key=lambda a: -mean[a])  # stable: the first listed wins an exact tie
     best = order[0]
-    out["best"] = best
+    tied: list[dict[str, Any]] = []
+    below: list[dict[str, Any]] = []
     for other in order[1:]:
         p = _pair(report, best, other, m)
         p_holm = None if p is None else p.get("p_perm_holm")
         row = {"name": other, "mean": mean[other], "diff": mean[best] - mean[other], "p_holm": p_holm}
-        (out["below"] if p is not None and p.get("significant") else out["tied"]).append(row)
-    candidates = [best, *(t["name"] for t in out["tied"])]
-    out["candidates"] = candidates
+        (below if p is not None and p.get("significant") else tied).append(row)
+    candidates = [best, *(t["name"] for t in tied)]
+    pick, reason, simple = _pick(candidates, costs, rows={a["name"]: a for a in arms}, mean=mean)
+    return _Decision(m=m, n_arms=len(arms), mean=mean, ci=ci, costs=costs, best=best, tied=tied, below=below,
+                     candidates=candidates, pick=pick, simple=simple,
+                     reason=({"cost": reason[0], "ratio": reason[1]} if reason is not None
+                             else {"cost": "simplicity", "ratio": None} if simple is not None else None))
+
+
+def _pick(candidates: Sequence[str], costs: Mapping[str, Mapping[str, float | None]], *,
+          rows: Mapping[str, Mapping[str, Any]],
+          mean: Mapping[str, float]) -> tuple[str, tuple[str, float] | None, str | None]:
+    """``(pick, (cost, ratio) that decided or None, the pick when simplicity named it or None)`` among the
+    ``candidates`` (the best first): a challenger replaces the current pick when it is cheaper (:func:`_decider`)
+    than both the current pick and the best; when none is, the simplest arm not separated from the best on any
+    cost (:func:`simplicity`, then the higher mean) if it is simpler than the best."""
+    best = candidates[0]
     pick, reason = best, None
     for c in candidates[1:]:  # a challenger must be cheaper than the current pick and than the best
         if _decider(costs[c], costs[pick]) is not None and _decider(costs[c], costs[best]) is not None:
@@ -349,95 +416,94 @@ def build_verdict(report: Mapping[str, Any]) -> dict[str, Any]:
         reason = _decider(costs[pick], costs[best])
     simple = None
     if pick == best and len(candidates) > 1:  # tied on quality; a cost that is not noise decides, else simplicity
-        row_of = {a["name"]: a for a in arms}
         level = [c for c in candidates
                  if c == best or (_decider(costs[c], costs[best]) is None and _decider(costs[best], costs[c]) is None)]
-        simplest = min(level, key=lambda c: (*simplicity(row_of[c]), -mean[c]))
-        if simplest != best and simplicity(row_of[simplest]) < simplicity(row_of[best]):
+        simplest = min(level, key=lambda c: (*simplicity(rows[c]), -mean[c]))
+        if simplest != best and simplicity(rows[simplest]) < simplicity(rows[best]):
             pick, simple = simplest, simplest
-    out["pick"] = pick
-    out["reason"] = ({"cost": reason[0], "ratio": reason[1]} if reason is not None
-                     else {"cost": "simplicity", "ratio": None} if simple is not None else None)
+    return pick, reason, simple
 
-    lo, hi = ci[best]
-    best_txt = f"{best} has the highest mean {m} ({mean[best]:.4f}" + (
-        f", 95% CI [{lo:.4f}, {hi:.4f}])" if lo is not None and hi is not None else ")")
-    if len(arms) == 1:
-        head = f"Only one valid arm, {best}: {m} = {mean[best]:.4f}; nothing to compare it with → {best}."
-    elif not out["tied"]:
-        worst_p = max((r["p_holm"] for r in out["below"] if r["p_holm"] is not None), default=None)
-        head = (f"{best_txt} and is significantly better than every other arm (Holm {fmt_p(worst_p).replace('p=', 'p≤')}"
-                f" for the closest) → deploy {best}.")
-    elif pick == best:
-        tied_txt = _names([f"{t['name']} (Holm {fmt_p(t['p_holm'])})" for t in out["tied"]])
-        if all(costs[c].get("latency_ms") is None for c in candidates):
-            why = "no latency was measured to tell them apart, so the higher mean decides"
-        else:
-            wins = [_decider(costs[best], costs[t["name"]]) for t in out["tied"]]
-            if all(w is not None for w in wins):
-                key, ratio = wins[0]  # type: ignore[misc]
-                first = out["tied"][0]["name"]
-                why = (f"{best} is also the cheapest of them to run ({_x(ratio)} {_label(key)} than {first}: "
-                       f"{_cost_name(key)} {_fmt_cost(key, costs[best][key])} vs "
-                       f"{_fmt_cost(key, costs[first][key])} {_unit(key)})")
-            else:
-                why = ("no cost tells them apart beyond its measurement noise (more than 10% and above its noise "
-                       "floor), and none is simpler, so the higher mean decides")
-        head = (f"{best_txt}; {tied_txt} {'is' if len(out['tied']) == 1 else 'are'} statistically tied with it "
-                f"(no significant difference after Holm); {why} → deploy {best}.")
-    elif simple is not None:
-        p = next(t for t in out["tied"] if t["name"] == pick)
-        others = [t for t in out["tied"] if t["name"] != pick]
+
+def _headline(d: _Decision) -> str:
+    """The decision sentence, ending ``→ deploy <arm>.``: one valid arm; the best significantly better than
+    every other; the best among arms tied with it; the simpler of tied arms; a cheaper tied arm."""
+    best, m, mean = d.best, d.m, d.mean
+    if d.n_arms == 1:
+        return f"Only one valid arm, {best}: {m} = {mean[best]:.4f}; nothing to compare it with → {best}."
+    if not d.tied:
+        worst_p = max((r["p_holm"] for r in d.below if r["p_holm"] is not None), default=None)
+        return (f"{_best_text(d)} and is significantly better than every other arm (Holm "
+                f"{fmt_p(worst_p).replace('p=', 'p≤')} for the closest) → deploy {best}.")
+    if d.pick == best:
+        tied_txt = _names([f"{t['name']} (Holm {fmt_p(t['p_holm'])})" for t in d.tied])
+        return (f"{_best_text(d)}; {tied_txt} {'is' if len(d.tied) == 1 else 'are'} statistically tied with it "
+                f"(no significant difference after Holm); {_why_best(d)} → deploy {best}.")
+    pick = d.pick
+    p = next(t for t in d.tied if t["name"] == pick)
+    if d.simple is not None:
         head = (f"{best} and {pick} are statistically tied on {m} (Holm {fmt_p(p['p_holm'])}; {best} "
                 f"{mean[best]:.4f} vs {pick} {mean[pick]:.4f}) and on cost (no difference beyond its measurement "
                 f"noise), so the simpler arm is named (fewer arms inside it; lexical before dense before fusion "
                 f"before reranking) → deploy {pick}.")
-        if others:
-            head += (" Also tied with the best: " + _names([f"{t['name']} (Holm {fmt_p(t['p_holm'])})" for t in others])
-                     + ".")
     else:
-        p = next(t for t in out["tied"] if t["name"] == pick)
-        others = [t for t in out["tied"] if t["name"] != pick]
-        r = out["reason"]
+        r = d.reason
         assert r is not None
         key = r["cost"]
-        figures = f"{_fmt_cost(key, costs[pick][key])} vs {_fmt_cost(key, costs[best][key])} {_unit(key)}"
+        figures = f"{_fmt_cost(key, d.costs[pick][key])} vs {_fmt_cost(key, d.costs[best][key])} {_unit(key)}"
         head = (f"{best} and {pick} are statistically tied on {m} (Holm {fmt_p(p['p_holm'])}; {best} "
                 f"{mean[best]:.4f} vs {pick} {mean[pick]:.4f}); {pick} is {_x(r['ratio'])} {_label(key)} "
                 f"({_cost_name(key)} {figures}) → deploy {pick}.")
-        if others:
-            head += (" Also tied with the best: " + _names([f"{t['name']} (Holm {fmt_p(t['p_holm'])})" for t in others])
-                     + ".")
-    checks = leak_check(report, best=best, pick=pick, below=[r["name"] for r in out["below"]])
-    out["leak_check"] = checks
-    if checks:
-        head = head.replace(f"→ deploy {pick}.", f"→ deploy {pick}, but the leak check below disagrees.", 1)
-    matched_lines: list[str] = []
-    if matched is not None:
-        out["leak_matched"] = {key: matched.get(key) for key in ("target", "target_source", "n", "ess", "uncovered",
-                                                                 "queries_needed", "min_ess")}
-        head, matched_lines = _matched_lines(head, matched, unweighted, m=m, best=best, out=out)
-    lines = [head, *matched_lines, *_leak_lines(checks, m, pick)]
-    if out["below"] and len(arms) > 1:
-        fastest = min((a for a in mean if costs[a]["latency_ms"] is not None),
-                      key=lambda a: costs[a]["latency_ms"], default=None)  # type: ignore[arg-type,return-value]
-        below = next((r for r in out["below"] if r["name"] == fastest), None)
-        if below is not None and fastest is not None:
-            lines.append(f"The fastest arm, {fastest} (p50 {_fmt_cost('latency_ms', costs[fastest]['latency_ms'])} ms), "
-                         f"is significantly below {best} on {m} by {below['diff']:.4f} (Holm {fmt_p(below['p_holm'])}).")
+    others = [t for t in d.tied if t["name"] != pick]
+    if others:
+        head += (" Also tied with the best: " + _names([f"{t['name']} (Holm {fmt_p(t['p_holm'])})" for t in others])
+                 + ".")
+    return head
+
+
+def _best_text(d: _Decision) -> str:
+    """``<best> has the highest mean <m> (<mean>, 95% CI [<low>, <high>])`` (no CI when not recorded)."""
+    lo, hi = d.ci[d.best]
+    return f"{d.best} has the highest mean {d.m} ({d.mean[d.best]:.4f}" + (
+        f", 95% CI [{lo:.4f}, {hi:.4f}])" if lo is not None and hi is not None else ")")
+
+
+def _why_best(d: _Decision) -> str:
+    """Why the best is named among arms tied with it: no latency measured; it is also the cheapest (the first
+    cost on which it beats the first tied arm, with both figures); or no cost nor simplicity separates them."""
+    best, costs = d.best, d.costs
+    if all(costs[c].get("latency_ms") is None for c in d.candidates):
+        return "no latency was measured to tell them apart, so the higher mean decides"
+    wins = [_decider(costs[best], costs[t["name"]]) for t in d.tied]
+    if all(w is not None for w in wins):
+        key, ratio = wins[0]  # type: ignore[misc]
+        first = d.tied[0]["name"]
+        return (f"{best} is also the cheapest of them to run ({_x(ratio)} {_label(key)} than {first}: "
+                f"{_cost_name(key)} {_fmt_cost(key, costs[best][key])} vs "
+                f"{_fmt_cost(key, costs[first][key])} {_unit(key)})")
+    return ("no cost tells them apart beyond its measurement noise (more than 10% and above its noise "
+            "floor), and none is simpler, so the higher mean decides")
+
+
+def _fastest_lines(d: _Decision) -> list[str]:
+    """The line on the fastest arm (lowest p50 latency) when it is significantly below the best, else none."""
+    if not (d.below and d.n_arms > 1):
+        return []
+    costs = d.costs
+    fastest = min((a for a in d.mean if costs[a]["latency_ms"] is not None),
+                  key=lambda a: costs[a]["latency_ms"], default=None)  # type: ignore[arg-type,return-value]
+    below = next((r for r in d.below if r["name"] == fastest), None)
+    if below is None or fastest is None:
+        return []
+    return [(f"The fastest arm, {fastest} (p50 {_fmt_cost('latency_ms', costs[fastest]['latency_ms'])} ms), "
+             f"is significantly below {d.best} on {d.m} by {below['diff']:.4f} (Holm {fmt_p(below['p_holm'])}).")]
+
+
+def _oracle(report: Mapping[str, Any], m: str, *, n_arms: int) -> dict[str, Any] | None:
+    """``{"mean", "headroom"}`` of the report's oracle on ``m`` (rule 4), when there are arms to choose from."""
     oracle = ((report.get("diagnostics") or {}).get("oracle") or {}).get(m)
-    if oracle and len(arms) > 1 and oracle.get("mean") is not None:
-        out["oracle"] = {"mean": oracle["mean"], "headroom": oracle.get("headroom")}
-        lines.append(f"Head-room: picking the best arm for each query (oracle) would reach {oracle['mean']:.4f} "
-                     f"{m}, {oracle.get('headroom') or 0:+.4f} over {best}; a router or a fusion can gain at most "
-                     "that much.")
-    lines.extend(broken_lines)
-    n_sig = any(p.get("significant") for p in report["stats"]["pairs"] if p["measure"] == m)
-    out["caveats"] = _caveats(report, candidates, m, n_sig, len(arms))
-    lines.extend(f"Caveat: {c}" for c in out["caveats"])
-    out["headline"] = head
-    out["lines"] = lines
-    return out
+    if oracle and n_arms > 1 and oracle.get("mean") is not None:
+        return {"mean": oracle["mean"], "headroom": oracle.get("headroom")}
+    return None
 
 
 def leak_matched_view(report: Mapping[str, Any], matched: Mapping[str, Any]) -> dict[str, Any]:

@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..arms.base import Arm, DocMask
 from ..cache import Cache
-from ..data.chunking import ChunkSpec
-from ..data.model import Dataset, Run
+from ..data.chunking import ChunkedCorpus, ChunkSpec
+from ..data.model import Dataset, Queries, Run
 from ..errors import ConfigError
-from ..metrics import Measure, averaging_rule, default_measures, measures_for, score_run
+from ..metrics import Evaluation, Measure, averaging_rule, default_measures, measures_for, score_run
 from .context import Context
 from .costs import DEFAULT_HOURLY_RATE, arm_cost, arm_timing
 from .footprint import MIB, model_bytes
@@ -125,83 +126,159 @@ def run_bakeoff(
     the peak memory of its subtree's index and search.
     """
     max_empty_share = check_share(max_empty_share)
-    try:
-        averaging = averaging_rule(averaging)
-    except ValueError as exc:
-        raise ConfigError(str(exc)) from None
-    if isinstance(relevance_level, bool) or not isinstance(relevance_level, int):
-        raise ConfigError(f"relevance_level must be an integer grade, got {relevance_level!r}")
-    self_ret = self_retrieval(dataset)
-    identical_auto = ignore_identical_ids is None
-    if identical_auto:
-        ignore_identical_ids = bool(self_ret["self_retrieval"])
+    averaging = _averaging(averaging)
+    _check_relevance_level(relevance_level)
+    identical_ids = _identical_ids(dataset, ignore=ignore_identical_ids)
     arms = _arms(arms)
     from .config import DEFAULT_DEPTH
 
     depth = max(k, depth if depth is not None else DEFAULT_DEPTH)
-    ms = measures_for(dataset.label_kind, k=k, depth=depth, requested=measures)
-    # --- chunking (bakeoff.runner.passages): arms see passages; runs are aggregated to documents ---
-    chunked = None
-    if chunk is not None:
-        chunked = chunked_corpus(dataset.corpus, chunk)
-        ctx = Context(corpus=chunked.passages, cache=cache, progress=progress,
-                      extras=dict(ctx.extras) if ctx is not None else {})
-
-    def search(arm: Arm) -> tuple[Run, Run, int]:
-        """(document run, the run the arm produced, the depth asked of the arm)."""
-        assert ctx is not None  # made below, before the first search
-        if chunked is None:
-            r = ctx.search(arm, dataset.queries, k=depth, mask=mask)
-            return r, r, depth
-        return search_passages(ctx, chunked, arm, dataset.queries, depth=depth, mask=mask)
-    # --- end chunking ---
-
-    ctx = ctx or Context(corpus=dataset.corpus, cache=cache, progress=progress)
+    scoring = _Scoring(measures=measures_for(dataset.label_kind, k=k, depth=depth, requested=measures), k=k,
+                       averaging=averaging, relevance_level=relevance_level, max_empty_share=max_empty_share,
+                       ignore_identical_ids=identical_ids["removed"])
+    chunked = chunked_corpus(dataset.corpus, chunk) if chunk is not None else None
+    search = _Search(ctx=_context(dataset, chunked, ctx, cache=cache, progress=progress), queries=dataset.queries,
+                     depth=depth, mask=mask, chunked=chunked)
     for arm in _order(arms):
         search(arm)
-    results: list[ArmResult] = []
-    evaluation = None
-    for arm in arms:
-        run, arm_run, arm_k = search(arm)
-        ctx.measure_latency(arm, dataset.queries, k=arm_k, sample=latency_sample, seed=latency_seed,
-                            mask=None if chunked is None else chunked.expand_mask(mask))
-        guards: dict[str, Any] = {}
-        if ignore_identical_ids:
-            run, guards["identical_ids_removed"] = drop_identical_ids(run)
-        evaluation = score_run(run, dataset.qrels, ms, query_ids=dataset.queries.ids, averaging=averaging,
-                              relevance_level=relevance_level)
-        # under trec_eval's rule an unanswered query is not evaluated: the guard counts every judged query
-        guard_ids = (evaluation.query_ids if averaging != "trec_eval"
-                     else tuple(q for q in dataset.queries.ids if q in dataset.qrels))
-        guards["empty"] = empty_guard(run, guard_ids, max_share=max_empty_share)
-        # judged@k (metrics module docstring): how much of the top k the labels cover, same queries
-        judged = score_run(run, dataset.qrels, [f"judged@{k}"], query_ids=evaluation.query_ids)
-        guards["judged"] = {"k": k, "mean": float(judged.means[f"judged@{k}"])}
-        guards["footprint"] = _footprint(arm, ctx)
-        fp = arm.fingerprint()
-        # Optional hook (dense, rerank): what the arm's model was fine-tuned on.
-        mark = arm.provenance()
-        # Arms may add their own figures (e.g. ann: recall of the exact top-k); they land in results.json.
-        extra_fn = getattr(arm, "extra_metrics", None)
-        extra = dict(extra_fn(ctx=ctx, run=arm_run, queries=dataset.queries, k=k, depth=arm_k)) if extra_fn else {}
-        results.append(
-            ArmResult(
-                name=arm.name,
-                type=arm.type,
-                config=arm.config(),
-                fingerprint=fp,
-                run=run,
-                evaluation=evaluation,
-                timing=arm_timing(arm, ctx),
-                cached=ctx.was_cached(arm, dataset.queries, k=arm_k,
-                                      mask=None if chunked is None else chunked.expand_mask(mask)),
-                extra={"cost": arm_cost(arm, ctx, hourly_rate=hourly_rate, n_queries=len(dataset.queries)),
-                       **({"children": [c.name for c in arm.children()]} if arm.children() else {}),
-                       **({"fine_tuned": mark} if mark else {}),
-                       **({"extra_metrics": extra} if extra else {}),
-                       **({"passage_depth": arm_k} if chunked is not None else {}), **guards},
-            )
-        )
+    results = [_arm_result(arm, search, dataset, scoring, latency_sample=latency_sample, latency_seed=latency_seed,
+                           hourly_rate=hourly_rate) for arm in arms]
+    evaluation = results[-1].evaluation if results else None
+    return Results(dataset=_dataset_info(dataset, chunked, identical_ids=identical_ids), k=k, depth=depth,
+                   measures=[str(m) for m in scoring.measures], arms=results,
+                   excluded=dict(evaluation.excluded) if evaluation else {},
+                   n_evaluated=len(evaluation.query_ids) if evaluation else 0, averaging=averaging,
+                   relevance_level=relevance_level)
+
+
+def _averaging(averaging: str) -> str:
+    """The canonical name of an averaging rule (:func:`~bakeoff.metrics.averaging_rule`), a
+    :class:`~bakeoff.errors.ConfigError` when there is none."""
+    try:
+        return averaging_rule(averaging)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def _check_relevance_level(relevance_level: int) -> None:
+    """A :class:`~bakeoff.errors.ConfigError` unless ``relevance_level`` is an integer grade (not a bool)."""
+    if isinstance(relevance_level, bool) or not isinstance(relevance_level, int):
+        raise ConfigError(f"relevance_level must be an integer grade, got {relevance_level!r}")
+
+
+def _identical_ids(dataset: Dataset, *, ignore: bool | None) -> dict[str, Any]:
+    """Whether each query's own id is removed from its ranking, and how that was decided: results.json's
+    ``dataset.identical_ids``, ``{"removed", "how": "auto" | "option", "own_document_queries"}``. ``ignore``
+    ``None`` (auto) removes them when the dataset's queries are its documents
+    (:func:`~bakeoff.runner.guards.self_retrieval`)."""
+    self_ret = self_retrieval(dataset)
+    removed = bool(self_ret["self_retrieval"]) if ignore is None else bool(ignore)
+    return {"removed": removed, "how": "auto" if ignore is None else "option",
+            "own_document_queries": self_ret["queries"]}
+
+
+@dataclass(frozen=True)
+class _Scoring:
+    """How each arm's document run is scored and guarded (:func:`run_bakeoff`'s options, checked)."""
+
+    measures: Sequence[Measure]
+    k: int
+    averaging: str
+    relevance_level: int
+    max_empty_share: float
+    ignore_identical_ids: bool
+
+
+def _context(dataset: Dataset, chunked: ChunkedCorpus | None, ctx: Context | None, *, cache: Cache | None,
+             progress: bool) -> Context:
+    """The context arms search in: over the passages when the corpus is chunked (keeping the given
+    context's extras), else the given context or a new one over the documents."""
+    if chunked is not None:
+        ctx = Context(corpus=chunked.passages, cache=cache, progress=progress,
+                      extras=dict(ctx.extras) if ctx is not None else {})
+    return ctx or Context(corpus=dataset.corpus, cache=cache, progress=progress)
+
+
+@dataclass(frozen=True)
+class _Search:
+    """Where arms search: the documents in ``ctx``, or, when ``chunked``, its passages aggregated back to
+    documents (:mod:`bakeoff.runner.passages`)."""
+
+    ctx: Context
+    queries: Queries
+    depth: int
+    mask: DocMask | None
+    chunked: ChunkedCorpus | None
+
+    def __call__(self, arm: Arm) -> tuple[Run, Run, int]:
+        """(document run, the run the arm produced, the depth asked of the arm)."""
+        if self.chunked is None:
+            r = self.ctx.search(arm, self.queries, k=self.depth, mask=self.mask)
+            return r, r, self.depth
+        return search_passages(self.ctx, self.chunked, arm, self.queries, depth=self.depth, mask=self.mask)
+
+    def arm_mask(self) -> DocMask | None:
+        """The mask latency and the cache record are keyed by: the passage mask when chunked, else ``None``."""
+        return None if self.chunked is None else self.chunked.expand_mask(self.mask)
+
+
+def _arm_result(arm: Arm, search: _Search, dataset: Dataset, scoring: _Scoring, *, latency_sample: int,
+                latency_seed: int, hourly_rate: float) -> ArmResult:
+    """One arm's run (already searched, memoised in ``search.ctx``), its latency, evaluation, guards, cost
+    and provenance."""
+    ctx = search.ctx
+    run, arm_run, arm_k = search(arm)
+    ctx.measure_latency(arm, dataset.queries, k=arm_k, sample=latency_sample, seed=latency_seed,
+                        mask=search.arm_mask())
+    run, evaluation, guards = _scored(run, dataset, scoring)
+    guards["footprint"] = _footprint(arm, ctx)
+    fp = arm.fingerprint()
+    # Optional hook (dense, rerank): what the arm's model was fine-tuned on.
+    mark = arm.provenance()
+    # Arms may add their own figures (e.g. ann: recall of the exact top-k); they land in results.json.
+    extra_fn = getattr(arm, "extra_metrics", None)
+    extra = (dict(extra_fn(ctx=ctx, run=arm_run, queries=dataset.queries, k=scoring.k, depth=arm_k))
+             if extra_fn else {})
+    return ArmResult(
+        name=arm.name,
+        type=arm.type,
+        config=arm.config(),
+        fingerprint=fp,
+        run=run,
+        evaluation=evaluation,
+        timing=arm_timing(arm, ctx),
+        cached=ctx.was_cached(arm, dataset.queries, k=arm_k, mask=search.arm_mask()),
+        extra={"cost": arm_cost(arm, ctx, hourly_rate=hourly_rate, n_queries=len(dataset.queries)),
+               **({"children": [c.name for c in arm.children()]} if arm.children() else {}),
+               **({"fine_tuned": mark} if mark else {}),
+               **({"extra_metrics": extra} if extra else {}),
+               **({"passage_depth": arm_k} if search.chunked is not None else {}), **guards},
+    )
+
+
+def _scored(run: Run, dataset: Dataset, scoring: _Scoring) -> tuple[Run, Evaluation, dict[str, Any]]:
+    """``run`` (without each query's own id when ``scoring.ignore_identical_ids``), its evaluation, and the
+    guards (:mod:`bakeoff.runner.guards`): ``identical_ids_removed``, ``empty`` and ``judged``."""
+    guards: dict[str, Any] = {}
+    if scoring.ignore_identical_ids:
+        run, guards["identical_ids_removed"] = drop_identical_ids(run)
+    evaluation = score_run(run, dataset.qrels, scoring.measures, query_ids=dataset.queries.ids,
+                           averaging=scoring.averaging, relevance_level=scoring.relevance_level)
+    # under trec_eval's rule an unanswered query is not evaluated: the guard counts every judged query
+    guard_ids = (evaluation.query_ids if scoring.averaging != "trec_eval"
+                 else tuple(q for q in dataset.queries.ids if q in dataset.qrels))
+    guards["empty"] = empty_guard(run, guard_ids, max_share=scoring.max_empty_share)
+    # judged@k (metrics module docstring): how much of the top k the labels cover, same queries
+    k = scoring.k
+    judged = score_run(run, dataset.qrels, [f"judged@{k}"], query_ids=evaluation.query_ids)
+    guards["judged"] = {"k": k, "mean": float(judged.means[f"judged@{k}"])}
+    return run, evaluation, guards
+
+
+def _dataset_info(dataset: Dataset, chunked: ChunkedCorpus | None, *,
+                  identical_ids: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``dataset`` section of results.json: name, split, sizes, fingerprints (with the passages' when
+    chunked), the loader's own keys, the chunking and whether and how each query's own id was removed."""
     info = {
         "name": dataset.name,
         "split": dataset.split,
@@ -214,24 +291,12 @@ def run_bakeoff(
         },
         **dict(dataset.info),
         **({"chunk": chunked.info()} if chunked is not None else {}),
-        **({"ignore_identical_ids": True} if ignore_identical_ids else {}),
-        "identical_ids": {"removed": bool(ignore_identical_ids), "how": "auto" if identical_auto else "option",
-                          "own_document_queries": self_ret["queries"]},
+        **({"ignore_identical_ids": True} if identical_ids["removed"] else {}),
+        "identical_ids": dict(identical_ids),
     }
     if chunked is not None:
         info["fingerprints"]["passages"] = chunked.passages.fingerprint()
-    excluded = dict(evaluation.excluded) if evaluation else {}
-    return Results(
-        dataset=info,
-        k=k,
-        depth=depth,
-        measures=[str(m) for m in ms],
-        arms=results,
-        excluded=excluded,
-        n_evaluated=len(evaluation.query_ids) if evaluation else 0,
-        averaging=averaging,
-        relevance_level=relevance_level,
-    )
+    return info
 
 
 def _footprint(arm: Arm, ctx: Context) -> dict[str, Any]:
