@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from bakeoff.cache import Cache
@@ -38,6 +39,10 @@ def test_latency_fields_sane_for_plain_and_composite_arms(tmp_path):
         t, lat, cost = a["timing"], a["timing"]["latency"], a["cost"]
         assert lat["method"] == "single-query" and lat["n"] == 3 and lat["sample"] == 3 and lat["seed"] == 7
         assert 0 < lat["p50_ms"] <= lat["p95_ms"] < 10_000 and lat["mean_ms"] > 0
+        # the timed queries' own times, from which the figures above are computed (numpy's percentiles)
+        assert len(lat["samples_ms"]) == 3
+        assert lat["p50_ms"] == pytest.approx(float(np.percentile(lat["samples_ms"], 50)), abs=1e-3)
+        assert lat["mean_ms"] == pytest.approx(float(np.mean(lat["samples_ms"])), abs=1e-3)
         assert 0 < lat["own_mean_ms"] <= lat["mean_ms"]
         assert t["index_s"] >= 0 and t["search_s"] > 0 and t["n_queries"] == 4
         # $/1k q = rate/3600 * mean_ms (3.6 $/h -> 0.001 $ per second -> 1e-3 * mean_ms/1000 * 1000)

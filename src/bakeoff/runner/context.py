@@ -205,7 +205,8 @@ class Context:
         each through a fresh cache-less context sharing this context's indexes, so a
         composite arm's inputs are searched for real. ``p50_ms``/``p95_ms``/``mean_ms``
         are end to end (numpy's linear-interpolation percentiles); ``own_*_ms`` exclude
-        time spent in the inputs. Arms with ``latency_mode = "batch"`` (e.g. remote APIs
+        time spent in the inputs; ``samples_ms`` are the timed queries' end-to-end times, in the order timed
+        (the verdict's noise floor resamples them). Arms with ``latency_mode = "batch"`` (e.g. remote APIs
         billed per call) report the batch mean instead (method ``batch-mean``).
 
         The arm's inputs are measured first (the same way). A previous measurement (this run's,
@@ -258,7 +259,7 @@ class Context:
                    "p50_ms": float(np.percentile(a, 50)), "p95_ms": float(np.percentile(a, 95)),
                    "mean_ms": float(a.mean()),
                    "own_p50_ms": float(np.percentile(b, 50)), "own_p95_ms": float(np.percentile(b, 95)),
-                   "own_mean_ms": float(b.mean())}
+                   "own_mean_ms": float(b.mean()), "samples_ms": [round(float(x), 4) for x in a]}
         timing["latency"] = lat
         self.latency_stamps[fp] = {"id": uuid.uuid4().hex, "inputs": inputs}
         key = self.run_key(arm, queries, k=k, mask=mask)
