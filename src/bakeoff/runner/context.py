@@ -53,7 +53,13 @@ from ..cache import Cache, cache_key
 from ..data.model import Corpus, Queries, Run
 from .footprint import PeakMemory
 
-__all__ = ["Context"]
+__all__ = ["SINGLE_QUERY_BLAS_THREADS", "Context"]
+
+#: Threads numpy's BLAS may use while single queries are timed (:meth:`Context.measure_latency`). A one-query
+#: product is too small to split, and with more threads the BLAS pool and the encoder's OpenMP pool (which
+#: spins after each call) fight over the cores: on 2 cores a dense query took 30-110 ms, in two modes, instead
+#: of about 10 ms. A server answering one query at a time would run one BLAS thread too.
+SINGLE_QUERY_BLAS_THREADS = 1
 
 
 @dataclass
@@ -200,7 +206,9 @@ class Context:
         cached run's metadata, so a warm re-run reports it without re-measuring).
 
         Method ``single-query`` (default): ``min(sample, len(queries))`` queries are drawn
-        without replacement by ``np.random.default_rng(seed)``; one untimed warm-up search
+        without replacement by ``np.random.default_rng(seed)``, and timed with numpy's BLAS limited to
+        :data:`SINGLE_QUERY_BLAS_THREADS` thread (threadpoolctl; recorded as ``blas_threads``); one untimed
+        warm-up search
         (the first sampled query) is followed by one timed ``search`` per sampled query,
         each through a fresh cache-less context sharing this context's indexes, so a
         composite arm's inputs are searched for real. ``p50_ms``/``p95_ms``/``mean_ms``
@@ -225,12 +233,15 @@ class Context:
         inputs = {node.fingerprint(): self.latency_stamps.get(node.fingerprint(), {}).get("id")
                   for node in subtree(arm) if node.fingerprint() != fp}
         prev = timing.get("latency")
-        want = {"k": k, "sample": sample, "seed": seed}
+        single = getattr(arm, "latency_mode", "single") != "batch" and _all_single(arm)
+        want: dict[str, Any] = {"k": k, "sample": sample, "seed": seed}
+        if single:
+            want["blas_threads"] = SINGLE_QUERY_BLAS_THREADS
         stamp = self.latency_stamps.get(fp)
         if (isinstance(prev, dict) and all(prev.get(key) == v for key, v in want.items())
                 and stamp is not None and stamp.get("inputs") == inputs):
             return prev
-        if getattr(arm, "latency_mode", "single") == "batch" or not _all_single(arm):
+        if not single:
             ms = 1000.0 * subtree_sum(arm, self.timings, "own_search_s") / max(1.0, float(timing.get("n_queries", n)))
             own = float(timing.get("ms_per_query", ms))
             lat = {"method": "batch-mean", **want, "n": n, "p50_ms": ms, "p95_ms": ms, "mean_ms": ms,
@@ -242,18 +253,10 @@ class Context:
                 self.ensure_indexed(node)
             e2e: list[float] = []
             own_ms: list[float] = []
-            for j, row in enumerate([rows[0], *rows]):
-                qid = queries.ids[row]
-                one = queries.subset([qid])
-                sub = None if mask is None or qid not in mask else {qid: mask[qid]}
-                probe = Context(corpus=self.corpus, cache=None, progress=False, extras=self.extras,
-                                _indexed=self._indexed)
-                probe.search(arm, one, k=k, mask=sub)
-                if j == 0:
-                    continue  # warm-up
-                t = probe.timings[fp]
-                e2e.append(1000.0 * t["search_s"])
-                own_ms.append(1000.0 * t["own_search_s"])
+            from threadpoolctl import threadpool_limits
+
+            with threadpool_limits(limits=SINGLE_QUERY_BLAS_THREADS, user_api="blas"):
+                self._time_queries(arm, queries, rows, k=k, mask=mask, e2e=e2e, own_ms=own_ms)
             a, b = np.asarray(e2e), np.asarray(own_ms)
             lat = {"method": "single-query", **want, "n": len(e2e),
                    "p50_ms": float(np.percentile(a, 50)), "p95_ms": float(np.percentile(a, 95)),
@@ -266,3 +269,21 @@ class Context:
         if key in self._memo:
             self._store(arm, queries, k=k, mask=mask, run=self._memo[key])
         return lat
+
+    def _time_queries(self, arm: Arm, queries: Queries, rows: list[int], *, k: int, mask: DocMask | None,
+                      e2e: list[float], own_ms: list[float]) -> None:
+        """One untimed warm-up search (``rows[0]``), then one timed search per row, each through a fresh
+        cache-less context sharing this context's indexes; end-to-end and own milliseconds appended."""
+        fp = arm.fingerprint()
+        for j, row in enumerate([rows[0], *rows]):
+            qid = queries.ids[row]
+            one = queries.subset([qid])
+            sub = None if mask is None or qid not in mask else {qid: mask[qid]}
+            probe = Context(corpus=self.corpus, cache=None, progress=False, extras=self.extras,
+                            _indexed=self._indexed)
+            probe.search(arm, one, k=k, mask=sub)
+            if j == 0:
+                continue  # warm-up
+            t = probe.timings[fp]
+            e2e.append(1000.0 * t["search_s"])
+            own_ms.append(1000.0 * t["own_search_s"])
