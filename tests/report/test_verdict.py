@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from bakeoff.report.model import build_report
-from bakeoff.report.verdict import TOLERANCE, build_verdict, fmt_p
+from bakeoff.report.verdict import TOLERANCE, build_verdict, costs_of, fmt_p, median_se
 from bakeoff.runner.results import StoredResults
 
 M = "ndcg@10"
@@ -118,6 +118,49 @@ def test_tied_within_tolerance_higher_mean_decides() -> None:
     v = rep["verdict"]
     assert v["pick"] == "a"
     assert "no cost tells them apart beyond its measurement noise (more than 10% and above its noise floor), and none is simpler, so the higher mean decides → deploy a." in v["headline"]
+
+
+#: Timings of the kind two fusion arms gave on SciFact (p50 and p95 in ms, 50 timed queries): a query takes
+#: about 20 ms or about 115 ms, and the median lands wherever the split falls in that run.
+TWO_MODES_FAST = [20.0] * 24 + [38.0, 40.0] + [115.0] * 24      # median 39
+TWO_MODES_SLOW = [22.0] * 23 + [80.0, 90.0] + [118.0] * 25      # median 104
+
+
+def test_median_se_matches_scipy_and_is_wide_for_two_modes() -> None:
+    from scipy.stats import bootstrap
+
+    for x in (TWO_MODES_FAST, list(np.random.default_rng(3).normal(50.0, 2.0, size=50))):
+        ours = median_se(x)
+        theirs = bootstrap((np.asarray(x),), np.median, n_resamples=20000, method="percentile",
+                           random_state=np.random.default_rng(1)).standard_error
+        assert ours == pytest.approx(theirs, rel=0.1)
+    assert median_se(TWO_MODES_FAST) > 20.0  # the median may sit in either mode
+    assert median_se(list(np.random.default_rng(3).normal(50.0, 2.0, size=50))) < 1.0
+    assert median_se(TWO_MODES_FAST) == median_se(TWO_MODES_FAST)  # seeded
+
+
+def _timed(arm: dict, samples: list[float]) -> dict:
+    arm["timing"]["latency"] = {"p50_ms": float(np.median(samples)), "p95_ms": float(np.percentile(samples, 95)),
+                                "n": len(samples), "samples_ms": samples}
+    return arm
+
+
+def test_two_mode_latencies_do_not_decide() -> None:
+    """A 2.7x gap between medians of two-mode timings is within their bootstrap noise: the higher mean decides
+    (the normal approximation from p50 and p95 would have picked the faster median)."""
+    base = _base()
+    other = _tied(base)
+    best, fast = _timed(_arm("a", base), TWO_MODES_SLOW), _timed(_arm("b", other), TWO_MODES_FAST)
+    rep = _report(best, fast)
+    a, b = (costs_of(r) for r in rep["arms"])
+    assert b["latency_ms"] == 39.0 and a["latency_ms"] == 104.0
+    assert a["latency_se_ms"] == pytest.approx(median_se(TWO_MODES_SLOW)) and a["latency_se_ms"] > 20.0
+    v = rep["verdict"]
+    assert v["pick"] == "a" and v["reason"] is None
+    assert "no cost tells them apart beyond its measurement noise" in v["headline"]
+    # the same medians from one-mode timings (without samples) still decide
+    rep = _report(_arm("a", base, p50=104.0), _arm("b", other, p50=39.0))
+    assert rep["verdict"]["pick"] == "b"
 
 
 def test_later_cost_decides_when_latency_ties() -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from bakeoff.cache import Cache
@@ -38,6 +39,10 @@ def test_latency_fields_sane_for_plain_and_composite_arms(tmp_path):
         t, lat, cost = a["timing"], a["timing"]["latency"], a["cost"]
         assert lat["method"] == "single-query" and lat["n"] == 3 and lat["sample"] == 3 and lat["seed"] == 7
         assert 0 < lat["p50_ms"] <= lat["p95_ms"] < 10_000 and lat["mean_ms"] > 0
+        # the timed queries' own times, from which the figures above are computed (numpy's percentiles)
+        assert len(lat["samples_ms"]) == 3 and lat["blas_threads"] == 1
+        assert lat["p50_ms"] == pytest.approx(float(np.percentile(lat["samples_ms"], 50)), abs=1e-3)
+        assert lat["mean_ms"] == pytest.approx(float(np.mean(lat["samples_ms"])), abs=1e-3)
         assert 0 < lat["own_mean_ms"] <= lat["mean_ms"]
         assert t["index_s"] >= 0 and t["search_s"] > 0 and t["n_queries"] == 4
         # $/1k q = rate/3600 * mean_ms (3.6 $/h -> 0.001 $ per second -> 1e-3 * mean_ms/1000 * 1000)
@@ -195,3 +200,31 @@ depth = 20
     hyb = res.arms[2]
     assert hyb.config["depth"] == 20 and hyb.cost is not None and hyb.cost["hourly_rate_usd"] == 0.5
     assert hyb.timing["latency"]["n"] == 1
+
+
+def test_single_queries_are_timed_with_one_blas_thread(monkeypatch) -> None:
+    """The timed searches run with numpy's BLAS limited to one thread; the arm's own run and what follows keep
+    the process's setting."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    def blas_threads() -> set[int]:
+        return {int(i["num_threads"]) for i in threadpool_info() if i["user_api"] == "blas"}
+
+    arm = build_arms([parse_arm_spec("bm25")])[0]
+    seen: list[set[int]] = []
+    search = type(arm).search
+
+    def recording(self, queries, **kw):
+        seen.append(blas_threads())
+        return search(self, queries, **kw)
+
+    monkeypatch.setattr(type(arm), "search", recording)
+    with threadpool_limits(limits=2, user_api="blas"):
+        before = blas_threads()
+        res = run_bakeoff(dataset(), [arm], cache=None, progress=False, latency_sample=3, latency_seed=0)
+        after = blas_threads()
+    assert before == after == {2}
+    assert seen[0] == {2}  # the run itself: all four queries at once
+    assert seen[1:] == [{1}] * 4  # the warm-up and three timed queries
+    assert res.to_dict()["arms"][0]["timing"]["latency"]["blas_threads"] == 1
+

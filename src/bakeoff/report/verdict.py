@@ -14,8 +14,9 @@ decides, on the report's primary measure ``m``:
    (``footprint.added_mb``). A cost decides only when one arm's figure is more than
    :data:`TOLERANCE` (10 %) above the other's **and** the difference exceeds the cost's
    noise floor (:func:`noise_floor`): for latency, twice the standard error of the difference
-   of two medians, each ``se = 1.2533 σ / sqrt(n)`` with ``σ = (p95 - p50) / 1.645`` from the
-   arm's own ``n`` timed queries; for the others the fixed floors of :data:`NOISE_FLOORS`
+   of two medians, each the bootstrap standard error of the arm's median over its own ``n`` timed
+   queries (:func:`median_se`; a result without the timings: ``se = 1.2533 σ / sqrt(n)`` with
+   ``σ = (p95 - p50) / 1.645``); for the others the fixed floors of :data:`NOISE_FLOORS`
    (peak memory added: 16 MB, the granularity of the allocator and of the resident-set reading;
    index time: 0.1 s; model size: 1 MB; machine cost per 1k queries has the latency's
    relative noise). A figure missing for either arm skips that cost. The pick runs through
@@ -62,8 +63,22 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["JUDGED_LOW", "LEAK_HEAVY", "LEAK_HEAVY_SHARE", "NOISE_FLOORS", "TOLERANCE", "build_verdict", "costs_of",
-           "fmt_p", "leak_check", "noise_floor", "simplicity"]
+import numpy as np
+
+__all__ = [
+    "JUDGED_LOW",
+    "LEAK_HEAVY",
+    "LEAK_HEAVY_SHARE",
+    "NOISE_FLOORS",
+    "TOLERANCE",
+    "build_verdict",
+    "costs_of",
+    "fmt_p",
+    "leak_check",
+    "median_se",
+    "noise_floor",
+    "simplicity",
+]
 
 #: A cost decides between two arms only when one figure exceeds the other by more than this share.
 TOLERANCE = 0.10
@@ -112,7 +127,10 @@ def costs_of(arm: Mapping[str, Any]) -> dict[str, float | None]:
     lat = timing.get("latency") or {}
     p50, p95, n = _num(lat.get("p50_ms")), _num(lat.get("p95_ms")), _num(lat.get("n"))
     se = None
-    if p50 is not None and p95 is not None and n and n > 0 and _num(arm.get("latency_ms")) == p50:
+    samples = [x for x in (_num(v) for v in lat.get("samples_ms") or ()) if x is not None]
+    if p50 is not None and _num(arm.get("latency_ms")) == p50 and len(samples) >= 2:
+        se = median_se(samples)
+    elif p50 is not None and p95 is not None and n and n > 0 and _num(arm.get("latency_ms")) == p50:
         se = 1.2533 * max(p95 - p50, 0.0) / 1.645 / math.sqrt(n)
     return {
         "latency_ms": _num(arm.get("latency_ms")),
@@ -122,6 +140,20 @@ def costs_of(arm: Mapping[str, Any]) -> dict[str, float | None]:
         "memory_mb": _num(fp.get("added_mb")),
         "latency_se_ms": se,
     }
+
+
+#: Bootstrap resamples of :func:`median_se` (seeded: the same timings give the same floor).
+MEDIAN_SE_RESAMPLES = 2000
+
+
+def median_se(samples: Sequence[float], *, resamples: int = MEDIAN_SE_RESAMPLES, seed: int = 0) -> float:
+    """Bootstrap standard error of the median of ``samples``: the standard deviation (ddof 1) of the medians of
+    ``resamples`` resamples with replacement drawn by ``np.random.default_rng(seed)``. Unlike the normal
+    approximation it stays wide when the timings have two modes (a thread pool that is sometimes awake), where
+    the median jumps between them from one run to the next."""
+    x = np.asarray(samples, dtype=np.float64)
+    rows = np.random.default_rng(seed).integers(0, len(x), size=(resamples, len(x)))
+    return float(np.median(x[rows], axis=1).std(ddof=1))
 
 
 def noise_floor(key: str, a: Mapping[str, float | None], b: Mapping[str, float | None]) -> float:

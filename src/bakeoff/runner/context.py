@@ -53,7 +53,13 @@ from ..cache import Cache, cache_key
 from ..data.model import Corpus, Queries, Run
 from .footprint import PeakMemory
 
-__all__ = ["Context"]
+__all__ = ["SINGLE_QUERY_BLAS_THREADS", "Context"]
+
+#: Threads numpy's BLAS may use while single queries are timed (:meth:`Context.measure_latency`). A one-query
+#: product is too small to split, and with more threads the BLAS pool and the encoder's OpenMP pool (which
+#: spins after each call) fight over the cores: on 2 cores a dense query took 30-110 ms, in two modes, instead
+#: of about 10 ms. A server answering one query at a time would run one BLAS thread too.
+SINGLE_QUERY_BLAS_THREADS = 1
 
 
 @dataclass
@@ -200,12 +206,15 @@ class Context:
         cached run's metadata, so a warm re-run reports it without re-measuring).
 
         Method ``single-query`` (default): ``min(sample, len(queries))`` queries are drawn
-        without replacement by ``np.random.default_rng(seed)``; one untimed warm-up search
+        without replacement by ``np.random.default_rng(seed)``, and timed with numpy's BLAS limited to
+        :data:`SINGLE_QUERY_BLAS_THREADS` thread (threadpoolctl; recorded as ``blas_threads``); one untimed
+        warm-up search
         (the first sampled query) is followed by one timed ``search`` per sampled query,
         each through a fresh cache-less context sharing this context's indexes, so a
         composite arm's inputs are searched for real. ``p50_ms``/``p95_ms``/``mean_ms``
         are end to end (numpy's linear-interpolation percentiles); ``own_*_ms`` exclude
-        time spent in the inputs. Arms with ``latency_mode = "batch"`` (e.g. remote APIs
+        time spent in the inputs; ``samples_ms`` are the timed queries' end-to-end times, in the order timed
+        (the verdict's noise floor resamples them). Arms with ``latency_mode = "batch"`` (e.g. remote APIs
         billed per call) report the batch mean instead (method ``batch-mean``).
 
         The arm's inputs are measured first (the same way). A previous measurement (this run's,
@@ -224,12 +233,15 @@ class Context:
         inputs = {node.fingerprint(): self.latency_stamps.get(node.fingerprint(), {}).get("id")
                   for node in subtree(arm) if node.fingerprint() != fp}
         prev = timing.get("latency")
-        want = {"k": k, "sample": sample, "seed": seed}
+        single = getattr(arm, "latency_mode", "single") != "batch" and _all_single(arm)
+        want: dict[str, Any] = {"k": k, "sample": sample, "seed": seed}
+        if single:
+            want["blas_threads"] = SINGLE_QUERY_BLAS_THREADS
         stamp = self.latency_stamps.get(fp)
         if (isinstance(prev, dict) and all(prev.get(key) == v for key, v in want.items())
                 and stamp is not None and stamp.get("inputs") == inputs):
             return prev
-        if getattr(arm, "latency_mode", "single") == "batch" or not _all_single(arm):
+        if not single:
             ms = 1000.0 * subtree_sum(arm, self.timings, "own_search_s") / max(1.0, float(timing.get("n_queries", n)))
             own = float(timing.get("ms_per_query", ms))
             lat = {"method": "batch-mean", **want, "n": n, "p50_ms": ms, "p95_ms": ms, "mean_ms": ms,
@@ -241,27 +253,37 @@ class Context:
                 self.ensure_indexed(node)
             e2e: list[float] = []
             own_ms: list[float] = []
-            for j, row in enumerate([rows[0], *rows]):
-                qid = queries.ids[row]
-                one = queries.subset([qid])
-                sub = None if mask is None or qid not in mask else {qid: mask[qid]}
-                probe = Context(corpus=self.corpus, cache=None, progress=False, extras=self.extras,
-                                _indexed=self._indexed)
-                probe.search(arm, one, k=k, mask=sub)
-                if j == 0:
-                    continue  # warm-up
-                t = probe.timings[fp]
-                e2e.append(1000.0 * t["search_s"])
-                own_ms.append(1000.0 * t["own_search_s"])
+            from threadpoolctl import threadpool_limits
+
+            with threadpool_limits(limits=SINGLE_QUERY_BLAS_THREADS, user_api="blas"):
+                self._time_queries(arm, queries, rows, k=k, mask=mask, e2e=e2e, own_ms=own_ms)
             a, b = np.asarray(e2e), np.asarray(own_ms)
             lat = {"method": "single-query", **want, "n": len(e2e),
                    "p50_ms": float(np.percentile(a, 50)), "p95_ms": float(np.percentile(a, 95)),
                    "mean_ms": float(a.mean()),
                    "own_p50_ms": float(np.percentile(b, 50)), "own_p95_ms": float(np.percentile(b, 95)),
-                   "own_mean_ms": float(b.mean())}
+                   "own_mean_ms": float(b.mean()), "samples_ms": [round(float(x), 4) for x in a]}
         timing["latency"] = lat
         self.latency_stamps[fp] = {"id": uuid.uuid4().hex, "inputs": inputs}
         key = self.run_key(arm, queries, k=k, mask=mask)
         if key in self._memo:
             self._store(arm, queries, k=k, mask=mask, run=self._memo[key])
         return lat
+
+    def _time_queries(self, arm: Arm, queries: Queries, rows: list[int], *, k: int, mask: DocMask | None,
+                      e2e: list[float], own_ms: list[float]) -> None:
+        """One untimed warm-up search (``rows[0]``), then one timed search per row, each through a fresh
+        cache-less context sharing this context's indexes; end-to-end and own milliseconds appended."""
+        fp = arm.fingerprint()
+        for j, row in enumerate([rows[0], *rows]):
+            qid = queries.ids[row]
+            one = queries.subset([qid])
+            sub = None if mask is None or qid not in mask else {qid: mask[qid]}
+            probe = Context(corpus=self.corpus, cache=None, progress=False, extras=self.extras,
+                            _indexed=self._indexed)
+            probe.search(arm, one, k=k, mask=sub)
+            if j == 0:
+                continue  # warm-up
+            t = probe.timings[fp]
+            e2e.append(1000.0 * t["search_s"])
+            own_ms.append(1000.0 * t["own_search_s"])
