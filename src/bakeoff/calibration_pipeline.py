@@ -46,7 +46,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -351,18 +351,100 @@ def run_calibration(
     again on that widened truth (:func:`~bakeoff.truth.judging.assess.pooled_qrels`) under ``pooled``. Returns the
     record written to ``out/calibration.json``.
     """
-    from .data.datasets import open_dataset
-    from .data.model import Dataset, Qrels
-    from .report.calibration import calibration_figures, generator_identity
+    from .report.calibration import calibration_figures
 
     llm = LLMSpec.of(llm)
     judge_llm = LLMSpec.of(pool_llm, option="--pool-llm") if pool_llm is not None else llm
-    from .runner.config import ArmSpec, build_arms, parse_arm_spec
-    from .runner.context import Context
-    from .runner.run import run_bakeoff
-    from .truth.generation.generate import generate_truth
+    specs = _checked_arms(arms, train_fraction=train_fraction, rerank_base=rerank_base)
+    if pool is not None:
+        pool.check()
+    from .runner.config import build_arms
 
-    # --- everything that can be refused is checked before any work ---
+    built = build_arms(specs)
+    spec, ds, judged, corpus_fp, existing = _opened(dataset, out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.calibrating-", dir=out.parent))
+    try:
+        echo(f"[1/5] dataset: {ds.name}, {len(ds.corpus)} documents, {len(judged)} judged queries ({spec.split})")
+        syn = _synthetic(ds, corpus_fp, dataset=dataset, options=options, llm=llm, cache=cache, progress=progress,
+                         generate=generate, train_fraction=train_fraction, existing=existing, stage=stage, out=out,
+                         echo=echo)
+        from .data.model import Dataset, Qrels
+        from .runner.context import Context
+        from .runner.run import run_bakeoff
+
+        truth, test_ids = syn.truth, syn.test_ids
+        syn_ds = Dataset(ds.corpus, truth.queries.subset(test_ids), Qrels({q: dict(truth.qrels[q]) for q in test_ids}),
+                         name=f"{ds.name} (synthetic)", split="test")
+        ctx = Context(corpus=ds.corpus, cache=cache, progress=progress)
+        built, specs, trained = _with_fine_tuned(built, specs, truth=truth, train_ids=syn.train_ids, ds=ds, ctx=ctx,
+                                                 stage=stage, out=out, cache=cache, seed=getattr(options, "seed", 0),
+                                                 rerank=rerank, rerank_base=rerank_base, progress=progress, echo=echo)
+        res_h = run_bakeoff(ds, built, k=k, depth=depth, measures=measures, cache=cache, progress=progress, ctx=ctx)
+        res_s = run_bakeoff(syn_ds, built, k=k, depth=depth, measures=measures, cache=cache, progress=progress,
+                            ctx=ctx, latency_sample=0)
+        res_h.dataset = {**res_h.dataset, "source": spec.as_dict()}
+        res_s.dataset = {**res_s.dataset, "source": {"beir": str(out / "truth")}}
+        echo(f"[4/5] arms: {', '.join(s.name for s in specs)} on {len(judged)} human and {len(test_ids)} synthetic "
+             "queries")
+        human = res_h.stored()
+        synthetic = _same_costs(human, res_s.stored())
+        used = [m for m in measures if m in human.measures] or list(human.measures)
+        test_set = set(test_ids)
+        leak = {q: float(meta["leak"]) for q, meta in zip(truth.queries.ids, truth.queries.metadata)
+                if q in test_set and isinstance(meta, Mapping) and isinstance(meta.get("leak"), (int, float))}
+        lk = truth.provenance.get("leak") or {}
+        figures = calibration_figures(human, synthetic, measures=used, leak=leak, n_resamples=n_resamples, seed=seed,
+                                      alpha=alpha, leak_target=lk.get("target"),
+                                      target_source=str(lk.get("target_source") or "default"))
+        pooled = None
+        if pool is not None:
+            pooled = _pooled(syn_ds, res_s, built, human=human, measures=used, leak=leak, pool=pool,
+                             llm=judge_llm, cache=cache, progress=progress, ctx=ctx, k=k, depth=depth,
+                             n_resamples=n_resamples, seed=seed, alpha=alpha, leak_target=lk.get("target"),
+                             target_source=str(lk.get("target_source") or "default"), generate=generate or {},
+                             truth_dir=out / "truth", echo=echo)
+        record = _record(llm=llm, syn=syn, ds=ds, spec=spec, n_judged=len(judged), human=human,
+                         synthetic=synthetic, trained=trained, specs=specs, k=k, depth=depth,
+                         n_resamples=n_resamples, figures=figures, pooled=pooled)
+        _publish(record, stage=stage, out=out, res_h=res_h, res_s=res_s, pooled=pooled, cache=cache,
+                 key=syn.ident["key"], corpus_fp=syn.corpus_fp)
+        echo(f"[5/5] wrote {out / CALIBRATION_FILE}")
+        return record
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+
+
+def _record(*, llm: LLMSpec, syn: _Synthetic, ds: Any, spec: Any, n_judged: int, human: StoredResults,
+            synthetic: StoredResults, trained: dict[str, Any], specs: Sequence[Any], k: int, depth: int,
+            n_resamples: int, figures: Mapping[str, Any], pooled: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The record written to ``calibration.json`` (schema ``bakeoff.calibration``, version 1)."""
+    from .library_versions import bakeoff_version
+
+    return {
+        "schema": "bakeoff.calibration",
+        "version": 1,
+        "bakeoff": bakeoff_version(),
+        "generator": {**syn.ident, "llm": str(llm), "weights_sha256": _weights_sha256(llm)},
+        "corpus": {"name": ds.name, "fingerprint": syn.corpus_fp, "n_docs": len(ds.corpus), "source": spec.as_dict()},
+        "human": {"split": ds.split, "n_queries": n_judged, "fingerprints": dict(human.fingerprints)},
+        "synthetic": {"n_queries": len(syn.test_ids), "sampled": syn.truth.provenance["counts"].get("sampled"),
+                      "kept": syn.kept, "split": syn.split, "fingerprints": dict(synthetic.fingerprints)},
+        "fine_tuned": trained,
+        "arms": [{"name": s.name, "type": s.type, "options": dict(s.options)} for s in specs],
+        "k": k,
+        "depth": depth,
+        "n_resamples": n_resamples,
+        **figures,
+        **({"pooled": pooled["record"]} if pooled else {}),
+    }
+
+
+def _checked_arms(arms: Sequence[str], *, train_fraction: float, rerank_base: str) -> list[Any]:
+    """The parsed arm specs, after every refusal that needs no work: the train fraction, repeated names, too
+    few arms, names taken by the fine-tuned arms, a rerank base outside the set."""
+    from .runner.config import parse_arm_spec
+
     if not 0.0 <= train_fraction < 1.0:
         raise ConfigError(f"--train-fraction must be in [0, 1) (0: no fine-tuned arms), got {train_fraction:g}")
     specs = [parse_arm_spec(a) for a in arms]
@@ -381,9 +463,15 @@ def run_calibration(
             raise ConfigError(f"the fine-tuned arms mine negatives from and rerank the arm {rerank_base!r}, which "
                               f"is not in the arm set ({', '.join(names)}); add it, choose --rerank-base or pass "
                               "--train-fraction 0")
-    if pool is not None:
-        pool.check()
-    built = build_arms(specs)
+    return specs
+
+
+def _opened(dataset: str, out: Path) -> tuple[Any, Any, list[str], str, dict[str, Any] | None]:
+    """The dataset's spec, the dataset, its judged query ids, its corpus fingerprint and the calibration already
+    in ``out`` (refused
+    when the dataset is versioned, unjudged, or ``out`` holds another corpus's calibration)."""
+    from .data.datasets import open_dataset
+
     spec = dataset_spec(dataset)
     ds, mask = open_dataset(spec)
     if mask is not None:
@@ -398,143 +486,128 @@ def run_calibration(
     if existing is not None and (existing.get("corpus") or {}).get("fingerprint") != corpus_fp:
         raise InputError(f"holds a calibration of another corpus ({(existing.get('corpus') or {}).get('name')}); "
                          "choose another --out", path=out / CALIBRATION_FILE, field="corpus.fingerprint")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.calibrating-", dir=out.parent))
-    try:
-        echo(f"[1/5] dataset: {ds.name}, {len(ds.corpus)} documents, {len(judged)} judged queries ({spec.split})")
-        opts = replace(options, test_fraction=1.0)
-        from ._io import staged_as
+    return spec, ds, judged, corpus_fp, existing
 
-        with staged_as(stage, out):  # a failed write names the file as it will be called under OUT
-            done = generate_truth(ds.corpus, options=opts, out=stage / "truth", llm=llm, cache=cache,
-                                  progress=progress, source=str(dataset),
-                                  **{"announce": lambda line: echo("      " + line), **dict(generate or {})})
-        truth = done.truth
-        if truth is None:
-            raise ConfigError("calibration cannot use batch files: generate the truth interactively")
-        prov = truth.provenance
-        ident = generator_identity(prov)
-        if existing is not None and (existing.get("generator") or {}).get("key") != ident["key"]:
-            raise InputError("holds a calibration of another generator (identity "
-                             f"{(existing.get('generator') or {}).get('key')}, this one {ident['key']}); choose "
-                             "another --out", path=out / CALIBRATION_FILE, field="generator.key")
-        kept = [q for q in truth.queries.ids if truth.qrels.relevant(q)]
-        docs_of = {q: sorted(set(truth.qrels.relevant(q)) | ({str(m["source_doc"])} if isinstance(m, Mapping) and
-                                                              m.get("source_doc") is not None else set()))
-                   for q, m in zip(truth.queries.ids, truth.queries.metadata) if q in set(kept)}
-        train_ids, test_ids = split_by_document(kept, docs_of, train_fraction=train_fraction, seed=getattr(options, "seed", 0))
-        n_syn = len(test_ids)
-        split = {"train_fraction": train_fraction, "seed": getattr(options, "seed", 0), "by": "source document",
-                 "n_train_queries": len(train_ids), "n_test_queries": n_syn,
-                 "n_train_documents": len({d for q in train_ids for d in docs_of[q]}),
-                 "n_test_documents": len({d for q in test_ids for d in docs_of[q]})}
-        echo(f"[2/5] truth: {len(kept)} synthetic queries kept of {prov['counts'].get('sampled')} sampled documents "
-             f"(generator {ident['key']}: {ident['model']}); split by source document: {len(train_ids)} train, "
-             f"{n_syn} test")
-        if n_syn < 2:
-            raise ConfigError(f"only {n_syn} synthetic test queries: nothing to calibrate; see the rejections of "
-                              "the generation (more documents with -n, another --llm) or lower --train-fraction")
-        if train_fraction > 0 and not train_ids:
-            raise ConfigError(f"no synthetic train query of {len(kept)} kept: nothing to fine-tune on; raise -n or "
-                              "pass --train-fraction 0")
-        _write_split(stage / "truth", truth.qrels, train_ids, test_ids, split)
-        syn_ds = Dataset(ds.corpus, truth.queries.subset(test_ids), Qrels({q: dict(truth.qrels[q]) for q in test_ids}),
-                         name=f"{ds.name} (synthetic)", split="test")
-        ctx = Context(corpus=ds.corpus, cache=cache, progress=progress)
-        trained: dict[str, Any] = {}
-        if train_ids:
-            by_name = {a.name: a for a in built}
-            echo(f"[3/5] fine-tuning on the synthetic train split ({len(train_ids)} queries)")
-            ft_arms, trained = fine_tuned_arms(
-                corpus=ds.corpus, queries={q: truth.queries[q].text for q in train_ids},
-                positives={q: sorted(truth.qrels.relevant(q)) for q in train_ids}, first_stage=by_name[rerank_base],
-                ctx=ctx, stage=stage / "models", cache=cache, seed=getattr(options, "seed", 0), rerank=rerank,
-                progress=progress, echo=echo)
-            built = [*built, *ft_arms]
-            for t in trained.values():  # models kept in the stage (no cache) move to OUT/models with the rest
-                if Path(t["model"]).parent == stage / "models":
-                    t["model"] = str(out / "models" / Path(t["model"]).name)
-            specs = [*specs, ArmSpec("ft-dense", "dense", {"model": trained["ft-dense"]["model"]})]
-            if "ft-rerank" in trained:
-                specs.append(ArmSpec("ft-rerank", "rerank", {"base": rerank_base, "model": trained["ft-rerank"]["model"],
-                                                             "top": RERANK_TOP}))
-            names = [s.name for s in specs]
-        else:
-            echo("[3/5] fine-tuning: none (--train-fraction 0)")
-        res_h = run_bakeoff(ds, built, k=k, depth=depth, measures=measures, cache=cache, progress=progress, ctx=ctx)
-        res_s = run_bakeoff(syn_ds, built, k=k, depth=depth, measures=measures, cache=cache, progress=progress,
-                            ctx=ctx, latency_sample=0)
-        res_h.dataset = {**res_h.dataset, "source": spec.as_dict()}
-        res_s.dataset = {**res_s.dataset, "source": {"beir": str(out / "truth")}}
-        echo(f"[4/5] arms: {', '.join(names)} on {len(judged)} human and {n_syn} synthetic queries")
-        human = res_h.stored()
-        synthetic = _same_costs(human, res_s.stored())
-        used = [m for m in measures if m in human.measures] or list(human.measures)
-        test_set = set(test_ids)
-        leak = {q: float(meta["leak"]) for q, meta in zip(truth.queries.ids, truth.queries.metadata)
-                if q in test_set and isinstance(meta, Mapping) and isinstance(meta.get("leak"), (int, float))}
-        lk = truth.provenance.get("leak") or {}
-        figures = calibration_figures(human, synthetic, measures=used, leak=leak, n_resamples=n_resamples, seed=seed,
-                                      alpha=alpha, leak_target=lk.get("target"),
-                                      target_source=str(lk.get("target_source") or "default"))
-        pooled = None
-        if pool is not None:
-            pooled = _pooled(syn_ds, res_s, built, human=human, measures=used, leak=leak, pool=pool,
-                             llm=judge_llm, cache=cache, progress=progress, ctx=ctx, k=k, depth=depth,
-                             n_resamples=n_resamples, seed=seed, alpha=alpha, leak_target=lk.get("target"),
-                             target_source=str(lk.get("target_source") or "default"), generate=generate or {},
-                             truth_dir=out / "truth", echo=echo)
-        from .library_versions import bakeoff_version
 
-        record = {
-            "schema": "bakeoff.calibration",
-            "version": 1,
-            "bakeoff": bakeoff_version(),
-            "generator": {**ident, "llm": str(llm), "weights_sha256": _weights_sha256(llm)},
-            "corpus": {"name": ds.name, "fingerprint": corpus_fp, "n_docs": len(ds.corpus),
-                       "source": spec.as_dict()},
-            "human": {"split": ds.split, "n_queries": len(judged), "fingerprints": dict(human.fingerprints)},
-            "synthetic": {"n_queries": n_syn, "sampled": prov["counts"].get("sampled"), "kept": len(kept),
-                          "split": split, "fingerprints": dict(synthetic.fingerprints)},
-            "fine_tuned": trained,
-            "arms": [{"name": s.name, "type": s.type, "options": dict(s.options)} for s in specs],
-            "k": k,
-            "depth": depth,
-            "n_resamples": n_resamples,
-            **figures,
-            **({"pooled": pooled["record"]} if pooled else {}),
-        }
-        from ._io import atomic_open, atomic_write_json
-        from .data.writers import write_beir_qrels
+@dataclass(frozen=True)
+class _Synthetic:
+    """The generated truth and its split: ids kept, train and test ids, the split record, the generator's
+    identity and the corpus fingerprint."""
 
-        with staged_as(stage, out):  # a failed write names the file as it will be called under OUT
-            res_h.write(stage / "human")
-            res_s.write(stage / "synthetic")
-            if pooled:
-                pooled["results"].write(stage / "pooled")
-                atomic_write_json(stage / "pooled" / "assessment.json", pooled["assessment"])
-                write_beir_qrels(pooled["qrels"], stage / "truth" / "qrels" / "pooled.tsv")
-            with atomic_open(stage / CALIBRATION_FILE) as f:
-                json.dump(_json_safe(record), f, indent=2, ensure_ascii=False)
-        out.mkdir(parents=True, exist_ok=True)
-        for name in ("truth", "human", "synthetic", "pooled", "models"):  # the record goes last: complete
-            if name in ("pooled", "models") and not (stage / name).exists():
-                continue
-            if (out / name).exists():
-                shutil.rmtree(out / name)
-            os.replace(stage / name, out / name)
-        os.replace(stage / CALIBRATION_FILE, out / CALIBRATION_FILE)
-        if cache is not None:  # where bakeoff report finds it for any run of this generator
-            from ._io import atomic_write_bytes
-            from .report.calibration import RECORDS_DIR
+    truth: Any
+    kept: int
+    train_ids: list[str]
+    test_ids: list[str]
+    split: dict[str, Any]
+    ident: dict[str, Any]
+    corpus_fp: str
 
-            copy = Path(cache.root) / RECORDS_DIR / ident["key"] / f"{corpus_fp[:16]}.json"
-            copy.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write_bytes(copy, (out / CALIBRATION_FILE).read_bytes())
-        echo(f"[5/5] wrote {out / CALIBRATION_FILE}")
-        return record
-    finally:
-        shutil.rmtree(stage, ignore_errors=True)
+
+def _synthetic(ds: Any, corpus_fp: str, *, dataset: str, options: Any, llm: LLMSpec, cache: Cache | None, progress: bool,
+               generate: Mapping[str, Any] | None, train_fraction: float, existing: dict[str, Any] | None,
+               stage: Path, out: Path, echo: Callable[[str], Any]) -> _Synthetic:
+    """Generate the truth into ``stage/truth`` (every query, ``test_fraction=1``) and split it by source
+    document (:func:`split_by_document`); refuse an ``out`` that holds another generator's calibration, or a
+    split with nothing to calibrate or train on."""
+    from ._io import staged_as
+    from .report.calibration import generator_identity
+    from .truth.generation.generate import generate_truth
+
+    opts = replace(options, test_fraction=1.0)
+    with staged_as(stage, out):  # a failed write names the file as it will be called under OUT
+        done = generate_truth(ds.corpus, options=opts, out=stage / "truth", llm=llm, cache=cache,
+                              progress=progress, source=str(dataset),
+                              **{"announce": lambda line: echo("      " + line), **dict(generate or {})})
+    truth = done.truth
+    if truth is None:
+        raise ConfigError("calibration cannot use batch files: generate the truth interactively")
+    prov = truth.provenance
+    ident = generator_identity(prov)
+    if existing is not None and (existing.get("generator") or {}).get("key") != ident["key"]:
+        raise InputError("holds a calibration of another generator (identity "
+                         f"{(existing.get('generator') or {}).get('key')}, this one {ident['key']}); choose "
+                         "another --out", path=out / CALIBRATION_FILE, field="generator.key")
+    kept = [q for q in truth.queries.ids if truth.qrels.relevant(q)]
+    docs_of = {q: sorted(set(truth.qrels.relevant(q)) | ({str(m["source_doc"])} if isinstance(m, Mapping) and
+                                                          m.get("source_doc") is not None else set()))
+               for q, m in zip(truth.queries.ids, truth.queries.metadata) if q in set(kept)}
+    seed = getattr(options, "seed", 0)
+    train_ids, test_ids = split_by_document(kept, docs_of, train_fraction=train_fraction, seed=seed)
+    n_syn = len(test_ids)
+    split = {"train_fraction": train_fraction, "seed": seed, "by": "source document",
+             "n_train_queries": len(train_ids), "n_test_queries": n_syn,
+             "n_train_documents": len({d for q in train_ids for d in docs_of[q]}),
+             "n_test_documents": len({d for q in test_ids for d in docs_of[q]})}
+    echo(f"[2/5] truth: {len(kept)} synthetic queries kept of {prov['counts'].get('sampled')} sampled documents "
+         f"(generator {ident['key']}: {ident['model']}); split by source document: {len(train_ids)} train, "
+         f"{n_syn} test")
+    if n_syn < 2:
+        raise ConfigError(f"only {n_syn} synthetic test queries: nothing to calibrate; see the rejections of "
+                          "the generation (more documents with -n, another --llm) or lower --train-fraction")
+    if train_fraction > 0 and not train_ids:
+        raise ConfigError(f"no synthetic train query of {len(kept)} kept: nothing to fine-tune on; raise -n or "
+                          "pass --train-fraction 0")
+    _write_split(stage / "truth", truth.qrels, train_ids, test_ids, split)
+    return _Synthetic(truth, len(kept), list(train_ids), list(test_ids), split, ident, corpus_fp)
+
+
+def _with_fine_tuned(built: list[Any], specs: list[Any], *, truth: Any, train_ids: list[str], ds: Any, ctx: Any,
+                     stage: Path, out: Path, cache: Cache | None, seed: int, rerank: bool, rerank_base: str,
+                     progress: bool, echo: Callable[[str], Any]) -> tuple[list[Any], list[Any], dict[str, Any]]:
+    """The arm set with ``ft-dense`` (and with ``rerank`` ``ft-rerank``) trained on the train split added, their
+    specs and the training records; the arm set unchanged when there is no train split."""
+    if not train_ids:
+        echo("[3/5] fine-tuning: none (--train-fraction 0)")
+        return built, specs, {}
+    from .runner.config import ArmSpec
+
+    by_name = {a.name: a for a in built}
+    echo(f"[3/5] fine-tuning on the synthetic train split ({len(train_ids)} queries)")
+    ft_arms, trained = fine_tuned_arms(
+        corpus=ds.corpus, queries={q: truth.queries[q].text for q in train_ids},
+        positives={q: sorted(truth.qrels.relevant(q)) for q in train_ids}, first_stage=by_name[rerank_base],
+        ctx=ctx, stage=stage / "models", cache=cache, seed=seed, rerank=rerank, progress=progress, echo=echo)
+    for t in trained.values():  # models kept in the stage (no cache) move to OUT/models with the rest
+        if Path(t["model"]).parent == stage / "models":
+            t["model"] = str(out / "models" / Path(t["model"]).name)
+    specs = [*specs, ArmSpec("ft-dense", "dense", {"model": trained["ft-dense"]["model"]})]
+    if "ft-rerank" in trained:
+        specs.append(ArmSpec("ft-rerank", "rerank", {"base": rerank_base, "model": trained["ft-rerank"]["model"],
+                                                     "top": RERANK_TOP}))
+    return [*built, *ft_arms], specs, trained
+
+
+def _publish(record: dict[str, Any], *, stage: Path, out: Path, res_h: Any, res_s: Any, pooled: dict[str, Any] | None,
+             cache: Cache | None, key: str, corpus_fp: str) -> None:
+    """Write the results, the pooled truth and the record into ``stage``, then move them into ``out`` (the
+    record last, so a complete record means a complete folder) and copy the record into the cache, where
+    ``bakeoff report`` finds it for any run of this generator."""
+    from ._io import atomic_open, atomic_write_bytes, atomic_write_json, staged_as
+    from .data.writers import write_beir_qrels
+
+    with staged_as(stage, out):  # a failed write names the file as it will be called under OUT
+        res_h.write(stage / "human")
+        res_s.write(stage / "synthetic")
+        if pooled:
+            pooled["results"].write(stage / "pooled")
+            atomic_write_json(stage / "pooled" / "assessment.json", pooled["assessment"])
+            write_beir_qrels(pooled["qrels"], stage / "truth" / "qrels" / "pooled.tsv")
+        with atomic_open(stage / CALIBRATION_FILE) as f:
+            json.dump(_json_safe(record), f, indent=2, ensure_ascii=False)
+    out.mkdir(parents=True, exist_ok=True)
+    for name in ("truth", "human", "synthetic", "pooled", "models"):  # the record goes last: complete
+        if name in ("pooled", "models") and not (stage / name).exists():
+            continue
+        if (out / name).exists():
+            shutil.rmtree(out / name)
+        os.replace(stage / name, out / name)
+    os.replace(stage / CALIBRATION_FILE, out / CALIBRATION_FILE)
+    if cache is not None:
+        from .report.calibration import RECORDS_DIR
+
+        copy = Path(cache.root) / RECORDS_DIR / key / f"{corpus_fp[:16]}.json"
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(copy, (out / CALIBRATION_FILE).read_bytes())
 
 
 def _pooled(syn_ds: Any, res_s: Any, built: Sequence[Any], *, human: StoredResults, measures: Sequence[str],

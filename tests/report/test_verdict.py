@@ -126,6 +126,7 @@ TWO_MODES_FAST = [20.0] * 24 + [38.0, 40.0] + [115.0] * 24      # median 39
 TWO_MODES_SLOW = [22.0] * 23 + [80.0, 90.0] + [118.0] * 25      # median 104
 
 
+@pytest.mark.filterwarnings("ignore:Precision loss occurred:RuntimeWarning")  # scipy, on the many equal timings
 def test_median_se_matches_scipy_and_is_wide_for_two_modes() -> None:
     from scipy.stats import bootstrap
 
