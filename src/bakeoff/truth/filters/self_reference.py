@@ -21,14 +21,14 @@ _NOUNS_ES = r"(?:estudio|art[ií]culo|documento|texto|resumen|revisi[oó]n|ensay
 _DOC_EN = (r"(?:document|passage|paper|article|abstract(?!\s+(?:base|class(?:es)?|method|methods|syntax|data|type|types"
            r"|interface|factory|model|algebra|art|concept|idea|noun|representation)\b))")
 _DOC_ES = r"(?:documento|pasaje|resumen|art[ií]culo)"
-_ONE_EN = r"(?:study|trial|review|experiment|survey|investigation|analysis|report)"
+_ONE_EN = r"(?:study|trial|review|experiment|survey|investigation|analysis|report|book|monograph|volume)"
 _ONE_ES = r"(?:estudio|ensayo|revisi[oó]n|experimento|encuesta|investigaci[oó]n|an[aá]lisis|informe)"
 _ABOUT_EN = r"(?:on|about|comparing|evaluating|examining|investigating|describing|that|which)"
 _ABOUT_ES = r"(?:sobre|acerca|que|comparando)"
 #: Per language: a demonstrative before a document noun, "the document" (a searcher has none), a description
 #: of a document ("a document about", "the document is about") instead of a need, the document's authors, or
-#: one particular study ("the study on X", "the trial comparing …", "the review's focus"; "the study of X" may
-#: name a field and passes).
+#: one particular study or book ("the study on X", "the trial comparing …", "the review's focus", "the book on X";
+#: "the study of X" may name a field and passes).
 PATTERNS: Mapping[str, re.Pattern[str]] = {
     "en": re.compile(rf"\b(?:this|these|the present|the above)\s+{_NOUNS_EN}s?\b|\bthe authors?\b"
                      rf"|\bthe\s+{_DOC_EN}\b|\b(?:a|an)\s+{_DOC_EN}\s+(?:about|on|that|which|describing)\b"
