@@ -41,7 +41,8 @@ from ..validation import (
     validate,
 )
 
-__all__ = ["DEFAULT_DEPTH", "ArmSpec", "BakeoffConfig", "build_arms", "load_config", "parse_arm_spec", "parse_value"]
+__all__ = ["DEFAULT_DEPTH", "ArmSpec", "BakeoffConfig", "build_arms", "command_config", "load_config", "parse_arm_spec",
+           "parse_value"]
 
 #: Documents each arm retrieves per query unless told (``--depth``, ``[run] depth``): 1,000, as BEIR, TREC and
 #: MTEB retrieve, so that MAP, recall@1000 and bpref compare with theirs and the written runs can be pooled.
@@ -384,6 +385,18 @@ def _bakeoff_config(doc: ConfigFile, dspec: DatasetSpec, arms: list[ArmSpec], *,
         relevance_level=run.relevance_level,
     )
 
+
+def command_config(config: str | Path | None, arms: Sequence[str], dataset: DatasetSpec) -> BakeoffConfig:
+    """The bake-off ``bakeoff run`` runs: the TOML file ``config`` with the ``--arm`` specs ``arms`` added after
+    its own, or (no file) ``dataset`` searched by ``arms``, which must then name at least one arm."""
+    if config is not None:
+        cfg = load_config(config)
+        if arms:
+            cfg = BakeoffConfig(**{**cfg.__dict__, "arms": cfg.arms + tuple(parse_arm_spec(a) for a in arms)})
+        return cfg
+    if not arms:
+        raise ConfigError("give a CONFIG.toml or at least one --arm")
+    return BakeoffConfig(dataset=dataset, arms=tuple(parse_arm_spec(a) for a in arms))
 
 
 
