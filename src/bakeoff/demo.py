@@ -38,7 +38,11 @@ from .data.loaders import FieldMap, open_corpus
 from .truth.llm.spec import LLMSpec
 
 if TYPE_CHECKING:
-    from .runner.results import StoredResults
+    from .data.model import Dataset
+    from .runner.config import ArmSpec
+    from .runner.results import Results, StoredResults
+    from .truth.generation.describe import DescribeOptions
+    from .truth.generation.synthetic import SyntheticTruth
 
 __all__ = [
     "BIGGER_MODEL_HINT",
@@ -217,21 +221,30 @@ def run_demo(*, out: Path, corpus: Path | None = None, llm: LLMSpec | str = "loc
     ``out/truth`` (BEIR) and ``out/results.json``. ``retry_fix`` and ``show_title``: the generator's
     :class:`~bakeoff.truth.generation.describe.DescribeOptions` of those names; ``copy_penalty``: its default
     :class:`~bakeoff.truth.generation.copy_penalty.CopyPenalty`, or none."""
-    from .data.model import Dataset
-
     llm = LLMSpec.of(llm)
-    from .report.quality import quick_quality
-    from .report.terminal import print_table
-    from .runner.config import build_arms, parse_arm_spec
-    from .runner.run import run_bakeoff
-    from .stdlib_corpus import stdlib_corpus
-    from .truth.filters.answerability import AnswerabilityOptions, bias_caveat
-    from .truth.generation.copy_penalty import CopyPenalty
-    from .truth.generation.describe import DescribeOptions
-    from .truth.generation.generate import generate_truth
-
     report = DemoReport()
     t_all = time.perf_counter()
+    docs, source, floor, max_chars = _corpus_stage(corpus, fields=fields, min_doc_chars=min_doc_chars, report=report,
+                                                   echo=echo)
+    opts = _describe_options(n=n, seed=seed, max_chars=max_chars, floor=floor, retry_fix=retry_fix,
+                             show_title=show_title, copy_penalty=copy_penalty)
+    truth = _truth_stage(docs, opts, llm=llm, out=out, source=source, cache=cache, progress=progress, report=report,
+                         echo=echo)
+    if not _evaluable(truth, out=out, report=report, echo=echo):
+        return report
+    dataset, results, specs = _arms_stage(docs, truth, corpus=corpus, arms=arms, out=out, cache=cache,
+                                          progress=progress, report=report, echo=echo)
+    runs = {a.name: a.run for a in results.arms}
+    _quality_stage(dataset, runs, specs, truth.provenance, llm=llm, report=report, echo=echo)
+    _report_stage(results, dataset, runs, n_queries=len(truth.queries.ids), out=out, t_all=t_all, report=report,
+                  echo=echo)
+    return report
+
+
+def _corpus_stage(corpus: Path | None, *, fields: FieldMap, min_doc_chars: int | None, report: DemoReport,
+                  echo: Any) -> tuple[Any, str, int, int]:
+    """Stage 1: the documents, their source, the shortest document sampled and the longest shown to the LLM."""
+    from .stdlib_corpus import stdlib_corpus
 
     t0 = time.perf_counter()
     if corpus is None:
@@ -243,12 +256,28 @@ def run_demo(*, out: Path, corpus: Path | None = None, llm: LLMSpec | str = "loc
     floor = floor if min_doc_chars is None else min_doc_chars
     report.stages["corpus"] = time.perf_counter() - t0
     echo(f"[1/4] corpus: {len(docs)} {what} ({report.stages['corpus']:.1f} s)")
+    return docs, source, floor, max_chars
 
-    t0 = time.perf_counter()
-    opts = DescribeOptions(n=n, seed=seed, max_regenerations=DEMO_REGENERATIONS, max_doc_chars=max_chars,
+
+def _describe_options(*, n: int, seed: int, max_chars: int, floor: int, retry_fix: bool, show_title: bool,
+                      copy_penalty: bool) -> DescribeOptions:
+    """The generator's options for the demo: ``bakeoff generate``'s defaults, every query evaluated."""
+    from .truth.filters.answerability import AnswerabilityOptions
+    from .truth.generation.copy_penalty import CopyPenalty
+    from .truth.generation.describe import DescribeOptions
+
+    return DescribeOptions(n=n, seed=seed, max_regenerations=DEMO_REGENERATIONS, max_doc_chars=max_chars,
                            test_fraction=1.0, min_doc_chars=floor, answerability=AnswerabilityOptions(),
                            retry_fix=retry_fix, show_title=show_title,
                            copy_penalty=CopyPenalty() if copy_penalty else None)
+
+
+def _truth_stage(docs: Any, opts: DescribeOptions, *, llm: LLMSpec, out: Path, source: str, cache: Cache | None,
+                 progress: bool, report: DemoReport, echo: Any) -> SyntheticTruth:
+    """Stage 2: generate the truth into ``out/truth`` and record its statistics in ``report.truth``."""
+    from .truth.generation.generate import generate_truth
+
+    t0 = time.perf_counter()
     done = generate_truth(docs, options=opts, llm=llm, out=out / "truth", source=source, cache=cache,
                           progress=progress, answerability=DEMO_ANSWERABILITY, announce=lambda line: echo("      " + line))
     truth, usage = done.truth, done.usage
@@ -266,17 +295,33 @@ def run_demo(*, out: Path, corpus: Path | None = None, llm: LLMSpec | str = "loc
          f"mean leak {report.truth['mean_leak']:.3f}, examples {report.truth['examples']} "
          f"({usage.completion_tokens} tokens generated, {usage.cache_hits} cached; {report.stages['truth']:.1f} s"
          + _estimated(prov.get("estimate")) + ")")
+    return truth
+
+
+def _evaluable(truth: SyntheticTruth, *, out: Path, report: DemoReport, echo: Any) -> bool:
+    """Whether the arms are evaluated on ``truth``: not when no query was kept or the truth collapsed (said why)."""
+    prov = truth.provenance
     if not truth.queries.ids:
         echo("no query was kept, so there is nothing to evaluate; see the rejections in "
              f"{out / 'truth' / 'provenance.json'} and try a stronger --llm or more documents (-n)")
-        return report
+        return False
     health = prov.get("health") or {}
     report.truth["health"] = health
     if health.get("line"):
         echo(health["line"])
         echo(f"not evaluating the arms on this truth; it is in {out / 'truth'} (bakeoff run --beir {out / 'truth'} "
              "evaluates it anyway)")
-        return report
+        return False
+    return True
+
+
+def _arms_stage(docs: Any, truth: SyntheticTruth, *, corpus: Path | None, arms: tuple[str, ...], out: Path,
+                cache: Cache | None, progress: bool, report: DemoReport,
+                echo: Any) -> tuple[Dataset, Results, list[ArmSpec]]:
+    """Stage 3: run the arms on the generated truth; ``report.results`` is their table."""
+    from .data.model import Dataset
+    from .runner.config import build_arms, parse_arm_spec
+    from .runner.run import run_bakeoff
 
     t0 = time.perf_counter()
     dataset = Dataset(name="python-stdlib-demo" if corpus is None else Path(str(corpus)).name or "corpus",
@@ -286,10 +331,17 @@ def run_demo(*, out: Path, corpus: Path | None = None, llm: LLMSpec | str = "loc
     results = run_bakeoff(dataset, built, k=10, depth=100, cache=cache, progress=progress)
     report.stages["arms"] = time.perf_counter() - t0
     results.dataset = {**results.dataset, "source": "bakeoff demo", "truth": str(out / "truth")}
-    stored = results.stored()
-    report.results = stored
-    runs = {a.name: a.run for a in results.arms}
+    report.results = results.stored()
     echo(f"[3/4] arms: {', '.join(a.name for a in built)} ({report.stages['arms']:.1f} s)")
+    return dataset, results, specs
+
+
+def _quality_stage(dataset: Dataset, runs: Mapping[str, Any], specs: list[ArmSpec], prov: dict[str, Any], *,
+                   llm: LLMSpec, report: DemoReport, echo: Any) -> None:
+    """The quality of the truth (judged@10, holes, round trip, answerability bias), printed and in ``report.truth``."""
+    from .report.quality import quick_quality
+    from .truth.filters.answerability import bias_caveat
+
     echo("quality of this ground truth:")
     quality = quick_quality(dataset, runs, k=10)
     report.truth["quality"] = quality
@@ -301,13 +353,22 @@ def run_demo(*, out: Path, corpus: Path | None = None, llm: LLMSpec | str = "loc
         echo("  " + line)
     if llm.is_local and llm.model in ("", "qwen-coder-0.5b", "gemma-270m"):  # the small bundled models
         echo(BIGGER_MODEL_HINT)
+
+
+def _report_stage(results: Results, dataset: Dataset, runs: Mapping[str, Any], *, n_queries: int, out: Path,
+                  t_all: float, report: DemoReport, echo: Any) -> None:
+    """Stage 4: the table, the verdict and ``out/results.json``; then the wall time of each stage."""
+    from .report.terminal import print_table
+
+    stored = report.results
+    assert stored is not None  # set by the arms stage
     t0 = time.perf_counter()
     print_table(stored)
     report.verdict = verdict_of(stored, dataset, runs)
     echo(f"[4/4] verdict ({report.verdict['measure']}, synthetic ground truth):")
     for line in report.verdict["lines"]:
         echo("  " + line)
-    sep = separation_line(report.verdict, len(truth.queries.ids))
+    sep = separation_line(report.verdict, n_queries)
     if sep:
         echo("  " + sep)
     results.write(out)
@@ -316,4 +377,3 @@ def run_demo(*, out: Path, corpus: Path | None = None, llm: LLMSpec | str = "loc
     echo("wall time per stage: " + ", ".join(f"{k} {v:.1f} s" for k, v in report.stages.items()))
     echo(f"wrote {out}/results.json and {out}/truth (re-run: bakeoff run --beir {out}/truth --arm bm25 ...; "
          f"full report: bakeoff report {out})")
-    return report

@@ -79,8 +79,7 @@ from typing import Literal
 import numpy as np
 
 from .data.model import Qrels, Run
-from .data.trec import RunTable, hash_strings, pair_keys
-from .data.trec import _list_layout as _layout
+from .data.trec import RunTable, hash_strings, pair_keys, string_list_layout
 from .errors import ConfigError, InputError
 
 __all__ = [
@@ -348,7 +347,7 @@ def _rows_from_table(table: RunTable, queries: Sequence[str], qrels: Qrels, max_
             qdocs.extend(judged)
             qgrades.extend(judged.values())
     if qdocs and group.size:
-        jkeys = pair_keys(np.asarray(qcode, dtype=np.int64), hash_strings(*_layout(qdocs)))
+        jkeys = pair_keys(np.asarray(qcode, dtype=np.int64), hash_strings(*string_list_layout(qdocs)))
         srt = np.argsort(jkeys, kind="stable")
         jkeys = jkeys[srt]
         rkeys = pair_keys(table.query[order], table.doc_hash[order])

@@ -35,7 +35,8 @@ import numpy as np
 from ..cache import Cache
 from ..data.model import Corpus, Queries, Run
 
-__all__ = ["ARM_TYPES", "Arm", "ArmContext", "DocMask", "group_by_mask", "register_arm", "subtree", "subtree_sum"]
+__all__ = ["ARM_TYPES", "Arm", "ArmContext", "DocMask", "all_single_latency", "group_by_mask", "register_arm", "subtree",
+           "subtree_sum", "usage_delta"]
 
 DocMask = Mapping[str, np.ndarray]
 
@@ -184,7 +185,9 @@ def register_arm(type_name: str, *, code_version: str | None = None) -> Callable
     return deco
 
 
-def _usage_delta(before: Mapping[str, float], after: Mapping[str, float]) -> dict[str, float]:
+def usage_delta(before: Mapping[str, float], after: Mapping[str, float]) -> dict[str, float]:
+    """What ``after`` adds to ``before``: each numeric (not bool) entry of ``after`` minus the same entry of
+    ``before`` (0 when absent), keeping only the entries that changed."""
     out: dict[str, float] = {}
     for key, value in after.items():
         if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -207,7 +210,8 @@ def subtree(arm: Arm) -> list[Arm]:
     return list(seen.values())
 
 
-def _all_single(arm: Arm) -> bool:
+def all_single_latency(arm: Arm) -> bool:
+    """Whether every arm of ``arm``'s subtree has ``latency_mode == "single"`` (can be timed one query at a time)."""
     return all(getattr(a, "latency_mode", "single") == "single" for a in subtree(arm))
 
 

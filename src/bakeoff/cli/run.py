@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -17,6 +17,11 @@ from ._common import (
     measure_names,
     write_staged,
 )
+
+if TYPE_CHECKING:
+    from ..data.datasets import DatasetSpec
+    from ..runner.config import BakeoffConfig
+    from ..runner.results import Results
 
 
 def run(
@@ -73,49 +78,68 @@ def run(
         "--max-empty-share", help="An arm empty for more than this share of queries is broken (default 0.5).")] = None,
 ) -> None:
     """Run a bake-off and print one table; with --out, write results.json and TREC runs."""
-    from ..data.clean import CleanOptions
-    from ..data.datasets import DatasetSpec
-    from ..data.loaders import FieldMap
-    from ..errors import ConfigError
-    from ..report.terminal import print_table
-    from ..runner.config import BakeoffConfig, load_config, parse_arm_spec
+    from ..runner.config import command_config
     from ..runner.run import run_config
 
-    if config is not None:
-        cfg = load_config(config)
-        if arm:
-            cfg = BakeoffConfig(**{**cfg.__dict__, "arms": cfg.arms + tuple(parse_arm_spec(a) for a in arm)})
-    else:
-        if not arm:
-            raise ConfigError("give a CONFIG.toml or at least one --arm")
-        clean = CleanOptions(strip_html=strip_html, normalize_space=normalize_space, dedupe=dedupe, min_chars=min_chars)
-        dspec = DatasetSpec(
-            beir=str(beir) if beir else None,
-            irds=irds,
-            corpus=str(corpus) if corpus else None,
-            queries=str(queries) if queries else None,
-            qrels=str(qrels) if qrels else None,
-            split=split,
-            fields=FieldMap(id=id_field, text=tuple(text_field), title=title_field),
-            clean=clean,
-        )
-        cfg = BakeoffConfig(dataset=dspec, arms=tuple(parse_arm_spec(a) for a in arm))
-    from ..report.gate import fail_under as check_floors
-    from ..report.gate import parse_floor
-
-    floors = [parse_floor(f) for f in [*fail_under, *(f"{m}={v}" for m, v in cfg.fail_under.items())]]
-    out_dir = out or (Path(cfg.out) if cfg.out else None)
-    if out_dir is not None and out is None:  # [run] out of a TOML file: checked before any work
-        try:
-            folder_path(out_dir)
-        except typer.BadParameter as exc:
-            raise ConfigError(f"{config}: [run] out: {exc.format_message()}") from None
+    cfg = command_config(config, arm, _dataset(beir, irds, corpus, queries, qrels, split=split, id_field=id_field,
+                                               text_field=text_field, title_field=title_field, strip_html=strip_html,
+                                               normalize_space=normalize_space, dedupe=dedupe, min_chars=min_chars))
+    floors, out_dir = _floors(fail_under, cfg), _out_folder(out, cfg, config)
     results = run_config(cfg, k=k, depth=depth, measures=measure, cache=make_cache(cache or cfg.cache, cache_dir),
                          progress=progress, as_of=as_of, only_single=only_single, unmasked=unmasked, engine=engine,
                          ray_address=ray_address, hourly_rate=hourly_rate, latency_sample=latency_sample,
                          latency_seed=latency_seed, chunk=chunk, aggregate=aggregate,
                          ignore_identical_ids=ignore_identical_ids, max_empty_share=max_empty_share,
                          averaging=averaging, relevance_level=relevance_level)
+    _write_and_print(results, floors, out_dir)
+
+
+def _dataset(beir: Path | None, irds: str | None, corpus: Path | None, queries: Path | None, qrels: Path | None, *,
+             split: str, id_field: str, text_field: list[str], title_field: str | None, strip_html: bool,
+             normalize_space: bool, dedupe: bool, min_chars: int) -> DatasetSpec:
+    """The dataset named by the flags (used when no CONFIG.toml is given)."""
+    from ..data.clean import CleanOptions
+    from ..data.datasets import DatasetSpec
+    from ..data.loaders import FieldMap
+
+    clean = CleanOptions(strip_html=strip_html, normalize_space=normalize_space, dedupe=dedupe, min_chars=min_chars)
+    return DatasetSpec(
+        beir=str(beir) if beir else None,
+        irds=irds,
+        corpus=str(corpus) if corpus else None,
+        queries=str(queries) if queries else None,
+        qrels=str(qrels) if qrels else None,
+        split=split,
+        fields=FieldMap(id=id_field, text=tuple(text_field), title=title_field),
+        clean=clean,
+    )
+
+
+def _floors(fail_under: list[str], cfg: BakeoffConfig) -> list[tuple[str | None, str, float]]:
+    """The CI floors: each ``--fail-under``, then each of the file's ``[run] fail_under``, parsed."""
+    from ..report.gate import parse_floor
+
+    return [parse_floor(f) for f in [*fail_under, *(f"{m}={v}" for m, v in cfg.fail_under.items())]]
+
+
+def _out_folder(out: Path | None, cfg: BakeoffConfig, config: Path | None) -> Path | None:
+    """The output folder: ``--out``, else the file's ``[run] out`` (checked here, before any work), else none."""
+    from ..errors import ConfigError
+
+    out_dir = out or (Path(cfg.out) if cfg.out else None)
+    if out_dir is not None and out is None:  # [run] out of a TOML file: checked before any work
+        try:
+            folder_path(out_dir)
+        except typer.BadParameter as exc:
+            raise ConfigError(f"{config}: [run] out: {exc.format_message()}") from None
+    return out_dir
+
+
+def _write_and_print(results: Results, floors: list[tuple[str | None, str, float]], out_dir: Path | None) -> None:
+    """Check the floors, write the output folder, print the table, then the gate's lines (exit 1 below a floor)."""
+    from ..report.gate import fail_under as check_floors
+    from ..report.terminal import print_table
+
     table = results.stored()
     gate = check_floors(table, floors) if floors else None  # a bad floor exits 2 before anything is written
     written = write_staged(out_dir, results.write) if out_dir is not None else None  # before stdout: `| head` may end it

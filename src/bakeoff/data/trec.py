@@ -57,7 +57,7 @@ from .model import Qrels, Run
 from .ranking import rank_rows
 
 __all__ = ["RunTable", "TrecReadReport", "hash_strings", "pair_keys", "read_qrels", "read_run_table",
-           "read_trec_run"]
+           "read_trec_run", "string_list_layout"]
 
 PathLike = str | os.PathLike[str]
 
@@ -178,7 +178,9 @@ def _arrow_layout(strings: Any) -> tuple[np.ndarray, np.ndarray]:
     return off, data
 
 
-def _list_layout(strings: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+def string_list_layout(strings: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """(offsets, bytes) of a list of str encoded as UTF-8: string ``i`` is ``bytes[offsets[i]:offsets[i + 1]]``,
+    the layout :func:`hash_strings` reads (``offsets`` int64, one longer than ``strings``)."""
     encoded = [x.encode("utf-8") for x in strings]
     off = np.zeros(len(encoded) + 1, dtype=np.int64)
     np.cumsum([len(e) for e in encoded], out=off[1:])
@@ -222,7 +224,7 @@ class RunTable:
     @cached_property
     def doc_hash(self) -> np.ndarray:
         """:func:`hash_strings` of every row's doc id."""
-        layout = _list_layout(self.docs) if isinstance(self.docs, list) else _arrow_layout(self.docs)
+        layout = string_list_layout(self.docs) if isinstance(self.docs, list) else _arrow_layout(self.docs)
         return hash_strings(*layout)
 
     def order(self) -> np.ndarray:

@@ -410,68 +410,16 @@ def ingest_api(
     Mapper(source.fields)  # bad expressions fail before any request
     state_file = Path(state_path) if state_path is not None else default_state_path(out)
     with IngestState(state_file, crawl=source.crawl_key(), restart=restart) as st:
-        if st.pass_finished() and refresh:
-            st.start_next_pass()
-        elif st.pass_finished() and retry_failed and st.retry_failed():
-            st.reopen_pass()
-        elif retry_failed:
-            st.retry_failed()
+        _open_pass(st, refresh=refresh, retry_failed=retry_failed)
         walker = _Walker(source, manners, st, progress=progress)
         resumed = st.n_pages() > 0 and not st.pass_finished()
         with walker.client:
-            if not st.pass_finished():
-                if resumed:
-                    log.info("resuming: %d listing pages and %d items already in %s", st.n_pages(),
-                             st.status_counts().get("done", 0), state_file)
-                walker.robots.pace(source.url)
-                walker.walk_listing()
-                walker.fetch_details()
-                st.finish_pass()
-            else:
-                log.info("this ingest already finished (%s); assembling from the stored responses without a "
-                         "request (pass --refresh to revalidate them with the server)", state_file)
+            _walk(walker, st, source, state_file, resumed=resumed)
             corpus, info = walker.assemble(clean)
-        counts = st.counters()
-        statuses = st.status_counts()
-        n_items = sum(statuses.values())
-        listing_rows = counts.get("listing_rows", 0)
-        rep: LoadReport = info["report"]
-        counts_out = {
-            "pages": counts.get("pages", 0),
-            "pages_not_modified": counts.get("pages_not_modified", 0),
-            "listing_rows": listing_rows,
-            "unique_items": n_items,
-            "duplicates_in_listing": listing_rows - n_items,
-            "duplicate_ids": rep.duplicate_ids,
-            "duplicates_dropped": listing_rows - n_items + rep.duplicate_ids,
-            "details_fetched": counts.get("details_fetched", 0),
-            "not_modified": counts.get("not_modified", 0),
-            "failures": statuses.get("failed", 0),
-            "robots_disallowed": statuses.get("disallowed", 0),
-            "missing_id": info["n_missing_id"],
-            "short_dropped": rep.short_dropped,
-            "documents": len(corpus),
-            "requests_this_run": walker.client.n_requests,
-            "retries_this_run": walker.client.n_retries,
-        }
+        counts_out = _counts(st, walker, info, corpus)
         first, last = st.fetch_span()
         notes = st.notes()
-    warnings = [*notes]
-    if counts_out["duplicates_dropped"]:
-        warnings.append(f"dropped {counts_out['duplicates_dropped']} duplicates ({counts_out['duplicates_in_listing']} "
-                        f"repeated listing rows, {counts_out['duplicate_ids']} repeated ids); kept the first of each")
-    if counts_out["failures"]:
-        warnings.append(f"{counts_out['failures']} items failed (listed in the provenance; "
-                        "--retry-failed retries them)")
-    if counts_out["robots_disallowed"]:
-        warnings.append(f"{counts_out['robots_disallowed']} items not fetched: robots.txt disallows them")
-    if counts_out["missing_id"]:
-        warnings.append(f"{counts_out['missing_id']} items have no id ({source.fields.id!r} matched nothing); skipped")
-    if counts_out["short_dropped"]:
-        warnings.append(f"dropped {counts_out['short_dropped']} documents shorter than {clean.min_chars} characters")
-    for label, n in sorted(info["empty"].items()):
-        if label != "id":
-            warnings.append(f"{walker.mapper.option_of(label)} matched nothing on {n} of {info['n_mapped']} items")
+    warnings = _warnings(notes, counts_out, info, walker, source, clean)
     output = write_corpus(corpus, out)
     prov = write_provenance(out, {
         "kind": "api",
@@ -495,3 +443,77 @@ def ingest_api(
     })
     return IngestResult(corpus=corpus, out=out, provenance=prov, state=state_file, counts=counts_out,
                         warnings=warnings)
+
+
+def _open_pass(st: IngestState, *, refresh: bool, retry_failed: bool) -> None:
+    """Start a new pass (``refresh``) or reopen the finished one or requeue failed items (``retry_failed``)."""
+    if st.pass_finished() and refresh:
+        st.start_next_pass()
+    elif st.pass_finished() and retry_failed and st.retry_failed():
+        st.reopen_pass()
+    elif retry_failed:
+        st.retry_failed()
+
+
+def _walk(walker: _Walker, st: IngestState, source: ApiSource, state_file: Path, *, resumed: bool) -> None:
+    """Walk the listing and fetch the details unless the pass is already finished (then only say so)."""
+    if not st.pass_finished():
+        if resumed:
+            log.info("resuming: %d listing pages and %d items already in %s", st.n_pages(),
+                     st.status_counts().get("done", 0), state_file)
+        walker.robots.pace(source.url)
+        walker.walk_listing()
+        walker.fetch_details()
+        st.finish_pass()
+    else:
+        log.info("this ingest already finished (%s); assembling from the stored responses without a "
+                 "request (pass --refresh to revalidate them with the server)", state_file)
+
+
+def _counts(st: IngestState, walker: _Walker, info: dict[str, Any], corpus: Corpus) -> dict[str, int]:
+    """The ``counts`` of the provenance: pages, listing rows, items, duplicates, failures, documents, requests."""
+    counts = st.counters()
+    statuses = st.status_counts()
+    n_items = sum(statuses.values())
+    listing_rows = counts.get("listing_rows", 0)
+    rep: LoadReport = info["report"]
+    return {
+        "pages": counts.get("pages", 0),
+        "pages_not_modified": counts.get("pages_not_modified", 0),
+        "listing_rows": listing_rows,
+        "unique_items": n_items,
+        "duplicates_in_listing": listing_rows - n_items,
+        "duplicate_ids": rep.duplicate_ids,
+        "duplicates_dropped": listing_rows - n_items + rep.duplicate_ids,
+        "details_fetched": counts.get("details_fetched", 0),
+        "not_modified": counts.get("not_modified", 0),
+        "failures": statuses.get("failed", 0),
+        "robots_disallowed": statuses.get("disallowed", 0),
+        "missing_id": info["n_missing_id"],
+        "short_dropped": rep.short_dropped,
+        "documents": len(corpus),
+        "requests_this_run": walker.client.n_requests,
+        "retries_this_run": walker.client.n_retries,
+    }
+
+
+def _warnings(notes: list[str], counts_out: dict[str, int], info: dict[str, Any], walker: _Walker, source: ApiSource,
+              clean: CleanOptions) -> list[str]:
+    """The provenance's warnings: the state's notes, then duplicates, failures, robots, missing ids, short and empty."""
+    warnings = [*notes]
+    if counts_out["duplicates_dropped"]:
+        warnings.append(f"dropped {counts_out['duplicates_dropped']} duplicates ({counts_out['duplicates_in_listing']} "
+                        f"repeated listing rows, {counts_out['duplicate_ids']} repeated ids); kept the first of each")
+    if counts_out["failures"]:
+        warnings.append(f"{counts_out['failures']} items failed (listed in the provenance; "
+                        "--retry-failed retries them)")
+    if counts_out["robots_disallowed"]:
+        warnings.append(f"{counts_out['robots_disallowed']} items not fetched: robots.txt disallows them")
+    if counts_out["missing_id"]:
+        warnings.append(f"{counts_out['missing_id']} items have no id ({source.fields.id!r} matched nothing); skipped")
+    if counts_out["short_dropped"]:
+        warnings.append(f"dropped {counts_out['short_dropped']} documents shorter than {clean.min_chars} characters")
+    for label, n in sorted(info["empty"].items()):
+        if label != "id":
+            warnings.append(f"{walker.mapper.option_of(label)} matched nothing on {n} of {info['n_mapped']} items")
+    return warnings

@@ -29,6 +29,7 @@ from urllib.parse import quote
 import numpy as np
 from starlette.applications import Starlette
 
+from ..arms.base import Arm
 from ..cache import Cache, default_cache_dir
 from ..data.datasets import DatasetSpec, open_dataset
 from ..data.judgments import connect_readonly, read_meta
@@ -273,17 +274,7 @@ def open_session(o: LabelOptions) -> Iterator[Session]:
     depth, seed = int(settings["depth"]), int(settings["seed"])
     rp = (pool_from_results(o.from_results, depth=depth, seed=seed, dataset=o.dataset)
           if meta is None and o.from_results is not None else None)
-    folder = rp.dataset if rp is not None else o.dataset
-    if folder is None:
-        assert meta is not None
-        folder = Path(str((meta.get("dataset") or {}).get("path")))
-    ds, _ = open_dataset(DatasetSpec(beir=str(folder), split=settings["split"]), plain=True)
-    fp = ds.corpus.fingerprint()
-    if meta is not None and (meta.get("dataset") or {}).get("corpus_fingerprint") != fp:
-        made = meta.get("dataset") or {}
-        raise InputError(f"this database was made for dataset {made.get('name')!r} (corpus fingerprint "
-                         f"{str(made.get('corpus_fingerprint'))[:12]}), but {o.dataset} has corpus fingerprint "
-                         f"{fp[:12]}; use the same dataset or another --db", path=o.db, field="dataset")
+    folder, ds, fp = _open_folder(o, meta, settings, rp)
     qset = (_queries(settings, ds, o) if rp is None else _pooled_queries(ds, rp, settings)) if meta is None else None
     sock = _bind(o.host, o.port)
     try:
@@ -299,76 +290,125 @@ def open_session(o: LabelOptions) -> Iterator[Session]:
 
         if meta is None:
             assert qset is not None
-            ready = [(q.qid, q.text) for q in qset.queries if q.status == "ready"]
-            required = {q.qid: 2 if routed_twice(q.qid, overlap=settings["overlap"], seed=seed) else 1
-                        for q in qset.queries}
-            pool_meta: dict[str, Any] = {"arms": settings["pool"], "depth": depth, "seed": seed,
-                                         "arm_types": {a.name: a.type for a in arms}}
-            if rp is not None:
-                arm_names = rp.info.get("arms") or sorted({a for docs in rp.pools.values() for d in docs
-                                                           for a in d.ranks})
-                by_query = rp.info["already_judged_by_query"]
-                chosen = {q.qid for q in qset.queries}
-                pool_meta = {"arms": arm_names, "depth": depth, "seed": seed, "arm_types": {},
-                             "from": {**{k: v for k, v in rp.info.items() if k != "already_judged_by_query"},
-                                      "source": settings["from"],
-                                      "already_judged": sum(n for q, n in by_query.items() if q in chosen)}}
-            new_meta: dict[str, Any] = {
-                "dataset": {"name": ds.name, "split": ds.split, "path": str(folder.resolve()),
-                            "corpus_fingerprint": fp, "n_docs": len(ds.corpus)},
-                "pool": pool_meta,
-                "source": dict(qset.info),
-                "routing": {"overlap": settings["overlap"], "seed": seed,
-                            "routed_twice": sum(1 for v in required.values() if v == 2)},
-                "created_at": now(),
-            }
-            if guide is not None:
-                new_meta["guidelines"] = guide
-            pools = pool(ready) if rp is None else {q: rp.pools[q] for q, _ in ready}
-            pools = with_gold(pools, ds.qrels, per_query=int(settings["gold"]), seed=seed)
-            new_meta["pool"]["gold"] = int(settings["gold"])
-            Store.create(o.db, meta=new_meta, queries=qset.queries, required=required, pools=pools)
-            log.info("created %s: %d queries from %s", o.db, len(qset.queries), qset.info.get("kind"))
-            if rp is not None:
-                log.info("pooled from %s (%s): %d pairs to judge over %d queries; %d pairs left out as the "
-                         "dataset's qrels already judge them", rp.info["results"], rp.info["kind"],
-                         sum(len(v) for v in pools.values()), len(pools), pool_meta["from"]["already_judged"])
-            c = qset.info.get("counts", {})
-            if qset.info.get("kind") == "log":
-                log.info("query log: %d rows (total count %d), %d distinct texts, %d unique after normalisation "
-                         "(%d merged, %d empty), %d sampled (%s)", c["rows"], c["total_count"], c["distinct_texts"],
-                         c["unique_after_normalisation"], c["merged_by_normalisation"],
-                         c["empty_after_normalisation"], c["sampled"], qset.info["sampling"])
+            _create_store(o, settings, ds, folder=folder, fp=fp, qset=qset, rp=rp, arms=arms, guide=guide, pool=pool)
         store = Store(o.db)
         try:
-            old = (meta or {}).get("guidelines")
-            if guide is not None and meta is not None and (old or {}).get("sha256") != guide["sha256"]:
-                replaced = [*(old or {}).get("replaced", []), *([old["sha256"]] if old else [])]
-                store.set_meta("guidelines", {**guide, "replaced": replaced, "set_at": now()})
-                log.info("guidelines %s (sha256 %s) %s", o.guidelines, guide["sha256"][:12],
-                         "replace the earlier ones" if old else "added")
+            _update_guidelines(store, o, guide=guide, meta=meta)
             pending = store.unpooled()
             texts = dict(pending)
             for qid, docs in pool(pending).items():
                 store.add_pool(qid, texts[qid], docs)
-            pool_one = None
-            if store.has_review():
-                for arm in arms:
-                    ctx.ensure_indexed(arm)
-
-                ctx_lock = threading.Lock()  # the run context is not thread-safe; accepts pool one at a time
-
-                def pool_one(qid: str, text: str) -> None:
-                    with ctx_lock:
-                        docs = pool_queries(arms, Queries.from_dict({qid: text}), ctx=ctx, depth=depth, seed=seed)
-                    store.add_pool(qid, text, docs[qid])
-
+            pool_one = _live_pooler(store, arms, ctx, depth=depth, seed=seed) if store.has_review() else None
             store.mark_served()
             yield Session(o, store, ds, sock, pool_one)
         finally:
             store.close()
     finally:
         sock.close()
+
+
+def _open_folder(o: LabelOptions, meta: dict[str, Any] | None, settings: dict[str, Any],
+                 rp: ResultsPool | None) -> tuple[Path, Dataset, str]:
+    """The dataset folder, the dataset and its corpus fingerprint, checked against an existing database's."""
+    folder = rp.dataset if rp is not None else o.dataset
+    if folder is None:
+        assert meta is not None
+        folder = Path(str((meta.get("dataset") or {}).get("path")))
+    ds, _ = open_dataset(DatasetSpec(beir=str(folder), split=settings["split"]), plain=True)
+    fp = ds.corpus.fingerprint()
+    if meta is not None and (meta.get("dataset") or {}).get("corpus_fingerprint") != fp:
+        made = meta.get("dataset") or {}
+        raise InputError(f"this database was made for dataset {made.get('name')!r} (corpus fingerprint "
+                         f"{str(made.get('corpus_fingerprint'))[:12]}), but {o.dataset} has corpus fingerprint "
+                         f"{fp[:12]}; use the same dataset or another --db", path=o.db, field="dataset")
+    return folder, ds, fp
+
+
+def _create_store(o: LabelOptions, settings: dict[str, Any], ds: Dataset, *, folder: Path, fp: str, qset: QuerySet,
+                  rp: ResultsPool | None, arms: list[Arm], guide: dict[str, Any] | None,
+                  pool: Callable[[list[tuple[str, str]]], dict[str, Any]]) -> None:
+    """Create the database: the chosen queries, their routing, their pools (with gold pairs) and the metadata."""
+    depth, seed = int(settings["depth"]), int(settings["seed"])
+    ready = [(q.qid, q.text) for q in qset.queries if q.status == "ready"]
+    required = {q.qid: 2 if routed_twice(q.qid, overlap=settings["overlap"], seed=seed) else 1
+                for q in qset.queries}
+    pool_meta = _pool_meta(settings, arms, rp, qset, depth=depth, seed=seed)
+    new_meta: dict[str, Any] = {
+        "dataset": {"name": ds.name, "split": ds.split, "path": str(folder.resolve()),
+                    "corpus_fingerprint": fp, "n_docs": len(ds.corpus)},
+        "pool": pool_meta,
+        "source": dict(qset.info),
+        "routing": {"overlap": settings["overlap"], "seed": seed,
+                    "routed_twice": sum(1 for v in required.values() if v == 2)},
+        "created_at": now(),
+    }
+    if guide is not None:
+        new_meta["guidelines"] = guide
+    pools = pool(ready) if rp is None else {q: rp.pools[q] for q, _ in ready}
+    pools = with_gold(pools, ds.qrels, per_query=int(settings["gold"]), seed=seed)
+    new_meta["pool"]["gold"] = int(settings["gold"])
+    Store.create(o.db, meta=new_meta, queries=qset.queries, required=required, pools=pools)
+    _log_created(o, qset, rp, pools, pool_meta)
+
+
+def _pool_meta(settings: dict[str, Any], arms: list[Arm], rp: ResultsPool | None, qset: QuerySet, *, depth: int,
+               seed: int) -> dict[str, Any]:
+    """The database's ``pool`` metadata: the arms pooled (or the results pooled from), depth and seed."""
+    pool_meta: dict[str, Any] = {"arms": settings["pool"], "depth": depth, "seed": seed,
+                                 "arm_types": {a.name: a.type for a in arms}}
+    if rp is not None:
+        arm_names = rp.info.get("arms") or sorted({a for docs in rp.pools.values() for d in docs
+                                                   for a in d.ranks})
+        by_query = rp.info["already_judged_by_query"]
+        chosen = {q.qid for q in qset.queries}
+        pool_meta = {"arms": arm_names, "depth": depth, "seed": seed, "arm_types": {},
+                     "from": {**{k: v for k, v in rp.info.items() if k != "already_judged_by_query"},
+                              "source": settings["from"],
+                              "already_judged": sum(n for q, n in by_query.items() if q in chosen)}}
+    return pool_meta
+
+
+def _log_created(o: LabelOptions, qset: QuerySet, rp: ResultsPool | None, pools: dict[str, Any],
+                 pool_meta: dict[str, Any]) -> None:
+    """Log what the new database holds: its queries, the pairs pooled from results, the query log's counts."""
+    log.info("created %s: %d queries from %s", o.db, len(qset.queries), qset.info.get("kind"))
+    if rp is not None:
+        log.info("pooled from %s (%s): %d pairs to judge over %d queries; %d pairs left out as the "
+                 "dataset's qrels already judge them", rp.info["results"], rp.info["kind"],
+                 sum(len(v) for v in pools.values()), len(pools), pool_meta["from"]["already_judged"])
+    c = qset.info.get("counts", {})
+    if qset.info.get("kind") == "log":
+        log.info("query log: %d rows (total count %d), %d distinct texts, %d unique after normalisation "
+                 "(%d merged, %d empty), %d sampled (%s)", c["rows"], c["total_count"], c["distinct_texts"],
+                 c["unique_after_normalisation"], c["merged_by_normalisation"],
+                 c["empty_after_normalisation"], c["sampled"], qset.info["sampling"])
+
+
+def _update_guidelines(store: Store, o: LabelOptions, *, guide: dict[str, Any] | None,
+                       meta: dict[str, Any] | None) -> None:
+    """Store new ``--guidelines`` in an existing database, keeping the hashes of those they replace."""
+    old = (meta or {}).get("guidelines")
+    if guide is not None and meta is not None and (old or {}).get("sha256") != guide["sha256"]:
+        replaced = [*(old or {}).get("replaced", []), *([old["sha256"]] if old else [])]
+        store.set_meta("guidelines", {**guide, "replaced": replaced, "set_at": now()})
+        log.info("guidelines %s (sha256 %s) %s", o.guidelines, guide["sha256"][:12],
+                 "replace the earlier ones" if old else "added")
+
+
+def _live_pooler(store: Store, arms: list[Arm], ctx: Context, *, depth: int,
+                 seed: int) -> Callable[[str, str], None]:
+    """The pooler of queries added while serving (review mode): the arms indexed now, then one query at a time."""
+    for arm in arms:
+        ctx.ensure_indexed(arm)
+
+    ctx_lock = threading.Lock()  # the run context is not thread-safe; accepts pool one at a time
+
+    def pool_one(qid: str, text: str) -> None:
+        with ctx_lock:
+            docs = pool_queries(arms, Queries.from_dict({qid: text}), ctx=ctx, depth=depth, seed=seed)
+        store.add_pool(qid, text, docs[qid])
+
+    return pool_one
 
 
 def serve_labelling(o: LabelOptions, *, announce: Callable[[str], None]) -> None:

@@ -34,7 +34,7 @@ from ..data.model import Dataset, Run
 from ..errors import MissingDependencyError
 from ..metrics import conventions_line
 from .terminal import (
-    _letters,
+    arm_letters,
     leak_bucket_rows,
     leak_matched_line,
     leak_matched_rows,
@@ -389,7 +389,7 @@ def _body(report: Mapping[str, Any]) -> str:
             parts.append(_table(["query", "text", d["a"], d["b"], "delta"],
                                 [[r["query_id"], r["text"] or "", _f(r["a"]), _f(r["b"]), f"{r['delta']:+.4f}"]
                                  for r in d["queries"]], left=2, cls="disagree"))
-    letters = dict(zip([a["name"] for a in report["arms"]], _letters(len(report["arms"]))))
+    letters = dict(zip([a["name"] for a in report["arms"]], arm_letters(len(report["arms"]))))
     parts.append('<p class="muted">Arm letters: ' + e(", ".join(f"{v} = {k}" for k, v in letters.items())) + "</p>")
     return "\n".join(parts)
 

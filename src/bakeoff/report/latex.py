@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..metrics import conventions_line
-from .terminal import _letters
+from .terminal import arm_letters
 
 __all__ = ["latex_escape", "render_latex", "write_latex"]
 
@@ -40,7 +40,7 @@ def render_latex(report: Mapping[str, Any], *, measures: Sequence[str] | None = 
     if not measures:
         measures = list(report["measures"][:3])
     arms = report["arms"]
-    letters = dict(zip([a["name"] for a in arms], _letters(len(arms))))
+    letters = dict(zip([a["name"] for a in arms], arm_letters(len(arms))))
     best = {m: max((a["metrics"][m]["mean"] for a in arms if a["metrics"][m]["mean"] is not None), default=math.nan)
             for m in measures}
     st = report["stats"]

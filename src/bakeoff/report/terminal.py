@@ -18,7 +18,7 @@ from ..metrics import conventions_line
 if TYPE_CHECKING:
     from ..runner.results import StoredArm, StoredResults
 
-__all__ = ["leak_bucket_rows", "print_agreement", "print_table", "print_truth_quality", "table_rows",
+__all__ = ["arm_letters", "leak_bucket_rows", "print_agreement", "print_table", "print_truth_quality", "table_rows",
            "truth_quality_rows", "verdict_measure"]
 
 
@@ -128,7 +128,7 @@ def print_table(results: StoredResults, *, measures: Sequence[str] | None = None
                           "ranking and the tests.", soft_wrap=True)
 
 
-def _letters(n: int) -> list[str]:
+def arm_letters(n: int) -> list[str]:
     """Arm labels a, b, ..., z, aa, ab, ... used for significance marks."""
     out = []
     for i in range(n):
@@ -161,7 +161,7 @@ def report_rows(report: Mapping[str, Any], *, measures: Sequence[str] | None = N
     measures = [m for m in (measures or [f"ndcg@{k}", f"recall@{k}", f"mrr@{k}"]) if m in report["measures"]]
     if not measures:
         measures = list(report["measures"][:3])
-    letters = dict(zip([a["name"] for a in report["arms"]], _letters(len(report["arms"]))))
+    letters = dict(zip([a["name"] for a in report["arms"]], arm_letters(len(report["arms"]))))
     header = ["", "arm", *[m.replace("ndcg", "NDCG").replace("recall", "Recall").replace("mrr", "MRR") + " [95% CI]"
                            for m in measures], "ms/query"]
     rows = []

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -41,7 +41,8 @@ from ..validation import (
     validate,
 )
 
-__all__ = ["DEFAULT_DEPTH", "ArmSpec", "BakeoffConfig", "build_arms", "load_config", "parse_arm_spec", "parse_value"]
+__all__ = ["DEFAULT_DEPTH", "ArmSpec", "BakeoffConfig", "build_arms", "command_config", "load_config", "parse_arm_spec",
+           "parse_value"]
 
 #: Documents each arm retrieves per query unless told (``--depth``, ``[run] depth``): 1,000, as BEIR, TREC and
 #: MTEB retrieve, so that MAP, recall@1000 and bpref compare with theirs and the written runs can be pooled.
@@ -274,6 +275,22 @@ def load_config(path: str | Path) -> BakeoffConfig:
         [[arms]]                # name, type, then the arm's options
     """
     path = Path(path)
+    text, raw = _read_toml(path)
+
+    def line_of(key: tuple[str | int, ...]) -> int | None:
+        return toml_key_line(text, key)
+
+    doc: ConfigFile = validate(ConfigFile, raw, where=str(path), line_of=line_of)
+    dspec = _dataset_spec(doc.dataset, path, line_of)
+    arms = _arm_specs(doc, path, line_of)
+    return _bakeoff_config(doc, dspec, arms, base=path.parent)
+
+
+_LineOf = Callable[[tuple[str | int, ...]], int | None]
+
+
+def _read_toml(path: Path) -> tuple[str, dict[str, Any]]:
+    """The text of the TOML file ``path`` and its parsed tables (each failure a :class:`ConfigError`)."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -287,14 +304,12 @@ def load_config(path: str | Path) -> BakeoffConfig:
     except tomllib.TOMLDecodeError as exc:
         m = re.search(r"\(at line (\d+), column \d+\)", str(exc))
         raise ConfigError(f"invalid TOML: {exc!s}", path=path, line=int(m.group(1)) if m else None) from None
+    return text, raw
 
-    def line_of(key: tuple[str | int, ...]) -> int | None:
-        return toml_key_line(text, key)
 
-    where = str(path)
-    doc: ConfigFile = validate(ConfigFile, raw, where=where, line_of=line_of)
+def _dataset_spec(ds: DatasetTable, path: Path, line_of: _LineOf) -> DatasetSpec:
+    """The ``[dataset]`` table as a :class:`DatasetSpec`, its paths resolved against ``path``'s folder and checked."""
     base = path.parent
-    ds = doc.dataset
     chunk = None
     if ds.chunk is not None:  # [dataset.chunk]: passages (bakeoff.data.chunking)
         line = line_of(("dataset", "chunk"))
@@ -315,7 +330,12 @@ def load_config(path: str | Path) -> BakeoffConfig:
     if not (sources.get("beir") or ds.irds or sources.get("corpus")):
         raise ConfigError("[dataset] needs beir = \"PATH\", irds = \"NAME\" or corpus = \"PATH\"", path=path,
                           line=line_of(("dataset",)), field="dataset")
-    dspec = DatasetSpec(irds=ds.irds, split=ds.split, name=ds.name, fields=fields, clean=clean, chunk=chunk, **sources)
+    return DatasetSpec(irds=ds.irds, split=ds.split, name=ds.name, fields=fields, clean=clean, chunk=chunk, **sources)
+
+
+def _arm_specs(doc: ConfigFile, path: Path, line_of: _LineOf) -> list[ArmSpec]:
+    """The ``[[arms]]`` (or ``[[arm]]``) tables as :class:`ArmSpec`, each checked by its arm type's schema."""
+    base = path.parent
     tables = doc.arms if doc.arms is not None else doc.arm
     key = "arms" if doc.arms is not None else "arm"
     if not tables:
@@ -332,9 +352,14 @@ def load_config(path: str | Path) -> BakeoffConfig:
                 candidate = base / opts[ref]
                 if candidate.exists():
                     opts[ref] = str(candidate)
-        opts = validate_options(type_name, opts, where=where, context=f"[[{key}]] #{i + 1} ({type_name} {name!r})",
+        opts = validate_options(type_name, opts, where=str(path), context=f"[[{key}]] #{i + 1} ({type_name} {name!r})",
                                 line_of=line_of, line_prefix=(key, i))
         arms.append(ArmSpec(name, type_name, opts))
+    return arms
+
+
+def _bakeoff_config(doc: ConfigFile, dspec: DatasetSpec, arms: list[ArmSpec], *, base: Path) -> BakeoffConfig:
+    """The :class:`BakeoffConfig` of a checked file: its dataset and arms with the ``[run]`` and ``[engine]`` settings."""
     run = doc.run
     extra: dict[str, Any] = {}
     if doc.engine is not None:
@@ -359,6 +384,19 @@ def load_config(path: str | Path) -> BakeoffConfig:
         averaging=run.averaging,
         relevance_level=run.relevance_level,
     )
+
+
+def command_config(config: str | Path | None, arms: Sequence[str], dataset: DatasetSpec) -> BakeoffConfig:
+    """The bake-off ``bakeoff run`` runs: the TOML file ``config`` with the ``--arm`` specs ``arms`` added after
+    its own, or (no file) ``dataset`` searched by ``arms``, which must then name at least one arm."""
+    if config is not None:
+        cfg = load_config(config)
+        if arms:
+            cfg = BakeoffConfig(**{**cfg.__dict__, "arms": cfg.arms + tuple(parse_arm_spec(a) for a in arms)})
+        return cfg
+    if not arms:
+        raise ConfigError("give a CONFIG.toml or at least one --arm")
+    return BakeoffConfig(dataset=dataset, arms=tuple(parse_arm_spec(a) for a in arms))
 
 
 

@@ -48,7 +48,7 @@ from typing import Any
 
 import numpy as np
 
-from ..arms.base import Arm, DocMask, _all_single, _usage_delta, subtree, subtree_sum
+from ..arms.base import Arm, DocMask, all_single_latency, subtree, subtree_sum, usage_delta
 from ..cache import Cache, cache_key
 from ..data.model import Corpus, Queries, Run
 from .footprint import PeakMemory
@@ -112,7 +112,7 @@ class Context:
         return out, elapsed, nested
 
     def _record_usage(self, arm: Arm, stage: str, before: Mapping[str, float]) -> None:
-        delta = _usage_delta(before, arm.usage())
+        delta = usage_delta(before, arm.usage())
         if delta:
             self.usage.setdefault(arm.fingerprint(), {})[stage] = delta
 
@@ -233,7 +233,7 @@ class Context:
         inputs = {node.fingerprint(): self.latency_stamps.get(node.fingerprint(), {}).get("id")
                   for node in subtree(arm) if node.fingerprint() != fp}
         prev = timing.get("latency")
-        single = getattr(arm, "latency_mode", "single") != "batch" and _all_single(arm)
+        single = getattr(arm, "latency_mode", "single") != "batch" and all_single_latency(arm)
         want: dict[str, Any] = {"k": k, "sample": sample, "seed": seed}
         if single:
             want["blas_threads"] = SINGLE_QUERY_BLAS_THREADS
