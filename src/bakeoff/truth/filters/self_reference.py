@@ -24,7 +24,7 @@ _NOUNS_ES = r"(?:estudio|art[ií]culo|documento|texto|resumen|revisi[oó]n|ensay
 _DOC_EN = (r"(?:document|passage|paper|article|abstract(?!\s+(?:base|class(?:es)?|method|methods|syntax|data|type|types"
            r"|interface|factory|model|algebra|art|concept|idea|noun|representation)\b))")
 _DOC_ES = r"(?:documento|pasaje|resumen|art[ií]culo)"
-_ONE_EN = r"(?:study|trial|review|experiment|survey|investigation|analysis|report|book|monograph|volume)"
+_ONE_EN = r"(?:study|trial|review|experiment|survey|investigation|analysis|report|book|monograph|volume|publication)"
 _ONE_ES = r"(?:estudio|ensayo|revisi[oó]n|experimento|encuesta|investigaci[oó]n|an[aá]lisis|informe)"
 _ABOUT_EN = r"(?:on|about|comparing|evaluating|examining|investigating|describing|that|which)"
 _ABOUT_ES = r"(?:sobre|acerca|que|comparando)"
