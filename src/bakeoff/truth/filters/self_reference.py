@@ -24,6 +24,8 @@ _NOUNS_ES = r"(?:estudio|art[ií]culo|documento|texto|resumen|revisi[oó]n|ensay
 _DOC_EN = (r"(?:document|passage|paper|article|abstract(?!\s+(?:base|class(?:es)?|method|methods|syntax|data|type|types"
            r"|interface|factory|model|algebra|art|concept|idea|noun|representation)\b))")
 _DOC_ES = r"(?:documento|pasaje|resumen|art[ií]culo)"
+#: "the given document", "the provided text", "the above passage": the prompt's document, named as such.
+_GIVEN_EN = r"(?:given|provided|above|following|attached|preceding|accompanying)"
 _ONE_EN = r"(?:study|trial|review|experiment|survey|investigation|analysis|report|book|monograph|volume|publication)"
 _ONE_ES = r"(?:estudio|ensayo|revisi[oó]n|experimento|encuesta|investigaci[oó]n|an[aá]lisis|informe)"
 _ABOUT_EN = r"(?:on|about|comparing|evaluating|examining|investigating|describing|that|which)"
@@ -36,7 +38,7 @@ _DONE_EN = r"(?:conducted|described|presented|discussed|reported|mentioned|propo
 #: "the study of X" may name a field and passes).
 PATTERNS: Mapping[str, re.Pattern[str]] = {
     "en": re.compile(rf"\b(?:this|these|the present|the above)\s+{_NOUNS_EN}s?\b|\bthe authors?\b"
-                     rf"|\bthe\s+{_DOC_EN}\b|\b(?:a|an)\s+{_DOC_EN}\s+(?:about|on|that|which|describing)\b"
+                     rf"|\bthe\s+(?:{_GIVEN_EN}\s+)?{_DOC_EN}\b|\bthe\s+{_GIVEN_EN}\s+(?:text|description|excerpt|content)\b|\b(?:a|an)\s+{_DOC_EN}\s+(?:about|on|that|which|describing)\b"
                      rf"|\bthe\s+{_ONE_EN}\s+(?:{_ABOUT_EN}|{_DONE_EN})\b|\bthe\s+(?:{_ONE_EN}|{_DOC_EN})['’]s\b",
                      re.IGNORECASE),
     "es": re.compile(rf"\b(?:este|esta|estos|estas|el presente)\s+{_NOUNS_ES}s?\b|\blos autores\b"
