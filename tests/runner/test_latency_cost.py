@@ -258,3 +258,22 @@ def test_embeddings_restored_from_the_cache_count_what_computing_them_took(tmp_p
     assert fused["timing"]["index_cached_total_s"] == pytest.approx(cold_d["doc_encode_s"])
     assert "index_cached_total_s" not in warm["arms"][0]["timing"]
     assert costs_of(warm["arms"][0])["index_s"] == warm["arms"][0]["timing"]["index_total_s"]
+
+
+def test_a_timing_stored_before_index_cached_s_still_counts_the_restored_encoding():
+    """A cached run's timing written before ``index_cached_s`` existed holds the dense arm's ``doc_cached`` and
+    ``doc_encode_s``: the build time is read from them (the CISI calibration's human side was such a run)."""
+    from bakeoff.runner.costs import arm_timing
+
+    arms = build_arms([parse_arm_spec(s) for s in ["bm25", "dense", "h=rrf:arms=bm25+dense"]])
+    ctx = Context(corpus=dataset().corpus, progress=False)
+    bm25, dense, fused = arms
+    ctx.timings[bm25.fingerprint()] = {"index_s": 0.1}
+    ctx.timings[dense.fingerprint()] = {"index_s": 0.002, "doc_cached": 1.0, "doc_encode_s": 31.7}
+    ctx.timings[fused.fingerprint()] = {"index_s": 0.0}
+    t = arm_timing(fused, ctx)
+    assert t["index_total_s"] == pytest.approx(0.102) and t["index_cached_total_s"] == pytest.approx(31.7)
+    ctx.timings[dense.fingerprint()]["index_cached_s"] = 30.0  # the key, when present, is the record
+    assert arm_timing(dense, ctx)["index_cached_total_s"] == 30.0
+    ctx.timings[dense.fingerprint()] = {"index_s": 31.8, "doc_cached": 0.0, "doc_encode_s": 31.7}
+    assert "index_cached_total_s" not in arm_timing(dense, ctx)

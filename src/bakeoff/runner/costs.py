@@ -51,12 +51,21 @@ def _sum_usage(arm: Arm, usage: Mapping[str, Mapping[str, Mapping[str, float]]],
     return total
 
 
+def _restored_s(timing: Mapping[str, Any]) -> float:
+    """Index work an arm restored from the cache instead of doing it: ``index_cached_s``, or, in a timing stored
+    with a cached run before that key existed, a dense arm's restored document encoding (``doc_encode_s`` when
+    ``doc_cached``)."""
+    if "index_cached_s" in timing:
+        return float(timing["index_cached_s"] or 0.0)
+    return float(timing.get("doc_encode_s", 0.0) or 0.0) if timing.get("doc_cached") == 1.0 else 0.0
+
+
 def arm_timing(arm: Arm, ctx: Context) -> dict[str, Any]:
     """The arm's own timing plus subtree totals (``index_total_s``, ``search_total_s``, and
     ``index_cached_total_s`` when index work was restored from the cache)."""
     own = dict(ctx.timings.get(arm.fingerprint(), {}))
     own["index_total_s"] = subtree_sum(arm, ctx.timings, "index_s")
-    restored = subtree_sum(arm, ctx.timings, "index_cached_s")
+    restored = sum(_restored_s(ctx.timings.get(node.fingerprint(), {})) for node in subtree(arm))
     if restored:
         own["index_cached_total_s"] = restored
     own["search_total_s"] = subtree_sum(arm, ctx.timings, "own_search_s")
