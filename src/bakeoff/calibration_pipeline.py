@@ -310,7 +310,8 @@ def _same_costs(human: StoredResults, synthetic: StoredResults) -> StoredResults
     arms = []
     for arm in synthetic.arms:
         h = human.arm(arm.name)
-        timing = {**arm.timing, **{key: h.timing[key] for key in ("latency", "index_total_s") if key in h.timing}}
+        timing = {**arm.timing, **{key: h.timing[key] for key in ("latency", "index_total_s", "index_cached_total_s")
+                                    if key in h.timing}}
         same: dict[str, Any] = {key: getattr(h, key) for key in ("cost", "footprint") if key in h.model_fields_set}
         arms.append(arm.model_copy(update={"timing": timing, **same}))
     return synthetic.with_arms(arms)

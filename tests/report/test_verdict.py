@@ -174,6 +174,17 @@ def test_later_cost_decides_when_latency_ties() -> None:
     assert "small is 100x faster to index (index time 3.00 vs 300 s) → deploy small." in v["headline"]
 
 
+def test_index_restored_from_the_cache_counts_what_building_it_took() -> None:
+    """A dense arm whose embeddings came from the cache indexed in 2 ms here but took 30 s to build: BM25 is
+    the one faster to index (before, "dense is 62x faster to index (index time 0.00 vs 0.11 s)")."""
+    base = _base()
+    dense, bm25 = _arm("dense", base, p50=5.0, index_s=0.002), _arm("bm25", _tied(base), p50=5.2, index_s=0.11)
+    dense["timing"]["index_cached_total_s"] = 30.0
+    v = _report(dense, bm25)["verdict"]
+    assert v["pick"] == "bm25" and v["reason"]["cost"] == "index_s"
+    assert "bm25 is 273x faster to index (index time 0.11 vs 30.0 s) → deploy bm25." in v["headline"]
+
+
 def test_single_arm_and_no_latency() -> None:
     rep = _report(_arm("only", _base()))
     assert rep["verdict"]["headline"] == f"Only one valid arm, only: {M} = {np.mean(_base()):.4f}; nothing to compare it with → only."

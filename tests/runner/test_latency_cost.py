@@ -228,3 +228,52 @@ def test_single_queries_are_timed_with_one_blas_thread(monkeypatch) -> None:
     assert seen[1:] == [{1}] * 4  # the warm-up and three timed queries
     assert res.to_dict()["arms"][0]["timing"]["latency"]["blas_threads"] == 1
 
+
+
+def test_embeddings_restored_from_the_cache_count_what_computing_them_took(tmp_path):
+    """A warm cache restores the dense arm's document embeddings in milliseconds; its index time is still what
+    building the index takes (the recorded encode time), so the verdict cannot call it faster to index than BM25."""
+    from bakeoff.report.verdict import costs_of
+
+    cache = Cache(tmp_path / "c")
+    specs = ["bm25", "dense", "h=rrf:arms=bm25+dense"]
+    cold = run_bakeoff(dataset(), build_arms([parse_arm_spec(s) for s in specs]), cache=cache, progress=False,
+                       latency_sample=0).to_dict()
+    # other queries over the same corpus: the runs are new, the document embeddings come from the cache
+    ds = dataset()
+    other = Dataset(ds.corpus, Queries.from_queries([Query("q9", "red mat")]), Qrels({"q9": {"d5": 1}}), name="tiny")
+    warm = run_bakeoff(other, build_arms([parse_arm_spec(s) for s in specs]), cache=cache, progress=False,
+                       latency_sample=0).to_dict()
+    cold_d, warm_d = cold["arms"][1]["timing"], warm["arms"][1]["timing"]
+    assert cold_d["doc_cached"] == 0.0 and "index_cached_total_s" not in cold_d
+    assert warm_d["doc_cached"] == 1.0
+    # the restored work is the encode time the cold run measured, and the cold index time contains it
+    assert warm_d["index_cached_total_s"] == pytest.approx(cold_d["doc_encode_s"]) == warm_d["doc_encode_s"]
+    assert cold_d["index_s"] >= cold_d["doc_encode_s"] > warm_d["index_s"]
+    # one-time cost and the verdict's index time: this run's index time plus the restored work
+    assert warm["arms"][1]["cost"]["one_time_s"] == pytest.approx(warm_d["index_s"] + cold_d["doc_encode_s"])
+    assert costs_of(warm["arms"][1])["index_s"] == pytest.approx(warm_d["index_total_s"] + cold_d["doc_encode_s"])
+    # the fusion carries its dense input's restored work; bm25 restores nothing
+    fused = warm["arms"][2]
+    assert fused["timing"]["index_cached_total_s"] == pytest.approx(cold_d["doc_encode_s"])
+    assert "index_cached_total_s" not in warm["arms"][0]["timing"]
+    assert costs_of(warm["arms"][0])["index_s"] == warm["arms"][0]["timing"]["index_total_s"]
+
+
+def test_a_timing_stored_before_index_cached_s_still_counts_the_restored_encoding():
+    """A cached run's timing written before ``index_cached_s`` existed holds the dense arm's ``doc_cached`` and
+    ``doc_encode_s``: the build time is read from them (the CISI calibration's human side was such a run)."""
+    from bakeoff.runner.costs import arm_timing
+
+    arms = build_arms([parse_arm_spec(s) for s in ["bm25", "dense", "h=rrf:arms=bm25+dense"]])
+    ctx = Context(corpus=dataset().corpus, progress=False)
+    bm25, dense, fused = arms
+    ctx.timings[bm25.fingerprint()] = {"index_s": 0.1}
+    ctx.timings[dense.fingerprint()] = {"index_s": 0.002, "doc_cached": 1.0, "doc_encode_s": 31.7}
+    ctx.timings[fused.fingerprint()] = {"index_s": 0.0}
+    t = arm_timing(fused, ctx)
+    assert t["index_total_s"] == pytest.approx(0.102) and t["index_cached_total_s"] == pytest.approx(31.7)
+    ctx.timings[dense.fingerprint()]["index_cached_s"] = 30.0  # the key, when present, is the record
+    assert arm_timing(dense, ctx)["index_cached_total_s"] == 30.0
+    ctx.timings[dense.fingerprint()] = {"index_s": 31.8, "doc_cached": 0.0, "doc_encode_s": 31.7}
+    assert "index_cached_total_s" not in arm_timing(dense, ctx)

@@ -30,6 +30,7 @@ it as ``ann_recall@k`` beside quality and latency.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import numpy as np
@@ -179,16 +180,23 @@ class AnnArm(Arm):
         if blob is not None:
             self._index = faiss.deserialize_index(np.asarray(blob, dtype=np.uint8))
             self.built_from_cache = True
+            # index work restored, not done: what building it took (bakeoff.runner.costs)
+            built = (ctx.cache.get_json("ann-index-meta", key) or {}) if ctx.cache is not None else {}
+            if "build_s" in built:
+                ctx.timings.setdefault(self.fingerprint(), {})["index_cached_s"] = float(built["build_s"])
         else:
             emb = self.base.embed_corpus(corpus, ctx=ctx)
             prev = faiss.omp_get_max_threads()
             faiss.omp_set_num_threads(max(1, self.build_threads))
+            t0 = time.perf_counter()
             try:
                 self._index = self._build(emb, ctx=ctx)
             finally:
                 faiss.omp_set_num_threads(prev)
+            build_s = time.perf_counter() - t0
             if ctx.cache is not None:
                 ctx.cache.put_array("ann-index", key, faiss.serialize_index(self._index))
+                ctx.cache.put_json("ann-index-meta", key, {"build_s": build_s})
             self.built_from_cache = False
         if self._index.ntotal != len(corpus):
             raise ConfigError(f"ann arm {self.name!r}: index holds {self._index.ntotal} vectors, corpus {len(corpus)}")

@@ -263,6 +263,8 @@ class DenseArm(Arm):
             if hit is not None:
                 meta = ctx.cache.get_json(cache_kind + "-meta", key) or {}
                 stats.update({f"{kind}_cached": 1.0, **{f"{kind}_{m}": float(v) for m, v in meta.items()}})
+                if kind == "doc":  # index work restored, not done: what it took when it was done
+                    stats["index_cached_s"] = float(meta.get("encode_s", 0.0))
                 return hit
         tokens_before = float(getattr(self.encoder, "tokens_used", 0))
         t0, c0 = time.perf_counter(), time.process_time()

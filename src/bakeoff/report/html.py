@@ -416,8 +416,8 @@ def _verdict_html(report: Mapping[str, Any]) -> str:
         out.append(_table(header, rows, left=2, cls="costs"))
         out.append(f'<p class="muted">On {e(v["measure"])}, alpha = {v["alpha"]} after Holm correction. The pick is '
                    "the cheapest arm statistically tied with the highest mean; a cost decides only when it differs by "
-                   "more than 10%, in the column order. index time = as measured in this run (an index or embeddings "
-                   "restored from the cache count as their lookup time); model = model files on disk; memory = peak "
+                   "more than 10%, in the column order. index time = what building the index takes (embeddings restored "
+                   "from the cache count what computing them took when they were computed); model = model files on disk; memory = peak "
                    "resident memory the arm's index and search added (- when restored from an older cache entry)."
                    "</p>")
     out.append("</section>")

@@ -303,8 +303,8 @@ def print_verdict(report: Mapping[str, Any], *, console: Any) -> None:
         for r in rows:
             t.add_row(*(escape(c) for c in r))
         console.print(t)
-        console.print("  A cost decides only when it differs by more than 10%, in the column order. Index time is as "
-                      "measured in this run (a cached index counts as its lookup time); memory is the peak the arm's "
+        console.print("  A cost decides only when it differs by more than 10%, in the column order. Index time is what "
+                      "building the index takes (embeddings restored from the cache count what computing them took); memory is the peak the arm's "
                       "index and search added (- when restored from an older cache entry).", soft_wrap=True)
 
 

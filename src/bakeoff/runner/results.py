@@ -16,6 +16,7 @@ Schema (``schema_version`` 1)::
                 "timing": {"index_s", "search_s", "ms_per_query", "n_queries",
                            # added (still schema 1): own vs end-to-end, one-time vs per-query
                            "own_search_s", "index_total_s", "search_total_s", "ms_per_query_total",
+                           "index_cached_total_s",   # added: index work restored from the cache, as first timed
                            "latency": {"method", "k", "sample", "seed", "n", "p50_ms", "p95_ms", "mean_ms",
                                        "own_p50_ms", "own_p95_ms", "own_mean_ms"}},
                 "cost": {"hourly_rate_usd", "basis", "usd_per_1k_queries", "machine_usd_per_1k_queries",
