@@ -38,7 +38,8 @@ _DONE_EN = r"(?:conducted|described|presented|discussed|reported|mentioned|propo
 #: "the study of X" may name a field and passes).
 PATTERNS: Mapping[str, re.Pattern[str]] = {
     "en": re.compile(rf"\b(?:this|these|the present|the above)\s+{_NOUNS_EN}s?\b|\bthe authors?\b"
-                     rf"|\bthe\s+(?:{_GIVEN_EN}\s+)?{_DOC_EN}\b|\bthe\s+{_GIVEN_EN}\s+(?:text|description|excerpt|content)\b|\b(?:a|an)\s+{_DOC_EN}\s+(?:about|on|that|which|describing)\b"
+                     rf"|\bthe\s+(?:{_GIVEN_EN}\s+)?{_DOC_EN}\b|\bthe\s+{_GIVEN_EN}\s+(?:text|description|excerpt|content)\b"
+                     rf"|\b(?:a|an)\s+{_DOC_EN}\s+(?:about|on|that|which|describing)\b"
                      rf"|\bthe\s+{_ONE_EN}\s+(?:{_ABOUT_EN}|{_DONE_EN})\b|\bthe\s+(?:{_ONE_EN}|{_DOC_EN})['’]s\b",
                      re.IGNORECASE),
     "es": re.compile(rf"\b(?:este|esta|estos|estas|el presente)\s+{_NOUNS_ES}s?\b|\blos autores\b"
