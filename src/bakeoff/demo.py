@@ -184,16 +184,19 @@ class DemoReport:
 
 def separation_line(verdict: Mapping[str, Any], n_queries: int) -> str | None:
     """A line when the table cannot separate the arms: fewer than :data:`MIN_QUERIES` queries, or the
-    verdict's best arm tied with others (no significant difference after Holm); ``None`` otherwise."""
+    verdict's best arm tied with others (no significant difference after Holm; on the leak-matched view when the
+    verdict was taken on it, and then the line says so); ``None`` otherwise."""
     more = ("generate more queries (-n) over more documents, or a stronger --llm that gets more of them "
             "through the filters")
     if n_queries < MIN_QUERIES:
         return (f"too few queries to separate the arms: {n_queries} kept (< {MIN_QUERIES}); read the table as a "
                 f"sketch and {more}")
     tied = [t["name"] for t in verdict.get("tied") or []]
+    ess = (verdict.get("leak_matched") or {}).get("ess")
+    on = f"{n_queries} queries" if ess is None else (f"the {n_queries} queries weighted to the leak target (effective "
+                                                       f"sample size {ess:.1f})")
     if tied:
-        return (f"{verdict.get('best')} is not significantly better than {', '.join(tied)} on {n_queries} queries; "
-                f"to separate them, {more}")
+        return f"{verdict.get('best')} is not significantly better than {', '.join(tied)} on {on}; to separate them, {more}"
     return None
 
 

@@ -123,6 +123,16 @@ def test_verdict_names_no_pick_when_the_effective_sample_is_too_small(tmp_path) 
     assert v["pick"] is None
     assert v["headline"].startswith("No pick: weighted to the leak of people's queries")
     assert f"count as {lm['ess']:.1f} (effective sample size, below 30)" in v["headline"]
+    # what cannot be separated is said of the weighted queries, not of the 100 (unweighted, lex is far ahead)
+    from bakeoff.demo import separation_line
+
+    assert separation_line(v, 100) == (
+        f"{v['best']} is not significantly better than {v['tied'][0]['name']} on the 100 queries weighted to the leak "
+        f"target (effective sample size {lm['ess']:.1f}); to separate them, generate more queries (-n) over more "
+        "documents, or a stronger --llm that gets more of them through the filters")
+    assert v["caveats"][-1] == (f"No pair of arms differs significantly on {M}: with these queries weighted to the "
+                                f"leak target (effective sample size {lm['ess']:.1f}) the test cannot separate any of "
+                                "them.")
 
 
 def test_no_pick_says_when_the_arms_differ_too_little_to_be_worth_separating(tmp_path) -> None:

@@ -242,7 +242,7 @@ def _pair(report: Mapping[str, Any], a: str, b: str, m: str) -> Mapping[str, Any
 
 
 def _caveats(report: Mapping[str, Any], candidates: Sequence[str], m: str, any_significant: bool,
-             n_arms: int) -> list[str]:
+             n_arms: int, *, weighted_ess: float | None = None) -> list[str]:
     out: list[str] = []
     prov = (report.get("dataset") or {}).get("provenance") or {}
     if prov.get("label_kind") == "citation":
@@ -273,7 +273,9 @@ def _caveats(report: Mapping[str, Any], candidates: Sequence[str], m: str, any_s
         out.append(f"judged@{k} is low for " + ", ".join(f"{a} ({v:.2f})" for a, v in low) + ": most of their top "
                    f"{k} has no judgment and counts as non-relevant, so {m} may understate them.")
     if n_arms >= 2 and not any_significant:
-        out.append(f"No pair of arms differs significantly on {m}: with these queries the test cannot separate any "
+        these = ("these queries" if weighted_ess is None else
+                 f"these queries weighted to the leak target (effective sample size {weighted_ess:.1f})")
+        out.append(f"No pair of arms differs significantly on {m}: with {these} the test cannot separate any "
                    "of them.")
     return out
 
@@ -389,7 +391,8 @@ def build_verdict(report: Mapping[str, Any]) -> dict[str, Any]:
                      "that much.")
     lines.extend(broken_lines)
     n_sig = any(p.get("significant") for p in report["stats"]["pairs"] if p["measure"] == m)
-    out["caveats"] = _caveats(report, d.candidates, m, n_sig, d.n_arms)
+    out["caveats"] = _caveats(report, d.candidates, m, n_sig, d.n_arms,
+                              weighted_ess=None if matched is None else matched.get("ess"))
     lines.extend(f"Caveat: {c}" for c in out["caveats"])
     out["headline"] = head
     out["lines"] = lines
