@@ -139,7 +139,9 @@ def test_describe_mode_and_cache_on_the_real_model(server, cache) -> None:
     assert client.usage.completion_tokens > 0 and client.usage.cache_hits == 0
     counts = truth.provenance["counts"]
     assert counts["generations"] == 2
-    assert len(truth.queries) + counts.get("too_short", 0) + counts.get("copied_example", 0) == 2
+    # every generation is kept or rejected for a named reason (Gemma 270M wrote "the book: A Life of Napoleon" for
+    # json.dumps once: rejected as pointing at a document)
+    assert len(truth.queries) + sum(truth.provenance["rejections"].values()) == 2
     assert len(truth.queries) >= 1
     for qid, text, meta in zip(truth.queries.ids, truth.queries.texts, truth.queries.metadata):
         doc = meta["source_doc"]
