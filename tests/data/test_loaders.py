@@ -53,6 +53,20 @@ def test_beir_folder(tmp_path):
     assert any("q3" not in n and "1 queries" in n for n in ds.info["notes"])
 
 
+def test_note_says_which_split_judges_the_queries_left_out(tmp_path):
+    """A generated truth puts half its queries in qrels/train.tsv: the note on the queries a test run leaves out
+    says where they are; a broken file of another split does not stop the run."""
+    root = beir_folder(tmp_path)
+    write(root / "qrels" / "train.tsv", "query-id\tcorpus-id\tscore\nq3\td3\t1\n")
+    write(root / "qrels" / "dev.tsv", "query-id\tcorpus-id\nbroken\n")
+    ds = load_beir(root)
+    assert ds.queries.ids == ("q1", "q2")
+    assert ds.info["notes"] == [("1 queries in the queries file have no judgments in split 'test'; not evaluated "
+                                 "(1 of them judged in split 'train'; --split chooses the split evaluated)")]
+    assert load_beir(root, split="train").info["notes"][0].endswith(
+        "not evaluated (2 of them judged in split 'test'; --split chooses the split evaluated)")
+
+
 def test_beir_missing_split_lists_available(tmp_path):
     with pytest.raises(InputError, match=r"no qrels for split 'dev' \(have: test\)"):
         load_beir(beir_folder(tmp_path), split="dev")

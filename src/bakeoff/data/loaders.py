@@ -517,12 +517,14 @@ def attach(
     split: str,
     report: LoadReport | None = None,
     qrels_path: PathLike | None = None,
+    other_splits: Mapping[str, Qrels] | None = None,
 ) -> Dataset:
     """Cross-check queries, judgments and corpus, count problems, build a Dataset.
 
     The evaluated queries are the judged ones (in queries-file order); query
     ids judged but absent from the queries file, and judgments naming absent
-    documents, are counted in ``report``.
+    documents, are counted in ``report``. ``other_splits`` (``{split: qrels}``): the note on the queries left
+    out says how many of them another split judges.
     """
     report = report if report is not None else LoadReport()
     human = None
@@ -541,7 +543,14 @@ def attach(
                 report.qrels_docs_missing_example = report.qrels_docs_missing_example or d
     unjudged = len(queries) - len(judged)
     if unjudged:
-        report.notes.append(f"{unjudged} queries in the queries file have no judgments in split {split!r}; not evaluated")
+        note = f"{unjudged} queries in the queries file have no judgments in split {split!r}; not evaluated"
+        left = [q for q in queries.ids if q not in qrels]
+        elsewhere = [(name, sum(1 for q in left if q in other)) for name, other in sorted((other_splits or {}).items())]
+        elsewhere = [(name, n) for name, n in elsewhere if n]
+        if elsewhere:
+            note += (" (" + ", ".join(f"{n} of them judged in split {name!r}" for name, n in elsewhere)
+                     + "; --split chooses the split evaluated)")
+        report.notes.append(note)
     info = {"load_report": report.as_dict(), "warnings": report.warnings(), "notes": list(report.notes)}
     if qrels_path is not None:
         info["qrels_path"] = str(qrels_path)
@@ -588,7 +597,14 @@ def load_beir(
     queries = read_beir_queries(queries_file or root / "queries.jsonl")
     corpus = (open_corpus(corpus_file, clean=clean, report=report) if corpus_file is not None
               else read_beir_corpus(root / "corpus.jsonl", clean=clean, report=report))
-    return attach(corpus, queries, qrels, name=root.name, split=split, report=report, qrels_path=qrels_path)
+    others: dict[str, Qrels] = {}
+    if not qrels_file and any(q not in qrels for q in queries.ids):  # for the note on the queries left out
+        for other in sorted((root / "qrels").glob("*.tsv")):
+            if other.stem != split:
+                with contextlib.suppress(InputError):  # a broken file of another split is not this run's problem
+                    others[other.stem] = read_qrels(other)
+    return attach(corpus, queries, qrels, name=root.name, split=split, report=report, qrels_path=qrels_path,
+                  other_splits=others)
 
 
 def load_files(
