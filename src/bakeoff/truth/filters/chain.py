@@ -24,7 +24,17 @@ from typing import Any, ClassVar, Protocol
 from .drift import borrowed_words, copies_example, foreign_scripts
 from .leak import copied_run, title_copy
 from .self_reference import refers_to_document
-from .thresholds import EXAMPLE_JACCARD, LEAK_THRESHOLD, MAX_BORROWED, MAX_COPIED_RUN, MAX_TITLE_COPY, MIN_QUERY_WORDS
+from .thresholds import (
+    EXAMPLE_JACCARD,
+    LEAK_THRESHOLD,
+    MAX_BORROWED,
+    MAX_COPIED_RUN,
+    MAX_QUERY_CHARS,
+    MAX_QUESTION_CHARS,
+    MAX_TITLE_COPY,
+    MIN_QUERY_WORDS,
+    TRUNCATION_SLACK,
+)
 
 __all__ = [
     "BorrowedExample",
@@ -39,6 +49,7 @@ __all__ = [
     "QueryFilter",
     "RefersToDocument",
     "TooShort",
+    "Truncated",
     "cluster_chain",
     "describe_chain",
 ]
@@ -106,6 +117,28 @@ class TooShort(_Filter):
 
     def check(self, draft: Draft) -> Mapping[str, Any] | None:
         return {} if len(draft.query.split()) < self.min_words else None
+
+
+#: Characters that may end a complete query: sentence punctuation, closing brackets and quotes.
+_ENDINGS = frozenset(".?!…)]}\"'»”’")
+
+
+@dataclass(frozen=True)
+class Truncated(_Filter):
+    """The query was cut by its schema's length cap: it is within ``slack`` characters of ``max_chars`` and
+    does not end a sentence ("… and how does this affect their susceptibility to Clostridium difficil").
+    A grammar-constrained server closes the string at the schema's ``maxLength`` wherever the model is; a
+    query that long and ended would pass, and so does a longer one (a person's, read by another chain)."""
+
+    max_chars: int = MAX_QUERY_CHARS
+    slack: int = TRUNCATION_SLACK
+    name: ClassVar[str] = "truncated"
+    retry_fix: ClassVar[bool] = True
+
+    def check(self, draft: Draft) -> Mapping[str, Any] | None:
+        q = draft.query.rstrip()
+        cut = self.max_chars - self.slack <= len(q) <= self.max_chars and q[-1:] not in _ENDINGS
+        return {"chars": len(q)} if cut else None
 
 
 @dataclass(frozen=True)
@@ -203,11 +236,13 @@ class Chain:
 
 
 def describe_chain(*, min_query_words: int = MIN_QUERY_WORDS, max_title_copy: float | None = MAX_TITLE_COPY,
-                   max_copied_run: int | None = MAX_COPIED_RUN, leak_threshold: float | None = None) -> Chain:
+                   max_copied_run: int | None = MAX_COPIED_RUN, leak_threshold: float | None = None,
+                   max_chars: int = MAX_QUERY_CHARS) -> Chain:
     """The filter chain, declared once: a ``None`` threshold leaves its filter out (``leak_threshold=None``:
-    no leak cut, as in ``leak_mode`` ``target`` and ``record``)."""
-    text: list[QueryFilter] = [CopiedExample(), TooShort(min_query_words), RefersToDocument(), ForeignScript(),
-                               BorrowedExample()]
+    no leak cut, as in ``leak_mode`` ``target`` and ``record``); ``max_chars`` is the schema's cap on the
+    query's length (:class:`Truncated`)."""
+    text: list[QueryFilter] = [CopiedExample(), TooShort(min_query_words), Truncated(max_chars), RefersToDocument(),
+                               ForeignScript(), BorrowedExample()]
     if max_title_copy is not None:
         text.append(CopiesTitle(max_title_copy))
     if max_copied_run is not None:
@@ -221,5 +256,5 @@ def cluster_chain(*, min_query_words: int = MIN_QUERY_WORDS, max_title_copy: flo
     top-ranked document's title and every member's text) and :class:`EchoesPrompt`. Cluster mode's leak cut
     runs after the judgments (:func:`~bakeoff.truth.generation.clusters.cluster_leak_filter`)."""
     text = describe_chain(min_query_words=min_query_words, max_title_copy=max_title_copy,
-                          max_copied_run=max_copied_run).text
+                          max_copied_run=max_copied_run, max_chars=MAX_QUESTION_CHARS).text
     return (*text, EchoesPrompt(max_copied_run if max_copied_run is not None else MAX_COPIED_RUN))

@@ -14,6 +14,8 @@ __all__ = [
     "LEAK_THRESHOLD",
     "MAX_BORROWED",
     "MAX_COPIED_RUN",
+    "MAX_QUERY_CHARS",
+    "MAX_QUESTION_CHARS",
     "MAX_TITLE_COPY",
     "MINILM_ANSWERABILITY_THRESHOLD",
     "MIN_QUERY_WORDS",
@@ -22,6 +24,7 @@ __all__ = [
     "SPECIFICITY_THRESHOLD",
     "STEER_MIN_SUCCESS",
     "STEER_MIN_TRIES",
+    "TRUNCATION_SLACK",
     "USE_ANSWERABILITY_THRESHOLD",
 ]
 
@@ -30,6 +33,13 @@ __all__ = [
 EXAMPLE_JACCARD = 0.6
 #: ``too_short``: a query of fewer words is rejected.
 MIN_QUERY_WORDS = 3
+#: The longest query the describe schema allows, in characters (its ``maxLength``: a grammar-constrained
+#: server closes the string there); cluster mode's questions allow ``MAX_QUESTION_CHARS``.
+MAX_QUERY_CHARS = 160
+MAX_QUESTION_CHARS = 200
+#: ``truncated``: a query within this many characters of its schema's cap (collapsed whitespace may shorten it)
+#: that does not end a sentence was cut by the cap (:class:`~bakeoff.truth.filters.chain.Truncated`).
+TRUNCATION_SLACK = 5
 #: ``borrowed_example``: at most this many borrowed content words from one example are tolerated
 #: (:func:`~bakeoff.truth.filters.drift.borrowed_words`).
 MAX_BORROWED = 1

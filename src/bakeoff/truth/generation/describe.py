@@ -137,7 +137,7 @@ class DescribeOptions:
     #: Reject a query holding a run of at least this many consecutive words of its document (title and
     #: text; :func:`bakeoff.truth.filters.leak.copied_run`: a pasted sentence, not a query); ``None``: off.
     max_copied_run: int | None = MAX_COPIED_RUN
-    #: A document whose last query was rejected as ``copies_passage`` or ``copies_title`` is asked again with
+    #: A document whose last query was rejected as ``copies_passage``, ``copies_title`` or ``truncated`` is asked again with
     #: that reason said in its next request (:data:`~bakeoff.truth.generation.prompts.RETRY_FIX`); ``False``: asked the same way.
     retry_fix: bool = True
     #: Show the generator each document's title. ``False``: the text only, so that a query cannot restate the
@@ -227,6 +227,7 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
     Filters, in order, each counted under its reason: ``failed`` (no valid answer), then the filter chain of
     :func:`~bakeoff.truth.filters.chain.describe_chain` —
     ``copied_example`` (echoes an example of the prompt), ``too_short`` (< ``min_query_words``),
+    ``truncated`` (cut by the schema's length cap, :class:`~bakeoff.truth.filters.chain.Truncated`),
     ``refers_to_document`` ("this study", :mod:`bakeoff.truth.filters.self_reference`),
     ``foreign_script`` and ``borrowed_example`` (the query drifted into another writing system or into
     an example's content, :mod:`bakeoff.truth.filters.drift`),
@@ -240,8 +241,8 @@ def describe_truth(corpus: Corpus, client: LLMClient, *, options: DescribeOption
     document's next request asks for fewer of its words when a lower bin has room, else for more,
     :data:`~bakeoff.truth.generation.prompts.STEER`; waived early when steering fails,
     :data:`~bakeoff.truth.filters.thresholds.STEER_MIN_TRIES`).
-    Each rejection sends the document to the next regeneration round; after ``copies_passage`` or
-    ``copies_title`` that request says why (``retry_fix``, :data:`~bakeoff.truth.generation.prompts.RETRY_FIX`).
+    Each rejection sends the document to the next regeneration round; after ``copies_passage``,
+    ``copies_title`` or ``truncated`` that request says why (``retry_fix``, :data:`~bakeoff.truth.generation.prompts.RETRY_FIX`).
     The ``keep_fraction`` options are applied at the end (``below_top_fraction``, ``below_answerability_top``).
     Kept queries carry ``leak``, ``answerability``, ``answer_rank`` and ``specificity`` in metadata as measured.
     """
@@ -706,7 +707,7 @@ class _DescribeRun:
 
 #: Provenance's ``rejections``, in this order: every reason a generation or a kept query can be turned away for.
 REJECTIONS: tuple[str, ...] = (
-    "failed", "copied_example", "too_short", "refers_to_document", "foreign_script", "borrowed_example",
+    "failed", "copied_example", "too_short", "truncated", "refers_to_document", "foreign_script", "borrowed_example",
     "copies_title", "copies_passage", "leak", "leak_quota", "low_specificity", "not_answerable",
     "below_top_fraction", "below_answerability_top", "below_best_of_n",
 )

@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from ..filters.thresholds import MAX_QUERY_CHARS, MAX_QUESTION_CHARS
+
 __all__ = [
     "CLUSTER_INSTRUCTION",
     "DESCRIBE_INSTRUCTION",
@@ -238,7 +240,7 @@ def cluster_question_schema(*, max_docs: int = 16) -> type[Any]:
     from pydantic import BaseModel, Field
 
     class ClusterCompletion(BaseModel):
-        question: str = Field(max_length=200)
+        question: str = Field(max_length=MAX_QUESTION_CHARS)
         answers: list[str] = Field(max_length=max_docs)
 
     return ClusterCompletion
@@ -249,7 +251,7 @@ def describe_schema() -> type[Any]:
     from pydantic import BaseModel, Field
 
     class Description(BaseModel):
-        query: str = Field(max_length=160)
+        query: str = Field(max_length=MAX_QUERY_CHARS)
 
     return Description
 
@@ -269,7 +271,7 @@ def cluster_schema(*, max_questions: int = 3, max_docs: int = 16) -> type[Any]:
         reason: str = Field(max_length=80)
 
     class ClusterQuestion(BaseModel):
-        question: str = Field(max_length=200)
+        question: str = Field(max_length=MAX_QUESTION_CHARS)
         judgments: list[Judgment] = Field(max_length=max_docs)
 
     class ClusterAnswer(BaseModel):
@@ -298,13 +300,16 @@ STEER: Mapping[str, Mapping[str, str]] = {
 }
 
 
-#: Added to a document's next request when its last query was rejected for copying the document: a pasted
-#: sentence (``copies_passage``) or its title (``copies_title``). The filters' reasons, said to the model.
+#: Added to a document's next request when its last query was rejected for copying the document, a pasted
+#: sentence (``copies_passage``) or its title (``copies_title``), or for running into the length cap
+#: (``truncated``). The filters' reasons, said to the model.
 RETRY_FIX: Mapping[str, Mapping[str, str]] = {
     "en": {"copies_passage": "Do not copy a sentence of the document: say the need briefly, in your own words.",
-           "copies_title": "Do not repeat the document's title: ask about something its text explains."},
+           "copies_title": "Do not repeat the document's title: ask about something its text explains.",
+           "truncated": "Keep the query short: say the need in one sentence."},
     "es": {"copies_passage": "No copies una frase del documento: di la necesidad en pocas palabras, con las tuyas.",
-           "copies_title": "No repitas el título del documento: pregunta por algo que su texto explica."},
+           "copies_title": "No repitas el título del documento: pregunta por algo que su texto explica.",
+           "truncated": "Escribe una consulta corta: di la necesidad en una frase."},
 }
 
 
