@@ -7,7 +7,8 @@ that passes each default filter of ``bakeoff generate describe`` and all of them
 * before: leak cut at 0.35 and the USE cosine >= 0.5 (the absolute rules);
 * after: the self-reference filter (``refers_to_document``), the drift filter for scripts
   (``foreign_script``; ``borrowed_example`` needs the prompt's examples and does not apply), the
-  pasted-passage filter (longest verbatim run < 10 words), the title-copy filter (< 80 % of the query's
+  pasted-passage filter (``copies_passage``: a verbatim run of 10 words, or a query of 5 or more words that
+  is one run of its document, whole), the title-copy filter (< 80 % of the query's
   words in the title) and the rank rule (the document must rank <= 5 among itself and 99 random documents of
   the corpus under USE; the references are drawn once, seeded, and a reference judged relevant to the query
   is replaced by the next draw: a document people judged relevant is not a random irrelevant one, which
@@ -40,8 +41,9 @@ from bakeoff.truth.filters.answerability import (
     answerability_text,
     open_answerability,
 )
+from bakeoff.truth.filters.chain import CopiesPassage, Draft
 from bakeoff.truth.filters.drift import foreign_scripts
-from bakeoff.truth.filters.leak import copied_run, leak, title_copy
+from bakeoff.truth.filters.leak import leak, title_copy
 from bakeoff.truth.filters.self_reference import refers_to_document
 from bakeoff.truth.generation.leak_target import leak_quota
 
@@ -90,7 +92,8 @@ def main() -> None:
         title_ok = np.array([title_copy(q, ds.corpus.titles[r]) < 0.8 for q, r in ps])
         self_ok = np.array([not refers_to_document(q) for q, _ in ps])
         script_ok = np.array([not foreign_scripts(q, f"{ds.corpus.titles[r]} {ds.corpus.texts[r]}") for q, r in ps])
-        paste_ok = np.array([copied_run(q, f"{ds.corpus.titles[r]} {ds.corpus.texts[r]}") < 10 for q, r in ps])
+        paste = CopiesPassage()
+        paste_ok = np.array([paste.check(_draft(q, ds.corpus.titles[r], ds.corpus.texts[r])) is None for q, r in ps])
         abs_ok = np.array([x >= 0.5 for x in own])
         rank_ok = np.array([x <= opts.reference.max_rank for x in ranks])
         quota_ok_a = np.array(quota_ok)
@@ -98,7 +101,7 @@ def main() -> None:
                      "before_both": (cut & abs_ok).mean(), "leak_quota_uniform": quota_ok_a.mean(),
                      "rank_le_5_of_100": rank_ok.mean(), "title_copy_lt_0.8": title_ok.mean(),
                      "no_self_reference": self_ok.mean(), "no_foreign_script": script_ok.mean(),
-                     "copied_run_lt_10": paste_ok.mean(),
+                     "no_pasted_passage": paste_ok.mean(),
                      "after_all": (rank_ok & title_ok & self_ok & script_ok & paste_ok).mean(),
                      "with_old_quota": (quota_ok_a & rank_ok & title_ok & self_ok & script_ok & paste_ok).mean(),
                      "mean_leak": float(np.mean(leaks)), "median_rank": float(np.median(ranks))}
@@ -124,6 +127,11 @@ def main() -> None:
     print(f"({time.perf_counter() - t0:.0f} s; data {a.data}, seed {a.seed})")
     if a.json:
         a.json.write_text(json.dumps({**out, "leak_shares_per_query": shares}, indent=2))
+
+
+def _draft(query: str, title: str, text: str) -> Draft:
+    """``query`` as describe mode's filter chain reads it beside its document."""
+    return Draft(" ".join(query.split()), title, f"{title} {text}", frozenset(), (), "en")
 
 
 def _ranks(ds, pairs, own, scorer, opts, relevant) -> list[int]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from bakeoff.truth.filters.chain import Draft, EchoesPrompt, Truncated, cluster_chain, describe_chain
+from bakeoff.truth.filters.chain import CopiesPassage, Draft, EchoesPrompt, Truncated, cluster_chain, describe_chain
 from bakeoff.truth.filters.thresholds import MAX_QUERY_CHARS
 from bakeoff.truth.generation.prompts import describe_schema
 
@@ -67,3 +67,22 @@ def test_a_long_query_that_ends_a_sentence_or_a_short_unended_one_passes() -> No
     assert Truncated().check(_draft(_CUT[0][:155])) == {"chars": 155}
     assert Truncated(max_chars=200).check(_draft(_CUT[0])) is None
     assert Truncated().check(_draft(_CUT[0] + " infection and the colon's response to it")) is None  # past the cap
+
+
+_DOC = ("time() -> floating point number  Return the current time in seconds since the Epoch. Fractions of a second "
+        "may be present if the system clock provides them.")
+
+
+def test_a_short_sentence_pasted_whole_is_a_copied_passage() -> None:
+    paste = CopiesPassage()
+
+    def check(query: str) -> object:
+        return paste.check(Draft(query, "time.time", f"time.time {_DOC}", frozenset(), (), "en"))
+
+    assert check("Return the current time in seconds since the Epoch") == {}  # 9 words, all one run
+    assert check("current time in seconds since") == {}  # five words, whole
+    assert check("time in seconds since") is None  # four: too short to tell a paste from a phrase
+    assert check("How do I get the current time in seconds since the Epoch?") is None  # its own words around a run
+    assert check("Return the current time in seconds since the Unix Epoch") is None  # one word of its own
+    # ten copied words reject a query of any length, as before
+    assert check("Why does it return the current time in seconds since the Epoch Fractions here?") == {}

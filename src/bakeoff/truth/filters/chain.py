@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
 from .drift import borrowed_words, copies_example, foreign_scripts
-from .leak import copied_run, title_copy
+from .leak import copied_run, title_copy, words
 from .self_reference import refers_to_document
 from .thresholds import (
     EXAMPLE_JACCARD,
@@ -33,6 +33,7 @@ from .thresholds import (
     MAX_QUESTION_CHARS,
     MAX_TITLE_COPY,
     MIN_QUERY_WORDS,
+    MIN_WHOLE_COPY,
     TRUNCATION_SLACK,
 )
 
@@ -188,14 +189,17 @@ class CopiesTitle(_Filter):
 
 @dataclass(frozen=True)
 class CopiesPassage(_Filter):
-    """The query holds a run of at least ``max_run`` consecutive words of its document (a pasted sentence)."""
+    """The query holds a run of at least ``max_run`` consecutive words of its document (a pasted sentence), or
+    the whole query, of at least ``min_whole`` words, is one run of it (a short sentence pasted)."""
 
     max_run: int = MAX_COPIED_RUN
+    min_whole: int = MIN_WHOLE_COPY
     name: ClassVar[str] = "copies_passage"
     retry_fix: ClassVar[bool] = True
 
     def check(self, draft: Draft) -> Mapping[str, Any] | None:
-        return {} if copied_run(draft.query, draft.source) >= self.max_run else None
+        run, n = copied_run(draft.query, draft.source), len(words(draft.query))
+        return {} if run >= self.max_run or (n >= self.min_whole and run >= n) else None
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ __all__ = [
     "MAX_TITLE_COPY",
     "MINILM_ANSWERABILITY_THRESHOLD",
     "MIN_QUERY_WORDS",
+    "MIN_WHOLE_COPY",
     "REFERENCE_ALPHA",
     "REFERENCE_DOCUMENTS",
     "SPECIFICITY_THRESHOLD",
@@ -49,6 +50,10 @@ MAX_TITLE_COPY = 0.8
 #: ``copies_passage``: a query holding a run of at least this many consecutive words of its document pasted
 #: a sentence (:func:`~bakeoff.truth.filters.leak.copied_run`).
 MAX_COPIED_RUN = 10
+#: ``copies_passage`` too: a query of at least this many words that is, whole, one run of its document (a short
+#: sentence pasted: "Return the current time in seconds since the Epoch"). Of people's (query, relevant document)
+#: pairs, 2 of SciFact's 1,258 and none of CISI's 3,114 are.
+MIN_WHOLE_COPY = 5
 #: ``leak`` (``--leak-mode cut``): a query whose leak is above this is rejected; also cluster mode's leak cut.
 LEAK_THRESHOLD = 0.35
 #: ``leak_quota`` (``--leak-mode target``): each leak bin keeps at most ``ceil(LEAK_SLACK * share * n)`` queries.
