@@ -35,12 +35,14 @@ _DONE_EN = r"(?:conducted|described|presented|discussed|reported|mentioned|propo
 #: Per language: a demonstrative before a document noun, "the document" (a searcher has none), a description
 #: of a document ("a document about", "the document is about") instead of a need, the document's authors, or
 #: one particular study or book ("the study on X", "the trial comparing …", "the review's focus", "the book on X";
-#: "the study of X" may name a field and passes).
+#: "the study of X" may name a field and passes), or one of its tables or figures ("the references tabulated in
+#: Table I", "Fig. 2"; a figure-8 knot passes).
 PATTERNS: Mapping[str, re.Pattern[str]] = {
     "en": re.compile(rf"\b(?:this|these|the present|the above)\s+{_NOUNS_EN}s?\b|\bthe authors?\b"
                      rf"|\bthe\s+(?:{_GIVEN_EN}\s+)?{_DOC_EN}\b|\bthe\s+{_GIVEN_EN}\s+(?:text|description|excerpt|content)\b"
                      rf"|\b(?:a|an)\s+{_DOC_EN}\s+(?:about|on|that|which|describing)\b"
-                     rf"|\bthe\s+{_ONE_EN}\s+(?:{_ABOUT_EN}|{_DONE_EN})\b|\bthe\s+(?:{_ONE_EN}|{_DOC_EN})['’]s\b",
+                     rf"|\bthe\s+{_ONE_EN}\s+(?:{_ABOUT_EN}|{_DONE_EN})\b|\bthe\s+(?:{_ONE_EN}|{_DOC_EN})['’]s\b"
+                     r"|\b(?:table|fig(?:ure)?\.?)\s+(?:(?-i:[IVX]+)|\d+[a-z]?)\b(?!\s+knots?\b)",
                      re.IGNORECASE),
     "es": re.compile(rf"\b(?:este|esta|estos|estas|el presente)\s+{_NOUNS_ES}s?\b|\blos autores\b"
                      rf"|\b(?:el|la)\s+{_DOC_ES}\b|\bun\s+{_DOC_ES}\s+(?:sobre|que|acerca)\b"
