@@ -69,6 +69,13 @@ def test_a_long_query_that_ends_a_sentence_or_a_short_unended_one_passes() -> No
     assert Truncated().check(_draft(_CUT[0] + " infection and the colon's response to it")) is None  # past the cap
 
 
+def test_a_query_trailing_off_in_an_ellipsis_is_truncated() -> None:
+    for q in ("The stream position to the given byte offset is...", "N-cadherin is involved in ...",
+              "the most significant attitude one acquired was…"):
+        assert Truncated().check(_draft(q)) == {"chars": len(q)}, q
+    assert Truncated().check(_draft("What does the ... operator do in Python?")) is None
+
+
 _DOC = ("time() -> floating point number  Return the current time in seconds since the Epoch. Fractions of a second "
         "may be present if the system clock provides them.")
 

@@ -121,15 +121,17 @@ class TooShort(_Filter):
 
 
 #: Characters that may end a complete query: sentence punctuation, closing brackets and quotes.
-_ENDINGS = frozenset(".?!…)]}\"'»”’")
+_ENDINGS = frozenset(".?!)]}\"'»”’")
 
 
 @dataclass(frozen=True)
 class Truncated(_Filter):
-    """The query was cut by its schema's length cap: it is within ``slack`` characters of ``max_chars`` and
-    does not end a sentence ("… and how does this affect their susceptibility to Clostridium difficil").
-    A grammar-constrained server closes the string at the schema's ``maxLength`` wherever the model is; a
-    query that long and ended would pass, and so does a longer one (a person's, read by another chain)."""
+    """The query is unfinished: cut by its schema's length cap (within ``slack`` characters of ``max_chars``
+    and not ending a sentence: "… and how does this affect their susceptibility to Clostridium difficil"), or
+    trailing off in an ellipsis ("The stream position to the given byte offset is...", "N-cadherin is
+    involved in ..."). A grammar-constrained server closes the string at the schema's ``maxLength`` wherever the
+    model is; a query that long and ended passes, and so does a longer one (a person's, read by another
+    chain)."""
 
     max_chars: int = MAX_QUERY_CHARS
     slack: int = TRUNCATION_SLACK
@@ -138,8 +140,9 @@ class Truncated(_Filter):
 
     def check(self, draft: Draft) -> Mapping[str, Any] | None:
         q = draft.query.rstrip()
+        trails = q.endswith(("...", "…"))
         cut = self.max_chars - self.slack <= len(q) <= self.max_chars and q[-1:] not in _ENDINGS
-        return {"chars": len(q)} if cut else None
+        return {"chars": len(q)} if cut or trails else None
 
 
 @dataclass(frozen=True)
