@@ -18,7 +18,7 @@ __all__ = ["PATTERNS", "UNINTRODUCED", "refers_to_document"]
 
 _NOUNS_EN = (r"(?:study|paper|article|document|text|abstract|review|trial|report|patient|case|work|research|analysis"
              r"|experiment|investigation|survey|book|monograph|volume|chapter|essay|collection|gathering|workshop"
-             r"|symposium|conference|lecture|assay|cohort)")
+             r"|symposium|conference|lecture|assay|cohort|package|library|module)")
 _NOUNS_ES = r"(?:estudio|art[ií]culo|documento|texto|resumen|revisi[oó]n|ensayo|informe|paciente|caso|trabajo|an[aá]lisis|experimento|investigaci[oó]n|encuesta)"
 #: "abstract" is the document's abstract, not the adjective of "the abstract base class" / "abstract syntax tree".
 _DOC_EN = (r"(?:document|passage|paper|article|abstract(?!\s+(?:base|class(?:es)?|method|methods|syntax|data|type|types"
