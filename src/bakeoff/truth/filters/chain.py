@@ -130,8 +130,7 @@ class Truncated(_Filter):
     and not ending a sentence: "… and how does this affect their susceptibility to Clostridium difficil"), or
     trailing off in an ellipsis ("The stream position to the given byte offset is...", "N-cadherin is
     involved in ..."). A grammar-constrained server closes the string at the schema's ``maxLength`` wherever the
-    model is; a query that long and ended passes, and so does a longer one (a person's, read by another
-    chain)."""
+    model is. A query as long that ends a sentence passes, and so does a longer one: the cap did not cut it."""
 
     max_chars: int = MAX_QUERY_CHARS
     slack: int = TRUNCATION_SLACK
