@@ -475,3 +475,35 @@ def test_the_title_is_shown_to_the_generator_only_when_asked(show_title: bool) -
     assert user == ("Document:\ntime.sleep " if show_title else "Document:\n") + DOC.split("\n")[1]
     # the filters still read the title: the kept query's leak is measured against title and text
     assert truth.queries.metadata[0]["leak"] >= 0.0 and len(truth.queries.ids) == 1
+
+
+def test_every_filter_that_retries_says_why_in_every_language() -> None:
+    from bakeoff.truth.filters.chain import describe_chain
+    from bakeoff.truth.generation.prompts import RETRY_FIX
+
+    retrying = {f.name for f in describe_chain().text if f.retry_fix}
+    assert retrying == {"truncated", "copies_title", "copies_passage"}
+    for lang, fixes in RETRY_FIX.items():
+        assert set(fixes) == retrying, lang
+
+
+def test_a_query_cut_by_the_length_cap_is_asked_again_for_a_shorter_one() -> None:
+    from bakeoff.truth.generation.prompts import RETRY_FIX
+
+    fix = RETRY_FIX["en"]["truncated"]
+    cut = json.dumps({"query": ("How long does the calling thread stay suspended when a program waits for a while "
+                                "between two steps of a long computation that reads many files and then writes")})
+    assert len(json.loads(cut)["query"]) == 158
+
+    def reply(body: dict, i: int) -> Reply:  # runs into the cap until told to be short
+        return Reply(200, GOOD if fix in _system(body) else cut)
+
+    corpus = Corpus(("t0",), (DOC.split("\n")[1],), ("time.sleep",), ({},))
+    with FakeOpenAI(reply) as srv:
+        client = LLMClient(LLMConfig(base_url=srv.base_url, model="fake", concurrency=1))
+        opts = DescribeOptions(mask_share=0.0, n=1, max_regenerations=2, bootstrap=0, leak_mode="record")
+        truth = describe_truth(corpus, client, options=opts, progress=False)
+    outcomes = [(g["round"], g["outcome"]) for g in truth.provenance["generations"]]
+    assert outcomes == [(0, "truncated"), (1, "kept")]
+    assert truth.provenance["rejections"]["truncated"] == 1
+    assert truth.queries.texts == (json.loads(GOOD)["query"],)
