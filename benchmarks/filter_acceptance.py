@@ -5,14 +5,13 @@ For every (query, relevant document) pair of a judged BEIR dataset (default: Sci
 that passes each default filter of ``bakeoff generate describe`` and all of them together:
 
 * before: leak cut at 0.35 and the USE cosine >= 0.5 (the absolute rules);
-* after: the self-reference filter (``refers_to_document``), the drift filter for scripts
-  (``foreign_script``; ``borrowed_example`` needs the prompt's examples and does not apply), the
-  pasted-passage filter (``copies_passage``: a verbatim run of 10 words, or a query of 5 or more words that
-  is one run of its document, whole), the title-copy filter (< 80 % of the query's
-  words in the title) and the rank rule (the document must rank <= 5 among itself and 99 random documents of
-  the corpus under USE; the references are drawn once, seeded, and a reference judged relevant to the query
-  is replaced by the next draw: a document people judged relevant is not a random irrelevant one, which
-  matters where a query has forty relevant documents);
+* after: every text filter of describe mode's chain with its defaults
+  (:func:`bakeoff.truth.filters.chain.describe_chain`, each reported by its rejection name: ``copies_title``,
+  ``copies_passage``, ``refers_to_document``, ``foreign_script``, ``truncated``, …; ``copied_example`` and
+  ``borrowed_example`` need the prompt's examples and pass) and the rank rule (the document must rank <= 5
+  among itself and 99 random documents of the corpus under USE; the references are drawn once, seeded, and a
+  reference judged relevant to the query is replaced by the next draw: a document people judged relevant is not
+  a random irrelevant one, which matters where a query has forty relevant documents);
 * for reference, the leak quota of the uniform target that generation applied before leak matching moved to the
   verdict (each 0.2-wide leak bin may hold ``ceil(1.25 * 0.2 * n)`` of ``n`` pairs, in a seeded random order):
   it is no longer a filter.
@@ -41,10 +40,8 @@ from bakeoff.truth.filters.answerability import (
     answerability_text,
     open_answerability,
 )
-from bakeoff.truth.filters.chain import CopiesPassage, Draft
-from bakeoff.truth.filters.drift import foreign_scripts
-from bakeoff.truth.filters.leak import leak, title_copy
-from bakeoff.truth.filters.self_reference import refers_to_document
+from bakeoff.truth.filters.chain import Draft, describe_chain
+from bakeoff.truth.filters.leak import leak
 from bakeoff.truth.generation.leak_target import leak_quota
 
 
@@ -89,21 +86,16 @@ def main() -> None:
                 filled[b] += 1
                 quota_ok[i] = True
         cut = np.array([x <= 0.35 for x in leaks])
-        title_ok = np.array([title_copy(q, ds.corpus.titles[r]) < 0.8 for q, r in ps])
-        self_ok = np.array([not refers_to_document(q) for q, _ in ps])
-        script_ok = np.array([not foreign_scripts(q, f"{ds.corpus.titles[r]} {ds.corpus.texts[r]}") for q, r in ps])
-        paste = CopiesPassage()
-        paste_ok = np.array([paste.check(_draft(q, ds.corpus.titles[r], ds.corpus.texts[r])) is None for q, r in ps])
+        drafts = [_draft(q, ds.corpus.titles[r], ds.corpus.texts[r]) for q, r in ps]
+        passes = {f.name: np.array([f.check(d) is None for d in drafts]) for f in describe_chain().text}
+        text_ok = np.logical_and.reduce(list(passes.values()))
         abs_ok = np.array([x >= 0.5 for x in own])
         rank_ok = np.array([x <= opts.reference.max_rank for x in ranks])
         quota_ok_a = np.array(quota_ok)
         out[name] = {"pairs": len(ps), "leak_cut_0.35": cut.mean(), "use_cosine_0.5": abs_ok.mean(),
                      "before_both": (cut & abs_ok).mean(), "leak_quota_uniform": quota_ok_a.mean(),
-                     "rank_le_5_of_100": rank_ok.mean(), "title_copy_lt_0.8": title_ok.mean(),
-                     "no_self_reference": self_ok.mean(), "no_foreign_script": script_ok.mean(),
-                     "no_pasted_passage": paste_ok.mean(),
-                     "after_all": (rank_ok & title_ok & self_ok & script_ok & paste_ok).mean(),
-                     "with_old_quota": (quota_ok_a & rank_ok & title_ok & self_ok & script_ok & paste_ok).mean(),
+                     "rank_le_5_of_100": rank_ok.mean(), **{f"no_{k}": v.mean() for k, v in passes.items()},
+                     "after_all": (rank_ok & text_ok).mean(), "with_old_quota": (quota_ok_a & rank_ok & text_ok).mean(),
                      "mean_leak": float(np.mean(leaks)), "median_rank": float(np.median(ranks))}
         if name == "human":
             per_query: dict[str, list[float]] = {}
