@@ -53,23 +53,29 @@ _END = r"(?=\s*(?:[?.!,;:]|$))"
 #: Definite nouns that name one document, or one event or piece of work a document reports.
 _HEADS_EN = (r"(?:study|paper|article|book|monograph|volume|chapter|essay|collection|gathering|workshop|symposium"
              r"|conference|seminar|meeting|lecture|survey|experiment|pretest|trial|investigation|proposal|publication)")
+#: What a document does, said of it as the subject: "the collection focus(es) on", "the study finds".
+_SAYS_EN = (r"(?:focus(?:es)?|discuss(?:es)?|describes?|covers?|presents?|examines?|aims?|includes?|contains?"
+            r"|reports?|shows?|suggests?|finds?|found|concludes?|argues?|proposes?|address(?:es)?|explores?"
+            r"|investigates?|deals?|provides?)")
 #: Per language, matched case-sensitively; group ``head`` is the noun. "the X" ending its clause with at most
 #: two lowercase words between ("the pretest?", "the decision meeting."; "report", "findings", "research",
 #: "analysis", "review" and "evaluation" only bare: "what did the commission report?" is a verb, "the principal
 #: component analysis" a method), or a book-like noun after up to four words of any case but "to" ("the
 #: Comparative Social Inquiry book?"; "the best day to book?" passes; a proper name before "conference" may say
-#: which one: "the Wannsee conference" passes).
+#: which one: "the Wannsee conference" passes), or the subject of what a document does ("What materials does the
+#: collection focus on?", "What does the study find out about X?").
 UNINTRODUCED: Mapping[str, re.Pattern[str]] = {
     "en": re.compile(rf"\b[Tt]he\s+(?P<head>{_HEADS_EN}|report|findings|research|analysis|review|evaluation){_END}"
                      rf"|\b[Tt]he\s+(?:[a-z][\w-]*\s+){{1,2}}(?P<head1>{_HEADS_EN}){_END}"
-                     rf"|\b[Tt]he\s+(?:(?!to\b)[\w'’-]+\s+){{1,4}}(?P<head2>book|monograph|volume|essay|chapter){_END}"),
+                     rf"|\b[Tt]he\s+(?:(?!to\b)[\w'’-]+\s+){{1,4}}(?P<head2>book|monograph|volume|essay|chapter){_END}"
+                     rf"|\b[Tt]he\s+(?P<head3>{_HEADS_EN})\s+{_SAYS_EN}\b"),
 }
 
 
 def _unintroduced(query: str, pat: re.Pattern[str]) -> bool:
     """True when a match of ``pat`` names a noun the query has not used before the match."""
     for m in pat.finditer(query):
-        head = m.group("head") or m.group("head1") or m.group("head2")
+        head = m.group("head") or m.group("head1") or m.group("head2") or m.group("head3")
         if not re.search(rf"\b{head}s?\b", query[: m.start()], re.IGNORECASE):
             return True
     return False
