@@ -19,7 +19,8 @@ pasted or garbled passage; it needs the document to make sense ("the references 
 
 Prints the sample as a table (number, leak, verdict, query, the first 200 characters of the title and text) and
 ``strict: A answered of L read (U unread) of N sampled``. ``--append`` adds the unread pairs to the labels file
-with the verdict ``?`` (written atomically), ready to be read.
+with the verdict ``?`` (written atomically), ready to be read. Bad input (a missing file, a bad verdict, a query whose source
+document is not in the corpus) stops with one line naming the file and exit status 2, before anything is written.
 """
 
 from __future__ import annotations
@@ -32,9 +33,16 @@ import random
 import sys
 import tempfile
 from pathlib import Path
+from typing import NoReturn
 
 FIELDS = ("doc_id", "verdict", "query", "note")
 VERDICTS = ("answered", "miss", "?")
+
+
+def _fail(message: str) -> NoReturn:
+    """One line on stderr, exit status 2 (bad input)."""
+    print(message, file=sys.stderr)
+    raise SystemExit(2)
 
 
 def read_labels(path: Path) -> dict[tuple[str, str], dict[str, str]]:
@@ -45,10 +53,10 @@ def read_labels(path: Path) -> dict[tuple[str, str], dict[str, str]]:
     with path.open(encoding="utf-8", newline="") as f:
         reader = csv.DictReader(f, delimiter="\t")
         if tuple(reader.fieldnames or ()) != FIELDS:
-            sys.exit(f"{path}:1: header must be {' '.join(FIELDS)} (tab-separated)")
+            _fail(f"{path}:1: header must be {' '.join(FIELDS)} (tab-separated)")
         for i, row in enumerate(reader, 2):
             if row["verdict"] not in VERDICTS:
-                sys.exit(f"{path}:{i}: verdict {row['verdict']!r} is not one of {', '.join(VERDICTS)}")
+                _fail(f"{path}:{i}: verdict {row['verdict']!r} is not one of {', '.join(VERDICTS)}")
             out[(row["doc_id"], " ".join(row["query"].split()))] = row
     return out
 
@@ -73,6 +81,9 @@ def main() -> None:
     ap.add_argument("--append", action="store_true")
     a = ap.parse_args()
     truth = a.truth / "truth" if (a.truth / "truth" / "queries.jsonl").exists() else a.truth
+    for need in (a.data / "corpus.jsonl", truth / "queries.jsonl"):
+        if not need.is_file():
+            _fail(f"{need}: no such file")
     corpus = {}
     with (a.data / "corpus.jsonl").open(encoding="utf-8") as f:
         for line in f:
@@ -82,6 +93,11 @@ def main() -> None:
         queries = [json.loads(line) for line in f]
     sample = random.Random(a.seed).sample(queries, min(a.n, len(queries)))
     labels = read_labels(a.labels)
+    for q in sample:
+        doc = str(q["metadata"]["source_doc"])
+        if doc not in corpus:
+            _fail(f"{truth / 'queries.jsonl'}: query {q['_id']}: metadata.source_doc {doc!r} is not in "
+                  f"{a.data / 'corpus.jsonl'}")
     print(f"{truth}: {len(queries)} kept queries, {len(sample)} sampled (random.Random({a.seed})); labels {a.labels}\n")
     print("| # | leak | verdict | query | source (first 200 characters) | note |")
     print("|---|---|---|---|---|---|")

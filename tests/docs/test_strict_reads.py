@@ -57,5 +57,15 @@ def test_a_bad_verdict_names_the_file_and_line(tmp_path: Path) -> None:
     labels.write_text("doc_id\tverdict\tquery\tnote\nd1\tyes\tWhat makes paper decay?\t\n")
     truth = _folder(tmp_path / "a", [("d1", "What makes paper decay?")])
     out = _run(truth, "--data", truth, "--labels", labels)
-    assert out.returncode != 0
+    assert out.returncode == 2
     assert f"{labels}:2: verdict 'yes' is not one of answered, miss, ?" in out.stderr
+
+
+def test_a_missing_corpus_or_source_document_stops_with_one_line(tmp_path: Path) -> None:
+    labels = tmp_path / "labels.tsv"
+    truth = _folder(tmp_path / "a", [("d9", "What makes paper decay?")])
+    out = _run(truth, "--data", tmp_path / "nowhere", "--labels", labels, "--append")
+    assert out.returncode == 2 and out.stderr.strip() == f"{tmp_path / 'nowhere' / 'corpus.jsonl'}: no such file"
+    out = _run(truth, "--data", truth, "--labels", labels, "--append")
+    assert out.returncode == 2 and "metadata.source_doc 'd9' is not in" in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1 and not labels.exists()
